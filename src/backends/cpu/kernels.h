@@ -1,0 +1,45 @@
+/* CPU dot-product kernels. Activations are first "prepared" the way ggml does for
+ * each weight type, so results track llama.cpp:
+ *   F32 weights: x stays F32;  F16: x rounded to F16;  BF16: x rounded to BF16;
+ *   Q8_0 and Q4_0: x quantized to Q8_0 blocks (ggml's x86 quantize_row_q8_0, which
+ *   rounds to nearest even).
+ * A kernel table exists per ISA (scalar reference, AVX2/FMA/F16C, AVX-512, NEON);
+ * hr_kernels_best() picks the fastest the running CPU supports. Every SIMD entry has
+ * the scalar entry as its reference twin (tests compare them). */
+#ifndef HR_KERNELS_H
+#define HR_KERNELS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "../../formats/types.h"
+
+/* s = dot(w_row, x_prepared) over n elements (n a multiple of the weight block). */
+typedef void (*hr_vec_dot_fn)(int64_t n, float *s, const void *w_row, const void *xq);
+/* Prepares n floats into the representation vec_dot expects. */
+typedef void (*hr_act_prep_fn)(const float *x, void *xq, int64_t n);
+
+typedef struct hr_kernels {
+    const char *name;                      /* "scalar", "avx2", "avx512", "neon" */
+    hr_vec_dot_fn vec_dot[HR_TYPE_MAX];    /* NULL for unsupported weight types */
+    hr_act_prep_fn act_prep[HR_TYPE_MAX];  /* indexed by WEIGHT type */
+} hr_kernels;
+
+const hr_kernels *hr_kernels_scalar(void);
+const hr_kernels *hr_kernels_avx2(void);   /* NULL if not compiled in or CPU lacks AVX2+FMA+F16C */
+const hr_kernels *hr_kernels_avx512(void); /* NULL if not compiled in or CPU lacks AVX-512F/BW/VL */
+const hr_kernels *hr_kernels_neon(void);   /* NULL unless built for ARM with NEON */
+/* Best available; HEARTH_KERNELS=scalar|avx2|avx512|neon in the environment overrides. */
+const hr_kernels *hr_kernels_best(void);
+
+/* Bytes that act_prep writes for n elements of activations for weight type wt. */
+size_t hr_act_bytes(uint32_t wt, int64_t n);
+
+/* A weight matrix view in ggml order: n_out rows of n_in contiguous elements. */
+typedef struct hr_mat {
+    uint32_t type;
+    int64_t n_in;      /* ne0 */
+    int64_t n_out;     /* ne1 */
+    size_t row_bytes;  /* hr_row_bytes(type, n_in) */
+    const void *data;
+} hr_mat;
+
+#endif

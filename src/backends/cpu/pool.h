@@ -1,0 +1,17 @@
+/* Persistent thread pool, one per context. The caller's thread works as thread 0.
+ * Workers spin briefly for new work, then sleep on a condition variable, so a
+ * busy core elsewhere does not stall the pool. */
+#ifndef HR_POOL_H
+#define HR_POOL_H
+#include "../../util/err.h"
+
+typedef struct hr_pool hr_pool;
+typedef void (*hr_task_fn)(void *arg, int ith, int nth);
+
+hr_pool *hr_pool_new(int n_threads, hr_err *e);   /* n_threads >= 1 */
+int hr_pool_threads(const hr_pool *p);
+/* Runs fn(arg, ith, nth) for ith in [0, nth) and returns when all are done. */
+void hr_pool_run(hr_pool *p, hr_task_fn fn, void *arg);
+void hr_pool_free(hr_pool *p);
+
+#endif
