@@ -1,0 +1,27 @@
+/* Subcommands of the hearth command. Each returns the process exit status:
+ * 0 success, 1 runtime failure (bad model, I/O), 2 usage error (bad flags). */
+#ifndef HR_CLI_H
+#define HR_CLI_H
+#include <stdbool.h>
+#include <stdint.h>
+
+int hr_cmd_run(int argc, char **argv);
+int hr_cmd_perplexity(int argc, char **argv);
+int hr_cmd_inspect(int argc, char **argv);
+int hr_cmd_synth(int argc, char **argv);
+int hr_cmd_tokenize(int argc, char **argv);
+int hr_cmd_bench(int argc, char **argv);
+
+/* Flag value parsing shared by subcommands. Each prints
+ * "hearth <cmd>: <flag>: <problem>" to stderr and returns false on bad input. */
+bool hr_arg_need(const char *cmd, int argc, char **argv, int i);      /* argv[i+1] exists */
+bool hr_arg_long(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out);
+bool hr_arg_float(const char *cmd, const char *flag, const char *v, double lo, double hi, double *out);
+bool hr_arg_u64(const char *cmd, const char *flag, const char *v, uint64_t *out);
+/* Usage error helper: prints message + "try 'hearth <cmd> --help'" and returns 2. */
+int hr_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+#endif

@@ -1,0 +1,10 @@
+/* PLACEHOLDER: being written; replace this whole file. */
+#include <stdio.h>
+#include "cli.h"
+
+int hr_cmd_bench(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "hearth bench: not built yet\n");
+    return 1;
+}

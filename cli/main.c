@@ -1,0 +1,40 @@
+/* hearth: one command, git-style subcommands. */
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} subcommand;
+
+static const subcommand cmds[] = {
+    {"run", hr_cmd_run, "generate text from a prompt"},
+    {"perplexity", hr_cmd_perplexity, "perplexity of a text file (llama.cpp's method)"},
+    {"bench", hr_cmd_bench, "prompt and decode tokens/s, bytes/token, GB/s"},
+    {"inspect", hr_cmd_inspect, "print a GGUF file's metadata and tensors"},
+    {"tokenize", hr_cmd_tokenize, "print the tokens of a text"},
+    {"synth", hr_cmd_synth, "write a model of any shape with random weights"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: hearth <command> [flags]   (hearth <command> --help for its flags)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].help);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "hearth: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
