@@ -20,6 +20,14 @@ int hr_errctx(hr_err *e, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, e->msg, sizeof old);
-    snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old);
+    /* Truncation of a long chain of contexts is acceptable. */
+    size_t n = strlen(prefix);
+    if (n > sizeof e->msg - 3) n = sizeof e->msg - 3;
+    memcpy(e->msg, prefix, n);
+    memcpy(e->msg + n, ": ", 2);
+    size_t rest = sizeof e->msg - n - 3;
+    size_t m = strnlen(old, rest);
+    memcpy(e->msg + n + 2, old, m);
+    e->msg[n + 2 + m] = 0;
     return -1;
 }
