@@ -5,9 +5,13 @@
 #define HR_ERR_H
 #include <stddef.h>
 
+/* Also defined, identically, by include/hearth.h. */
+#ifndef HR_ERR_DEFINED
+#define HR_ERR_DEFINED
 typedef struct hr_err {
     char msg[512];
 } hr_err;
+#endif
 
 /* Formats a message into e (if non-NULL) and returns -1, so callers can write
  * `return hr_errf(e, "...", ...);`. */
