@@ -1,1 +1,86 @@
-/* being written */
+/* Model lifetime and the public model/tokenizer API. */
+#include <stdlib.h>
+#include <string.h>
+#include "formats/types.h"
+#include "model.h"
+
+int hr_load_arch(hearth_model *m, hr_err *e);
+int hr_load_tensors(hearth_model *m, hr_err *e);
+
+hearth_model_params hearth_model_default_params(void) { return (hearth_model_params){0}; }
+
+static uint64_t mat_bytes(const hr_mat *w) { return w->data ? w->row_bytes * (uint64_t)w->n_out : 0; }
+
+static void fill_info(hearth_model *m) {
+    const hr_hparams *hp = &m->hp;
+    hearth_model_info *in = &m->info;
+    uint64_t dec = m->token_embd.row_bytes + mat_bytes(&m->output) + 2 * sizeof(float) * (uint64_t)hp->n_embd;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const hr_layer *L = &m->layers[il];
+        dec += mat_bytes(&L->wq) + mat_bytes(&L->wk) + mat_bytes(&L->wv) + mat_bytes(&L->wo) + mat_bytes(&L->gate) +
+               mat_bytes(&L->up) + mat_bytes(&L->down) + 2 * sizeof(float) * (uint64_t)hp->n_embd;
+    }
+    uint64_t wbytes = 0;
+    for (uint64_t i = 0; i < m->file.n_tensors; i++) wbytes += m->file.tensors[i].nbytes;
+    *in = (hearth_model_info){.arch = m->arch, .ffn_act = hr_act_name(hp->act), .n_vocab = hp->n_vocab,
+                              .n_ctx_train = hp->n_ctx_train, .n_embd = hp->n_embd, .n_layer = hp->n_layer,
+                              .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .n_ff = hp->n_ff,
+                              .head_dim = hp->head_dim, .weight_type = m->layers[0].up.type,
+                              .weight_bytes = wbytes, .decode_bytes = dec, .file_bytes = m->file.size};
+}
+
+static int check_vocab(hearth_model *m, hr_err *e) {
+    int32_t nv = hr_tok_n_vocab(m->tok);
+    if (nv > m->hp.n_vocab)
+        return hr_errf(e, "tokenizer has %d tokens but token_embd.weight has only %d rows", nv, m->hp.n_vocab);
+    return 0;
+}
+
+hearth_model *hearth_model_load(const char *path, const hearth_model_params *p, hr_err *e) {
+    (void)p;
+    hearth_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        hr_errf(e, "out of memory");
+        return NULL;
+    }
+    if (gguf_open(&m->file, path, e)) {
+        free(m);
+        return NULL;
+    }
+    if (hr_load_arch(m, e)) goto fail;
+    m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
+    if (!m->layers) {
+        hr_errf(e, "out of memory");
+        goto fail;
+    }
+    if (hr_load_tensors(m, e) || hr_tok_from_gguf(&m->tok, &m->file, e) || check_vocab(m, e)) goto fail;
+    fill_info(m);
+    return m;
+fail:
+    hr_errctx(e, "%s", path);
+    hearth_model_free(m);
+    return NULL;
+}
+
+void hearth_model_free(hearth_model *m) {
+    if (!m) return;
+    hr_tok_free(m->tok);
+    free(m->layers);
+    gguf_close(&m->file);
+    free(m);
+}
+
+const hearth_model_info *hearth_model_get_info(const hearth_model *m) { return &m->info; }
+
+int hearth_tokenize(const hearth_model *m, const char *text, size_t len, bool add_special, bool parse_special,
+                    int32_t **out, size_t *n_out, hr_err *e) {
+    return hr_tok_encode(m->tok, text, len, add_special, parse_special, out, n_out, e);
+}
+
+int hearth_token_piece(const hearth_model *m, int32_t id, bool render_special, char *buf, size_t cap) {
+    return hr_tok_piece(m->tok, id, render_special, buf, cap);
+}
+
+int32_t hearth_token_bos(const hearth_model *m) { return hr_tok_bos(m->tok); }
+
+bool hearth_token_is_eog(const hearth_model *m, int32_t id) { return hr_tok_is_eog(m->tok, id); }

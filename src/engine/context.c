@@ -1,0 +1,118 @@
+/* Context lifetime, KV cache allocation and the public eval entry point. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "context.h"
+#include "formats/types.h"
+
+hearth_ctx_params hearth_ctx_default_params(void) {
+    return (hearth_ctx_params){.n_ctx = 0, .n_threads = 0, .n_batch = 512, .kv_k = HEARTH_KV_F16, .kv_v = HEARTH_KV_F16};
+}
+
+static void *alloc_f(hearth_ctx *c, size_t bytes) {
+    c->scratch_bytes += bytes;
+    return calloc(1, bytes ? bytes : 1);
+}
+
+static int alloc_scratch(hearth_ctx *c, hr_err *e) {
+    const hr_hparams *hp = &c->m->hp;
+    size_t nb = (size_t)c->n_batch, d = (size_t)hp->n_embd, qd = (size_t)hp->n_head * hp->head_dim;
+    size_t kvd = (size_t)hp->n_head_kv * hp->head_dim, ff = (size_t)hp->n_ff, nt = (size_t)hr_pool_threads(c->cpu.pool);
+    c->qprep_stride = (hr_act_bytes(HR_F32, hp->head_dim) + 63) & ~(size_t)63;
+    c->x = alloc_f(c, nb * d * 4), c->xn = alloc_f(c, nb * d * 4), c->tmp = alloc_f(c, nb * d * 4);
+    c->q = alloc_f(c, nb * qd * 4), c->att = alloc_f(c, nb * qd * 4);
+    c->k = alloc_f(c, nb * kvd * 4), c->v = alloc_f(c, nb * kvd * 4);
+    c->g = alloc_f(c, nb * ff * 4), c->u = alloc_f(c, nb * ff * 4), c->h = alloc_f(c, nb * ff * 4);
+    c->scores = alloc_f(c, nt * (size_t)c->n_ctx * 4);
+    c->qprep = alloc_f(c, nt * c->qprep_stride);
+    if (!c->x || !c->xn || !c->tmp || !c->q || !c->att || !c->k || !c->v || !c->g || !c->u || !c->h || !c->scores || !c->qprep)
+        return hr_errf(e, "out of memory allocating %llu bytes of scratch", (unsigned long long)c->scratch_bytes);
+    return 0;
+}
+
+static int alloc_kv(hearth_ctx *c, hr_err *e) {
+    const hr_hparams *hp = &c->m->hp;
+    size_t cells = (size_t)hp->n_layer * (size_t)c->n_ctx * (size_t)hp->n_head_kv * (size_t)hp->head_dim;
+    c->k_elem = c->kv_k == HEARTH_KV_F32 ? 4 : 2;
+    c->v_elem = c->kv_v == HEARTH_KV_F32 ? 4 : 2;
+    c->kv_bytes = cells * (c->k_elem + c->v_elem);
+    c->k_cache = calloc(cells, c->k_elem);
+    c->v_cache = calloc(cells, c->v_elem);
+    if (!c->k_cache || !c->v_cache) return hr_errf(e, "out of memory allocating a %llu-byte KV cache", (unsigned long long)c->kv_bytes);
+    return 0;
+}
+
+hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *e) {
+    hearth_ctx_params d = p ? *p : hearth_ctx_default_params();
+    if (d.n_ctx < 0 || d.n_threads < 0 || d.n_batch < 0 || d.n_threads > 512) {
+        hr_errf(e, "bad context parameters (n_ctx %d, threads %d, batch %d)", d.n_ctx, d.n_threads, d.n_batch);
+        return NULL;
+    }
+    hearth_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        hr_errf(e, "out of memory");
+        return NULL;
+    }
+    c->m = m;
+    c->n_ctx = d.n_ctx ? d.n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
+    c->n_batch = d.n_batch ? d.n_batch : 512;
+    if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
+    c->kv_k = d.kv_k, c->kv_v = d.kv_v;
+    int nt = d.n_threads ? d.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (nt < 1) nt = 1;
+    if (hr_cpu_init(&c->cpu, nt, e) || alloc_kv(c, e) || alloc_scratch(c, e)) {
+        hearth_ctx_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void hearth_ctx_free(hearth_ctx *c) {
+    if (!c) return;
+    hr_cpu_free(&c->cpu);
+    free(c->k_cache), free(c->v_cache);
+    free(c->x), free(c->xn), free(c->tmp), free(c->q), free(c->att), free(c->k), free(c->v);
+    free(c->g), free(c->u), free(c->h), free(c->scores), free(c->qprep), free(c->logits);
+    free(c);
+}
+
+int32_t hearth_ctx_n_ctx(const hearth_ctx *c) { return c->n_ctx; }
+uint64_t hearth_ctx_kv_bytes(const hearth_ctx *c) { return c->kv_bytes; }
+uint64_t hearth_ctx_scratch_bytes(const hearth_ctx *c) {
+    return c->scratch_bytes + (uint64_t)c->logits_cap * 4 + c->cpu.scratch_bytes;
+}
+
+static int ensure_logits(hearth_ctx *c, int64_t rows, hr_err *e) {
+    int64_t need = rows * c->m->hp.n_vocab;
+    if (need <= c->logits_cap) return 0;
+    float *l = realloc(c->logits, (size_t)need * sizeof(float));
+    if (!l) return hr_errf(e, "out of memory for %lld logits", (long long)need);
+    c->logits = l;
+    c->logits_cap = need;
+    return 0;
+}
+
+int hearth_eval(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, bool all_logits, hr_err *e) {
+    if (n <= 0) return hr_errf(e, "nothing to evaluate (%d tokens)", n);
+    if (pos < 0 || (int64_t)pos + n > c->n_ctx)
+        return hr_errf(e, "%d tokens at position %d do not fit in the context of %d tokens", n, pos, c->n_ctx);
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->m->hp.n_vocab)
+            return hr_errf(e, "token id %d at index %d is outside the vocabulary [0, %d)", tokens[i], i, c->m->hp.n_vocab);
+    if (ensure_logits(c, all_logits ? n : 1, e)) return -1;
+    c->n_logits = all_logits ? n : 1;
+    for (int32_t done = 0; done < n;) {
+        int32_t chunk = n - done < c->n_batch ? n - done : c->n_batch;
+        bool last = done + chunk == n;
+        float *out = all_logits ? c->logits + (int64_t)done * c->m->hp.n_vocab : (last ? c->logits : NULL);
+        if (hr_forward(c, tokens + done, chunk, pos + done, out, all_logits, e)) return -1;
+        done += chunk;
+    }
+    return 0;
+}
+
+const float *hearth_logits(const hearth_ctx *c, int32_t i) {
+    if (i < 0) i = (int32_t)c->n_logits - 1;
+    if (i >= c->n_logits) return NULL;
+    return c->logits + (int64_t)i * c->m->hp.n_vocab;
+}

@@ -1,0 +1,28 @@
+/* A context: KV cache, scratch buffers and the CPU thread pool for one model. */
+#ifndef HR_CONTEXT_H
+#define HR_CONTEXT_H
+#include "backends/cpu/matmul.h"
+#include "model.h"
+
+struct hearth_ctx {
+    hearth_model *m;
+    int32_t n_ctx, n_batch;
+    hearth_kv_type kv_k, kv_v;
+    hr_cpu cpu;
+    uint8_t *k_cache, *v_cache; /* [n_layer][n_ctx][n_head_kv * head_dim] of F16 or F32 */
+    size_t k_elem, v_elem;      /* bytes per cache element */
+    /* scratch, sized for n_batch tokens */
+    float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *h;
+    float *scores;  /* [n_threads][n_ctx] */
+    uint8_t *qprep; /* [n_threads][prepared q row] */
+    size_t qprep_stride;
+    float *logits;  /* [logits_rows][n_vocab] */
+    int64_t logits_cap, n_logits;
+    uint64_t kv_bytes, scratch_bytes;
+};
+
+/* Evaluates up to n_batch tokens; writes logits of each (all) or only the last. */
+int hr_forward(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, float *logits, bool all, hr_err *e);
+/* Attention for n tokens of layer il, reading q/k/v scratch, writing c->att. */
+void hr_attention(hearth_ctx *c, int il, int32_t n, int32_t pos);
+#endif

@@ -1,0 +1,135 @@
+/* Loading a GGUF model: architecture hyperparameters, tensor lookup with shape checks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "formats/types.h"
+#include "model.h"
+#include "util/checked.h"
+
+static const char *const act_names[] = {"swiglu", "reglu", "drelu", "relu"};
+
+const char *hr_act_name(hr_act a) { return act_names[a]; }
+
+int hr_act_from_name(const char *s, size_t len) {
+    for (int i = 0; i < 4; i++)
+        if (strlen(act_names[i]) == len && !memcmp(act_names[i], s, len)) return i;
+    return -1;
+}
+
+/* Reads "<arch>.<suffix>" as u32; required keys give an error when absent. */
+static int arch_u32(const hearth_model *m, const char *suffix, bool required, uint32_t *out, hr_err *e) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", m->arch, suffix);
+    int r = gguf_get_u32(&m->file, key, out, e);
+    if (r < 0) return r;
+    if (r == 1 && required) return hr_errf(e, "missing metadata key '%s'", key);
+    return 0;
+}
+
+static int arch_f32(const hearth_model *m, const char *suffix, float *out, hr_err *e) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", m->arch, suffix);
+    return gguf_get_f32(&m->file, key, out, e) < 0 ? -1 : 0;
+}
+
+static int positive(const char *what, uint32_t v, uint32_t max, hr_err *e) {
+    if (v == 0 || v > max) return hr_errf(e, "%s = %u is out of range [1, %u]", what, v, max);
+    return 0;
+}
+
+static int load_hparams(hearth_model *m, hr_err *e) {
+    hr_hparams *hp = &m->hp;
+    uint32_t n_embd, n_layer, n_head, n_head_kv = 0, n_ff, n_ctx = 2048, key_len = 0, n_rot = 0;
+    if (arch_u32(m, "embedding_length", true, &n_embd, e) || arch_u32(m, "block_count", true, &n_layer, e) ||
+        arch_u32(m, "attention.head_count", true, &n_head, e) ||
+        arch_u32(m, "attention.head_count_kv", false, &n_head_kv, e) ||
+        arch_u32(m, "context_length", false, &n_ctx, e) || arch_u32(m, "attention.key_length", false, &key_len, e) ||
+        arch_u32(m, "rope.dimension_count", false, &n_rot, e))
+        return -1;
+    if (!strcmp(m->arch, "smallthinker")) {
+        if (arch_u32(m, "expert_feed_forward_length", true, &n_ff, e)) return -1;
+    } else if (arch_u32(m, "feed_forward_length", true, &n_ff, e)) {
+        return -1;
+    }
+    if (!n_head_kv) n_head_kv = n_head;
+    if (positive("embedding_length", n_embd, 1 << 16, e) || positive("block_count", n_layer, 4096, e) ||
+        positive("attention.head_count", n_head, 1024, e) || positive("feed_forward_length", n_ff, 1 << 20, e) ||
+        positive("context_length", n_ctx, 1 << 24, e))
+        return -1;
+    if (n_head_kv > n_head || n_head % n_head_kv)
+        return hr_errf(e, "attention.head_count_kv = %u must divide head_count = %u", n_head_kv, n_head);
+    if (!key_len) {
+        if (n_embd % n_head) return hr_errf(e, "embedding_length %u is not a multiple of head_count %u", n_embd, n_head);
+        key_len = n_embd / n_head;
+    }
+    if (key_len % 2 || key_len > 1024) return hr_errf(e, "attention head size %u must be even and <= 1024", key_len);
+    if (!n_rot) n_rot = key_len;
+    if (n_rot > key_len || n_rot % 2) return hr_errf(e, "rope.dimension_count %u must be even and <= head size %u", n_rot, key_len);
+    *hp = (hr_hparams){.n_embd = (int32_t)n_embd, .n_layer = (int32_t)n_layer, .n_head = (int32_t)n_head,
+                       .n_head_kv = (int32_t)n_head_kv, .head_dim = (int32_t)key_len, .n_ff = (int32_t)n_ff,
+                       .n_ctx_train = (int32_t)n_ctx, .n_rot = (int32_t)n_rot, .rms_eps = 1e-5f,
+                       .rope_base = 10000.0f, .rope_freq_scale = 1.0f, .has_gate = true};
+    float scale = 0;
+    if (arch_f32(m, "attention.layer_norm_rms_epsilon", &hp->rms_eps, e) || arch_f32(m, "rope.freq_base", &hp->rope_base, e) ||
+        arch_f32(m, "rope.scaling.factor", &scale, e))
+        return -1;
+    gguf_str stype = {0};
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", m->arch);
+    if (gguf_get_str(&m->file, key, &stype, e) < 0) return -1;
+    if (stype.len && !gguf_str_eq(stype, "none") && !gguf_str_eq(stype, "linear"))
+        return hr_errf(e, "rope scaling type '%.*s' is not supported (only none and linear)", (int)stype.len, stype.ptr);
+    /* llama.cpp's default scaling type is linear. */
+    if (scale > 0 && !gguf_str_eq(stype, "none")) hp->rope_freq_scale = 1.0f / scale;
+    if (!(hp->rms_eps > 0 && hp->rms_eps < 1)) return hr_errf(e, "layer_norm_rms_epsilon %g is out of range", hp->rms_eps);
+    if (!(hp->rope_base > 0)) return hr_errf(e, "rope.freq_base %g must be positive", hp->rope_base);
+    return 0;
+}
+
+/* FFN activation: fixed by the architecture, or a Hearth key for llama files. */
+static int load_activation(hearth_model *m, hr_err *e) {
+    if (!strcmp(m->arch, "smallthinker")) {
+        m->hp.act = HR_ACT_REGLU;
+        return 0;
+    }
+    gguf_str s = {0};
+    int r = gguf_get_str(&m->file, "hearth.ffn_activation", &s, e);
+    if (r < 0) return -1;
+    m->hp.act = HR_ACT_SWIGLU;
+    if (r == 1) return 0;
+    int a = hr_act_from_name(s.ptr, s.len);
+    if (a < 0) return hr_errf(e, "hearth.ffn_activation '%.*s' is unknown (swiglu, reglu, drelu, relu)", (int)s.len, s.ptr);
+    m->hp.act = (hr_act)a;
+    return 0;
+}
+
+/* smallthinker is a mixture of experts; with one expert its softmax router weight is
+ * exactly 1, so it is a dense ReGLU model. More experts are not supported. */
+static int check_experts(hearth_model *m, hr_err *e) {
+    uint32_t n_expert = 0, n_used = 0;
+    if (arch_u32(m, "expert_count", false, &n_expert, e) || arch_u32(m, "expert_used_count", false, &n_used, e)) return -1;
+    if (!strcmp(m->arch, "smallthinker") && n_expert != 1)
+        return hr_errf(e, "smallthinker with %u experts is not supported (only the one-expert dense form)", n_expert);
+    if (strcmp(m->arch, "smallthinker") && n_expert > 1)
+        return hr_errf(e, "%s with %u experts (mixture of experts) is not supported", m->arch, n_expert);
+    uint32_t swa = 0;
+    if (arch_u32(m, "attention.sliding_window", false, &swa, e)) return -1;
+    if (swa) return hr_errf(e, "sliding-window attention (%s.attention.sliding_window = %u) is not supported", m->arch, swa);
+    return 0;
+}
+
+int hr_load_arch(hearth_model *m, hr_err *e) {
+    gguf_str arch;
+    int r = gguf_get_str(&m->file, "general.architecture", &arch, e);
+    if (r < 0) return -1;
+    if (r == 1) return hr_errf(e, "missing metadata key 'general.architecture'");
+    if (!gguf_str_eq(arch, "llama") && !gguf_str_eq(arch, "smallthinker") && !gguf_str_eq(arch, "exaone"))
+        return hr_errf(e, "unknown architecture '%.*s' (supported: llama, exaone, smallthinker)",
+                       (int)(arch.len > 64 ? 64 : arch.len), arch.ptr);
+    memcpy(m->arch, arch.ptr, arch.len);
+    m->arch[arch.len] = 0;
+    if (load_hparams(m, e) || load_activation(m, e) || check_experts(m, e)) return -1;
+    /* llama.cpp fixes the RoPE pair layout by architecture, not by metadata. */
+    m->hp.rope_neox = strcmp(m->arch, "llama") != 0;
+    return 0;
+}

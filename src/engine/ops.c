@@ -1,0 +1,65 @@
+#include "ops.h"
+#include <math.h>
+
+void hr_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float scale = 1.0f / sqrtf((float)(sum / (double)n) + eps);
+    for (int64_t i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+}
+
+void hr_rope(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale, bool neox) {
+    float cs[2048]; /* cos/sin pairs for n_rot <= head_dim <= 1024, checked at load */
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    float theta = (float)pos;
+    for (int32_t i = 0; i < n_rot; i += 2) {
+        const float t = freq_scale * theta;
+        cs[i] = cosf(t);
+        cs[i + 1] = sinf(t);
+        theta *= theta_scale;
+    }
+    for (int32_t h = 0; h < n_heads; h++) {
+        float *v = x + (int64_t)h * head_dim;
+        for (int32_t i = 0; i < n_rot; i += 2) {
+            const int32_t a = neox ? i / 2 : i, b = neox ? i / 2 + n_rot / 2 : i + 1;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = x0 * cs[i] - x1 * cs[i + 1];
+            v[b] = x0 * cs[i + 1] + x1 * cs[i];
+        }
+    }
+}
+
+void hr_softmax(float *x, int64_t n, float s) {
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] *= s;
+        if (x[i] > max) max = x[i];
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += (double)x[i];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < n; i++) x[i] *= inv;
+}
+
+static inline float silu(float v) { return v / (1.0f + expf(-v)); }
+static inline float relu(float v) { return v > 0 ? v : 0; }
+
+void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act) {
+    switch (act) {
+    case HR_ACT_SWIGLU:
+        for (int64_t i = 0; i < n; i++) h[i] = silu(g[i]) * u[i];
+        break;
+    case HR_ACT_REGLU:
+        for (int64_t i = 0; i < n; i++) h[i] = relu(g[i]) * u[i];
+        break;
+    case HR_ACT_DRELU:
+        for (int64_t i = 0; i < n; i++) h[i] = relu(g[i]) * relu(u[i]);
+        break;
+    case HR_ACT_RELU:
+        for (int64_t i = 0; i < n; i++) h[i] = relu(u[i]);
+        break;
+    }
+}
