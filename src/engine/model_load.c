@@ -100,6 +100,7 @@ static int load_activation(hearth_model *m, hr_err *e) {
     int a = hr_act_from_name(s.ptr, s.len);
     if (a < 0) return hr_errf(e, "hearth.ffn_activation '%.*s' is unknown (swiglu, reglu, drelu, relu)", (int)s.len, s.ptr);
     m->hp.act = (hr_act)a;
+    m->hp.has_gate = a != HR_ACT_RELU;
     return 0;
 }
 

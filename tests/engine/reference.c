@@ -6,7 +6,7 @@
 #include "formats/gguf.h"
 #include "formats/types.h"
 
-typedef struct { int64_t n_in, n_out; double *w; } rmat;
+typedef struct { int64_t n_in, n_out; uint32_t type; double *w; } rmat;
 
 struct ref_model {
     int n_embd, n_layer, n_head, n_kv, hd, n_ff, n_vocab, act; /* act: 0 swiglu 1 reglu 2 drelu 3 relu */
@@ -17,9 +17,10 @@ struct ref_model {
     struct { double *an, *fn; rmat q, k, v, o, g, u, d; } *L;
 };
 
-static double *load_t(const gguf_file *f, const char *name, int64_t *n_in, int64_t *n_out) {
+static double *load_t(const gguf_file *f, const char *name, int64_t *n_in, int64_t *n_out, uint32_t *type) {
     const gguf_tensor *t = gguf_find_tensor(f, name);
     if (!t) return NULL;
+    if (type) *type = t->type;
     int64_t a = (int64_t)t->ne[0], b = (int64_t)(t->ne[1] * t->ne[2] * t->ne[3]);
     float *row = malloc(sizeof(float) * (size_t)a);
     double *w = malloc(sizeof(double) * (size_t)(a * b));
@@ -35,7 +36,7 @@ static double *load_t(const gguf_file *f, const char *name, int64_t *n_in, int64
 }
 
 static bool mat(const gguf_file *f, const char *name, rmat *m) {
-    m->w = load_t(f, name, &m->n_in, &m->n_out);
+    m->w = load_t(f, name, &m->n_in, &m->n_out, &m->type);
     return m->w != NULL;
 }
 
@@ -51,8 +52,8 @@ static bool load_layers(ref_model *r, const gguf_file *f, bool st) {
     char n[128];
     for (int l = 0; l < r->n_layer; l++) {
 #define N(s) (snprintf(n, sizeof n, "blk.%d.%s", l, s), n)
-        r->L[l].an = load_t(f, N("attn_norm.weight"), NULL, NULL);
-        r->L[l].fn = load_t(f, N("ffn_norm.weight"), NULL, NULL);
+        r->L[l].an = load_t(f, N("attn_norm.weight"), NULL, NULL, NULL);
+        r->L[l].fn = load_t(f, N("ffn_norm.weight"), NULL, NULL, NULL);
         if (!r->L[l].an || !r->L[l].fn || !mat(f, N("attn_q.weight"), &r->L[l].q) || !mat(f, N("attn_k.weight"), &r->L[l].k) ||
             !mat(f, N("attn_v.weight"), &r->L[l].v) || !mat(f, N("attn_output.weight"), &r->L[l].o) ||
             !mat(f, N(st ? "ffn_up_exps.weight" : "ffn_up.weight"), &r->L[l].u) ||
@@ -94,7 +95,7 @@ ref_model *ref_load(const char *path) {
         for (int i = 0; i < 4; i++) if (gguf_str_eq(act, names[i])) r->act = i;
     }
     r->L = calloc((size_t)r->n_layer, sizeof *r->L);
-    bool ok = mat(&f, "token_embd.weight", &r->emb) && (r->out_norm = load_t(&f, "output_norm.weight", NULL, NULL)) &&
+    bool ok = mat(&f, "token_embd.weight", &r->emb) && (r->out_norm = load_t(&f, "output_norm.weight", NULL, NULL, NULL)) &&
               load_layers(r, &f, st);
     if (ok && !mat(&f, "output.weight", &r->out)) r->out = r->emb, r->out.w = NULL;
     r->n_vocab = (int)r->emb.n_out;
@@ -114,12 +115,35 @@ void ref_free(ref_model *r) {
 
 int32_t ref_n_vocab(const ref_model *r) { return r->n_vocab; }
 
+/* llama.cpp rounds the activations to the weight type's dot partner before the product:
+ * F16/BF16 weights see x in F16/BF16, Q8_0/Q4_0 weights see x quantized to Q8_0 blocks
+ * (scale amax/127, nearest integer). Emulated here so quantized models compare tightly. */
+static void round_act(uint32_t type, const double *x, double *xr, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = (float)x[i];
+        if (type == HR_F16) xr[i] = hr_f16_to_f32(hr_f32_to_f16(v));
+        else if (type == HR_BF16) xr[i] = hr_bf16_to_f32(hr_f32_to_bf16(v));
+        else xr[i] = v;
+    }
+    if (type != HR_Q8_0 && type != HR_Q4_0) return;
+    for (int64_t b = 0; b < n; b += 32) {
+        float amax = 0;
+        for (int64_t i = b; i < b + 32; i++) amax = fmaxf(amax, fabsf((float)xr[i]));
+        float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+        float dh = hr_f16_to_f32(hr_f32_to_f16(d));
+        for (int64_t i = b; i < b + 32; i++) xr[i] = (double)nearbyintf((float)xr[i] * id) * dh;
+    }
+}
+
 static void mv(const rmat *m, const double *x, double *y) {
+    double *xr = malloc(sizeof(double) * (size_t)m->n_in);
+    round_act(m->type, x, xr, m->n_in);
     for (int64_t o = 0; o < m->n_out; o++) {
         double s = 0;
-        for (int64_t i = 0; i < m->n_in; i++) s += m->w[o * m->n_in + i] * x[i];
+        for (int64_t i = 0; i < m->n_in; i++) s += m->w[o * m->n_in + i] * xr[i];
         y[o] = s;
     }
+    free(xr);
 }
 
 static void rms(const double *x, const double *w, double *y, int n, double eps) {

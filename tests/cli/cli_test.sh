@@ -1,0 +1,68 @@
+#!/bin/sh
+# Behaviour of the hearth command: exit codes and messages for bad flags and bad files,
+# and end-to-end runs on a small synthetic model.
+# Usage: cli_test.sh HEARTH_BIN
+set -u
+H="$1"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+
+# expect CODE PATTERN -- command...: exit status CODE and PATTERN in stderr+stdout.
+expect() {
+    code=$1 pat=$2
+    shift 3
+    "$@" >"$T/out" 2>&1
+    got=$?
+    if [ "$got" != "$code" ] || ! grep -q -- "$pat" "$T/out"; then
+        echo "FAIL: $* -> exit $got (want $code), output:"; sed 's/^/  /' "$T/out" | head -5
+        [ "$got" != "$code" ] || echo "  (missing: $pat)"
+        fails=$((fails + 1))
+    fi
+}
+
+M="$T/m.gguf"
+"$H" synth -o "$M" --n-embd 64 --n-layer 2 --n-head 4 --n-ff 128 --n-vocab 400 --seed 3 >/dev/null 2>&1 || { echo "FAIL: synth"; exit 1; }
+
+expect 2 "usage" -- "$H"
+expect 2 "unknown command 'frobnicate'" -- "$H" frobnicate
+expect 0 "commands:" -- "$H" --help
+expect 0 "usage: hearth run" -- "$H" run --help
+expect 2 "a model is required" -- "$H" run -p hi
+expect 2 "a prompt is required" -- "$H" run -m "$M"
+expect 2 "unknown flag '--bogus'" -- "$H" run -m "$M" -p hi --bogus
+expect 2 "'abc' is not an integer" -- "$H" run -m "$M" -p hi -n abc
+expect 2 "out of range" -- "$H" run -m "$M" -p hi --temp -1
+expect 2 "out of range" -- "$H" run -m "$M" -p hi -t 0
+expect 2 "needs a value" -- "$H" run -m "$M" -p hi -t
+expect 2 "cache type 'q9'" -- "$H" run -m "$M" -p hi -ctk q9
+expect 2 "not a number" -- "$H" run -m "$M" -p hi --top-p x
+expect 1 "/nonexistent.gguf" -- "$H" run -m /nonexistent.gguf -p hi
+printf 'not a gguf file at all' >"$T/garbage.gguf"
+expect 1 "garbage.gguf" -- "$H" run -m "$T/garbage.gguf" -p hi
+head -c 3000 "$M" >"$T/trunc.gguf"
+expect 1 "trunc.gguf" -- "$H" run -m "$T/trunc.gguf" -p hi
+long=$(printf 'word %.0s' $(seq 1 200))
+expect 1 "context holds 32" -- "$H" run -m "$M" -p "$long" -c 32
+expect 1 "cannot read prompt file" -- "$H" run -m "$M" -f "$T/none.txt"
+
+# End to end: greedy output is reproducible; stats go to stderr.
+expect 0 "decode: " -- "$H" run -m "$M" -p "The cat sat" -n 16 --temp 0 -t 2
+"$H" run -m "$M" -p "The cat sat" -n 16 --temp 0 -t 2 2>/dev/null >"$T/a"
+"$H" run -m "$M" -p "The cat sat" -n 16 --temp 0 -t 1 2>/dev/null >"$T/b"
+cmp -s "$T/a" "$T/b" || { echo "FAIL: greedy output differs between runs/thread counts"; fails=$((fails + 1)); }
+"$H" run -m "$M" -p "The cat sat" -n 24 --temp 1 --seed 5 2>/dev/null >"$T/s1"
+"$H" run -m "$M" -p "The cat sat" -n 24 --temp 1 --seed 5 2>/dev/null >"$T/s2"
+cmp -s "$T/s1" "$T/s2" || { echo "FAIL: same seed gave different text"; fails=$((fails + 1)); }
+expect 0 "KV cache" -- "$H" run -m "$M" -p "hi" -n 2 --verbose
+"$H" run -m "$M" -p "The cat" -n 5 --temp 0 --ignore-eos --dump "$T/d.json" >/dev/null 2>&1
+n=$(grep -o '"token":' "$T/d.json" | wc -l)
+[ "$n" = 5 ] || { echo "FAIL: --dump wrote $n steps, want 5"; fails=$((fails + 1)); }
+
+# perplexity
+for i in $(seq 1 60); do echo "The quick brown fox jumps over the lazy dog number $i."; done >"$T/text.txt"
+expect 0 "Final estimate: PPL" -- "$H" perplexity -m "$M" -f "$T/text.txt" -c 64
+expect 1 "need at least" -- "$H" perplexity -m "$M" -f "$T/text.txt" -c 4096
+expect 2 "a text file is required" -- "$H" perplexity -m "$M"
+
+[ "$fails" = 0 ] && echo "ok" || { echo "$fails failure(s)"; exit 1; }

@@ -1,0 +1,98 @@
+/* Broken model files: each gives one error naming the problem, never a crash. */
+#include <stdlib.h>
+#include <string.h>
+#include "formats/gguf.h"
+#include "formats/types.h"
+#include "hearth.h"
+#include "synth/synth.h"
+#include "testutil.h"
+
+typedef struct {
+    const char *drop_tensor;   /* tensor left out */
+    const char *drop_key;      /* key left out */
+    const char *str_key, *str_val; /* string key replaced */
+    const char *u32_key;       /* u32 key replaced */
+    uint32_t u32_val;
+    const char *reshape;       /* tensor written with ne1 halved */
+} mutation;
+
+/* Rewrites src into dst with one mutation, reusing the source's tensor data. */
+static int rewrite(const char *src, const char *dst, const mutation *mu) {
+    gguf_file f;
+    hr_err e;
+    if (gguf_open(&f, src, &e)) return -1;
+    gguf_writer *w = gguf_writer_new(f.sparse);
+    for (uint64_t i = 0; i < f.n_kv; i++) {
+        const gguf_kv *kv = &f.kv[i];
+        if (mu->drop_key && gguf_str_eq(kv->key, mu->drop_key)) continue;
+        if (mu->str_key && gguf_str_eq(kv->key, mu->str_key)) gguf_w_str(w, mu->str_key, mu->str_val);
+        else if (mu->u32_key && gguf_str_eq(kv->key, mu->u32_key)) gguf_w_u32(w, mu->u32_key, mu->u32_val);
+        else gguf_w_kv_copy(w, kv);
+    }
+    if (mu->str_key && !gguf_find_kv(&f, mu->str_key)) gguf_w_str(w, mu->str_key, mu->str_val);
+    if (mu->u32_key && !gguf_find_kv(&f, mu->u32_key)) gguf_w_u32(w, mu->u32_key, mu->u32_val);
+    for (uint64_t i = 0; i < f.n_tensors; i++) {
+        const gguf_tensor *t = &f.tensors[i];
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        if (mu->drop_tensor && !strcmp(name, mu->drop_tensor)) continue;
+        uint64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        uint64_t nbytes = t->nbytes;
+        if (mu->reshape && !strcmp(name, mu->reshape)) ne[1] /= 2, nbytes /= 2;
+        gguf_w_tensor(w, name, t->type, t->n_dims, ne, t->data, nbytes);
+    }
+    int r = gguf_w_write(w, dst, &e);
+    if (r) fprintf(stderr, "rewrite: %s\n", e.msg);
+    gguf_writer_free(w);
+    gguf_close(&f);
+    return r;
+}
+
+static void expect_error(const char *base, const mutation *mu, const char *needle) {
+    char path[256];
+    hr_test_tmp(path, sizeof path, "bad.gguf");
+    CHECK(rewrite(base, path, mu) == 0);
+    hr_err e = {{0}};
+    hearth_model *m = hearth_model_load(path, NULL, &e);
+    CHECKF(m == NULL && strstr(e.msg, needle), "expected an error containing \"%s\", got \"%s\"", needle, m ? "(loaded)" : e.msg);
+    hearth_model_free(m);
+    remove(path);
+}
+
+int main(void) {
+    char base[256], st[256];
+    hr_synth_params p;
+    hr_synth_defaults(&p);
+    p.n_embd = 64, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 128, p.n_vocab = 300;
+    hr_err e;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(base, sizeof base, "base.gguf"), &e) == 0, "%s", e.msg);
+    p.arch = HR_SYNTH_SMALLTHINKER, p.act = HR_SYNTH_REGLU;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(st, sizeof st, "st.gguf"), &e) == 0, "%s", e.msg);
+    if (hr_test_failures) return TEST_END();
+
+    /* The unmodified rewrite loads: the mutations below are what breaks it. */
+    mutation none = {0};
+    char ok[256];
+    CHECK(rewrite(base, hr_test_tmp(ok, sizeof ok, "ok.gguf"), &none) == 0);
+    hearth_model *m = hearth_model_load(ok, NULL, &e);
+    CHECKF(m != NULL, "clean rewrite does not load: %s", e.msg);
+    hearth_model_free(m);
+    remove(ok);
+
+    expect_error(base, &(mutation){.drop_tensor = "blk.1.ffn_up.weight"}, "missing tensor 'blk.1.ffn_up.weight'");
+    expect_error(base, &(mutation){.drop_tensor = "output_norm.weight"}, "missing tensor 'output_norm.weight'");
+    expect_error(base, &(mutation){.drop_tensor = "token_embd.weight"}, "missing tensor 'token_embd.weight'");
+    expect_error(base, &(mutation){.reshape = "blk.0.attn_k.weight"}, "tensor 'blk.0.attn_k.weight' has shape");
+    expect_error(base, &(mutation){.str_key = "general.architecture", .str_val = "gpt-j"}, "unknown architecture 'gpt-j'");
+    expect_error(base, &(mutation){.drop_key = "general.architecture"}, "general.architecture");
+    expect_error(base, &(mutation){.drop_key = "llama.embedding_length"}, "llama.embedding_length");
+    expect_error(base, &(mutation){.u32_key = "llama.attention.head_count_kv", .u32_val = 3}, "head_count_kv");
+    expect_error(base, &(mutation){.u32_key = "llama.block_count", .u32_val = 0}, "block_count");
+    expect_error(base, &(mutation){.u32_key = "llama.block_count", .u32_val = 3}, "missing tensor 'blk.2.");
+    expect_error(base, &(mutation){.str_key = "hearth.ffn_activation", .str_val = "gelu"}, "gelu");
+    expect_error(base, &(mutation){.str_key = "tokenizer.ggml.model", .str_val = "bert"}, "bert");
+    expect_error(base, &(mutation){.u32_key = "llama.attention.sliding_window", .u32_val = 128}, "sliding");
+    expect_error(st, &(mutation){.u32_key = "smallthinker.expert_count", .u32_val = 4}, "4 experts");
+    remove(base), remove(st);
+    return TEST_END();
+}
