@@ -1,10 +1,150 @@
-/* PLACEHOLDER: being written; replace this whole file. */
+/* hearth synth: write a model of any shape with random weights. */
 #include <stdio.h>
+#include <string.h>
 #include "cli.h"
+#include "formats/types.h"
+#include "synth/synth.h"
+
+#define CMD "synth"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: hearth synth -o OUT.gguf [flags]\n"
+            "Writes a GGUF model with seeded random weights (layout: src/synth/synth.h).\n\n"
+            "  -o, --output PATH     output file (required)\n"
+            "  --arch A              llama (NORM RoPE) | exaone (NEOX RoPE, SwiGLU) |\n"
+            "                        smallthinker (NEOX RoPE, ReGLU, one expert)   [llama]\n"
+            "  --type T              f32 | f16 | bf16 | q8_0 | q4_0                  [f32]\n"
+            "  --n-embd N            embedding size                                 [256]\n"
+            "  --n-layer N           layers                                         [2]\n"
+            "  --n-head N            attention heads                                [8]\n"
+            "  --n-head-kv N         key/value heads (divides n-head)               [n-head]\n"
+            "  --head-dim N          head size                                      [n-embd/n-head]\n"
+            "  --n-ff N              FFN size                                       [512]\n"
+            "  --n-vocab N           vocabulary size (>= 300 spm, >= 260 bpe)       [1000]\n"
+            "  --ctx N               training context length                        [2048]\n"
+            "  --rope-base X         RoPE frequency base                            [10000]\n"
+            "  --rms-eps X           RMSNorm epsilon                                [1e-5]\n"
+            "  --act A               swiglu | reglu | drelu | relu   [swiglu; reglu for smallthinker]\n"
+            "  --tokenizer K         spm | bpe                                      [spm]\n"
+            "  --tied                no output.weight (token_embd is the output matrix)\n"
+            "  --seed N              random seed                                    [1]\n"
+            "  --name S              general.name                                   [hearth-synth]\n"
+            "  --powerinfer          PowerInfer file: PWRI magic, predictor, ffn_down_t (arch llama)\n"
+            "  --pred-rank R         predictor rank (fc1 rows)                      [64]\n"
+            "  --sparse-threshold X  write powerinfer.sparse_threshold\n"
+            "  -q, --quiet           no progress output\n"
+            "  -h, --help            this help\n"
+            "Sizes that are row lengths (n-embd, n-head*head-dim, n-ff, pred-rank) must be\n"
+            "multiples of 32 for q8_0 and q4_0.\n");
+}
+
+/* Prints when the whole percentage changes; ud holds the last one printed. */
+static void progress(void *ud, uint64_t done, uint64_t total) {
+    int *last = ud;
+    const int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
+    if (pct == *last) return;
+    *last = pct;
+    fprintf(stderr, "\rhearth synth: generated %llu / %llu MiB (%3d%%)%s", (unsigned long long)(done >> 20),
+            (unsigned long long)(total >> 20), pct, done == total ? ", writing...\n" : "");
+    fflush(stderr);
+}
+
+static bool u32_flag(const char *flag, const char *v, long lo, long hi, uint32_t *out) {
+    long x;
+    if (!hr_arg_long(CMD, flag, v, lo, hi, &x)) return false;
+    *out = (uint32_t)x;
+    return true;
+}
+
+/* One flag with a value; returns 0 ok, 2 usage error, 1 not a value flag. */
+static int value_flag(hr_synth_params *p, const char *f, const char *v, const char **out, bool *act_set) {
+    double x;
+    int k;
+    if (!strcmp(f, "-o") || !strcmp(f, "--output")) *out = v;
+    else if (!strcmp(f, "--arch")) {
+        if ((k = hr_synth_arch_from_name(v)) < 0) return hr_usage_error(CMD, "--arch: unknown architecture '%s'", v);
+        p->arch = (hr_synth_arch)k;
+    } else if (!strcmp(f, "--type")) {
+        k = hr_type_from_name(v);
+        if (k < 0 || !hr_type_is_weight((uint32_t)k))
+            return hr_usage_error(CMD, "--type: '%s' is not one of f32, f16, bf16, q8_0, q4_0", v);
+        p->type = (uint32_t)k;
+    } else if (!strcmp(f, "--act")) {
+        if ((k = hr_synth_act_from_name(v)) < 0) return hr_usage_error(CMD, "--act: unknown activation '%s'", v);
+        p->act = (hr_synth_act)k;
+        *act_set = true;
+    } else if (!strcmp(f, "--tokenizer")) {
+        if (!strcmp(v, "spm")) p->tokenizer = HR_TOK_SPM;
+        else if (!strcmp(v, "bpe")) p->tokenizer = HR_TOK_BPE;
+        else return hr_usage_error(CMD, "--tokenizer: '%s' is not spm or bpe", v);
+    } else if (!strcmp(f, "--n-embd")) return u32_flag(f, v, 1, 65536, &p->n_embd) ? 0 : 2;
+    else if (!strcmp(f, "--n-layer")) return u32_flag(f, v, 1, 512, &p->n_layer) ? 0 : 2;
+    else if (!strcmp(f, "--n-head")) return u32_flag(f, v, 1, 1024, &p->n_head) ? 0 : 2;
+    else if (!strcmp(f, "--n-head-kv")) return u32_flag(f, v, 1, 1024, &p->n_head_kv) ? 0 : 2;
+    else if (!strcmp(f, "--head-dim")) return u32_flag(f, v, 2, 1024, &p->head_dim) ? 0 : 2;
+    else if (!strcmp(f, "--n-ff")) return u32_flag(f, v, 1, 1 << 20, &p->n_ff) ? 0 : 2;
+    else if (!strcmp(f, "--n-vocab")) return u32_flag(f, v, 1, 1 << 22, &p->n_vocab) ? 0 : 2;
+    else if (!strcmp(f, "--ctx")) return u32_flag(f, v, 1, 1 << 24, &p->n_ctx_train) ? 0 : 2;
+    else if (!strcmp(f, "--pred-rank")) return u32_flag(f, v, 1, 65536, &p->pred_rank) ? 0 : 2;
+    else if (!strcmp(f, "--seed")) return hr_arg_u64(CMD, f, v, &p->seed) ? 0 : 2;
+    else if (!strcmp(f, "--name")) p->name = v;
+    else if (!strcmp(f, "--rope-base")) {
+        if (!hr_arg_float(CMD, f, v, 1e-3, 1e12, &x)) return 2;
+        p->rope_base = (float)x;
+    } else if (!strcmp(f, "--rms-eps")) {
+        if (!hr_arg_float(CMD, f, v, 1e-12, 0.5, &x)) return 2;
+        p->rms_eps = (float)x;
+    } else if (!strcmp(f, "--sparse-threshold")) {
+        if (!hr_arg_float(CMD, f, v, -1e30, 1e30, &x)) return 2;
+        p->sparse_threshold = (float)x;
+        p->has_sparse_threshold = true;
+    } else return 1;
+    return 0;
+}
 
 int hr_cmd_synth(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "hearth synth: not built yet\n");
-    return 1;
+    hr_synth_params p;
+    hr_synth_defaults(&p);
+    p.n_head_kv = 0; /* 0 until given: follows n-head */
+    const char *out = NULL;
+    bool quiet = false, act_set = false;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(f, "--tied")) p.tied = true;
+        else if (!strcmp(f, "--powerinfer")) p.powerinfer = true;
+        else if (!strcmp(f, "-q") || !strcmp(f, "--quiet")) quiet = true;
+        else if (f[0] != '-') return hr_usage_error(CMD, "unexpected argument '%s'", f);
+        else {
+            if (!hr_arg_need(CMD, argc, argv, i)) return 2;
+            int r = value_flag(&p, f, argv[i + 1], &out, &act_set);
+            if (r == 1) return hr_usage_error(CMD, "unknown flag '%s'", f);
+            if (r) return r;
+            i++;
+        }
+    }
+    if (!out) return hr_usage_error(CMD, "-o OUT.gguf is required");
+    if (!p.n_head_kv) p.n_head_kv = p.n_head;
+    if (!act_set && p.arch == HR_SYNTH_SMALLTHINKER) p.act = HR_SYNTH_REGLU;
+    hr_err e = {{0}};
+    if (hr_synth_validate(&p, &e)) return hr_usage_error(CMD, "%s", e.msg);
+    const uint64_t bytes = hr_synth_data_bytes(&p);
+    int last_pct = -1;
+    if (!quiet && bytes >= (64u << 20)) {
+        p.progress = progress;
+        p.progress_ud = &last_pct;
+    }
+    if (hr_synth_write(&p, out, &e)) {
+        fprintf(stderr, "hearth synth: %s: %s\n", out, e.msg);
+        return 1;
+    }
+    if (!quiet)
+        fprintf(stderr, "hearth synth: wrote %s (%s %s, %u layers, n_embd %u, n_ff %u, %.1f MiB of weights)\n", out,
+                hr_synth_arch_name(p.arch), hr_type_name(p.type), p.n_layer, p.n_embd, p.n_ff,
+                (double)bytes / 1048576.0);
+    return 0;
 }

@@ -1,10 +1,135 @@
-/* PLACEHOLDER: being written; replace this whole file. */
+/* hearth tokenize: print the tokens of a text with a model file's vocabulary. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "cli.h"
+#include "formats/gguf.h"
+#include "tokenizer/tokenizer.h"
+
+#define CMD "tokenize"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: hearth tokenize -m FILE.gguf (-p TEXT | -f TEXTFILE) [flags]\n"
+            "Prints the tokens of a text as llama.cpp's tokenizer makes them.\n\n"
+            "  -m, --model PATH   model file (only its vocabulary is read)\n"
+            "  -p, --prompt TEXT  text to tokenize\n"
+            "  -f, --file PATH    read the text from a file (bytes as they are)\n"
+            "  --no-bos           do not add BOS even if the vocabulary asks for it\n"
+            "  --no-special       treat special-token text (e.g. <s>) as plain text\n"
+            "  --ids              print only the ids, space-separated, on one line\n"
+            "  -h, --help         this help\n"
+            "Default output: one line per token, \"id<TAB>'piece'\".\n");
+}
+
+static char *read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (len < cap) break;
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    if (buf && ferror(f)) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *n = len;
+    return buf;
+}
+
+static void print_tokens(const hr_tokenizer *t, const int32_t *ids, size_t n, bool only_ids) {
+    if (only_ids) {
+        for (size_t i = 0; i < n; i++) printf(i ? " %d" : "%d", ids[i]);
+        printf("\n");
+        return;
+    }
+    char small[256];
+    for (size_t i = 0; i < n; i++) {
+        int len = hr_tok_piece(t, ids[i], true, small, sizeof small);
+        char *p = small;
+        if (len >= (int)sizeof small && (p = malloc((size_t)len + 1)) != NULL) hr_tok_piece(t, ids[i], true, p, (size_t)len + 1);
+        printf("%d\t'", ids[i]);
+        if (p && len > 0) fwrite(p, 1, (size_t)len, stdout);
+        printf("'\n");
+        if (p != small) free(p);
+    }
+}
 
 int hr_cmd_tokenize(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "hearth tokenize: not built yet\n");
-    return 1;
+    const char *model = NULL, *prompt = NULL, *file = NULL;
+    bool no_bos = false, no_special = false, only_ids = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-p") || !strcmp(a, "--prompt") ||
+                   !strcmp(a, "-f") || !strcmp(a, "--file")) {
+            if (!hr_arg_need(CMD, argc, argv, i)) return 2;
+            const char *v = argv[++i];
+            if (a[1] == 'm' || a[2] == 'm') model = v;
+            else if (a[1] == 'p' || a[2] == 'p') prompt = v;
+            else file = v;
+        } else if (!strcmp(a, "--no-bos")) {
+            no_bos = true;
+        } else if (!strcmp(a, "--no-special")) {
+            no_special = true;
+        } else if (!strcmp(a, "--ids")) {
+            only_ids = true;
+        } else {
+            return hr_usage_error(CMD, "unknown flag '%s'", a);
+        }
+    }
+    if (!model) return hr_usage_error(CMD, "-m FILE.gguf is required");
+    if (!prompt == !file) return hr_usage_error(CMD, "give exactly one of -p TEXT and -f TEXTFILE");
+
+    size_t len = 0;
+    char *text = NULL;
+    if (file) {
+        text = read_file(file, &len);
+        if (!text) {
+            fprintf(stderr, "hearth %s: cannot read '%s'\n", CMD, file);
+            return 1;
+        }
+    }
+    hr_err e = {{0}};
+    gguf_file g;
+    if (gguf_open(&g, model, &e) != 0) {
+        fprintf(stderr, "hearth %s: %s: %s\n", CMD, model, e.msg);
+        free(text);
+        return 1;
+    }
+    hr_tokenizer *t = NULL;
+    int rc = 1;
+    if (hr_tok_from_gguf(&t, &g, &e) != 0) {
+        fprintf(stderr, "hearth %s: %s: %s\n", CMD, model, e.msg);
+    } else {
+        int32_t *ids = NULL;
+        size_t n = 0;
+        /* like llama-tokenize: special tokens are added only when BOS would be */
+        bool add_special = hr_tok_add_bos(t) && !no_bos;
+        if (hr_tok_encode(t, file ? text : prompt, file ? len : strlen(prompt), add_special, !no_special, &ids, &n, &e) != 0) {
+            fprintf(stderr, "hearth %s: %s\n", CMD, e.msg);
+        } else {
+            print_tokens(t, ids, n, only_ids);
+            rc = fflush(stdout) == 0 ? 0 : 1;
+        }
+        free(ids);
+    }
+    hr_tok_free(t);
+    gguf_close(&g);
+    free(text);
+    return rc;
 }

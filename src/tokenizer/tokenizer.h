@@ -67,7 +67,9 @@ size_t hr_detok_flush(hr_detok *d, char *out, size_t cap);
 /* A synthetic vocabulary for generated models: n_vocab tokens (>= 300 for SPM,
  * >= 260 for BPE) learned deterministically from built-in English text, plus
  * special tokens. For SPM: <unk>=0, <s>=1, </s>=2, 256 byte tokens, then pieces with scores.
- * For BPE: 256 byte-level tokens, merges, then <|begin_of_text|>, <|end_of_text|>, pre "gpt2". */
+ * For BPE: 256 byte-level tokens, merges, then <|begin_of_text|>, <|end_of_text|>, pre "gpt-2"
+ * (llama.cpp's name for the GPT-2 pattern; it rejects "gpt2"). Both ask for BOS. Tokens
+ * beyond what the text yields are unused-type fillers "[unused_N]". */
 int hr_vocab_synth(hr_tok_kind kind, uint32_t n_vocab, hr_vocab_desc *out, hr_err *e);
 void hr_vocab_free(hr_vocab_desc *d);
 /* Writes tokenizer.ggml.* keys for the vocabulary. */

@@ -5,7 +5,7 @@
 set -u
 HEARTH=$1
 SRC=$2
-SEED=$SRC/fuzz/corpus/gguf/basic.gguf
+SEED=$SRC/fuzz/corpus/gguf/basic
 TMP=$(mktemp -d) || exit 1
 trap 'rm -rf "$TMP"' EXIT
 fail=0
@@ -33,7 +33,7 @@ done
 expect 0 "inspect --all" -- "$HEARTH" inspect --all "$SEED"
 has out '"g", "h"]'
 
-expect 0 "inspect sparse" -- "$HEARTH" inspect "$SRC/fuzz/corpus/gguf/sparse.gguf"
+expect 0 "inspect sparse" -- "$HEARTH" inspect "$SRC/fuzz/corpus/gguf/sparse"
 has out 'magic PWRI'
 has out 'split.vram_capacity = 123456789012'
 

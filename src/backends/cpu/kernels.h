@@ -25,7 +25,7 @@ typedef struct hr_kernels {
 
 const hr_kernels *hr_kernels_scalar(void);
 const hr_kernels *hr_kernels_avx2(void);   /* NULL if not compiled in or CPU lacks AVX2+FMA+F16C */
-const hr_kernels *hr_kernels_avx512(void); /* NULL if not compiled in or CPU lacks AVX-512F/BW/VL */
+const hr_kernels *hr_kernels_avx512(void); /* NULL if not compiled in or CPU lacks AVX-512F/BW/VL/DQ/VNNI */
 const hr_kernels *hr_kernels_neon(void);   /* NULL unless built for ARM with NEON */
 /* Best available; HEARTH_KERNELS=scalar|avx2|avx512|neon in the environment overrides. */
 const hr_kernels *hr_kernels_best(void);

@@ -1,1 +1,198 @@
-/* being written */
+/* Persistent pool with claimed work items. A run publishes fn/arg and a ticket
+ * (generation, next index, count) in one 64-bit atomic; every thread, the caller
+ * included, claims indices by compare-and-swap until none are left, and the caller
+ * waits only for claimed items still running. Workers spin briefly on the ticket
+ * (cheap hand-off for the hundreds of runs per token), then sleep on a condition
+ * variable, so a core taken by another process neither stalls the caller (it takes
+ * the work itself) nor is burnt by spinning. Sleepers and wakers meet Dekker-style
+ * through seq_cst atomics plus the mutex. */
+#include "pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define CPU_RELAX() __asm__ __volatile__("yield")
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+#define SPIN_NS 100000 /* ~100 us of spinning before sleeping */
+
+/* ticket layout: generation in the high 32 bits, next index, then count (16 bits each) */
+#define T_GEN(t) ((uint32_t)((t) >> 32))
+#define T_NEXT(t) ((uint32_t)(((t) >> 16) & 0xffff))
+#define T_COUNT(t) ((uint32_t)((t) & 0xffff))
+
+typedef struct worker {
+    hr_pool *pool;
+    pthread_t th;
+} worker;
+
+struct hr_pool {
+    int n;
+    worker *w;
+    hr_task_fn fn;
+    void *arg;
+    _Atomic uint64_t ticket;
+    atomic_int done;      /* items finished in the current run */
+    atomic_int sleepers;  /* workers blocked (or about to block) on work_cv */
+    atomic_int waiting;   /* 1 while the caller blocks on done_cv */
+    atomic_bool stop;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, done_cv;
+};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Claims and runs items of generation gen until none are left. Reading fn/arg after a
+ * successful claim is safe: the run cannot finish (and be replaced) while an item of it
+ * is outstanding. */
+static void work(hr_pool *p, uint32_t gen) {
+    uint64_t t = atomic_load(&p->ticket);
+    while (T_GEN(t) == gen && T_NEXT(t) < T_COUNT(t)) {
+        if (!atomic_compare_exchange_weak(&p->ticket, &t, t + (1u << 16))) continue;
+        p->fn(p->arg, (int)T_NEXT(t), (int)T_COUNT(t));
+        if (atomic_fetch_add(&p->done, 1) + 1 == (int)T_COUNT(t) && atomic_load(&p->waiting)) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done_cv);
+            pthread_mutex_unlock(&p->mu);
+        }
+        t = atomic_load(&p->ticket);
+    }
+}
+
+/* Spins while the generation is still `seen`; returns 1 if SPIN_NS passed without news. */
+static int spin_while_gen(hr_pool *p, uint32_t seen) {
+    uint64_t t0 = 0;
+    for (unsigned i = 1;; i++) {
+        if (T_GEN(atomic_load_explicit(&p->ticket, memory_order_acquire)) != seen || atomic_load(&p->stop)) return 0;
+        CPU_RELAX();
+        if ((i & 63) == 0) {
+            uint64_t t = now_ns();
+            if (!t0) t0 = t;
+            else if (t - t0 > SPIN_NS) return 1;
+        }
+    }
+}
+
+static void *worker_main(void *vp) {
+    worker *w = vp;
+    hr_pool *p = w->pool;
+    uint32_t seen = 0;
+    for (;;) {
+        if (spin_while_gen(p, seen)) {
+            pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->sleepers, 1);
+            while (T_GEN(atomic_load(&p->ticket)) == seen && !atomic_load(&p->stop))
+                pthread_cond_wait(&p->work_cv, &p->mu);
+            atomic_fetch_sub(&p->sleepers, 1);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->stop)) break;
+        seen = T_GEN(atomic_load(&p->ticket));
+        work(p, seen);
+    }
+    return NULL;
+}
+
+hr_pool *hr_pool_new(int n_threads, hr_err *e) {
+    if (n_threads < 1 || n_threads > 1024) {
+        hr_errf(e, "thread count %d out of range [1, 1024]", n_threads);
+        return NULL;
+    }
+    hr_pool *p = calloc(1, sizeof *p);
+    if (!p || !(p->w = calloc((size_t)n_threads, sizeof *p->w))) {
+        free(p);
+        hr_errf(e, "out of memory for thread pool");
+        return NULL;
+    }
+    p->n = n_threads;
+    atomic_init(&p->ticket, 0);
+    atomic_init(&p->done, 0);
+    atomic_init(&p->sleepers, 0);
+    atomic_init(&p->waiting, 0);
+    atomic_init(&p->stop, false);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->work_cv, NULL);
+    pthread_cond_init(&p->done_cv, NULL);
+    for (int i = 1; i < n_threads; i++) {
+        p->w[i].pool = p;
+        if (pthread_create(&p->w[i].th, NULL, worker_main, &p->w[i]) != 0) {
+            p->n = i; /* join only those started */
+            hr_pool_free(p);
+            hr_errf(e, "cannot start worker thread %d", i);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+int hr_pool_threads(const hr_pool *p) { return p->n; }
+
+static void wait_done(hr_pool *p, int count) {
+    uint64_t t0 = 0;
+    for (unsigned i = 1; atomic_load_explicit(&p->done, memory_order_acquire) < count; i++) {
+        CPU_RELAX();
+        if ((i & 63) == 0) {
+            uint64_t t = now_ns();
+            if (!t0) t0 = t;
+            else if (t - t0 > SPIN_NS) {
+                pthread_mutex_lock(&p->mu);
+                atomic_store(&p->waiting, 1);
+                while (atomic_load(&p->done) < count) pthread_cond_wait(&p->done_cv, &p->mu);
+                atomic_store(&p->waiting, 0);
+                pthread_mutex_unlock(&p->mu);
+                return;
+            }
+        }
+    }
+}
+
+void hr_pool_run_chunks(hr_pool *p, hr_task_fn fn, void *arg, int n_chunks) {
+    if (n_chunks < 1) return;
+    if (n_chunks > 0xffff) n_chunks = 0xffff;
+    if (p->n == 1 || n_chunks == 1) {
+        for (int i = 0; i < n_chunks; i++) fn(arg, i, n_chunks);
+        return;
+    }
+    p->fn = fn;
+    p->arg = arg;
+    atomic_store(&p->done, 0);
+    uint32_t gen = T_GEN(atomic_load(&p->ticket)) + 1;
+    atomic_store(&p->ticket, ((uint64_t)gen << 32) | (uint64_t)n_chunks); /* seq_cst: publishes fn/arg */
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->work_cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    work(p, gen);
+    wait_done(p, n_chunks);
+}
+
+void hr_pool_run(hr_pool *p, hr_task_fn fn, void *arg) { hr_pool_run_chunks(p, fn, arg, p->n); }
+
+void hr_pool_free(hr_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->stop, true);
+    pthread_cond_broadcast(&p->work_cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->n; i++) pthread_join(p->w[i].th, NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->work_cv);
+    pthread_cond_destroy(&p->done_cv);
+    free(p->w);
+    free(p);
+}

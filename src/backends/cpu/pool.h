@@ -10,8 +10,14 @@ typedef void (*hr_task_fn)(void *arg, int ith, int nth);
 
 hr_pool *hr_pool_new(int n_threads, hr_err *e);   /* n_threads >= 1 */
 int hr_pool_threads(const hr_pool *p);
-/* Runs fn(arg, ith, nth) for ith in [0, nth) and returns when all are done. */
+/* Runs fn(arg, ith, nth) for ith in [0, nth) and returns when all are done.
+ * Each ith runs exactly once, but not necessarily on thread ith: idle threads (the
+ * caller included) claim the next index, so a worker descheduled by the OS does not
+ * hold the caller up. Per-ith scratch is safe (one ith never runs twice at once). */
 void hr_pool_run(hr_pool *p, hr_task_fn fn, void *arg);
+/* The same with n_chunks indices (1..65535) instead of one per thread: finer pieces
+ * balance better when a core is busy elsewhere. fn sees nth = n_chunks. */
+void hr_pool_run_chunks(hr_pool *p, hr_task_fn fn, void *arg, int n_chunks);
 void hr_pool_free(hr_pool *p);
 
 #endif

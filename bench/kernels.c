@@ -1,0 +1,168 @@
+/* Micro-benchmark of the CPU backend (not a test): decode matrix-vector GB/s per weight
+ * type at 1 and 2 threads with ~256 MB of weights (far beyond cache), a plain memory-read
+ * bandwidth (sum of a 1 GiB buffer) as the ceiling, and prompt-batch throughput.
+ * Usage: bench_kernels [MB] [max_threads] [type] [nomem] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/cpu/matmul.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CPU seconds of the whole process: with other processes on the cores, wall time
+ * understates what the code does, so results also show rate per (cpu time / threads). */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    const float *buf;
+    size_t n;
+    double part[64];
+} sum_job;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+__attribute__((target("avx2"))) static double sum_range(const float *p, size_t n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i));
+        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + 24));
+    }
+    float t[8];
+    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    double s = 0;
+    for (int k = 0; k < 8; k++) s += t[k];
+    for (; i < n; i++) s += p[i];
+    return s;
+}
+#else
+static double sum_range(const float *p, size_t n) {
+    float a[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) a[k] += p[i + k];
+    double s = 0;
+    for (int k = 0; k < 8; k++) s += a[k];
+    for (; i < n; i++) s += p[i];
+    return s;
+}
+#endif
+
+static void sum_task(void *arg, int ith, int nth) {
+    sum_job *j = arg;
+    size_t per = (j->n + nth - 1) / nth, a = per * ith, b = a + per > j->n ? j->n : a + per;
+    j->part[ith] = a < b ? sum_range(j->buf + a, b - a) : 0;
+}
+
+static double mem_bw(int nth) {
+    size_t bytes = (size_t)1 << 30, n = bytes / sizeof(float);
+    float *buf = malloc(bytes);
+    if (!buf) return 0;
+    for (size_t i = 0; i < n; i++) buf[i] = (float)(i & 7);
+    hr_pool *p = hr_pool_new(nth, NULL);
+    sum_job j = {.buf = buf, .n = n};
+    hr_pool_run(p, sum_task, &j); /* warm */
+    double best = 1e9;
+    for (int r = 0; r < 3; r++) {
+        double t = now();
+        hr_pool_run(p, sum_task, &j);
+        t = now() - t;
+        if (t < best) best = t;
+    }
+    double c0 = cpu_now();
+    hr_pool_run(p, sum_task, &j);
+    printf("  (sum of 1 GiB, %d thr: cpu-time rate %.1f GB/s)\n", nth, bytes / ((cpu_now() - c0) / nth) / 1e9);
+    double chk = 0;
+    for (int i = 0; i < nth; i++) chk += j.part[i];
+    if (chk < 0) printf("impossible\n");
+    hr_pool_free(p);
+    free(buf);
+    return bytes / best / 1e9;
+}
+
+/* n_out rows of n_in weights of type t: a few random rows repeated. */
+static void *make_weights(uint32_t t, int64_t n_in, int64_t n_out, size_t *rb) {
+    *rb = hr_row_bytes(t, (uint64_t)n_in);
+    char *w = malloc(*rb * n_out);
+    float *row = malloc(n_in * sizeof *row);
+    if (!w || !row) { free(w); free(row); return NULL; }
+    unsigned s = 1;
+    for (int64_t r = 0; r < n_out && r < 16; r++) {
+        for (int64_t i = 0; i < n_in; i++) {
+            s = s * 1103515245u + 12345u;
+            row[i] = ((int)(s >> 16 & 0x7fff) - 16384) / 16384.0f;
+        }
+        hr_quant_row(t, row, w + r * *rb, n_in);
+    }
+    for (int64_t r = 16; r < n_out; r++) memcpy(w + r * *rb, w + (r % 16) * *rb, *rb);
+    free(row);
+    return w;
+}
+
+int main(int argc, char **argv) {
+    double mb = argc > 1 ? atof(argv[1]) : 256;
+    int max_thr = argc > 2 ? atoi(argv[2]) : 2;
+    const uint32_t types[] = {HR_Q4_0, HR_Q8_0, HR_F16, HR_BF16, HR_F32};
+    double bw[3] = {0};
+    const char *only = argc > 3 ? argv[3] : NULL;
+    for (int nth = 1; nth <= max_thr && nth <= 2 && argc <= 4; nth++) {
+        bw[nth] = mem_bw(nth);
+        printf("memory read (sum of 1 GiB), %d thread(s): %.1f GB/s\n", nth, bw[nth]);
+    }
+    printf("kernels: %s\n", hr_kernels_best()->name);
+    const int64_t n_in = 4096;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        uint32_t t = types[ti];
+        if (only && strcmp(only, hr_type_name(t)) != 0) continue;
+        size_t rb = hr_row_bytes(t, n_in);
+        int64_t n_out = (int64_t)(mb * 1e6 / rb);
+        void *w = make_weights(t, n_in, n_out, &rb);
+        float *x = malloc(64 * n_in * sizeof *x), *y = malloc(64 * (size_t)n_out * sizeof *y);
+        if (!w || !x || !y) { fprintf(stderr, "out of memory\n"); return 1; }
+        for (int64_t i = 0; i < 64 * n_in; i++) x[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
+        hr_mat W = {.type = t, .n_in = n_in, .n_out = n_out, .row_bytes = rb, .data = w};
+        for (int nth = 1; nth <= max_thr; nth++) {
+            hr_cpu c;
+            hr_err e;
+            if (hr_cpu_init(&c, nth, &e) < 0) { fprintf(stderr, "%s\n", e.msg); return 1; }
+            hr_matmul(&c, &W, x, 1, y, &e); /* warm: page in */
+            double best = 1e9, c0 = cpu_now();
+            for (int r = 0; r < 5; r++) {
+                double t0 = now();
+                hr_matmul(&c, &W, x, 1, y, &e);
+                double dt = now() - t0;
+                if (dt < best) best = dt;
+            }
+            double cpu = (cpu_now() - c0) / 5 / nth;
+            double gbs = (double)rb * n_out / best / 1e9;
+            printf("decode %-5s %d thr: %6.1f GB/s (%3.0f%% of read bw; cpu-time rate %.1f GB/s)\n", hr_type_name(t), nth, gbs,
+                   nth <= 2 && bw[nth] > 0 ? 100 * gbs / bw[nth] : 0, (double)rb * n_out / cpu / 1e9);
+            /* prompt: 64 tokens against the first 2048 rows (8-32 MB) */
+            hr_mat Wp = W;
+            Wp.n_out = n_out < 2048 ? n_out : 2048;
+            double t0 = now();
+            c0 = cpu_now();
+            int reps = 0;
+            do { hr_matmul(&c, &Wp, x, 64, y, &e); reps++; } while (now() - t0 < 0.5);
+            double macs = (double)n_in * Wp.n_out * 64 * reps;
+            double gmac = macs / (now() - t0) / 1e9, gmac_cpu = macs / ((cpu_now() - c0) / nth) / 1e9;
+            printf("prompt %-5s %d thr: %6.1f GMAC/s (~%.0f tok/s on a 542M-weight model; cpu-time rate %.1f GMAC/s)\n",
+                   hr_type_name(t), nth, gmac, gmac / 0.542, gmac_cpu);
+            hr_cpu_free(&c);
+        }
+        free(w); free(x); free(y);
+    }
+    return 0;
+}

@@ -1,0 +1,67 @@
+/* Run-time choice of the kernel table: what was compiled in, what the CPU runs,
+ * and the HEARTH_KERNELS override. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels_impl.h"
+
+const hr_kernels *hr_kernels_scalar(void) { return &hr_kext_scalar()->k; }
+
+#if defined(HR_X86) && (defined(__GNUC__) || defined(__clang__))
+static int cpu_has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+}
+static int cpu_has_avx512(void) {
+    __builtin_cpu_init();
+    return cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+}
+#else
+static int cpu_has_avx2(void) { return 0; }
+static int cpu_has_avx512(void) { return 0; }
+#endif
+
+const hr_kernels *hr_kernels_avx2(void) {
+    const hr_kernels_ext *e = hr_kext_avx2();
+    return e && cpu_has_avx2() ? &e->k : NULL;
+}
+
+const hr_kernels *hr_kernels_avx512(void) {
+    const hr_kernels_ext *e = hr_kext_avx512();
+    return e && cpu_has_avx512() ? &e->k : NULL;
+}
+
+const hr_kernels *hr_kernels_neon(void) {
+    const hr_kernels_ext *e = hr_kext_neon();
+    return e ? &e->k : NULL;
+}
+
+const hr_kernels *hr_kernels_best(void) {
+    const char *env = getenv("HEARTH_KERNELS");
+    if (env && *env) {
+        const hr_kernels *k = NULL;
+        if (strcmp(env, "scalar") == 0) k = hr_kernels_scalar();
+        else if (strcmp(env, "avx2") == 0) k = hr_kernels_avx2();
+        else if (strcmp(env, "avx512") == 0) k = hr_kernels_avx512();
+        else if (strcmp(env, "neon") == 0) k = hr_kernels_neon();
+        if (k) return k; /* an unavailable request falls back to the best below */
+    }
+    const hr_kernels *k;
+    if ((k = hr_kernels_avx512())) return k;
+    if ((k = hr_kernels_avx2())) return k;
+    if ((k = hr_kernels_neon())) return k;
+    return hr_kernels_scalar();
+}
+
+size_t hr_act_bytes(uint32_t wt, int64_t n) {
+    if (n < 0) return 0;
+    switch (wt) {
+    case HR_F32: return (size_t)n * 4;
+    case HR_F16: case HR_BF16: return (size_t)n * 2;
+    case HR_Q8_0: case HR_Q4_0: return (size_t)(n / HR_QK) * sizeof(hr_block_q8_0);
+    default: return 0;
+    }
+}

@@ -1,0 +1,134 @@
+/* Y = X W^T over hr_mat weights. Activations are prepared once per call; output
+ * rows are split into a few contiguous chunks per thread, claimed dynamically. Decode (one token) streams
+ * each weight row once through vec_dot, a memory-bandwidth problem. Prompt batches
+ * use register tiles (HR_TILE_R rows x HR_TILE_C tokens) so each weight block loaded
+ * serves several tokens, over token blocks small enough for the prepared activations
+ * to stay in L2. Every (row, token) result is the same whichever path computed it. */
+#include "matmul.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels_impl.h"
+
+#define TOK_BLOCK 64          /* tokens whose prepared rows are reused from L2 */
+#define PAR_PREP_ELEMS 16384  /* below this, preparing on the caller beats a pool run */
+#define CHUNKS_PER_THREAD 4   /* pieces per thread, so a thread slowed by another process sheds work */
+#define MIN_CHUNK_ROWS 16
+
+int hr_cpu_init(hr_cpu *c, int n_threads, hr_err *e) {
+    memset(c, 0, sizeof *c);
+    c->pool = hr_pool_new(n_threads, e);
+    if (!c->pool) return -1;
+    c->k = hr_kernels_best();
+    return 0;
+}
+
+void hr_cpu_free(hr_cpu *c) {
+    if (!c) return;
+    hr_pool_free(c->pool);
+    free(c->scratch);
+    memset(c, 0, sizeof *c);
+}
+
+static int grow_scratch(hr_cpu *c, size_t bytes, hr_err *e) {
+    if (bytes <= c->scratch_bytes) return 0;
+    size_t cap = bytes + bytes / 4;
+    cap = (cap + 63) & ~(size_t)63;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, cap) != 0) return hr_errf(e, "out of memory for %zu bytes of activations", cap);
+    free(c->scratch);
+    c->scratch = p;
+    c->scratch_bytes = cap;
+    return 0;
+}
+
+typedef struct {
+    const hr_kernels *k;
+    hr_tile_fn tile, rows2;
+    const hr_mat *W;
+    const float *X;
+    const char *xq;
+    size_t xs; /* bytes between prepared token rows */
+    int64_t n_tok;
+    float *Y;
+} mm_job;
+
+static void prep_task(void *arg, int ith, int nth) {
+    const mm_job *j = arg;
+    int64_t per = (j->n_tok + nth - 1) / nth, t0 = per * ith, t1 = t0 + per;
+    if (t1 > j->n_tok) t1 = j->n_tok;
+    hr_act_prep_fn prep = j->k->act_prep[j->W->type];
+    for (int64_t t = t0; t < t1; t++) prep(j->X + t * j->W->n_in, (char *)j->xq + t * j->xs, j->W->n_in);
+}
+
+/* Rows [r0, r1) of item ith: equal contiguous chunks, a multiple of the tile height. */
+static void row_range(int64_t n_out, int ith, int nth, int64_t *r0, int64_t *r1) {
+    int64_t per = (n_out + nth - 1) / nth;
+    per = (per + HR_TILE_R - 1) / HR_TILE_R * HR_TILE_R;
+    *r0 = per * ith;
+    *r1 = *r0 + per;
+    if (*r0 > n_out) *r0 = n_out;
+    if (*r1 > n_out) *r1 = n_out;
+}
+
+static void mm_task(void *arg, int ith, int nth) {
+    const mm_job *j = arg;
+    const hr_mat *W = j->W;
+    const int64_t n = W->n_in, n_out = W->n_out;
+    const size_t rb = W->row_bytes;
+    const char *w = W->data;
+    hr_vec_dot_fn dot = j->k->vec_dot[W->type];
+    int64_t r0, r1;
+    row_range(n_out, ith, nth, &r0, &r1);
+    if (j->n_tok == 1) {
+        int64_t r = r0;
+        for (; j->rows2 && r + 2 <= r1; r += 2) j->rows2(n, w + r * rb, rb, j->xq, 0, &j->Y[r], 0);
+        for (; r < r1; r++) dot(n, &j->Y[r], w + r * rb, j->xq);
+        return;
+    }
+    for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK) {
+        int64_t te = tb + TOK_BLOCK < j->n_tok ? tb + TOK_BLOCK : j->n_tok;
+        int64_t r = r0;
+        for (; j->tile && r + HR_TILE_R <= r1; r += HR_TILE_R) {
+            int64_t t = tb;
+            for (; t + HR_TILE_C <= te; t += HR_TILE_C)
+                j->tile(n, w + r * rb, rb, j->xq + t * j->xs, j->xs, j->Y + t * n_out + r, (size_t)n_out);
+            for (; t < te; t++)
+                for (int64_t i = 0; i < HR_TILE_R; i++)
+                    dot(n, &j->Y[t * n_out + r + i], w + (r + i) * rb, j->xq + t * j->xs);
+        }
+        for (; r < r1; r++)
+            for (int64_t t = tb; t < te; t++) dot(n, &j->Y[t * n_out + r], w + r * rb, j->xq + t * j->xs);
+    }
+}
+
+int hr_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *Y, hr_err *e) {
+    if (!c || !c->pool || !W || !W->data || !X || !Y) return hr_errf(e, "matmul: missing argument");
+    if (W->type >= HR_TYPE_MAX || !c->k->vec_dot[W->type] || !c->k->act_prep[W->type])
+        return hr_errf(e, "matmul: weight type %u has no CPU kernel", W->type);
+    if (n_tok < 1 || W->n_in < 1 || W->n_out < 1) return hr_errf(e, "matmul: empty shape");
+    if (hr_row_bytes(W->type, (uint64_t)W->n_in) != W->row_bytes || W->row_bytes == 0)
+        return hr_errf(e, "matmul: row size %zu does not fit %lld %s elements", W->row_bytes,
+                       (long long)W->n_in, hr_type_name(W->type));
+    mm_job j = {.k = c->k, .tile = hr_kernels_ext_of(c->k)->tile[W->type],
+                .rows2 = hr_kernels_ext_of(c->k)->rows2[W->type], .W = W, .X = X,
+                .n_tok = n_tok, .Y = Y};
+    if (W->type == HR_F32) {
+        j.xq = (const char *)X;
+        j.xs = (size_t)W->n_in * sizeof(float);
+    } else {
+        j.xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
+        if ((uint64_t)n_tok > SIZE_MAX / j.xs) return hr_errf(e, "matmul: batch too large");
+        if (grow_scratch(c, j.xs * (size_t)n_tok, e) < 0) return -1;
+        j.xq = c->scratch;
+        if (n_tok * W->n_in >= PAR_PREP_ELEMS && n_tok > 1) hr_pool_run(c->pool, prep_task, &j);
+        else prep_task(&j, 0, 1);
+    }
+    int nth = hr_pool_threads(c->pool);
+    int64_t chunks = nth == 1 ? 1 : (int64_t)nth * CHUNKS_PER_THREAD;
+    int64_t max_chunks = (W->n_out + MIN_CHUNK_ROWS - 1) / MIN_CHUNK_ROWS;
+    if (chunks > max_chunks) chunks = max_chunks;
+    hr_pool_run_chunks(c->pool, mm_task, &j, (int)chunks);
+    return 0;
+}

@@ -1,0 +1,185 @@
+/* Weight type table and scalar conversions, following ggml's definitions so that
+ * quantized bytes and converted values agree bit for bit with llama.cpp. */
+#include "types.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct {
+    const char *name;
+    uint8_t block_elems;
+    uint8_t block_bytes;
+    bool weight;
+} type_info;
+
+static const type_info k_types[HR_TYPE_MAX] = {
+    [HR_F32] = {"f32", 1, 4, true},
+    [HR_F16] = {"f16", 1, 2, true},
+    [HR_Q4_0] = {"q4_0", HR_QK, sizeof(hr_block_q4_0), true},
+    [HR_Q8_0] = {"q8_0", HR_QK, sizeof(hr_block_q8_0), true},
+    [HR_I32_OLD] = {"i32", 1, 4, false},
+    [HR_I8] = {"i8", 1, 1, false},
+    [HR_I16] = {"i16", 1, 2, false},
+    [HR_I32] = {"i32", 1, 4, false},
+    [HR_BF16] = {"bf16", 1, 2, true},
+};
+
+_Static_assert(sizeof(hr_block_q8_0) == 34, "Q8_0 block must match ggml");
+_Static_assert(sizeof(hr_block_q4_0) == 18, "Q4_0 block must match ggml");
+
+bool hr_type_known(uint32_t t) { return t < HR_TYPE_MAX && k_types[t].name != NULL; }
+
+const char *hr_type_name(uint32_t t) { return hr_type_known(t) ? k_types[t].name : NULL; }
+
+int hr_type_from_name(const char *name) {
+    if (!name) return -1;
+    /* I32 has two ids; the name means the current one, so scan the modern id first. */
+    if (strcasecmp(name, "i32") == 0) return HR_I32;
+    for (int t = 0; t < HR_TYPE_MAX; t++)
+        if (k_types[t].name && strcasecmp(name, k_types[t].name) == 0) return t;
+    return -1;
+}
+
+uint64_t hr_type_block_elems(uint32_t t) { return hr_type_known(t) ? k_types[t].block_elems : 0; }
+uint64_t hr_type_block_bytes(uint32_t t) { return hr_type_known(t) ? k_types[t].block_bytes : 0; }
+bool hr_type_is_weight(uint32_t t) { return hr_type_known(t) && k_types[t].weight; }
+
+uint64_t hr_row_bytes(uint32_t t, uint64_t n) {
+    if (!hr_type_known(t)) return 0;
+    uint64_t be = k_types[t].block_elems, bb = k_types[t].block_bytes;
+    if (n % be) return 0;
+    uint64_t nb = n / be;
+    if (nb > UINT64_MAX / bb) return 0;
+    return nb * bb;
+}
+
+static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+float hr_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f) return u2f(sign | 0x7f800000 | (man << 13)); /* Inf/NaN keep payload */
+    if (exp == 0) {
+        /* subnormal (or zero): exactly man * 2^-24 */
+        float v = (float)man * 0x1p-24f;
+        return u2f(sign | f2u(v));
+    }
+    return u2f(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+/* Round to nearest even, as ggml_compute_fp32_to_fp16: the scaling trick makes the FPU do
+ * the rounding (including into subnormals); NaN becomes the quiet NaN 0x7e00 with its sign. */
+uint16_t hr_f32_to_f16(float f) {
+    float base = (fabsf(f) * 0x1.0p+112f) * 0x1.0p-110f;
+    uint32_t w = f2u(f), shl1_w = w + w, sign = w & 0x80000000u;
+    uint32_t bias = shl1_w & 0xff000000u;
+    if (bias < 0x71000000u) bias = 0x71000000u;
+    base = u2f((bias >> 1) + 0x07800000u) + base;
+    uint32_t bits = f2u(base);
+    uint32_t exp_bits = (bits >> 13) & 0x00007c00u, man_bits = bits & 0x00000fffu;
+    uint32_t nonsign = exp_bits + man_bits;
+    return (uint16_t)((sign >> 16) | (shl1_w > 0xff000000u ? 0x7e00u : nonsign));
+}
+
+float hr_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
+
+/* ggml_compute_fp32_to_bf16: NaN -> quiet NaN (bit 6 of the bf16 set), else RNE. */
+uint16_t hr_f32_to_bf16(float f) {
+    uint32_t u = f2u(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 64);
+    return (uint16_t)((u + (0x7fffu + ((u >> 16) & 1))) >> 16);
+}
+
+static void quant_q8_0_ref(const float *x, hr_block_q8_0 *y, int64_t n) {
+    for (int64_t i = 0; i < n / HR_QK; i++, x += HR_QK) {
+        float amax = 0.0f;
+        for (int j = 0; j < HR_QK; j++) {
+            float a = fabsf(x[j]);
+            amax = amax > a ? amax : a;
+        }
+        const float d = amax / 127;
+        const float id = d ? 1.0f / d : 0.0f;
+        y[i].d = hr_f32_to_f16(d);
+        for (int j = 0; j < HR_QK; j++) y[i].qs[j] = (int8_t)roundf(x[j] * id);
+    }
+}
+
+static void quant_q4_0_ref(const float *x, hr_block_q4_0 *y, int64_t n) {
+    for (int64_t i = 0; i < n / HR_QK; i++, x += HR_QK) {
+        float amax = 0.0f, max = 0.0f; /* max keeps the sign of the largest magnitude */
+        for (int j = 0; j < HR_QK; j++) {
+            if (amax < fabsf(x[j])) { amax = fabsf(x[j]); max = x[j]; }
+        }
+        const float d = max / -8;
+        const float id = d ? 1.0f / d : 0.0f;
+        y[i].d = hr_f32_to_f16(d);
+        for (int j = 0; j < HR_QK / 2; j++) {
+            int8_t a = (int8_t)(x[j] * id + 8.5f), b = (int8_t)(x[j + HR_QK / 2] * id + 8.5f);
+            uint8_t q0 = (uint8_t)(a < 15 ? a : 15), q1 = (uint8_t)(b < 15 ? b : 15);
+            y[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
+        }
+    }
+}
+
+void hr_dequant_row(uint32_t t, const void *src, float *dst, int64_t n) {
+    switch (t) {
+    case HR_F32: memmove(dst, src, (size_t)n * sizeof(float)); break;
+    case HR_F16: {
+        const uint16_t *s = src;
+        for (int64_t i = 0; i < n; i++) dst[i] = hr_f16_to_f32(s[i]);
+    } break;
+    case HR_BF16: {
+        const uint16_t *s = src;
+        for (int64_t i = 0; i < n; i++) dst[i] = hr_bf16_to_f32(s[i]);
+    } break;
+    case HR_Q8_0: {
+        const hr_block_q8_0 *b = src;
+        for (int64_t i = 0; i < n / HR_QK; i++) {
+            const float d = hr_f16_to_f32(b[i].d);
+            for (int j = 0; j < HR_QK; j++) dst[i * HR_QK + j] = b[i].qs[j] * d;
+        }
+    } break;
+    case HR_Q4_0: {
+        const hr_block_q4_0 *b = src;
+        for (int64_t i = 0; i < n / HR_QK; i++) {
+            const float d = hr_f16_to_f32(b[i].d);
+            for (int j = 0; j < HR_QK / 2; j++) {
+                dst[i * HR_QK + j] = ((b[i].qs[j] & 0x0f) - 8) * d;
+                dst[i * HR_QK + j + HR_QK / 2] = ((b[i].qs[j] >> 4) - 8) * d;
+            }
+        }
+    } break;
+    case HR_I8: {
+        const int8_t *s = src;
+        for (int64_t i = 0; i < n; i++) dst[i] = s[i];
+    } break;
+    case HR_I16: {
+        const int16_t *s = src;
+        for (int64_t i = 0; i < n; i++) dst[i] = s[i];
+    } break;
+    case HR_I32: case HR_I32_OLD: {
+        const int32_t *s = src;
+        for (int64_t i = 0; i < n; i++) dst[i] = (float)s[i];
+    } break;
+    default: break;
+    }
+}
+
+void hr_quant_row(uint32_t t, const float *src, void *dst, int64_t n) {
+    switch (t) {
+    case HR_F32: memmove(dst, src, (size_t)n * sizeof(float)); break;
+    case HR_F16: {
+        uint16_t *d = dst;
+        for (int64_t i = 0; i < n; i++) d[i] = hr_f32_to_f16(src[i]);
+    } break;
+    case HR_BF16: {
+        uint16_t *d = dst;
+        for (int64_t i = 0; i < n; i++) d[i] = hr_f32_to_bf16(src[i]);
+    } break;
+    case HR_Q8_0: quant_q8_0_ref(src, dst, n); break;
+    case HR_Q4_0: quant_q4_0_ref(src, dst, n); break;
+    default: break;
+    }
+}

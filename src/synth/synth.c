@@ -1,0 +1,204 @@
+/* The synthesizer's file layout (see synth.h) and the write: plan the tensors, generate
+ * them into one buffer, add metadata and vocabulary, write through the GGUF writer. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "formats/gguf.h"
+#include "formats/types.h"
+#include "synth_internal.h"
+
+static uint32_t head_dim(const hr_synth_params *p) { return p->head_dim ? p->head_dim : p->n_embd / p->n_head; }
+
+static synth_tensor *plan_add(synth_plan *pl, hr_err *e) {
+    if (pl->n == pl->cap) {
+        uint32_t cap = pl->cap ? pl->cap * 2 : 64;
+        synth_tensor *t = realloc(pl->t, cap * sizeof *t);
+        if (!t) {
+            hr_errf(e, "out of memory");
+            return NULL;
+        }
+        pl->t = t;
+        pl->cap = cap;
+    }
+    synth_tensor *t = &pl->t[pl->n++];
+    memset(t, 0, sizeof *t);
+    return t;
+}
+
+/* A tensor whose values come from `seed_name` (NULL: its own name). ne2 == 0: 2-D. */
+static int add(synth_plan *pl, const char *name, const char *seed_name, uint32_t type, uint64_t ne0, uint64_t ne1,
+               uint64_t ne2, synth_fill fill, float std, bool transpose, hr_err *e) {
+    synth_tensor *t = plan_add(pl, e);
+    if (!t) return -1;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    snprintf(t->seed_name, sizeof t->seed_name, "%s", seed_name ? seed_name : name);
+    t->type = type;
+    t->n_dims = ne2 ? 3 : ne1 ? 2 : 1;
+    t->ne[0] = ne0;
+    t->ne[1] = ne1 ? ne1 : 1;
+    t->ne[2] = ne2 ? ne2 : 1;
+    t->fill = fill;
+    t->std = std;
+    t->transpose = transpose;
+    const uint64_t rb = hr_row_bytes(type, ne0);
+    if (!rb) return hr_errf(e, "%s: row of %llu is not valid for %s", name, (unsigned long long)ne0, hr_type_name(type));
+    t->nbytes = rb * t->ne[1] * t->ne[2];
+    pl->total_bytes += t->nbytes;
+    return 0;
+}
+
+static int add_vec(synth_plan *pl, const char *name, uint64_t n, hr_err *e) {
+    return add(pl, name, NULL, HR_F32, n, 0, 0, SYNTH_FILL_NORM, 0, false, e);
+}
+
+/* Matrix {n_in, n_out} with std 1/sqrt(n_in). */
+static int add_mat(synth_plan *pl, const hr_synth_params *p, const char *name, uint64_t n_in, uint64_t n_out, hr_err *e) {
+    return add(pl, name, NULL, p->type, n_in, n_out, 0, SYNTH_FILL_NORMAL, 1.0f / sqrtf((float)n_in), false, e);
+}
+
+static int plan_ffn(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err *e) {
+    char n[64], s[64];
+    const float sd_in = 1.0f / sqrtf((float)p->n_embd), sd_ff = 1.0f / sqrtf((float)p->n_ff);
+#define NAME(buf, suffix) snprintf(buf, sizeof buf, "blk.%u." suffix ".weight", l)
+    if (p->arch == HR_SYNTH_SMALLTHINKER) {
+        int r = 0;
+        NAME(n, "ffn_gate_inp");
+        r |= add(pl, n, NULL, HR_F32, p->n_embd, 1, 0, SYNTH_FILL_NORMAL, sd_in, false, e);
+        NAME(n, "ffn_gate_exps"), NAME(s, "ffn_gate");
+        r |= add(pl, n, s, p->type, p->n_embd, p->n_ff, 1, SYNTH_FILL_NORMAL, sd_in, false, e);
+        NAME(n, "ffn_up_exps"), NAME(s, "ffn_up");
+        r |= add(pl, n, s, p->type, p->n_embd, p->n_ff, 1, SYNTH_FILL_NORMAL, sd_in, false, e);
+        NAME(n, "ffn_down_exps"), NAME(s, "ffn_down");
+        r |= add(pl, n, s, p->type, p->n_ff, p->n_embd, 1, SYNTH_FILL_NORMAL, sd_ff, false, e);
+        return r ? -1 : 0;
+    }
+    if (p->act != HR_SYNTH_RELU && (NAME(n, "ffn_gate"), add_mat(pl, p, n, p->n_embd, p->n_ff, e))) return -1;
+    if ((NAME(n, "ffn_up"), add_mat(pl, p, n, p->n_embd, p->n_ff, e))) return -1;
+    if (!p->powerinfer) return (NAME(n, "ffn_down"), add_mat(pl, p, n, p->n_ff, p->n_embd, e));
+    NAME(n, "ffn_down_t"), NAME(s, "ffn_down");
+    if (add(pl, n, s, p->type, p->n_embd, p->n_ff, 0, SYNTH_FILL_NORMAL, sd_ff, true, e)) return -1;
+    if ((NAME(n, "fc1"), add_mat(pl, p, n, p->n_embd, p->pred_rank, e))) return -1;
+    return (NAME(n, "fc2"), add_mat(pl, p, n, p->pred_rank, p->n_ff, e));
+#undef NAME
+}
+
+int synth_plan_build(const hr_synth_params *p, synth_plan *pl, hr_err *e) {
+    memset(pl, 0, sizeof *pl);
+    const uint64_t n_q = (uint64_t)head_dim(p) * p->n_head, n_kv = (uint64_t)head_dim(p) * p->n_head_kv;
+    const float sd_embd = 1.0f / sqrtf((float)p->n_embd);
+    int r = add(pl, "token_embd.weight", NULL, p->type, p->n_embd, p->n_vocab, 0, SYNTH_FILL_NORMAL,
+                (p->tied ? HR_SYNTH_TIED_EMBD_STD : HR_SYNTH_EMBD_STD) * sd_embd, false, e);
+    for (uint32_t l = 0; l < p->n_layer && !r; l++) {
+        char n[64];
+        snprintf(n, sizeof n, "blk.%u.attn_norm.weight", l), r |= add_vec(pl, n, p->n_embd, e);
+        snprintf(n, sizeof n, "blk.%u.attn_q.weight", l), r |= add_mat(pl, p, n, p->n_embd, n_q, e);
+        snprintf(n, sizeof n, "blk.%u.attn_k.weight", l), r |= add_mat(pl, p, n, p->n_embd, n_kv, e);
+        snprintf(n, sizeof n, "blk.%u.attn_v.weight", l), r |= add_mat(pl, p, n, p->n_embd, n_kv, e);
+        snprintf(n, sizeof n, "blk.%u.attn_output.weight", l), r |= add_mat(pl, p, n, n_q, p->n_embd, e);
+        snprintf(n, sizeof n, "blk.%u.ffn_norm.weight", l), r |= add_vec(pl, n, p->n_embd, e);
+        if (!r) r = plan_ffn(pl, p, l, e);
+    }
+    if (!r) r = add_vec(pl, "output_norm.weight", p->n_embd, e);
+    if (!r && !p->tied)
+        r = add(pl, "output.weight", NULL, p->type, p->n_embd, p->n_vocab, 0, SYNTH_FILL_NORMAL,
+                HR_SYNTH_OUT_STD * sd_embd, false, e);
+    if (r) synth_plan_free(pl);
+    return r ? -1 : 0;
+}
+
+void synth_plan_free(synth_plan *pl) {
+    free(pl->t);
+    memset(pl, 0, sizeof *pl);
+}
+
+uint64_t hr_synth_data_bytes(const hr_synth_params *p) {
+    synth_plan pl;
+    if (hr_synth_validate(p, NULL) || synth_plan_build(p, &pl, NULL)) return 0;
+    const uint64_t n = pl.total_bytes;
+    synth_plan_free(&pl);
+    return n;
+}
+
+static void put_keys(gguf_writer *w, const hr_synth_params *p) {
+    const char *a = hr_synth_arch_name(p->arch);
+    char k[128];
+#define KEY(suffix) (snprintf(k, sizeof k, "%s." suffix, a), k)
+    gguf_w_str(w, "general.architecture", a);
+    gguf_w_str(w, "general.name", p->name ? p->name : "hearth-synth");
+    gguf_w_u32(w, "general.file_type", hr_synth_ftype(p->type));
+    gguf_w_u32(w, KEY("context_length"), p->n_ctx_train);
+    gguf_w_u32(w, KEY("embedding_length"), p->n_embd);
+    gguf_w_u32(w, KEY("block_count"), p->n_layer);
+    gguf_w_u32(w, KEY("feed_forward_length"), p->n_ff);
+    gguf_w_u32(w, KEY("attention.head_count"), p->n_head);
+    gguf_w_u32(w, KEY("attention.head_count_kv"), p->n_head_kv);
+    gguf_w_f32(w, KEY("attention.layer_norm_rms_epsilon"), p->rms_eps);
+    gguf_w_f32(w, KEY("rope.freq_base"), p->rope_base);
+    gguf_w_u32(w, KEY("rope.dimension_count"), head_dim(p));
+    gguf_w_u32(w, KEY("vocab_size"), p->n_vocab);
+    if (head_dim(p) * p->n_head != p->n_embd) {
+        gguf_w_u32(w, KEY("attention.key_length"), head_dim(p));
+        gguf_w_u32(w, KEY("attention.value_length"), head_dim(p));
+    }
+    if (p->arch == HR_SYNTH_SMALLTHINKER) {
+        gguf_w_u32(w, KEY("expert_count"), 1);
+        gguf_w_u32(w, KEY("expert_used_count"), 1);
+        gguf_w_u32(w, KEY("expert_feed_forward_length"), p->n_ff);
+        gguf_w_u32(w, KEY("expert_gating_func"), 1); /* softmax: one expert gets weight exactly 1 */
+    }
+#undef KEY
+    if (p->act != HR_SYNTH_SWIGLU) gguf_w_str(w, "hearth.ffn_activation", hr_synth_act_name(p->act));
+    if (p->powerinfer && p->has_sparse_threshold) gguf_w_f32(w, "powerinfer.sparse_threshold", p->sparse_threshold);
+}
+
+/* Generates every tensor into one buffer and registers it with the writer. */
+static int gen_tensors(gguf_writer *w, const hr_synth_params *p, const synth_plan *pl, uint8_t *buf, hr_err *e) {
+    uint64_t off = 0;
+    for (uint32_t i = 0; i < pl->n; i++) {
+        const synth_tensor *t = &pl->t[i];
+        if (synth_fill_tensor(t, p->seed, buf + off, e)) return -1;
+        gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, buf + off, t->nbytes);
+        off += t->nbytes;
+        if (p->progress && off < pl->total_bytes) p->progress(p->progress_ud, off, pl->total_bytes);
+    }
+    if (p->progress) p->progress(p->progress_ud, pl->total_bytes, pl->total_bytes);
+    return 0;
+}
+
+int hr_synth_write(const hr_synth_params *p, const char *path, hr_err *e) {
+    if (hr_synth_validate(p, e)) return -1;
+    if (!path || !*path) return hr_errf(e, "no output path");
+    synth_plan pl;
+    if (synth_plan_build(p, &pl, e)) return -1;
+    hr_vocab_desc vocab;
+    memset(&vocab, 0, sizeof vocab);
+    int r = -1;
+    uint8_t *buf = NULL;
+    gguf_writer *w = NULL;
+    if (hr_vocab_synth(p->tokenizer, p->n_vocab, &vocab, e)) {
+        hr_errctx(e, "vocabulary");
+        goto out_plan;
+    }
+    if (vocab.n != p->n_vocab) {
+        hr_errf(e, "vocabulary has %u tokens, wanted %u", vocab.n, p->n_vocab);
+        goto out;
+    }
+    buf = malloc(pl.total_bytes ? (size_t)pl.total_bytes : 1);
+    w = gguf_writer_new(p->powerinfer);
+    if (!buf || !w || (size_t)pl.total_bytes != pl.total_bytes) {
+        hr_errf(e, "out of memory for %llu bytes of weights", (unsigned long long)pl.total_bytes);
+        goto out;
+    }
+    put_keys(w, p);
+    hr_vocab_write_gguf(w, &vocab);
+    if (gen_tensors(w, p, &pl, buf, e)) goto out;
+    r = gguf_w_write(w, path, e);
+out:
+    gguf_writer_free(w);
+    free(buf);
+    hr_vocab_free(&vocab);
+out_plan:
+    synth_plan_free(&pl);
+    return r;
+}

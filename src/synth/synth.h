@@ -1,0 +1,123 @@
+/* Model synthesizer: GGUF models of any shape with seeded random weights, for tests
+ * and benchmarks, loadable by Hearth and (where noted) by llama.cpp.
+ *
+ * ---- Layout contract (the engine loader and the conformance tests rely on it) ----
+ * Shapes are ggml order {ne0, ne1[, ne2]}; a matrix {n_in, n_out} holds n_out rows of n_in.
+ * n_q = n_head*head_dim, n_kv = n_head_kv*head_dim, A = general.architecture.
+ *
+ * Keys (all archs):
+ *   general.architecture  str   "llama" | "smallthinker" | "exaone"
+ *   general.name          str   p->name or "hearth-synth"
+ *   general.file_type     u32   llama.cpp ftype of p->type: F32 0, F16 1, Q4_0 2, Q8_0 7, BF16 32
+ *   A.context_length u32, A.embedding_length u32, A.block_count u32, A.feed_forward_length u32 (= n_ff),
+ *   A.attention.head_count u32, A.attention.head_count_kv u32,
+ *   A.attention.layer_norm_rms_epsilon f32, A.rope.freq_base f32, A.rope.dimension_count u32 (= head_dim),
+ *   A.vocab_size u32,
+ *   A.attention.key_length u32 and A.attention.value_length u32: only when head_dim != n_embd/n_head.
+ *   hearth.ffn_activation str "reglu" | "drelu" | "relu": only when act != swiglu (llama.cpp ignores it).
+ *   tokenizer.ggml.*: written by hr_vocab_write_gguf(hr_vocab_synth(p->tokenizer, n_vocab)).
+ *   smallthinker only: A.expert_count u32 = 1, A.expert_used_count u32 = 1,
+ *     A.expert_feed_forward_length u32 = n_ff, A.expert_gating_func u32 = 1 (softmax).
+ *   powerinfer only (magic PWRI instead of GGUF): powerinfer.sparse_threshold f32 when set.
+ * No rope scaling, sliding-window or alignment keys (alignment is the default 32).
+ *
+ * Tensors, in file order:
+ *   token_embd.weight        {n_embd, n_vocab}          type
+ *   per layer N:
+ *   blk.N.attn_norm.weight   {n_embd}                   F32
+ *   blk.N.attn_q.weight      {n_embd, n_q}              type
+ *   blk.N.attn_k.weight      {n_embd, n_kv}             type
+ *   blk.N.attn_v.weight      {n_embd, n_kv}             type
+ *   blk.N.attn_output.weight {n_q, n_embd}              type
+ *   blk.N.ffn_norm.weight    {n_embd}                   F32
+ *   llama/exaone:
+ *     blk.N.ffn_gate.weight  {n_embd, n_ff}             type   (absent when act == relu)
+ *     blk.N.ffn_up.weight    {n_embd, n_ff}             type
+ *     blk.N.ffn_down.weight  {n_ff, n_embd}             type   (dense files)
+ *     blk.N.ffn_down_t.weight{n_embd, n_ff}             type   (powerinfer files, instead of ffn_down:
+ *                                                             row j = column j of ffn_down)
+ *     blk.N.fc1.weight       {n_embd, r}                type   (powerinfer)
+ *     blk.N.fc2.weight       {r, n_ff}                  type   (powerinfer)
+ *   smallthinker (one expert, equal to a dense ReGLU FFN):
+ *     blk.N.ffn_gate_inp.weight  {n_embd, 1}            F32
+ *     blk.N.ffn_gate_exps.weight {n_embd, n_ff, 1}      type
+ *     blk.N.ffn_up_exps.weight   {n_embd, n_ff, 1}      type
+ *     blk.N.ffn_down_exps.weight {n_ff, n_embd, 1}      type
+ *   output_norm.weight       {n_embd}                   F32
+ *   output.weight            {n_embd, n_vocab}          type   (absent when tied)
+ *
+ * Semantics: llama = NORM RoPE + act; exaone = NEOX RoPE + SwiGLU; smallthinker = NEOX RoPE + ReGLU
+ * (router weight exactly 1). See docs/llama-cpp-archs.md.
+ *
+ * Weights (deterministic from seed and the tensor's *canonical* name, independent of other
+ * tensors, so the same seed gives the same numbers across archs and variants):
+ *   matrices {n_in, n_out}: approximately normal, mean 0, std 1/sqrt(n_in) before quantization;
+ *   token_embd: std HR_SYNTH_EMBD_STD/sqrt(n_embd) (HR_SYNTH_TIED_EMBD_STD/sqrt(n_embd) when tied);
+ *   output: std HR_SYNTH_OUT_STD/sqrt(n_embd) (logits of std about 4: well separated top tokens);
+ *   norm vectors: 1 + HR_SYNTH_NORM_NOISE * z; router ffn_gate_inp: std 1/sqrt(n_embd).
+ *   Canonical names: smallthinker's ffn_{gate,up,down}_exps use the values of ffn_{gate,up,down};
+ *   ffn_down_t is the exact transpose of the ffn_down the same seed gives (before quantization).
+ *   So llama+reglu, smallthinker and (f32) powerinfer files of one seed are the same model.
+ * PowerInfer compatibility: PowerInfer's sparse CPU path needs ffn_down_t in F16 or Q4_0, so use
+ * type f16 or q4_0 for files meant for PowerInfer (Hearth reads every type).
+ */
+#ifndef HR_SYNTH_H
+#define HR_SYNTH_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "tokenizer/tokenizer.h"
+#include "util/err.h"
+
+#define HR_SYNTH_EMBD_STD 3.0f
+#define HR_SYNTH_OUT_STD 4.0f
+/* Tied files use a smaller embedding: a large one makes each token's logit favour itself
+ * (x . x dominates), and greedy decoding repeats the prompt's last token forever. */
+#define HR_SYNTH_TIED_EMBD_STD 1.0f
+#define HR_SYNTH_NORM_NOISE 0.05f
+
+typedef enum hr_synth_arch { HR_SYNTH_LLAMA = 0, HR_SYNTH_SMALLTHINKER, HR_SYNTH_EXAONE } hr_synth_arch;
+
+/* Same order as the engine's hr_act. */
+typedef enum hr_synth_act { HR_SYNTH_SWIGLU = 0, HR_SYNTH_REGLU, HR_SYNTH_DRELU, HR_SYNTH_RELU } hr_synth_act;
+
+/* Called after each tensor is generated, then once more before the file is written
+ * (done == total). */
+typedef void (*hr_synth_progress_fn)(void *ud, uint64_t done_bytes, uint64_t total_bytes);
+
+typedef struct hr_synth_params {
+    hr_synth_arch arch;
+    uint32_t type; /* hr_type of the 2-D weights: HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0 */
+    uint32_t n_embd, n_layer, n_head, n_head_kv, head_dim; /* head_dim 0: n_embd/n_head */
+    uint32_t n_ff, n_vocab, n_ctx_train;
+    float rope_base, rms_eps;
+    hr_synth_act act;
+    hr_tok_kind tokenizer;
+    bool tied; /* no output.weight: token_embd is the output matrix */
+    uint64_t seed;
+    bool powerinfer; /* PWRI magic, predictor tensors, ffn_down_t (arch llama only) */
+    uint32_t pred_rank;
+    bool has_sparse_threshold;
+    float sparse_threshold;
+    const char *name; /* general.name; NULL: "hearth-synth" */
+    hr_synth_progress_fn progress;
+    void *progress_ud;
+} hr_synth_params;
+
+/* Small llama: f32, n_embd 256, 2 layers, 8 heads (8 kv), n_ff 512, n_vocab 1000, ctx 2048,
+ * rope_base 10000, rms_eps 1e-5, swiglu, spm, untied, seed 1, pred_rank 64. */
+void hr_synth_defaults(hr_synth_params *p);
+
+const char *hr_synth_arch_name(hr_synth_arch a);
+int hr_synth_arch_from_name(const char *s); /* -1 if unknown */
+const char *hr_synth_act_name(hr_synth_act a);
+int hr_synth_act_from_name(const char *s); /* -1 if unknown */
+uint32_t hr_synth_ftype(uint32_t type);   /* llama.cpp general.file_type; UINT32_MAX if unknown */
+
+/* Checks every parameter; the message names the offending one. */
+int hr_synth_validate(const hr_synth_params *p, hr_err *e);
+/* Bytes of tensor data the file will hold (0 if the params are invalid). */
+uint64_t hr_synth_data_bytes(const hr_synth_params *p);
+/* Generates all weights in memory (about the file's size) and writes the file. */
+int hr_synth_write(const hr_synth_params *p, const char *path, hr_err *e);
+
+#endif

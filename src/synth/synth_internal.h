@@ -1,0 +1,38 @@
+/* Shared between the synthesizer's files: the tensor plan and the weight generator. */
+#ifndef HR_SYNTH_INTERNAL_H
+#define HR_SYNTH_INTERNAL_H
+#include <stdint.h>
+#include "synth.h"
+
+typedef enum synth_fill {
+    SYNTH_FILL_NORMAL, /* mean 0, given std */
+    SYNTH_FILL_NORM    /* 1 + HR_SYNTH_NORM_NOISE * z */
+} synth_fill;
+
+typedef struct synth_tensor {
+    char name[64];
+    char seed_name[64]; /* canonical name the values derive from */
+    uint32_t type;
+    uint32_t n_dims;
+    uint64_t ne[3];
+    synth_fill fill;
+    float std;
+    bool transpose; /* values are the transpose of seed_name's {ne1, ne0} matrix */
+    uint64_t nbytes;
+} synth_tensor;
+
+typedef struct synth_plan {
+    synth_tensor *t;
+    uint32_t n, cap;
+    uint64_t total_bytes;
+} synth_plan;
+
+/* Lists the tensors of a validated parameter set. */
+int synth_plan_build(const hr_synth_params *p, synth_plan *plan, hr_err *e);
+void synth_plan_free(synth_plan *plan);
+
+/* Fills dst (t->nbytes) with t's values for this seed. scratch holds ne0 floats
+ * (ne1 when transposed: one column of the source). */
+int synth_fill_tensor(const synth_tensor *t, uint64_t seed, void *dst, hr_err *e);
+
+#endif

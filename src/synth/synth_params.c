@@ -1,0 +1,106 @@
+/* Synthesizer parameters: defaults, names and validation. */
+#include <math.h>
+#include <string.h>
+#include "formats/types.h"
+#include "synth.h"
+
+static const char *const arch_names[] = {"llama", "smallthinker", "exaone"};
+static const char *const act_names[] = {"swiglu", "reglu", "drelu", "relu"};
+
+void hr_synth_defaults(hr_synth_params *p) {
+    *p = (hr_synth_params){.arch = HR_SYNTH_LLAMA, .type = HR_F32, .n_embd = 256, .n_layer = 2, .n_head = 8,
+                           .n_head_kv = 8, .n_ff = 512, .n_vocab = 1000, .n_ctx_train = 2048, .rope_base = 10000.0f,
+                           .rms_eps = 1e-5f, .act = HR_SYNTH_SWIGLU, .tokenizer = HR_TOK_SPM, .seed = 1, .pred_rank = 64};
+}
+
+const char *hr_synth_arch_name(hr_synth_arch a) { return (unsigned)a < 3 ? arch_names[a] : "?"; }
+const char *hr_synth_act_name(hr_synth_act a) { return (unsigned)a < 4 ? act_names[a] : "?"; }
+
+int hr_synth_arch_from_name(const char *s) {
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, arch_names[i])) return i;
+    return -1;
+}
+
+int hr_synth_act_from_name(const char *s) {
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, act_names[i])) return i;
+    return -1;
+}
+
+uint32_t hr_synth_ftype(uint32_t type) {
+    switch (type) {
+    case HR_F32: return 0;
+    case HR_F16: return 1;
+    case HR_Q4_0: return 2;
+    case HR_Q8_0: return 7;
+    case HR_BF16: return 32;
+    default: return UINT32_MAX;
+    }
+}
+
+static int in_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi, hr_err *e) {
+    if (v < lo || v > hi) return hr_errf(e, "%s = %u is out of range [%u, %u]", what, v, lo, hi);
+    return 0;
+}
+
+/* Block types store rows in whole 32-element blocks. */
+static int row_ok(const hr_synth_params *p, const char *what, uint32_t len, hr_err *e) {
+    const uint64_t blk = hr_type_block_elems(p->type);
+    if (blk > 1 && len % blk)
+        return hr_errf(e, "%s = %u must be a multiple of %llu for type %s", what, len, (unsigned long long)blk,
+                       hr_type_name(p->type));
+    return 0;
+}
+
+static int check_arch(const hr_synth_params *p, hr_err *e) {
+    if ((unsigned)p->arch > HR_SYNTH_EXAONE) return hr_errf(e, "unknown arch %d", (int)p->arch);
+    if ((unsigned)p->act > HR_SYNTH_RELU) return hr_errf(e, "unknown activation %d", (int)p->act);
+    if (p->arch == HR_SYNTH_SMALLTHINKER && p->act != HR_SYNTH_REGLU)
+        return hr_errf(e, "arch smallthinker computes ReGLU in llama.cpp: activation must be reglu, not %s",
+                       hr_synth_act_name(p->act));
+    if (p->arch == HR_SYNTH_EXAONE && p->act != HR_SYNTH_SWIGLU)
+        return hr_errf(e, "arch exaone computes SwiGLU in llama.cpp: activation must be swiglu, not %s",
+                       hr_synth_act_name(p->act));
+    if (p->powerinfer && p->arch != HR_SYNTH_LLAMA)
+        return hr_errf(e, "powerinfer files need arch llama, not %s", hr_synth_arch_name(p->arch));
+    return 0;
+}
+
+static int check_shape(const hr_synth_params *p, hr_err *e) {
+    if (in_range("n_embd", p->n_embd, 1, 65536, e) || in_range("n_layer", p->n_layer, 1, 512, e) ||
+        in_range("n_head", p->n_head, 1, 1024, e) || in_range("n_head_kv", p->n_head_kv, 1, p->n_head, e) ||
+        in_range("n_ff", p->n_ff, 1, 1u << 20, e) || in_range("n_ctx", p->n_ctx_train, 1, 1u << 24, e) ||
+        in_range("n_vocab", p->n_vocab, p->tokenizer == HR_TOK_SPM ? 300 : 260, 1u << 22, e))
+        return -1;
+    if (p->n_head % p->n_head_kv)
+        return hr_errf(e, "n_head = %u must be a multiple of n_head_kv = %u", p->n_head, p->n_head_kv);
+    uint32_t hd = p->head_dim;
+    if (!hd) {
+        if (p->n_embd % p->n_head)
+            return hr_errf(e, "n_embd = %u must be a multiple of n_head = %u", p->n_embd, p->n_head);
+        hd = p->n_embd / p->n_head;
+    }
+    if (hd % 2 || hd > 1024) return hr_errf(e, "head_dim = %u must be even and at most 1024", hd);
+    if ((uint64_t)hd * p->n_head > 65536) return hr_errf(e, "n_head * head_dim = %llu is too large", (unsigned long long)hd * p->n_head);
+    if (row_ok(p, "n_embd", p->n_embd, e) || row_ok(p, "n_head * head_dim", hd * p->n_head, e) ||
+        row_ok(p, "n_ff", p->n_ff, e))
+        return -1;
+    if (p->powerinfer && (in_range("pred_rank", p->pred_rank, 1, 65536, e) || row_ok(p, "pred_rank", p->pred_rank, e)))
+        return -1;
+    return 0;
+}
+
+int hr_synth_validate(const hr_synth_params *p, hr_err *e) {
+    if (!p) return hr_errf(e, "no parameters");
+    if (!hr_type_is_weight(p->type) || hr_synth_ftype(p->type) == UINT32_MAX)
+        return hr_errf(e, "weight type %u is not one of f32, f16, bf16, q8_0, q4_0", p->type);
+    if ((unsigned)p->tokenizer > HR_TOK_BPE) return hr_errf(e, "unknown tokenizer kind %d", (int)p->tokenizer);
+    if (check_arch(p, e) || check_shape(p, e)) return -1;
+    if (!(p->rope_base > 0) || !isfinite(p->rope_base)) return hr_errf(e, "rope_base = %g must be positive", p->rope_base);
+    if (!(p->rms_eps > 0) || !(p->rms_eps < 1)) return hr_errf(e, "rms_eps = %g must be in (0, 1)", p->rms_eps);
+    if (p->has_sparse_threshold && (!p->powerinfer || !isfinite(p->sparse_threshold)))
+        return hr_errf(e, "sparse_threshold needs powerinfer and a finite value");
+    if (p->name && (!*p->name || strlen(p->name) > 256)) return hr_errf(e, "name must have 1 to 256 characters");
+    return 0;
+}

@@ -1,0 +1,432 @@
+#!/usr/bin/env node
+// Conformance of Hearth with llama.cpp (through llama_ref.mjs / node-llama-cpp 3.22.1).
+//
+//   run_conformance.mjs tokenize --hearth BIN --work DIR
+//   run_conformance.mjs models   --hearth BIN --work DIR [--only NAME[,NAME]] [--keep]
+//
+// tokenize: `hearth tokenize -m F -f FILE --ids` must equal llama.cpp's ids (special tokens
+//   parsed, BOS/EOS per vocabulary) for tricky strings, on synthetic SPM and BPE vocabularies.
+// models: for synthetic models of several weight types and layouts, `hearth run --temp 0
+//   --ignore-eos -ctk f32 -ctv f32 --dump` must pick the same 32 greedy tokens as llama.cpp
+//   fed the same prompt ids, with every step's logits within the tolerance of the weight type;
+//   for some cases `hearth perplexity` must match llama.cpp's perplexity scheme too.
+// Exit 0 all passed, 1 a failure, 77 the llama.cpp reference is not installed (one SKIP line).
+
+import fs from "node:fs";
+import path from "node:path";
+import {spawnSync} from "node:child_process";
+import {fileURLToPath} from "node:url";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const LLAMA_REF = path.join(HERE, "llama_ref.mjs");
+const SKIP = 77;
+
+// ---------------------------------------------------------------------------------------------
+// Tolerances on max_j |logit_hearth[j] - logit_llama[j]| at one step, as a fraction of
+// max(1, max_j |logit_llama[j]|) (logits of random models are O(1..10); the scale keeps the
+// bound meaningful whatever their size). Both sides use an F32 KV cache and no flash attention.
+// - f32: llama.cpp agrees with a float64 forward pass to ~7e-6 (2e-6 measured here on a 64-wide
+//   model); Hearth sums in another order and adds an error of the same size. 1e-4 leaves >10x
+//   headroom yet is ~30x below what an F16 KV cache or flash attention alone causes (~3e-3), so
+//   a wrong RoPE pairing, norm, softmax or mask fails by orders of magnitude.
+// - f16: llama.cpp rounds each activation vector to F16 before an F16 matmul (relative error
+//   2^-11 per element); Hearth may keep F32 activations. Over n_embd=128-term dot products that
+//   is ~1e-3 of the logit scale (the baseline's figure); 5e-3 allows the worst steps.
+// - bf16: the same with BF16 rounding of activations (2^-8 per element, 8x coarser): 3e-2.
+// - q8_0 / q4_0: llama.cpp quantizes activations to Q8_0 blocks of 32 (step amax/127 per
+//   block) for both types; an engine that does not, or that flips a rounding decision, moves a
+//   logit by about that step times the weight norm: ~5e-3 of the scale; 2e-2 bounds it with 4x
+//   headroom. A wrong block layout or scale (f16 d, nibble order) gives O(1) errors.
+const TOL = {f32: 1e-4, f16: 5e-3, bf16: 3e-2, q8_0: 2e-2, q4_0: 2e-2};
+
+// Model shapes: small enough for ~1 s per case on 2 cores; GQA everywhere but one MHA case.
+const BASE = {n_embd: 128, n_layer: 2, n_head: 4, n_head_kv: 2, n_ff: 256, n_vocab: 1000, seed: 11};
+const MODEL_CASES = [
+    {name: "llama-f32", arch: "llama", type: "f32", tokenizer: "spm", ppl: true},
+    {name: "llama-f16", arch: "llama", type: "f16", tokenizer: "spm"},
+    {name: "llama-bf16", arch: "llama", type: "bf16", tokenizer: "spm"},
+    {name: "llama-q8_0", arch: "llama", type: "q8_0", tokenizer: "spm"},
+    {name: "llama-q4_0", arch: "llama", type: "q4_0", tokenizer: "spm", ppl: true},
+    {name: "llama-mha-bpe-f32", arch: "llama", type: "f32", tokenizer: "bpe", n_head_kv: 4, seed: 12},
+    {name: "exaone-neox-f32", arch: "exaone", type: "f32", tokenizer: "spm"},
+    {name: "smallthinker-reglu-f32", arch: "smallthinker", type: "f32", tokenizer: "spm"},
+    {name: "smallthinker-reglu-q8_0", arch: "smallthinker", type: "q8_0", tokenizer: "bpe", ppl: true},
+];
+const PROMPT = "The quick brown fox jumps over the lazy dog. Once upon a time";
+const N_GEN = 32;
+
+// Perplexity (cases marked ppl): `hearth perplexity -c 128 --chunks 2` vs llama.cpp's scheme
+// on the same model and text, compared as |ln ppl_hearth - ln ppl_llama| = |mean d log p| over
+// the 126 scored tokens. Per token |d log_softmax| <= 2 max_j |d logit_j|, so the bound is twice
+// the MEAN per-step logit difference: f32 ~1e-5 -> 1e-4 (measured 1.3e-6); q8_0/q4_0 are
+// ~1e-6 except at a rare flipped activation rounding (~2e-2, ~1 step in 32) -> mean 2*2e-2/32
+// ~1.3e-3 -> 1e-2 (measured 1.2e-3 and 1.8e-6); f16 ~7e-3 -> 2e-2; bf16 ~5e-2 -> 1e-1.
+// A wrong chunking, BOS or scoring window moves ln ppl by far more than these.
+const PPL_CTX = 128;
+const PPL_CHUNKS = 2;
+const PPL_TOL = {f32: 1e-4, f16: 2e-2, bf16: 1e-1, q8_0: 1e-2, q4_0: 1e-2};
+const pplTol = (type) => PPL_TOL[type];
+
+function pplText() {
+    const words = ("the of and to in a is that for it as was with be by on not he this are or his " +
+        "from at which but have an they you were her she there one all we their when can said " +
+        "time people water long day number way could make first like over did down only").split(" ");
+    let s = 7;
+    const out = [];
+    for (let i = 0; i < 900; i++) {
+        s = (s * 1103515245 + 12345) % 2147483648;
+        out.push(words[s % words.length]);
+        if (i % 13 === 12) out.push(".\n");
+    }
+    return out.join(" ");
+}
+
+// The one place that knows `hearth synth`'s flags.
+function synthArgs(out, c) {
+    return ["synth", "-o", out, "--arch", c.arch, "--type", c.type, "--tokenizer", c.tokenizer,
+        "--n-embd", String(c.n_embd), "--n-layer", String(c.n_layer), "--n-head", String(c.n_head),
+        "--n-head-kv", String(c.n_head_kv), "--n-ff", String(c.n_ff), "--n-vocab", String(c.n_vocab),
+        "--seed", String(c.seed)];
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function parseArgs(argv) {
+    const o = {_: []};
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (a === "--keep") o.keep = true;
+        else if (a.startsWith("--")) o[a.slice(2)] = argv[++i];
+        else o._.push(a);
+    }
+    return o;
+}
+
+function run(cmd, args, {input, timeout = 120000} = {}) {
+    const r = spawnSync(cmd, args, {input, timeout, maxBuffer: 1 << 30, encoding: "buffer"});
+    return {
+        status: r.status,
+        signal: r.signal,
+        error: r.error,
+        stdout: r.stdout ? r.stdout.toString("utf8") : "",
+        stderr: r.stderr ? r.stderr.toString("utf8") : "",
+    };
+}
+
+function describeFailure(what, r) {
+    const why = r.error ? r.error.message : r.signal ? `killed by ${r.signal}` : `exit ${r.status}`;
+    const err = r.stderr.trim().split("\n").slice(-6).join("\n    ");
+    return `${what}: ${why}${err ? "\n    " + err : ""}`;
+}
+
+function node(args, opts) {
+    return run(process.execPath, [LLAMA_REF, ...args], opts);
+}
+
+// All llama.cpp work of a test in one process (each node-llama-cpp start costs seconds).
+function llamaBatch(work, jobs) {
+    const f = path.join(work, "llama-jobs.json");
+    fs.writeFileSync(f, JSON.stringify(jobs));
+    const r = node(["batch", "--jobs", f], {timeout: 240000});
+    if (r.status !== 0) throw new Error(describeFailure("llama_ref batch", r));
+    return JSON.parse(r.stdout);
+}
+
+async function requireReference() {
+    try {
+        await import("node-llama-cpp");
+    } catch {
+        console.log("SKIP: llama.cpp reference (node-llama-cpp 3.22.1) not installed; run scripts/llama-ref-setup.sh");
+        process.exit(SKIP);
+    }
+}
+
+function synth(hearth, out, c) {
+    const r = run(hearth, synthArgs(out, c));
+    if (r.status !== 0) throw new Error(describeFailure(`hearth ${synthArgs(out, c).join(" ")}`, r));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tokenization
+
+function tokenizeCases() {
+    const c = [
+        "", " ", "  ", "   ", "a", " a", "a ", "  two leading", "two trailing  ", "Hello world",
+        "Hello, World!", "hello  world   three    four", "\t", "tab\there", "\t\tindented", "\n",
+        "line1\nline2", "\n\n\n", "para\n\npara", " \n \t ", "\r\n", "mixed \t\n  \r\n whitespace",
+        "        eight spaces", "trailing newline\n",
+        // digit runs of many lengths (llama3-style pre-tokenizers split them in threes)
+        "0", "1", "12", "123", "1234", "12345", "123456", "1234567", "12345678901234567890",
+        "3.14159", "1,000,000", "a1b22c333d4444", "2024-01-02", "v1.2.3", "-42", "+7 dB",
+        // punctuation runs
+        "!!!", "...", "?!?!", "---", "((()))", "@#$%^&*", "a.b,c;d:e", "\"quoted\"", "'single'",
+        "e.g.", "https://example.com/path?q=1&x=2", "foo_bar-baz", "<>[]{}", "~`|\\",
+        // contractions
+        "it's", "don't", "we're", "I'll", "they've", "I'm", "he'd", "IT'S", "DON'T", "'s 't 're",
+        "rock'n'roll",
+        // Unicode
+        "café", "naïve", "e\u0301", "Zoe\u0308", "ñandú", "Ελληνικά", "Русский текст",
+        "日本語のテキスト", "中文字符", "한국어", "עברית", "العربية", "שלום world", "emoji 😀🎉👍🏽",
+        "👨‍👩‍👧‍👦", "🇺🇸🇫🇷", "\u00a0nbsp", "zero\u200bwidth", "ℝ ∑ ∞ ≠", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "Ǆ ǅ ǆ",
+        "ﬁ ligature", "\u0007bell", "a\u0000b", "\u{10FFFF}",
+        // special tokens written in the text
+        "<s>", "</s>", "<s>hello</s>", "x<s>y", " <s> ", "<unk>", "<s><s>", "<|begin_of_text|>",
+        "<|end_of_text|>", "<|begin_of_text|>Hello<|end_of_text|>", "<|end_of_text", "<s",
+        "a</s> b",
+        // repetition and a paragraph
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "the the the the", "ThE QuIcK BrOwN",
+        "The quick brown fox jumps over the lazy dog. It's 12:45pm, and we're 3.5km away!\n" +
+            "  Indented line\twith tab — and “quotes” … done.",
+    ];
+    return c;
+}
+
+// Bytes node-llama-cpp cannot hand to llama.cpp (its strings are UTF-16 and cross as UTF-8):
+// Hearth must only not crash on them.
+const INVALID_UTF8 = [
+    Buffer.from([0xff]), Buffer.from([0xc3]), Buffer.from([0x61, 0xed, 0xa0, 0x80, 0x62]),
+    Buffer.from([0xc0, 0xaf]), Buffer.from([0xe2, 0x82]), Buffer.from([0x68, 0x69, 0x80, 0x80]),
+];
+
+function hearthTokenize(hearth, model, file, flags = []) {
+    const r = run(hearth, ["tokenize", "-m", model, "-f", file, "--ids", ...flags]);
+    if (r.status !== 0) return {error: describeFailure("hearth tokenize", r)};
+    return {ids: (r.stdout.match(/-?\d+/g) ?? []).map(Number)};
+}
+
+// Flag sets compared: the defaults (special tokens parsed, BOS/EOS per vocabulary) on every
+// string, and --no-special --no-bos on the strings where it changes something.
+const FLAG_SETS = [
+    {flags: [], job: {}, pick: () => true},
+    {flags: ["--no-special", "--no-bos"], job: {"no-special": true, "no-bos": true},
+        pick: (t) => t.includes("<") || t.length < 3},
+];
+
+async function testTokenize(o) {
+    const hearth = o.hearth;
+    const work = o.work;
+    let pass = 0;
+    let fail = 0;
+    const cases = tokenizeCases();
+    const plan = [];
+    for (const kind of ["spm", "bpe"]) {
+        const model = path.join(work, `tok-${kind}.gguf`);
+        // Tokenization needs only the vocabulary, so the smallest model that holds one.
+        synth(hearth, model, {...BASE, arch: "llama", type: "f32", tokenizer: kind,
+            n_embd: 64, n_layer: 1, n_ff: 64, n_head: 2, n_head_kv: 2, n_vocab: 1000});
+        for (const fs_ of FLAG_SETS) {
+            const idx = cases.map((t, i) => i).filter((i) => fs_.pick(cases[i]));
+            plan.push({kind, model, flags: fs_.flags, idx,
+                job: {cmd: "tokenize", model, texts: idx.map((i) => cases[i]), ...fs_.job}});
+        }
+    }
+    const want = llamaBatch(work, plan.map((p) => p.job));
+    plan.forEach((p, pi) => {
+        if (want[pi].error) throw new Error(`llama_ref tokenize ${p.kind}: ${want[pi].error}`);
+        p.idx.forEach((ci, k) => {
+            const f = path.join(work, `tok-${p.kind}-${ci}.txt`);
+            fs.writeFileSync(f, cases[ci], "utf8");
+            const got = hearthTokenize(hearth, p.model, f, p.flags);
+            const label = `${p.kind} ${p.flags.join(" ")} ${JSON.stringify(cases[ci]).slice(0, 60)}`;
+            const w = want[pi][k];
+            if (got.error) {
+                fail++;
+                console.log(`FAIL ${label}\n    ${got.error}`);
+            } else if (got.ids.join(" ") !== w.join(" ")) {
+                fail++;
+                console.log(`FAIL ${label}\n    hearth: ${got.ids.join(" ")}\n    llama:  ${w.join(" ")}`);
+            } else {
+                pass++;
+            }
+        });
+    });
+    for (const kind of ["spm", "bpe"]) {
+        const model = path.join(work, `tok-${kind}.gguf`);
+        for (let i = 0; i < INVALID_UTF8.length; i++) {
+            const f = path.join(work, `tok-${kind}-bad${i}.txt`);
+            fs.writeFileSync(f, INVALID_UTF8[i]);
+            const r = run(hearth, ["tokenize", "-m", model, "-f", f, "--ids"]);
+            const label = `${kind} invalid UTF-8 ${INVALID_UTF8[i].toString("hex")} (hearth only: no crash)`;
+            if (r.signal || r.error || (r.status !== 0 && r.status !== 1)) {
+                fail++;
+                console.log(`FAIL ${label}\n    ${describeFailure("hearth tokenize", r)}`);
+            } else {
+                pass++;
+            }
+        }
+    }
+    console.log(`tokenize: ${cases.length} strings x 2 vocabularies compared with llama.cpp ` +
+        `(+ --no-special --no-bos on ${plan[1].idx.length}), ` +
+        `${INVALID_UTF8.length} x 2 invalid UTF-8 inputs checked for a clean exit`);
+    return {pass, fail};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models
+
+function topK(logits, k) {
+    return logits.map((v, i) => [i, v]).sort((a, b) => b[1] - a[1]).slice(0, k);
+}
+
+function fmtTop(logits, k = 5) {
+    return topK(logits, k).map(([i, v]) => `${i}:${v.toFixed(5)}`).join(" ");
+}
+
+function compareRuns(c, h, l) {
+    const msgs = [];
+    const tolRel = TOL[c.type];
+    if (h.n_vocab !== l.n_vocab) return {ok: false, msgs: [`n_vocab: hearth ${h.n_vocab}, llama ${l.n_vocab}`]};
+    if (h.tokens.length !== N_GEN || h.logits.length !== N_GEN)
+        return {ok: false, msgs: [`hearth dumped ${h.tokens.length} tokens / ${h.logits.length} logit rows, want ${N_GEN}`]};
+    let worst = 0;
+    let worstRel = 0;
+    let minGap = Infinity;
+    for (let s = 0; s < N_GEN; s++) {
+        const hl = h.logits[s];
+        const ll = l.logits[s];
+        if (hl.length !== l.n_vocab) return {ok: false, msgs: [`step ${s}: hearth has ${hl.length} logits`]};
+        const scale = Math.max(1, ...ll.map(Math.abs));
+        const tol = tolRel * scale;
+        let d = 0;
+        let dj = 0;
+        for (let j = 0; j < ll.length; j++) {
+            const x = Math.abs(hl[j] - ll[j]);
+            if (!(x <= d)) { d = x; dj = j; } // NaN counts as the worst
+        }
+        worst = Math.max(worst, d);
+        worstRel = Math.max(worstRel, d / scale);
+        const t2 = topK(ll, 2);
+        minGap = Math.min(minGap, t2[0][1] - t2[1][1]);
+        if (h.tokens[s] !== l.tokens[s]) {
+            const a = h.tokens[s];
+            const b = l.tokens[s];
+            const gap = Math.abs(hl[a] - hl[b]);
+            msgs.push(`step ${s}: token hearth ${a}, llama ${b}, max |dlogit| ${d.toExponential(3)} (tol ${tol.toExponential(2)})` +
+                (gap < tol ? ` (NEAR TIE: hearth's logits for them differ by ${gap.toExponential(2)} < tol ${tol.toExponential(2)})` : "") +
+                `\n    hearth top: ${fmtTop(hl)}\n    llama  top: ${fmtTop(ll)}`);
+            return {ok: false, msgs};
+        }
+        if (!(d <= tol)) {
+            msgs.push(`step ${s}: max |dlogit| ${d.toExponential(3)} at token ${dj} (hearth ${hl[dj]}, llama ${ll[dj]}) > tol ${tol.toExponential(2)}` +
+                `\n    hearth top: ${fmtTop(hl)}\n    llama  top: ${fmtTop(ll)}`);
+            return {ok: false, msgs};
+        }
+    }
+    msgs.push(`${N_GEN}/${N_GEN} tokens equal, max |dlogit| ${worst.toExponential(2)} ` +
+        `(${worstRel.toExponential(2)} of scale, tol ${tolRel.toExponential(0)}), min top1-top2 gap ${minGap.toExponential(2)}`);
+    return {ok: true, msgs};
+}
+
+// `hearth run --dump` writes {"n_vocab", "prompt_tokens", "steps": [{"token", "logits"}...]};
+// the flat form {"tokens": [...], "logits": [[...]...]} is accepted too.
+function normalizeDump(d) {
+    if (Array.isArray(d.steps)) {
+        d.tokens = d.steps.map((s) => s.token);
+        d.logits = d.steps.map((s) => s.logits);
+    }
+    if (!Array.isArray(d.tokens) || !Array.isArray(d.logits)) throw new Error("hearth dump has no tokens/logits");
+    return d;
+}
+
+// Hearth's side of one case: the model and its dump.
+function hearthCase(o, c) {
+    const hearth = o.hearth;
+    const model = path.join(o.work, `${c.name}.gguf`);
+    const dump = path.join(o.work, `${c.name}.hearth.json`);
+    synth(hearth, model, c);
+    const hr = run(hearth, ["run", "-m", model, "-p", PROMPT, "-n", String(N_GEN), "--temp", "0",
+        "--ignore-eos", "-t", "2", "-c", "256", "-ctk", "f32", "-ctv", "f32", "--dump", dump]);
+    if (hr.status !== 0) throw new Error(describeFailure("hearth run", hr));
+    const h = normalizeDump(JSON.parse(fs.readFileSync(dump, "utf8")));
+    if (!Array.isArray(h.prompt_tokens) || h.prompt_tokens.length === 0)
+        throw new Error("hearth dump has no prompt_tokens");
+    let ppl = null;
+    if (c.ppl) {
+        const text = path.join(o.work, "ppl.txt");
+        if (!fs.existsSync(text)) fs.writeFileSync(text, pplText());
+        const pr = run(hearth, ["perplexity", "-m", model, "-f", text, "-c", String(PPL_CTX),
+            "--chunks", String(PPL_CHUNKS), "-t", "2", "-ctk", "f32", "-ctv", "f32"]);
+        const m = (pr.stdout + pr.stderr).match(/PPL\s*=\s*([0-9.eE+-]+)/);
+        ppl = pr.status === 0 && m ? {value: Number(m[1]), text}
+            : {error: describeFailure("hearth perplexity", pr) + (m ? "" : " (no 'PPL = ' line)")};
+    }
+    return {model, dump, h, ppl};
+}
+
+function comparePpl(c, hp, lp) {
+    if (hp.error) return {ok: false, msg: hp.error};
+    if (lp.error) return {ok: false, msg: `llama_ref perplexity: ${lp.error}`};
+    const d = Math.abs(Math.log(hp.value) - Math.log(lp.ppl));
+    const tol = pplTol(c.type);
+    return {ok: d <= tol, msg: `perplexity ${hp.value.toPrecision(8)} vs llama.cpp ${lp.ppl.toPrecision(8)} ` +
+        `(${lp.n_chunks} chunks of ${lp.n_ctx}, ${lp.n_tokens_scored} scored): |d ln ppl| ${d.toExponential(2)}, tol ${tol.toExponential(1)}`};
+}
+
+async function testModels(o) {
+    let pass = 0;
+    let fail = 0;
+    const only = o.only ? new Set(o.only.split(",")) : null;
+    const cases = MODEL_CASES.filter((c) => !only || only.has(c.name)).map((c) => ({...BASE, ...c}));
+    const ready = [];
+    const report = (c, ok, msgs) => {
+        console.log(`${ok ? "PASS" : "FAIL"} ${c.name} [${c.arch} ${c.type} ${c.tokenizer} ` +
+            `heads ${c.n_head}/${c.n_head_kv}]\n    ${msgs.join("\n    ")}`);
+        if (ok) pass++;
+        else fail++;
+    };
+    for (const c of cases) {
+        try {
+            ready.push({c, ...hearthCase(o, c)});
+        } catch (e) {
+            report(c, false, [e.message]);
+        }
+    }
+    // One thread for llama.cpp: its results do not depend on the thread count (rows are split
+    // between threads, each computed whole), and its spinning barriers crawl on a busy machine.
+    const jobs = [];
+    for (const r of ready) {
+        r.genJob = jobs.push({cmd: "generate", model: r.model, tokens: r.h.prompt_tokens, n: N_GEN,
+            threads: 1, ctx: 256, kv: "f32", fa: "off"}) - 1;
+        if (r.ppl && !r.ppl.error)
+            r.pplJob = jobs.push({cmd: "perplexity", model: r.model, "text-file": r.ppl.text,
+                ctx: PPL_CTX, chunks: PPL_CHUNKS, threads: 1, kv: "f32", fa: "off"}) - 1;
+    }
+    const results = jobs.length === 0 ? [] : llamaBatch(o.work, jobs);
+    ready.forEach((r) => {
+        const l = results[r.genJob];
+        const res = l.error ? {ok: false, msgs: [`llama_ref generate: ${l.error}`]} : compareRuns(r.c, r.h, l);
+        if (r.ppl) {
+            const pc = comparePpl(r.c, r.ppl, r.pplJob === undefined ? {} : results[r.pplJob]);
+            res.ok = res.ok && pc.ok;
+            res.msgs.push(`${pc.ok ? "" : "FAIL "}${pc.msg}`);
+        }
+        report(r.c, res.ok, res.msgs);
+        if (!o.keep) for (const f of [r.model, r.dump]) fs.rmSync(f, {force: true});
+    });
+    return {pass, fail};
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+    const o = parseArgs(process.argv.slice(2));
+    const what = o._[0];
+    const tests = {tokenize: testTokenize, models: testModels};
+    if (!tests[what] || !o.hearth || !o.work) {
+        console.error("usage: run_conformance.mjs tokenize|models --hearth BIN --work DIR [--only A,B] [--keep]");
+        process.exit(2);
+    }
+    await requireReference();
+    fs.mkdirSync(o.work, {recursive: true});
+    let r;
+    try {
+        r = await tests[what](o);
+    } catch (e) {
+        console.log(`FAIL ${what}: ${e.message}`);
+        r = {pass: 0, fail: 1};
+    }
+    console.log(`${what}: ${r.pass} passed, ${r.fail} failed`);
+    process.exit(r.fail === 0 && r.pass > 0 ? 0 : 1);
+}
+
+main();

@@ -1,0 +1,148 @@
+/* Every SIMD kernel table against the scalar reference: act_prep byte-identical,
+ * vec_dot within a float-summation bound of a double-precision dot of the same
+ * (dequantized) operands, tiles bit-identical to vec_dot, odd lengths throughout. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/kernels_impl.h"
+#include "testutil.h"
+
+static const uint32_t k_types[] = {HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0};
+static const int64_t k_len_block[] = {32, 64, 96, 160, 4096 + 32, 4096 + 64};
+static const int64_t k_len_plain[] = {1, 7, 8, 15, 16, 17, 33, 1023, 4096 + 33};
+
+static int is_block(uint32_t t) { return t == HR_Q8_0 || t == HR_Q4_0; }
+
+/* Prepared activations as floats (the values vec_dot sees). */
+static void act_values(uint32_t t, const void *xq, float *out, int64_t n) {
+    hr_dequant_row(is_block(t) ? HR_Q8_0 : t, xq, out, n);
+}
+
+static void fill(hr_rng *r, float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = hr_rng_normal(r) * (i % 5 == 0 ? 4.0f : 1.0f);
+}
+
+/* Weight row of type t from random floats. */
+static void make_row(hr_rng *r, uint32_t t, void *w, int64_t n, float *tmp) {
+    fill(r, tmp, n);
+    hr_quant_row(t, tmp, w, n);
+}
+
+/* Bound for a float accumulation: each SIMD lane chains about n/8 additions (quant types:
+ * one per block), plus the horizontal sum and tail; recursive summation of k terms errs by at
+ * most k*u*sum|terms| (u = 2^-24). Scalar float sums over blocks chain n/32. Factor 2 for
+ * slack. Real bugs (a lost block, a wrong scale) err by about one term, which is far larger
+ * than this for the lengths tested. */
+static double tol(int64_t n, double abs_sum) { return 2.0 * ((double)n / 8 + 32) * 0x1p-24 * abs_sum + 1e-30; }
+
+static void check_dot(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
+    size_t wb = hr_row_bytes(t, (uint64_t)n), xb = hr_act_bytes(t, n);
+    void *w = malloc(wb), *xq = malloc(xb), *xs = malloc(xb);
+    float *x = malloc(n * sizeof *x), *wf = malloc(n * sizeof *wf), *xf = malloc(n * sizeof *xf);
+    make_row(r, t, w, n, x);
+    fill(r, x, n);
+    k->act_prep[t](x, xq, n);
+    hr_kernels_scalar()->act_prep[t](x, xs, n);
+    CHECKF(memcmp(xq, xs, xb) == 0, "%s act_prep %s n=%lld differs from scalar", k->name, hr_type_name(t), (long long)n);
+    hr_dequant_row(t, w, wf, n);
+    act_values(t, xs, xf, n);
+    double ref = 0, abs_sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        ref += (double)wf[i] * xf[i];
+        abs_sum += fabs((double)wf[i] * xf[i]);
+    }
+    float s = NAN, s0 = NAN;
+    k->vec_dot[t](n, &s, w, xq);
+    hr_kernels_scalar()->vec_dot[t](n, &s0, w, xs);
+    CHECKF(fabs(s - ref) <= tol(n, abs_sum), "%s dot %s n=%lld: %.9g vs ref %.9g", k->name, hr_type_name(t), (long long)n, s, ref);
+    CHECKF(fabs(s0 - ref) <= tol(n, abs_sum), "scalar dot %s n=%lld: %.9g vs ref %.9g", hr_type_name(t), (long long)n, s0, ref);
+    free(w); free(xq); free(xs); free(x); free(wf); free(xf);
+}
+
+/* Tile and rows2 outputs equal vec_dot's, bit for bit (matmul relies on it for batch invariance). */
+static void check_tile(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
+    hr_tile_fn tile = hr_kernels_ext_of(k)->tile[t];
+    if (!tile && !hr_kernels_ext_of(k)->rows2[t]) return;
+    size_t wb = hr_row_bytes(t, (uint64_t)n), xb = hr_act_bytes(t, n);
+    size_t ws = wb + 6, xs = xb + 10; /* strides not multiples of anything, to catch stride bugs */
+    char *w = malloc(ws * HR_TILE_R), *xq = malloc(xs * HR_TILE_C);
+    float *x = malloc(n * sizeof *x);
+    for (int i = 0; i < HR_TILE_R; i++) make_row(r, t, w + i * ws, n, x);
+    for (int c = 0; c < HR_TILE_C; c++) {
+        fill(r, x, n);
+        k->act_prep[t](x, xq + c * xs, n);
+    }
+    float y[HR_TILE_C * 5];
+    for (int i = 0; i < HR_TILE_C * 5; i++) y[i] = -1234.5f;
+    if (tile) tile(n, w, ws, xq, xs, y, 5);
+    for (int c = 0; tile && c < HR_TILE_C; c++)
+        for (int i = 0; i < 5; i++) {
+            if (i >= HR_TILE_R) { CHECK(y[c * 5 + i] == -1234.5f); continue; }
+            float s;
+            k->vec_dot[t](n, &s, w + i * ws, xq + c * xs);
+            CHECKF(memcmp(&s, &y[c * 5 + i], 4) == 0, "%s tile %s n=%lld (%d,%d): %.9g vs %.9g", k->name, hr_type_name(t), (long long)n, i, c, y[c * 5 + i], s);
+        }
+    hr_tile_fn rows2 = hr_kernels_ext_of(k)->rows2[t];
+    if (rows2) { /* 2 rows x 1 token, the decode kernel */
+        float y2[3] = {-1234.5f, -1234.5f, -1234.5f};
+        rows2(n, w, ws, xq + xs, 0, y2, 0);
+        for (int i = 0; i < 2; i++) {
+            float s;
+            k->vec_dot[t](n, &s, w + i * ws, xq + xs);
+            CHECKF(memcmp(&s, &y2[i], 4) == 0, "%s rows2 %s n=%lld row %d: %.9g vs %.9g", k->name, hr_type_name(t), (long long)n, i, y2[i], s);
+        }
+        CHECK(y2[2] == -1234.5f);
+    }
+    free(w); free(xq); free(x);
+}
+
+/* Q8_0 activation rounding is llama.cpp's x86 one: ties go to even. */
+static void check_q8_ties(const hr_kernels *k) {
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = (float)(i % 16) * 0.5f * ((i & 16) ? -1 : 1);
+    x[31] = 127.0f; x[63] = -127.0f; /* amax 127 -> id = 1: x*id are exact halves */
+    hr_block_q8_0 b[2];
+    k->act_prep[HR_Q8_0](x, b, 64);
+    for (int i = 0; i < 64; i++) {
+        if (i == 31 || i == 63) continue;
+        float want = nearbyintf(x[i]); /* default mode: nearest, ties to even */
+        CHECKF(b[i / 32].qs[i % 32] == (int8_t)want, "%s q8 tie %g -> %d", k->name, x[i], b[i / 32].qs[i % 32]);
+    }
+    CHECK(b[0].qs[31] == 127 && b[1].qs[31] == -127 && hr_f16_to_f32(b[0].d) == hr_f16_to_f32(hr_f32_to_f16(1.0f)));
+    float z[32] = {0};
+    k->act_prep[HR_Q8_0](z, b, 32);
+    CHECK(b[0].d == 0);
+    for (int i = 0; i < 32; i++) CHECK(b[0].qs[i] == 0);
+}
+
+int main(void) {
+    const hr_kernels *all[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_neon()};
+    hr_rng r = {2024};
+    for (size_t v = 0; v < sizeof all / sizeof all[0]; v++) {
+        const hr_kernels *k = all[v];
+        if (!k) continue;
+        printf("checking %s\n", k->name);
+        check_q8_ties(k);
+        for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
+            uint32_t t = k_types[ti];
+            CHECKF(k->vec_dot[t] && k->act_prep[t], "%s lacks %s", k->name, hr_type_name(t));
+            if (!k->vec_dot[t]) continue;
+            const int64_t *lens = is_block(t) ? k_len_block : k_len_plain;
+            size_t nl = is_block(t) ? sizeof k_len_block / sizeof *k_len_block : sizeof k_len_plain / sizeof *k_len_plain;
+            for (size_t li = 0; li < nl; li++) {
+                for (int rep = 0; rep < 3; rep++) check_dot(k, t, lens[li], &r);
+                check_tile(k, t, lens[li], &r);
+            }
+        }
+    }
+    /* the override picks the named table; an unknown name falls back to the best */
+    setenv("HEARTH_KERNELS", "scalar", 1);
+    CHECK(strcmp(hr_kernels_best()->name, "scalar") == 0);
+    setenv("HEARTH_KERNELS", "bogus", 1);
+    const hr_kernels *b = hr_kernels_best();
+    unsetenv("HEARTH_KERNELS");
+    CHECK(b == hr_kernels_best());
+    CHECK(hr_act_bytes(HR_Q4_0, 64) == 68 && hr_act_bytes(HR_F16, 7) == 14 && hr_act_bytes(HR_I32, 8) == 0);
+    return TEST_END();
+}

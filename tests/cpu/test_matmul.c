@@ -1,0 +1,108 @@
+/* hr_matmul against a double-precision product of the dequantized weights and the
+ * prepared activations, for several batch sizes and thread counts; results repeat
+ * exactly, and (by design) do not depend on thread count or batch position. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/matmul.h"
+#include "testutil.h"
+
+static int is_block(uint32_t t) { return t == HR_Q8_0 || t == HR_Q4_0; }
+
+typedef struct {
+    uint32_t t;
+    int64_t n_in, n_out;
+} shape;
+
+static void run_case(shape s, hr_rng *r) {
+    const int64_t toks[] = {1, 2, 3, 5, 17};
+    const int64_t max_tok = 17;
+    size_t rb = hr_row_bytes(s.t, (uint64_t)s.n_in);
+    char *w = malloc(rb * s.n_out);
+    float *tmp = malloc(s.n_in * sizeof *tmp), *wf = malloc(s.n_in * s.n_out * sizeof *wf);
+    float *X = malloc(max_tok * s.n_in * sizeof *X), *xf = malloc(s.n_in * sizeof *xf);
+    double *ref = malloc(max_tok * s.n_out * sizeof *ref), *abs_ref = malloc(max_tok * s.n_out * sizeof *abs_ref);
+    float *Y = malloc(max_tok * s.n_out * sizeof *Y), *Y1 = malloc(max_tok * s.n_out * sizeof *Y1);
+    float *Yt1 = malloc(max_tok * s.n_out * sizeof *Yt1);
+    void *xq = malloc(hr_act_bytes(s.t, s.n_in) + 64);
+    for (int64_t o = 0; o < s.n_out; o++) {
+        for (int64_t i = 0; i < s.n_in; i++) tmp[i] = hr_rng_normal(r);
+        hr_quant_row(s.t, tmp, w + o * rb, s.n_in);
+        hr_dequant_row(s.t, w + o * rb, wf + o * s.n_in, s.n_in);
+    }
+    for (int64_t i = 0; i < max_tok * s.n_in; i++) X[i] = hr_rng_normal(r);
+    /* reference from the activations as prepared (the scalar prep is the tested twin) */
+    for (int64_t t = 0; t < max_tok; t++) {
+        hr_kernels_scalar()->act_prep[s.t](X + t * s.n_in, xq, s.n_in);
+        hr_dequant_row(is_block(s.t) ? HR_Q8_0 : s.t, xq, xf, s.n_in);
+        for (int64_t o = 0; o < s.n_out; o++) {
+            double a = 0, b = 0;
+            for (int64_t i = 0; i < s.n_in; i++) {
+                a += (double)wf[o * s.n_in + i] * xf[i];
+                b += fabs((double)wf[o * s.n_in + i] * xf[i]);
+            }
+            ref[t * s.n_out + o] = a;
+            abs_ref[t * s.n_out + o] = b;
+        }
+    }
+    hr_mat W = {.type = s.t, .n_in = s.n_in, .n_out = s.n_out, .row_bytes = rb, .data = w};
+    for (int nth = 1; nth <= 3; nth++) {
+        hr_cpu c;
+        hr_err e = {{0}};
+        CHECK(hr_cpu_init(&c, nth, &e) == 0);
+        for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+            int64_t nt = toks[k];
+            CHECK(hr_matmul(&c, &W, X, nt, Y, &e) == 0);
+            /* float accumulation bound, as in test_kernels.c */
+            int bad = 0;
+            for (int64_t i = 0; i < nt * s.n_out; i++) {
+                double tl = 2.0 * ((double)s.n_in / 8 + 32) * 0x1p-24 * abs_ref[i] + 1e-30;
+                if (!(fabs(Y[i] - ref[i]) <= tl) && bad++ < 3)
+                    fprintf(stderr, "%s n_in=%lld tok=%lld thr=%d i=%lld: %.9g vs %.9g\n", hr_type_name(s.t),
+                            (long long)s.n_in, (long long)nt, nth, (long long)i, Y[i], ref[i]);
+            }
+            CHECK(bad == 0);
+            CHECK(hr_matmul(&c, &W, X, nt, Y1, &e) == 0);
+            CHECKF(memcmp(Y, Y1, nt * s.n_out * sizeof *Y) == 0, "%s: repeat differs", hr_type_name(s.t));
+            if (nth == 1 && nt == max_tok) memcpy(Yt1, Y, nt * s.n_out * sizeof *Y);
+            if (nt == max_tok) CHECKF(memcmp(Y, Yt1, nt * s.n_out * sizeof *Y) == 0, "%s: thread count changed results", hr_type_name(s.t));
+        }
+        /* one token at a time gives the batch's values */
+        for (int64_t t = 0; t < max_tok; t++) {
+            CHECK(hr_matmul(&c, &W, X + t * s.n_in, 1, Y1 + t * s.n_out, &e) == 0);
+        }
+        CHECK(hr_matmul(&c, &W, X, max_tok, Y, &e) == 0);
+        CHECKF(memcmp(Y, Y1, max_tok * s.n_out * sizeof *Y) == 0, "%s: batch != single tokens", hr_type_name(s.t));
+        hr_cpu_free(&c);
+    }
+    /* bad input is an error, not a crash */
+    hr_cpu c;
+    hr_err e = {{0}};
+    CHECK(hr_cpu_init(&c, 1, &e) == 0);
+    hr_mat bad = W;
+    bad.row_bytes += 1;
+    CHECK(hr_matmul(&c, &bad, X, 1, Y, &e) < 0 && e.msg[0]);
+    bad = W;
+    bad.type = HR_I32;
+    CHECK(hr_matmul(&c, &bad, X, 1, Y, &e) < 0);
+    CHECK(hr_matmul(&c, &W, X, 0, Y, &e) < 0);
+    hr_cpu_free(&c);
+    free(w); free(tmp); free(wf); free(X); free(xf); free(ref); free(abs_ref); free(Y); free(Y1); free(Yt1); free(xq);
+}
+
+int main(void) {
+    hr_rng r = {5};
+    const shape shapes[] = {
+        {HR_F32, 33, 37}, {HR_F32, 256, 16}, {HR_F16, 33, 37}, {HR_F16, 160, 20}, {HR_BF16, 47, 9},
+        {HR_BF16, 128, 31}, {HR_Q8_0, 96, 37}, {HR_Q8_0, 512, 18}, {HR_Q4_0, 96, 37}, {HR_Q4_0, 544, 19},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) run_case(shapes[i], &r);
+    /* the other tables through the same paths (an unavailable one falls back to the best) */
+    setenv("HEARTH_KERNELS", "scalar", 1);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i += 3) run_case(shapes[i], &r);
+    setenv("HEARTH_KERNELS", "avx2", 1);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) run_case(shapes[i], &r);
+    unsetenv("HEARTH_KERNELS");
+    return TEST_END();
+}

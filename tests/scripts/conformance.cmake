@@ -1,0 +1,20 @@
+# Conformance with llama.cpp (node-llama-cpp 3.22.1, prebuilt CPU build) — see
+# tests/conformance/run_conformance.mjs. The setup test installs the reference once
+# (scripts/llama-ref-setup.sh); without node, npm or the registry everything here skips (77).
+find_program(HEARTH_NODE node)
+if(HEARTH_NODE)
+  add_test(NAME conformance.setup
+           COMMAND sh ${CMAKE_SOURCE_DIR}/scripts/llama-ref-setup.sh)
+  set_tests_properties(conformance.setup PROPERTIES
+    FIXTURES_SETUP llama_ref SKIP_RETURN_CODE 77 TIMEOUT 400)
+  foreach(group tokenize models)
+    add_test(NAME conformance.${group}
+             COMMAND ${HEARTH_NODE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_conformance.mjs
+                     ${group} --hearth $<TARGET_FILE:hearth>
+                     --work ${CMAKE_CURRENT_BINARY_DIR}/conformance-${group})
+    set_tests_properties(conformance.${group} PROPERTIES
+      FIXTURES_REQUIRED llama_ref SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS conformance)
+  endforeach()
+else()
+  message(STATUS "node not found: conformance tests with llama.cpp are not registered")
+endif()
