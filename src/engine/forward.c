@@ -2,6 +2,7 @@
 #include <string.h>
 #include "context.h"
 #include "formats/types.h"
+#include "ffn.h"
 #include "ops.h"
 
 static void add_into(float *x, const float *y, int64_t n) {
@@ -26,14 +27,11 @@ static int attention_block(hearth_ctx *c, const hr_layer *L, int il, int32_t n, 
     return 0;
 }
 
-static int ffn_block(hearth_ctx *c, const hr_layer *L, int32_t n, hr_err *e) {
+static int ffn_block(hearth_ctx *c, const hr_layer *L, int il, int32_t n, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
-    const int64_t d = hp->n_embd, ff = hp->n_ff;
+    const int64_t d = hp->n_embd;
     for (int32_t t = 0; t < n; t++) hr_rmsnorm(c->xn + t * d, c->x + t * d, L->ffn_norm, d, hp->rms_eps);
-    if ((L->gate.data && hr_matmul(&c->cpu, &L->gate, c->xn, n, c->g, e)) || hr_matmul(&c->cpu, &L->up, c->xn, n, c->u, e))
-        return -1;
-    hr_ffn_act(c->h, L->gate.data ? c->g : NULL, c->u, n * ff, hp->act);
-    if (hr_matmul(&c->cpu, &L->down, c->h, n, c->tmp, e)) return -1;
+    if (hr_ffn(c, L, il, c->x, c->xn, n, c->tmp, e)) return -1;
     add_into(c->x, c->tmp, n * d);
     return 0;
 }
@@ -50,7 +48,7 @@ int hr_forward(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, flo
     embed(c, tokens, n);
     for (int il = 0; il < m->hp.n_layer; il++) {
         const hr_layer *L = &m->layers[il];
-        if (attention_block(c, L, il, n, pos, e) || ffn_block(c, L, n, e)) return -1;
+        if (attention_block(c, L, il, n, pos, e) || ffn_block(c, L, il, n, e)) return -1;
     }
     if (!logits) return 0;
     const int32_t first = all ? 0 : n - 1, rows = n - first;

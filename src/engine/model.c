@@ -17,15 +17,16 @@ static void fill_info(hearth_model *m) {
     uint64_t dec = m->token_embd.row_bytes + mat_bytes(&m->output) + 2 * sizeof(float) * (uint64_t)hp->n_embd;
     for (int il = 0; il < hp->n_layer; il++) {
         const hr_layer *L = &m->layers[il];
-        dec += mat_bytes(&L->wq) + mat_bytes(&L->wk) + mat_bytes(&L->wv) + mat_bytes(&L->wo) + mat_bytes(&L->gate) +
-               mat_bytes(&L->up) + mat_bytes(&L->down) + 2 * sizeof(float) * (uint64_t)hp->n_embd;
+        const hr_ffn_weights *f = &L->ffn;
+        dec += mat_bytes(&L->wq) + mat_bytes(&L->wk) + mat_bytes(&L->wv) + mat_bytes(&L->wo) + mat_bytes(&f->gate) +
+               mat_bytes(&f->up) + mat_bytes(&f->down) + mat_bytes(&f->down_t) + 2 * sizeof(float) * (uint64_t)hp->n_embd;
     }
     uint64_t wbytes = 0;
     for (uint64_t i = 0; i < m->file.n_tensors; i++) wbytes += m->file.tensors[i].nbytes;
     *in = (hearth_model_info){.arch = m->arch, .ffn_act = hr_act_name(hp->act), .n_vocab = hp->n_vocab,
                               .n_ctx_train = hp->n_ctx_train, .n_embd = hp->n_embd, .n_layer = hp->n_layer,
                               .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .n_ff = hp->n_ff,
-                              .head_dim = hp->head_dim, .weight_type = m->layers[0].up.type,
+                              .head_dim = hp->head_dim, .weight_type = m->layers[0].ffn.up.type,
                               .weight_bytes = wbytes, .decode_bytes = dec, .file_bytes = m->file.size};
 }
 

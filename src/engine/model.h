@@ -21,11 +21,23 @@ typedef struct hr_hparams {
     bool has_gate;         /* false for plain ReLU FFNs (up only) */
 } hr_hparams;
 
+/* FFN execution modes (see DESIGN.md "FFN modes"). */
+typedef enum hr_ffn_mode { HR_FFN_AUTO = 0, HR_FFN_DENSE, HR_FFN_EXACT, HR_FFN_PREDICTED } hr_ffn_mode;
+
+/* One layer's FFN: neuron j is row j of gate and up, and column j of down
+ * (= row j of down_t, the transposed matrix PowerInfer files store). */
+typedef struct hr_ffn_weights {
+    hr_mat gate, up;     /* {n_embd, n_ff}; gate absent (data NULL) for plain ReLU */
+    hr_mat down;         /* {n_ff, n_embd}, dense files */
+    hr_mat down_t;       /* {n_embd, n_ff}, PowerInfer files (instead of down) */
+    hr_mat fc1, fc2;     /* predictor {n_embd, r}, {r, n_ff}; absent in dense files */
+    const float *b_up, *b_down; /* biases (OPT), NULL if none */
+} hr_ffn_weights;
+
 typedef struct hr_layer {
     const float *attn_norm, *ffn_norm; /* F32 vectors */
     hr_mat wq, wk, wv, wo;
-    hr_mat gate, up, down;             /* down: n_in = n_ff, n_out = n_embd */
-    const float *rope_layer_mask;      /* reserved */
+    hr_ffn_weights ffn;
     bool use_rope;                     /* false for NoPE layers */
 } hr_layer;
 
@@ -38,7 +50,15 @@ struct hearth_model {
     hr_layer *layers;
     hearth_model_info info;
     char arch[32];
+    bool sparse_file;          /* PWRI magic: predictors and down_t */
+    float sparse_threshold;    /* predictor threshold (file, env, or flag) */
 };
+
+/* Loads layer il's FFN tensors with names "blk.<il>.<prefix>..." (gate/up/down or
+ * PowerInfer's down_t, fc1, fc2); suffix is "" or "_exps" (one-expert layouts). */
+int hr_load_ffn(hearth_model *m, int il, const char *suffix, hr_ffn_weights *f, hr_err *e);
+int hr_get_mat(const hearth_model *m, const char *name, int64_t n_in, int64_t n_out, bool required, hr_mat *out, hr_err *e);
+int hr_get_vec(const hearth_model *m, const char *name, int64_t n, const float **out, hr_err *e);
 
 /* Dense FFN activation name <-> enum. */
 const char *hr_act_name(hr_act a);

@@ -50,9 +50,7 @@ static int load_layer(hearth_model *m, int il, hr_layer *L, hr_err *e) {
         hr_get_mat(m, NAME("attn_q.weight"), d, q, true, &L->wq, e) || hr_get_mat(m, NAME("attn_k.weight"), d, kv, true, &L->wk, e) ||
         hr_get_mat(m, NAME("attn_v.weight"), d, kv, true, &L->wv, e) ||
         hr_get_mat(m, NAME("attn_output.weight"), q, d, true, &L->wo, e) ||
-        hr_get_mat(m, st ? NAME("ffn_gate_exps.weight") : NAME("ffn_gate.weight"), d, hp->n_ff, hp->has_gate, &L->gate, e) ||
-        hr_get_mat(m, st ? NAME("ffn_up_exps.weight") : NAME("ffn_up.weight"), d, hp->n_ff, true, &L->up, e) ||
-        hr_get_mat(m, st ? NAME("ffn_down_exps.weight") : NAME("ffn_down.weight"), hp->n_ff, d, true, &L->down, e))
+        hr_load_ffn(m, il, st ? "_exps" : "", &L->ffn, e))
         return -1;
 #undef NAME
     L->use_rope = true;

@@ -1,0 +1,38 @@
+/* Loading one layer's FFN: dense (ffn_down) or PowerInfer (ffn_down_t + predictor). */
+#include <stdio.h>
+#include <string.h>
+#include "formats/gguf.h"
+#include "model.h"
+
+static int load_predictor(hearth_model *m, int il, hr_ffn_weights *f, hr_err *e) {
+    char n1[96], n2[96];
+    snprintf(n1, sizeof n1, "blk.%d.fc1.weight", il);
+    snprintf(n2, sizeof n2, "blk.%d.fc2.weight", il);
+    const gguf_tensor *t1 = gguf_find_tensor(&m->file, n1), *t2 = gguf_find_tensor(&m->file, n2);
+    if (!t1 && !t2) return 0;
+    if (!t1 || !t2) return hr_errf(e, "layer %d has '%s' but not '%s' (the predictor needs both)", il, t1 ? n1 : n2, t1 ? n2 : n1);
+    int64_t r = (int64_t)t1->ne[1];
+    if ((int64_t)t2->ne[0] != r)
+        return hr_errf(e, "predictor rank mismatch in layer %d: '%s' has %lld outputs but '%s' takes %llu inputs", il, n1,
+                       (long long)r, n2, (unsigned long long)t2->ne[0]);
+    if (r < 1) return hr_errf(e, "tensor '%s' has no rows", n1);
+    return hr_get_mat(m, n1, m->hp.n_embd, r, true, &f->fc1, e) || hr_get_mat(m, n2, r, m->hp.n_ff, true, &f->fc2, e) ? -1 : 0;
+}
+
+int hr_load_ffn(hearth_model *m, int il, const char *suffix, hr_ffn_weights *f, hr_err *e) {
+    const hr_hparams *hp = &m->hp;
+    const int64_t d = hp->n_embd, ff = hp->n_ff;
+    char n[96], nt[96];
+    memset(f, 0, sizeof *f);
+    snprintf(n, sizeof n, "blk.%d.ffn_gate%s.weight", il, suffix);
+    if (hr_get_mat(m, n, d, ff, hp->has_gate, &f->gate, e)) return -1;
+    snprintf(n, sizeof n, "blk.%d.ffn_up%s.weight", il, suffix);
+    if (hr_get_mat(m, n, d, ff, true, &f->up, e)) return -1;
+    snprintf(n, sizeof n, "blk.%d.ffn_down%s.weight", il, suffix);
+    snprintf(nt, sizeof nt, "blk.%d.ffn_down_t.weight", il);
+    bool has_down = gguf_find_tensor(&m->file, n) != NULL, has_t = gguf_find_tensor(&m->file, nt) != NULL;
+    if (!has_down && !has_t) return hr_errf(e, "layer %d has neither '%s' nor '%s'", il, n, nt);
+    /* Prefer the transposed matrix: it is what the sparse path reads. */
+    if (has_t ? hr_get_mat(m, nt, d, ff, true, &f->down_t, e) : hr_get_mat(m, n, ff, d, true, &f->down, e)) return -1;
+    return load_predictor(m, il, f, e);
+}
