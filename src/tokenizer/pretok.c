@@ -180,11 +180,9 @@ static bool is_digit(uint32_t c) { return c >= '0' && c <= '9'; }
 static void split_runs(piece *p, bool (*in)(uint32_t)) {
     size_t pos = p->ini;
     while (pos < p->end) {
-        size_t s = pos;
         bool m = in(p->c[pos]);
         while (pos < p->end && in(p->c[pos]) == m) pos++;
         add(p, pos);
-        (void)s;
     }
 }
 

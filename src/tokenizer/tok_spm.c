@@ -41,6 +41,9 @@ int hr_spm_encode(const hr_tokenizer *t, const char *text, size_t n, tok_ids *ou
         if (!rc) rc = try_pair(t, sy, p.left, l->next, &h);
     }
     if (rc) rc = hr_errf(e, "out of memory");
+    /* llama.cpp resegments a symbol through the pairs that formed it when the symbol is
+     * no token; it only records pairs whose text is a token, so that path never fires:
+     * a symbol is its token, or its bytes. */
     for (int i = ns ? 0 : -1; i != -1 && !rc; i = sy[i].next) {
         int32_t id = hr_tok_find(t, sy[i].text, sy[i].n);
         if (id >= 0) {

@@ -166,15 +166,14 @@ static int load_merges(hr_tokenizer *t, const tok_src *s, hr_err *e) {
 static bool text_is(const hr_tokenizer *t, uint32_t id, const char *s) {
     return t->len[id] == strlen(s) && !memcmp(t->text[id], s, t->len[id]);
 }
-static bool text_in(const hr_tokenizer *t, uint32_t id, const char *const *list) {
-    for (; *list; list++)
-        if (text_is(t, id, *list)) return true;
-    return false;
-}
+/* The lowest id whose text is in list, or -1. */
 static int32_t first_in(const hr_tokenizer *t, const char *const *list) {
-    for (uint32_t i = 0; i < t->n; i++)
-        if (text_in(t, i, list)) return (int32_t)i;
-    return -1;
+    int32_t best = -1;
+    for (; *list; list++) {
+        int32_t id = hr_tok_find(t, *list, strlen(*list));
+        if (id >= 0 && (best < 0 || id < best)) best = id;
+    }
+    return best;
 }
 static bool in_eog(const hr_tokenizer *t, int32_t id) {
     for (uint32_t i = 0; i < t->n_eog; i++)
@@ -234,13 +233,17 @@ static int fix_attrs(hr_tokenizer *t, hr_err *e) {
     eog_add(t, role_id[3]);
     eog_add(t, role_id[4]);
     eog_add(t, role_id[5]);
-    for (uint32_t i = 0; i < t->n; i++)
-        if (text_in(t, i, eog)) {
-            eog_add(t, (int32_t)i);
-            t->attr[i] |= HR_ATTR_CONTROL;
+    for (const char *const *q = eog; *q; q++) {
+        int32_t id = hr_tok_find(t, *q, strlen(*q));
+        if (id >= 0) {
+            eog_add(t, id);
+            t->attr[id] |= HR_ATTR_CONTROL;
         }
-    for (uint32_t i = 0; i < t->n; i++)
-        if (text_in(t, i, gptoss_user)) t->attr[i] = HR_ATTR_USER_DEFINED;
+    }
+    for (const char *const *q = gptoss_user; *q; q++) {
+        int32_t id = hr_tok_find(t, *q, strlen(*q));
+        if (id >= 0) t->attr[id] = HR_ATTR_USER_DEFINED;
+    }
     eog_add(t, t->eos);
     eog_add(t, t->eot);
     eog_add(t, t->eom);
