@@ -1,10 +1,234 @@
-/* PLACEHOLDER: being written; replace this whole file. */
+/* hearth bench: prompt and decode speed on seeded random tokens, bytes read per decoded
+ * token and the memory bandwidth that speed implies. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "cli.h"
+#include "formats/types.h"
+#include "hearth.h"
+
+typedef struct {
+    const char *model;
+    long threads, n_prompt, n_gen, runs, n_ctx;
+    uint64_t seed;
+    bool json;
+} bench_opts;
+
+typedef struct {
+    double prompt_tps, decode_tps;
+} bench_run;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void help(void) {
+    printf("usage: hearth bench -m MODEL.gguf [flags]\n\n"
+           "Measures prompt tokens/s (one eval of the whole prompt) and decode tokens/s (single-token\n"
+           "evals of the greedy token) on seeded random token ids; reports medians over the runs, the\n"
+           "bytes one decoded token reads and the bandwidth that implies. One untimed warm-up first.\n\n"
+           "  -m, --model FILE        model (GGUF)\n"
+           "  -t, --threads N         threads (default: number of cores)\n"
+           "  -p, --n-prompt N        prompt tokens (default 64)\n"
+           "  -n, --n-gen N           decoded tokens (default 64)\n"
+           "  -r, --repetitions N     runs (default 3)\n"
+           "  -c, --ctx-size N        context size (default: prompt + decoded tokens)\n"
+           "  --seed N                seed of the random prompt (default 42)\n"
+           "  --json                  print one JSON object instead of text\n"
+           "  -h, --help              this help\n\n"
+           "bytes/token = weights one decoded token reads (all matrices, one embedding row, norms)\n"
+           "            + K and V cache bytes read by attention at the mean decode position.\n");
+}
+
+static int parse(int argc, char **argv, bench_opts *o) {
+    static const char *cmd = "bench";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help();
+            return 0;
+        }
+        if (!strcmp(a, "--json")) {
+            o->json = true;
+            continue;
+        }
+        long *dst = NULL, lo = 1, hi = 1 << 20;
+        if (!strcmp(a, "-t") || !strcmp(a, "--threads")) dst = &o->threads, hi = 512;
+        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) dst = &o->n_prompt;
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) dst = &o->n_gen;
+        else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) dst = &o->runs, hi = 1000;
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) dst = &o->n_ctx, hi = 1 << 24;
+        else if (strcmp(a, "-m") && strcmp(a, "--model") && strcmp(a, "--seed"))
+            return hr_usage_error(cmd, "unknown flag '%s'", a);
+        if (!hr_arg_need(cmd, argc, argv, i)) return 2;
+        const char *v = argv[++i];
+        if (dst) {
+            if (!hr_arg_long(cmd, a, v, lo, hi, dst)) return 2;
+        } else if (!strcmp(a, "--seed")) {
+            if (!hr_arg_u64(cmd, a, v, &o->seed)) return 2;
+        } else {
+            o->model = v;
+        }
+    }
+    if (!o->model) return hr_usage_error(cmd, "a model is required (-m FILE)");
+    if (o->n_ctx && o->n_ctx < o->n_prompt + o->n_gen)
+        return hr_usage_error(cmd, "-c %ld is smaller than prompt + decoded tokens (%ld)", o->n_ctx,
+                              o->n_prompt + o->n_gen);
+    return -1;
+}
+
+static int32_t argmax(const float *x, int32_t n) {
+    int32_t b = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+/* One prompt eval from position 0 (overwriting the cache), then n_gen greedy single-token evals. */
+static int bench_once(hearth_ctx *c, const int32_t *prompt, int32_t n_prompt, int32_t n_gen, int32_t n_vocab,
+                      bench_run *r, hr_err *e) {
+    double t0 = now_s();
+    if (hearth_eval(c, prompt, n_prompt, 0, false, e)) return -1;
+    double t1 = now_s();
+    int32_t tok = argmax(hearth_logits(c, -1), n_vocab);
+    for (int32_t i = 0; i < n_gen; i++) {
+        if (hearth_eval(c, &tok, 1, n_prompt + i, false, e)) return -1;
+        tok = argmax(hearth_logits(c, -1), n_vocab);
+    }
+    double t2 = now_s();
+    r->prompt_tps = n_prompt / (t1 - t0);
+    r->decode_tps = n_gen / (t2 - t1);
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n) {
+    double *s = malloc((size_t)n * sizeof *s);
+    if (!s) return v[0];
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    free(s);
+    return m;
+}
+
+/* Attention of a token at position p reads p+1 cached K and V rows per layer and KV head. */
+static uint64_t kv_read_bytes(const hearth_model_info *in, const hearth_ctx_params *cp, double mean_pos) {
+    double elem = (cp->kv_k == HEARTH_KV_F32 ? 4 : 2) + (cp->kv_v == HEARTH_KV_F32 ? 4 : 2);
+    return (uint64_t)((double)in->n_layer * in->n_head_kv * in->head_dim * (mean_pos + 1.0) * elem + 0.5);
+}
+
+static void print_runs(FILE *f, const char *key, const bench_run *r, int n, bool prompt) {
+    fprintf(f, "\"%s\":[", key);
+    for (int i = 0; i < n; i++) fprintf(f, "%s%.3f", i ? "," : "", prompt ? r[i].prompt_tps : r[i].decode_tps);
+    fprintf(f, "]");
+}
+
+static void report(const bench_opts *o, const hearth_model_info *in, const hearth_ctx_params *cp, int n_threads,
+                   int32_t n_ctx, const bench_run *runs) {
+    int n = (int)o->runs;
+    double *v = malloc((size_t)n * sizeof *v);
+    if (!v) return;
+    for (int i = 0; i < n; i++) v[i] = runs[i].prompt_tps;
+    double pp = median(v, n);
+    for (int i = 0; i < n; i++) v[i] = runs[i].decode_tps;
+    double tg = median(v, n);
+    free(v);
+    double mean_pos = (double)o->n_prompt + (o->n_gen - 1) / 2.0;
+    uint64_t kvb = kv_read_bytes(in, cp, mean_pos), bpt = in->decode_bytes + kvb;
+    double gbs = tg * (double)bpt / 1e9;
+    const char *type = hr_type_name(in->weight_type);
+    if (o->json) {
+        printf("{\"model\":\"");
+        for (const char *p = o->model; *p; p++) {
+            if (*p == '"' || *p == '\\') putchar('\\');
+            if ((unsigned char)*p >= 0x20) putchar(*p);
+        }
+        printf("\",\"arch\":\"%s\",\"type\":\"%s\",\"weight_bytes\":%llu,\"file_bytes\":%llu,\"threads\":%d,"
+               "\"n_prompt\":%ld,\"n_gen\":%ld,\"runs\":%ld,\"n_ctx\":%d,\"seed\":%llu,",
+               in->arch, type ? type : "?", (unsigned long long)in->weight_bytes, (unsigned long long)in->file_bytes,
+               n_threads, o->n_prompt, o->n_gen, o->runs, n_ctx, (unsigned long long)o->seed);
+        printf("\"prompt_tok_s\":%.3f,\"decode_tok_s\":%.3f,", pp, tg);
+        print_runs(stdout, "prompt_tok_s_runs", runs, n, true);
+        putchar(',');
+        print_runs(stdout, "decode_tok_s_runs", runs, n, false);
+        printf(",\"weight_bytes_per_token\":%llu,\"kv_bytes_per_token\":%llu,\"bytes_per_token\":%llu,"
+               "\"decode_gb_s\":%.3f}\n",
+               (unsigned long long)in->decode_bytes, (unsigned long long)kvb, (unsigned long long)bpt, gbs);
+        return;
+    }
+    printf("model   %s (%s, %s, %d layers, n_embd %d, n_ff %d, vocab %d)\n", o->model, in->arch, type ? type : "?",
+           in->n_layer, in->n_embd, in->n_ff, in->n_vocab);
+    printf("setup   %d threads, prompt %ld tokens, decode %ld tokens, %ld runs, n_ctx %d\n", n_threads, o->n_prompt,
+           o->n_gen, o->runs, n_ctx);
+    printf("prompt  %10.2f tok/s (median)\n", pp);
+    printf("decode  %10.2f tok/s (median)\n", tg);
+    printf("bytes/token  %.1f MiB = weights %.1f MiB + KV cache %.2f MiB (at mean position %.1f)\n",
+           bpt / 1048576.0, in->decode_bytes / 1048576.0, kvb / 1048576.0, mean_pos);
+    printf("decode bandwidth  %.2f GB/s\n", gbs);
+}
+
+/* Pages the mapped weights in and starts the thread pool, so run 1 is not a cold start. */
+static int warm_up(hearth_ctx *c, const int32_t *prompt, int32_t n_prompt, hr_err *e) {
+    if (hearth_eval(c, prompt, n_prompt < 8 ? n_prompt : 8, 0, false, e)) return -1;
+    return hearth_eval(c, prompt, 1, n_prompt < 8 ? n_prompt : 8, false, e);
+}
+
+static int bench(const bench_opts *o, hearth_model *m) {
+    hr_err e = {{0}};
+    const hearth_model_info *in = hearth_model_get_info(m);
+    hearth_ctx_params cp = hearth_ctx_default_params();
+    cp.n_threads = (int32_t)o->threads;
+    cp.n_ctx = (int32_t)(o->n_ctx ? o->n_ctx : o->n_prompt + o->n_gen);
+    if (cp.n_batch < o->n_prompt) cp.n_batch = (int32_t)o->n_prompt; /* one eval, one batch */
+    hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
+    if (!c) {
+        fprintf(stderr, "hearth bench: %s\n", e.msg);
+        return 1;
+    }
+    int32_t *prompt = malloc((size_t)o->n_prompt * sizeof *prompt);
+    bench_run *runs = calloc((size_t)o->runs, sizeof *runs);
+    int rc = 1;
+    if (prompt && runs) {
+        uint64_t s = o->seed * 0x9E3779B97F4A7C15ull + 1;
+        for (long i = 0; i < o->n_prompt; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            prompt[i] = (int32_t)(s % (uint64_t)in->n_vocab);
+        }
+        rc = warm_up(c, prompt, (int32_t)o->n_prompt, &e) ? 1 : 0;
+        for (long r = 0; !rc && r < o->runs; r++)
+            rc = bench_once(c, prompt, (int32_t)o->n_prompt, (int32_t)o->n_gen, in->n_vocab, &runs[r], &e) ? 1 : 0;
+        if (rc) fprintf(stderr, "hearth bench: %s\n", e.msg);
+        else report(o, in, &cp, cp.n_threads ? cp.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN), hearth_ctx_n_ctx(c), runs);
+    } else {
+        fprintf(stderr, "hearth bench: out of memory\n");
+    }
+    free(prompt);
+    free(runs);
+    hearth_ctx_free(c);
+    return rc;
+}
 
 int hr_cmd_bench(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "hearth bench: not built yet\n");
-    return 1;
+    bench_opts o = {.n_prompt = 64, .n_gen = 64, .runs = 3, .seed = 42};
+    int r = parse(argc, argv, &o);
+    if (r >= 0) return r;
+    hr_err e = {{0}};
+    hearth_model_params mp = hearth_model_default_params();
+    hearth_model *m = hearth_model_load(o.model, &mp, &e);
+    if (!m) {
+        fprintf(stderr, "hearth bench: %s\n", e.msg);
+        return 1;
+    }
+    int rc = bench(&o, m);
+    hearth_model_free(m);
+    return rc;
 }

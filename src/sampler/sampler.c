@@ -2,6 +2,7 @@
  * The candidate set is kept as a prefix of the sorted order whenever a step needs order,
  * and left unsorted (in id order) when none does, so the common cases avoid a full sort. */
 #include "sampler.h"
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -103,11 +104,15 @@ void hr_sampler_accept(hr_sampler *s, int32_t token) {
     if (s->hist_len < s->p.repeat_last_n) s->hist_len++;
 }
 
-/* NaN logits become -inf so that they are never chosen and never break the ordering.
+/* NaN logits become -inf so that they are never chosen and never break the ordering; +inf
+ * becomes FLT_MAX so that softmax differences stay finite.
  * A token is penalised once however often it occurs in the window, as in llama.cpp. */
 static void penalise(hr_sampler *s, const float *logits) {
     int32_t n = s->n_vocab;
-    for (int32_t i = 0; i < n; i++) s->work[i] = isnan(logits[i]) ? -INFINITY : logits[i];
+    for (int32_t i = 0; i < n; i++) {
+        float x = logits[i];
+        s->work[i] = isnan(x) ? -INFINITY : x == INFINITY ? FLT_MAX : x;
+    }
     float pen = s->p.repeat_penalty;
     if (pen == 1.0f || s->hist_len == 0) return;
     if (++s->epoch == 0) {

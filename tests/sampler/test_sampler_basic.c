@@ -47,6 +47,13 @@ static void test_greedy(void) {
         }
         CHECK(memcmp(copy, x, n * sizeof *x) == 0); /* logits untouched */
     }
+    /* +inf wins when sampling too (no NaN weights); all -inf falls back to the first id */
+    float inf_l[4] = {1.0f, INFINITY, 3.0f, -INFINITY}, ninf[3] = {-INFINITY, -INFINITY, -INFINITY};
+    hr_sampler *si = mk(1.0f, 0, 1.0f, 0.0f, 1.0f, 0, 9, 4), *sn = mk(1.0f, 0, 0.9f, 0.1f, 1.0f, 0, 9, 3);
+    for (int i = 0; i < 20; i++) CHECK(hr_sampler_sample(si, inf_l) == 1);
+    CHECK(hr_sampler_sample(sn, ninf) == 0);
+    hr_sampler_free(si);
+    hr_sampler_free(sn);
     float all_eq[5] = {2, 2, 2, 2, 2};
     hr_sampler *s5 = mk(0.0f, 0, 1.0f, 0.0f, 1.0f, 0, 0, 5);
     CHECK(hr_sampler_sample(s5, all_eq) == 0);

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Decode and prompt speed of Hearth next to llama.cpp on synthetic models too large for the
+# caches (shape of /work/shared/reference/baseline.md: n_embd 2048, 8 layers, 16 heads, n_ff
+# 5632, vocab 32000), in F16, Q8_0 and Q4_0, at 1 and 2 threads. Both engines run in the same
+# session, interleaved round by round (order alternating), and the medians over all runs are
+# compared; the memory read bandwidth is measured by the same script (bench/membw) so each
+# Hearth figure is also given as a share of what the memory can deliver.
+# Prints one Markdown table on stdout; progress goes to stderr.
+#
+# usage: bench/decode.sh [--quick] [--types f16,q8_0,q4_0] [--threads 1,2] [--rounds 3]
+#                        [--runs 3] [--prompt 64] [--gen 64] [--layers 8] [--no-llama]
+#                        [--hearth BIN] [--membw BIN] [--dir CACHE]
+#   --quick      q8_0 and q4_0 only, 1 round of 2 runs (a few minutes)
+#   --rounds R   interleaved rounds; each round runs each engine once with --runs runs
+#   --no-llama   Hearth only (also the fallback when node-llama-cpp cannot be installed)
+#   CACHE        generated models and the membw binary; default $HEARTH_BENCH_DIR or build-bench/
+# Not a ctest: it takes minutes and its numbers depend on what else the machine is doing.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+types=f16,q8_0,q4_0 threads=1,2 rounds=3 runs=3 n_prompt=64 n_gen=64 layers=8 llama=1
+hearth=${HEARTH_BIN:-} membw= cache=${HEARTH_BENCH_DIR:-$root/build-bench}
+
+die() { echo "decode.sh: $*" >&2; exit 2; }
+log() { echo "[decode.sh $(date +%H:%M:%S)] $*" >&2; }
+need() { [ $# -ge 2 ] || die "$1 needs a value"; }
+posint() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: '$2' is not a positive integer"; }
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) types=q8_0,q4_0 rounds=1 runs=2 ;;
+    --types) need "$@"; types=$2; shift ;;
+    --threads) need "$@"; threads=$2; shift ;;
+    --rounds) need "$@"; posint "$1" "$2"; rounds=$2; shift ;;
+    --runs) need "$@"; posint "$1" "$2"; runs=$2; shift ;;
+    --prompt) need "$@"; posint "$1" "$2"; n_prompt=$2; shift ;;
+    --gen) need "$@"; posint "$1" "$2"; n_gen=$2; shift ;;
+    --layers) need "$@"; posint "$1" "$2"; layers=$2; shift ;;
+    --no-llama) llama=0 ;;
+    --hearth) need "$@"; hearth=$2; shift ;;
+    --membw) need "$@"; membw=$2; shift ;;
+    --dir) need "$@"; cache=$2; shift ;;
+    -h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown flag '$1' (try --help)" ;;
+    esac
+    shift
+done
+IFS=, read -r -a type_list <<<"$types"
+IFS=, read -r -a thread_list <<<"$threads"
+for t in "${type_list[@]}"; do [[ $t =~ ^(f16|q8_0|q4_0|f32|bf16)$ ]] || die "--types: unknown type '$t'"; done
+for t in "${thread_list[@]}"; do posint --threads "$t"; done
+mkdir -p "$cache" || die "cannot create $cache"
+
+# --- tools ---------------------------------------------------------------------------------
+if [ -z "$hearth" ]; then
+    for c in "$root/build/hearth" $(ls -t "$root"/build*/hearth 2>/dev/null); do
+        [ -x "$c" ] && { hearth=$c; break; }
+    done
+fi
+[ -n "$hearth" ] && [ -x "$hearth" ] || die "no hearth binary (build it, or pass --hearth BIN)"
+if [ -z "$membw" ]; then
+    for c in "$root/build/bench/membw" "$cache/membw"; do [ -x "$c" ] && { membw=$c; break; }; done
+fi
+if [ -z "$membw" ] || [ "$root/bench/membw.c" -nt "$membw" -a "$membw" = "$cache/membw" ]; then
+    membw=$cache/membw
+    log "compiling bench/membw.c -> $membw"
+    ${CC:-cc} -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -pthread -o "$membw" "$root/bench/membw.c" ||
+        die "cannot compile bench/membw.c"
+fi
+llama_ref=$root/tests/conformance/llama_ref.mjs
+if [ "$llama" = 1 ]; then
+    if ! command -v node >/dev/null 2>&1 || [ ! -f "$llama_ref" ]; then
+        log "node or tests/conformance/llama_ref.mjs missing: Hearth only"; llama=0
+    elif ! sh "$root/scripts/llama-ref-setup.sh" >&2; then
+        log "node-llama-cpp could not be installed: Hearth only"; llama=0
+    fi
+fi
+
+# --- JSON fields (first occurrence: top-level keys precede any per-run arrays) -------------
+jnum() { grep -o "\"$2\":[-0-9.eE+]*" "$1" | head -n 1 | cut -d: -f2; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+fmt() { awk -v a="$1" -v d="${2:-1}" 'BEGIN { if (a == "") print "-"; else printf "%.*f", d, a }'; }
+
+# --- models --------------------------------------------------------------------------------
+shape="--n-embd 2048 --n-layer $layers --n-head 16 --n-ff 5632 --n-vocab 32000"
+model_path() { echo "$cache/synth-$1-e2048-l$layers-h16-ff5632-v32000.gguf"; }
+for t in "${type_list[@]}"; do
+    m=$(model_path "$t")
+    [ -s "$m" ] && continue
+    log "generating $m"
+    # written under a temporary name, so an interrupted run never leaves a truncated model
+    "$hearth" synth -q -o "$m.part" --type "$t" $shape --seed 1 >&2 && mv "$m.part" "$m" ||
+        { rm -f "$m.part"; die "hearth synth failed for $t"; }
+done
+
+# --- memory bandwidth ------------------------------------------------------------------------
+log "measuring memory read bandwidth ($membw --threads $threads)"
+"$membw" --json --threads "$threads" >"$cache/membw.json" || die "membw failed"
+bw() { grep -o '"gb_s":{[^}]*}' "$cache/membw.json" | grep -o "\"$1\":[0-9.eE+-]*" | cut -d: -f2; }
+
+# --- interleaved runs ----------------------------------------------------------------------
+load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
+declare -A hp hd lp ld bpt
+out=$cache/out.json
+run_hearth() { # type threads
+    if "$hearth" bench -m "$(model_path "$1")" -t "$2" -p "$n_prompt" -n "$n_gen" -r "$runs" --json >"$out" 2>"$cache/err"; then
+        hp[$1,$2]+="$(jnum "$out" prompt_tok_s) "
+        hd[$1,$2]+="$(jnum "$out" decode_tok_s) "
+        bpt[$1,$2]=$(jnum "$out" bytes_per_token)
+    else
+        log "hearth bench failed ($1, $2 threads): $(tail -n 1 "$cache/err")"
+    fi
+}
+run_llama() {
+    if node "$llama_ref" bench --model "$(model_path "$1")" --threads "$2" --prompt-tokens "$n_prompt" -n "$n_gen" \
+        --runs "$runs" >"$out" 2>"$cache/err"; then
+        lp[$1,$2]+="$(jnum "$out" prompt_tps) "
+        ld[$1,$2]+="$(jnum "$out" decode_tps) "
+    else
+        log "llama.cpp bench failed ($1, $2 threads): $(tail -n 1 "$cache/err")"
+    fi
+}
+for ((r = 1; r <= rounds; r++)); do
+    for t in "${type_list[@]}"; do
+        for n in "${thread_list[@]}"; do
+            log "round $r/$rounds: $t, $n thread(s)"
+            if [ "$llama" = 1 ] && [ $((r % 2)) = 0 ]; then run_llama "$t" "$n"; fi
+            run_hearth "$t" "$n"
+            if [ "$llama" = 1 ] && [ $((r % 2)) = 1 ]; then run_llama "$t" "$n"; fi
+        done
+    done
+done
+load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
+
+# --- report --------------------------------------------------------------------------------
+echo "## Decode benchmark: Hearth vs llama.cpp"
+echo
+echo "Synthetic llama model: n_embd 2048, n_layer $layers, 16 heads, n_ff 5632, vocab 32000; prompt $n_prompt" \
+     "tokens, $n_gen decoded; $rounds interleaved round(s) x $runs run(s), medians of the per-round medians."
+echo "Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($hearth);" \
+     "llama.cpp: $([ "$llama" = 1 ] && echo "node-llama-cpp 3.22.1 (its own timing counters)" || echo "not run")."
+echo "Memory read bandwidth (membw, $(grep -o '"isa":"[a-z0-9]*"' "$cache/membw.json" | cut -d'"' -f4), best of 7):" \
+     "$(for n in "${thread_list[@]}"; do printf '%s GB/s at %s thread(s). ' "$(fmt "$(bw "$n")")" "$n"; done)"
+echo "Load average at start: $load_start; at end: $load_end."
+echo "bytes/token = weights one decoded token reads + K/V cache read at the mean decode position (F16 KV)."
+echo
+echo "| type | threads | prompt tok/s Hearth | llama.cpp | ratio | decode tok/s Hearth | llama.cpp | ratio | bytes/token | Hearth GB/s | share of membw |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for t in "${type_list[@]}"; do
+    for n in "${thread_list[@]}"; do
+        php=$(median <<<"${hp[$t,$n]:-}") phd=$(median <<<"${hd[$t,$n]:-}")
+        plp=$(median <<<"${lp[$t,$n]:-}") pld=$(median <<<"${ld[$t,$n]:-}")
+        b=${bpt[$t,$n]:-}
+        gbs=$(awk -v d="$phd" -v b="$b" 'BEGIN { if (d == "" || b == "") print ""; else print d * b / 1e9 }')
+        share=$(awk -v g="$gbs" -v m="$(bw "$n")" 'BEGIN { if (g == "" || m == "" || m + 0 == 0) print "-"; else printf "%.0f%%", 100 * g / m }')
+        mb=$(awk -v b="$b" 'BEGIN { if (b == "") print "-"; else printf "%.0f MB", b / 1e6 }')
+        echo "| $t | $n | $(fmt "$php") | $(fmt "$plp") | $(ratio "$php" "$plp") | $(fmt "$phd") | $(fmt "$pld") |" \
+             "$(ratio "$phd" "$pld") | $mb | $(fmt "$gbs" 2) | $share |"
+    done
+done
