@@ -69,7 +69,7 @@ static int score(hearth_model *m, hearth_ctx *c, const int32_t *toks, size_t n, 
 }
 
 int hr_cmd_perplexity(int argc, char **argv) {
-    hr_run_opts o = {.cp = hearth_ctx_default_params(), .sp = hr_sampler_defaults()};
+    hr_run_opts o = {.mp = hearth_model_default_params(), .cp = hearth_ctx_default_params(), .sp = hr_sampler_defaults()};
     o.cp.n_ctx = 512;
     long max_chunks = 0;
     for (int i = 1; i < argc; i++) {
@@ -96,7 +96,7 @@ int hr_cmd_perplexity(int argc, char **argv) {
     size_t got = text ? fread(text, 1, (size_t)len, f) : 0;
     fclose(f);
     hr_err e = {{0}};
-    hearth_model *m = hearth_model_load(o.model, NULL, &e);
+    hearth_model *m = hearth_model_load(o.model, &o.mp, &e);
     hearth_ctx *c = m ? hearth_ctx_new(m, &o.cp, &e) : NULL;
     int32_t *toks = NULL;
     size_t n = 0;

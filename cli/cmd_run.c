@@ -100,8 +100,10 @@ static void verbose_info(const hearth_model *m, const hearth_ctx *c, const hr_ru
                     "KV cache %.2f MiB (%s/%s), buffers %.2f MiB\n",
             in->file_bytes / 1048576.0, hearth_ctx_kv_bytes(c) / 1048576.0, o->cp.kv_k == HEARTH_KV_F32 ? "f32" : "f16",
             o->cp.kv_v == HEARTH_KV_F32 ? "f32" : "f16", hearth_ctx_scratch_bytes(c) / 1048576.0);
-    fprintf(stderr, "context: %d tokens; decode reads %.1f MiB of weights per token\n", hearth_ctx_n_ctx(c),
-            in->decode_bytes / 1048576.0);
+    fprintf(stderr, "context: %d tokens; decode reads %.1f MiB of weights per token (dense); FFN mode %s",
+            hearth_ctx_n_ctx(c), in->decode_bytes / 1048576.0, hearth_ffn_mode_name(hearth_ctx_ffn_mode(c)));
+    if (hearth_model_has_predictors(m)) fprintf(stderr, ", predictor threshold %g", hearth_model_sparse_threshold(m));
+    fprintf(stderr, "\n");
 }
 
 static int generate(hearth_model *m, hearth_ctx *c, hr_run_opts *o, const int32_t *toks, size_t n_toks) {
@@ -152,7 +154,8 @@ static int generate(hearth_model *m, hearth_ctx *c, hr_run_opts *o, const int32_
 }
 
 int hr_cmd_run(int argc, char **argv) {
-    hr_run_opts o = {.n_predict = 128, .cp = hearth_ctx_default_params(), .sp = hr_sampler_defaults()};
+    hr_run_opts o = {.n_predict = 128, .mp = hearth_model_default_params(), .cp = hearth_ctx_default_params(),
+                     .sp = hr_sampler_defaults()};
     o.sp.seed = (uint64_t)time(NULL);
     int r = parse(argc, argv, &o);
     if (r >= 0) return r;
@@ -161,8 +164,7 @@ int hr_cmd_run(int argc, char **argv) {
     if (o.prompt_file && !text) { fprintf(stderr, "hearth run: cannot read prompt file '%s'\n", o.prompt_file); return 1; }
     if (o.prompt) plen = strlen(o.prompt);
     hr_err e = {{0}};
-    hearth_model_params mp = hearth_model_default_params();
-    hearth_model *m = hearth_model_load(o.model, &mp, &e);
+    hearth_model *m = hearth_model_load(o.model, &o.mp, &e);
     hearth_ctx *c = m ? hearth_ctx_new(m, &o.cp, &e) : NULL;
     int32_t *toks = NULL;
     size_t n = 0;
@@ -170,6 +172,7 @@ int hr_cmd_run(int argc, char **argv) {
     if (c && !hearth_tokenize(m, o.prompt ? o.prompt : text, plen, true, true, &toks, &n, &e)) {
         if (o.verbose) verbose_info(m, c, &o);
         rc = n ? generate(m, c, &o, toks, n) : (fprintf(stderr, "hearth run: the prompt is empty\n"), 1);
+        if (!rc && o.cp.ffn_stats) hr_print_ffn_stats(m, c);
     } else {
         fprintf(stderr, "hearth run: %s\n", e.msg);
     }

@@ -13,7 +13,11 @@ static void usage(FILE *f) {
             "Writes a GGUF model with seeded random weights (layout: src/synth/synth.h).\n\n"
             "  -o, --output PATH     output file (required)\n"
             "  --arch A              llama (NORM RoPE) | exaone (NEOX RoPE, SwiGLU) |\n"
-            "                        smallthinker (NEOX RoPE, ReGLU, one expert)   [llama]\n"
+            "                        smallthinker (NEOX RoPE, ReGLU, one expert) |\n"
+            "                        bamboo (llama layout, dReLU) | falcon (LayerNorm, parallel\n"
+            "                        attention+FFN, fused QKV, NEOX RoPE, no gate) | opt (LayerNorm,\n"
+            "                        learned positions, biases, tied output)        [llama]\n"
+            "  --falcon-40b          falcon: attn_norm_2 for the attention input (40B layout)\n"
             "  --type T              f32 | f16 | bf16 | q8_0 | q4_0                  [f32]\n"
             "  --n-embd N            embedding size                                 [256]\n"
             "  --n-layer N           layers                                         [2]\n"
@@ -24,13 +28,16 @@ static void usage(FILE *f) {
             "  --n-vocab N           vocabulary size (>= 300 spm, >= 260 bpe)       [1000]\n"
             "  --ctx N               training context length                        [2048]\n"
             "  --rope-base X         RoPE frequency base                            [10000]\n"
-            "  --rms-eps X           RMSNorm epsilon                                [1e-5]\n"
-            "  --act A               swiglu | reglu | drelu | relu   [swiglu; reglu for smallthinker]\n"
+            "  --rms-eps X           norm epsilon (RMSNorm; LayerNorm for falcon, opt) [1e-5]\n"
+            "  --act A               swiglu | reglu | drelu | relu | gelu (falcon only)\n"
+            "                        [swiglu; smallthinker reglu, bamboo drelu, opt relu,\n"
+            "                        falcon gelu (relu with --powerinfer)]\n"
             "  --tokenizer K         spm | bpe                                      [spm]\n"
             "  --tied                no output.weight (token_embd is the output matrix)\n"
             "  --seed N              random seed                                    [1]\n"
             "  --name S              general.name                                   [hearth-synth]\n"
-            "  --powerinfer          PowerInfer file: PWRI magic, predictor, ffn_down_t (arch llama)\n"
+            "  --powerinfer          PowerInfer file: PWRI magic, predictor, ffn_down_t\n"
+            "                        (arch llama, bamboo, falcon, opt)\n"
             "  --pred-rank R         predictor rank (fc1 rows)                      [64]\n"
             "  --sparse-threshold X  write powerinfer.sparse_threshold\n"
             "  -q, --quiet           no progress output\n"
@@ -117,6 +124,7 @@ int hr_cmd_synth(int argc, char **argv) {
         }
         if (!strcmp(f, "--tied")) p.tied = true;
         else if (!strcmp(f, "--powerinfer")) p.powerinfer = true;
+        else if (!strcmp(f, "--falcon-40b")) p.falcon_40b = true;
         else if (!strcmp(f, "-q") || !strcmp(f, "--quiet")) quiet = true;
         else if (f[0] != '-') return hr_usage_error(CMD, "unexpected argument '%s'", f);
         else {
@@ -129,7 +137,13 @@ int hr_cmd_synth(int argc, char **argv) {
     }
     if (!out) return hr_usage_error(CMD, "-o OUT.gguf is required");
     if (!p.n_head_kv) p.n_head_kv = p.n_head;
-    if (!act_set && p.arch == HR_SYNTH_SMALLTHINKER) p.act = HR_SYNTH_REGLU;
+    if (!act_set) {
+        if (p.arch == HR_SYNTH_SMALLTHINKER) p.act = HR_SYNTH_REGLU;
+        if (p.arch == HR_SYNTH_BAMBOO) p.act = HR_SYNTH_DRELU;
+        if (p.arch == HR_SYNTH_OPT) p.act = HR_SYNTH_RELU;
+        /* ReluFalcon for PowerInfer files; llama.cpp's falcon is GELU */
+        if (p.arch == HR_SYNTH_FALCON) p.act = p.powerinfer ? HR_SYNTH_RELU : HR_SYNTH_GELU;
+    }
     hr_err e = {{0}};
     if (hr_synth_validate(&p, &e)) return hr_usage_error(CMD, "%s", e.msg);
     const uint64_t bytes = hr_synth_data_bytes(&p);

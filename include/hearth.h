@@ -20,14 +20,38 @@ typedef struct hearth_ctx hearth_ctx;
 typedef enum hearth_kv_type { HEARTH_KV_F16 = 0, HEARTH_KV_F32 = 1 } hearth_kv_type;
 
 typedef struct hearth_model_params {
-    bool verbose; /* reserved for load-time logging through a callback; unused now */
+    bool verbose;              /* reserved for load-time logging through a callback; unused now */
+    bool has_sparse_threshold; /* override the predictor threshold (else: environment
+                                  LLAMA_SPARSE_PRED_THRESHOLD, then the file's
+                                  powerinfer.sparse_threshold, then 0) */
+    float sparse_threshold;
 } hearth_model_params;
+
+/* FFN modes: dense computes every neuron; exact computes the gate fully, then only the
+ * neurons whose activation is non-zero (ReLU-family models; same output as dense);
+ * predicted lets the file's per-layer predictors choose (PowerInfer files). */
+typedef enum hearth_ffn_mode {
+    HEARTH_FFN_AUTO = 0, /* predicted when the file has predictors, else dense */
+    HEARTH_FFN_DENSE,
+    HEARTH_FFN_EXACT,
+    HEARTH_FFN_PREDICTED
+} hearth_ffn_mode;
+
+/* Per-layer activity, summed over evaluated tokens (when stats are on). */
+typedef struct hearth_ffn_stats {
+    uint64_t tokens;
+    uint64_t computed;  /* neurons computed (predicted mode: predicted active) */
+    uint64_t fired;     /* neurons whose exact activation is non-zero (needs the full gate) */
+    uint64_t fired_computed; /* fired and computed: recall = fired_computed / fired */
+} hearth_ffn_stats;
 
 typedef struct hearth_ctx_params {
     int32_t n_ctx;      /* 0: the model's training context, capped at 4096 */
     int32_t n_threads;  /* 0: number of cores */
     int32_t n_batch;    /* max tokens per eval call (prompt chunk); 0: 512 */
     hearth_kv_type kv_k, kv_v;
+    hearth_ffn_mode ffn_mode;
+    bool ffn_stats;     /* count per-layer activity (costs a full gate product per layer in predicted mode) */
 } hearth_ctx_params;
 
 typedef struct hearth_model_info {
@@ -60,6 +84,13 @@ int32_t hearth_ctx_n_ctx(const hearth_ctx *c);
 /* Bytes the context holds beyond the mapped file: KV cache and scratch buffers. */
 uint64_t hearth_ctx_kv_bytes(const hearth_ctx *c);
 uint64_t hearth_ctx_scratch_bytes(const hearth_ctx *c);
+
+/* The FFN mode the context resolved to (never AUTO), and layer il's counters. */
+hearth_ffn_mode hearth_ctx_ffn_mode(const hearth_ctx *c);
+int hearth_ctx_ffn_stats(const hearth_ctx *c, int32_t il, hearth_ffn_stats *out);
+const char *hearth_ffn_mode_name(hearth_ffn_mode m);
+float hearth_model_sparse_threshold(const hearth_model *m);
+bool hearth_model_has_predictors(const hearth_model *m);
 
 /* Evaluates n tokens at positions pos..pos+n-1 (the cache keeps 0..pos-1; later entries
  * are overwritten). n may exceed n_batch: it is split internally. all_logits: keep the

@@ -20,13 +20,47 @@ static int alloc_scratch(hearth_ctx *c, hr_err *e) {
     size_t kvd = (size_t)hp->n_head_kv * hp->head_dim, ff = (size_t)hp->n_ff, nt = (size_t)hr_pool_threads(c->cpu.pool);
     c->qprep_stride = (hr_act_bytes(HR_F32, hp->head_dim) + 63) & ~(size_t)63;
     c->x = alloc_f(c, nb * d * 4), c->xn = alloc_f(c, nb * d * 4), c->tmp = alloc_f(c, nb * d * 4);
+    c->xb = hp->parallel ? alloc_f(c, nb * d * 4) : NULL;
     c->q = alloc_f(c, nb * qd * 4), c->att = alloc_f(c, nb * qd * 4);
     c->k = alloc_f(c, nb * kvd * 4), c->v = alloc_f(c, nb * kvd * 4);
     c->g = alloc_f(c, nb * ff * 4), c->u = alloc_f(c, nb * ff * 4), c->h = alloc_f(c, nb * ff * 4);
     c->scores = alloc_f(c, nt * (size_t)c->n_ctx * 4);
     c->qprep = alloc_f(c, nt * c->qprep_stride);
-    if (!c->x || !c->xn || !c->tmp || !c->q || !c->att || !c->k || !c->v || !c->g || !c->u || !c->h || !c->scores || !c->qprep)
+    if (!c->x || !c->xn || !c->tmp || (hp->parallel && !c->xb) || !c->q || !c->att || !c->k || !c->v || !c->g || !c->u || !c->h || !c->scores || !c->qprep)
         return hr_errf(e, "out of memory allocating %llu bytes of scratch", (unsigned long long)c->scratch_bytes);
+    return 0;
+}
+
+static int64_t max_pred_rank(const hearth_model *m) {
+    int64_t r = 1;
+    for (int il = 0; il < m->hp.n_layer; il++)
+        if (m->layers[il].ffn.fc1.n_out > r) r = m->layers[il].ffn.fc1.n_out;
+    return r;
+}
+
+static int alloc_ffn(hearth_ctx *c, hr_err *e) {
+    const hr_hparams *hp = &c->m->hp;
+    size_t nb = (size_t)c->n_batch, ff = (size_t)hp->n_ff;
+    c->ffn_a = alloc_f(c, nb * ff * 4), c->ffn_s = alloc_f(c, nb * ff * 4);
+    c->ffn_ph = alloc_f(c, nb * (size_t)max_pred_rank(c->m) * 4);
+    c->ffn_idx = alloc_f(c, ff * 4), c->ffn_all = alloc_f(c, ff * 4), c->ffn_mask = alloc_f(c, nb * ff);
+    c->ffn_stats = alloc_f(c, sizeof(hearth_ffn_stats) * (size_t)hp->n_layer);
+    if (!c->ffn_a || !c->ffn_s || !c->ffn_ph || !c->ffn_idx || !c->ffn_all || !c->ffn_mask || !c->ffn_stats)
+        return hr_errf(e, "out of memory allocating FFN buffers");
+    for (size_t j = 0; j < ff; j++) c->ffn_all[j] = (int32_t)j;
+    return 0;
+}
+
+static int resolve_ffn_mode(hearth_ctx *c, hearth_ffn_mode want, hr_err *e) {
+    const hearth_model *m = c->m;
+    bool preds = hearth_model_has_predictors(m), relu_family = m->hp.act != HR_ACT_SWIGLU;
+    if (want == HEARTH_FFN_AUTO) want = preds ? HEARTH_FFN_PREDICTED : HEARTH_FFN_DENSE;
+    if (want == HEARTH_FFN_PREDICTED && !preds)
+        return hr_errf(e, "FFN mode 'predicted' needs predictors (blk.N.fc1/fc2) and this model has none; use dense or exact");
+    if (want == HEARTH_FFN_EXACT && !relu_family)
+        return hr_errf(e, "FFN mode 'exact' needs a ReLU-family FFN (reglu, drelu, relu); this model's is %s", hr_act_name(m->hp.act));
+    if (want < HEARTH_FFN_AUTO || want > HEARTH_FFN_PREDICTED) return hr_errf(e, "unknown FFN mode %d", (int)want);
+    c->ffn_mode = want;
     return 0;
 }
 
@@ -60,7 +94,9 @@ hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *
     c->kv_k = d.kv_k, c->kv_v = d.kv_v;
     int nt = d.n_threads ? d.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nt < 1) nt = 1;
-    if (hr_cpu_init(&c->cpu, nt, e) || alloc_kv(c, e) || alloc_scratch(c, e)) {
+    c->ffn_stats_on = d.ffn_stats;
+    if (resolve_ffn_mode(c, d.ffn_mode, e) || hr_cpu_init(&c->cpu, nt, e) || alloc_kv(c, e) || alloc_scratch(c, e) ||
+        alloc_ffn(c, e) || hr_sparse_reserve(&c->sparse_ws, &c->cpu, c->n_batch, m->hp.n_embd, e)) {
         hearth_ctx_free(c);
         return NULL;
     }
@@ -70,13 +106,27 @@ hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *
 void hearth_ctx_free(hearth_ctx *c) {
     if (!c) return;
     hr_cpu_free(&c->cpu);
+    hr_sparse_ws_free(&c->sparse_ws);
     free(c->k_cache), free(c->v_cache);
-    free(c->x), free(c->xn), free(c->tmp), free(c->q), free(c->att), free(c->k), free(c->v);
+    free(c->x), free(c->xn), free(c->xb), free(c->tmp), free(c->q), free(c->att), free(c->k), free(c->v);
     free(c->g), free(c->u), free(c->h), free(c->scores), free(c->qprep), free(c->logits);
+    free(c->ffn_a), free(c->ffn_s), free(c->ffn_ph), free(c->ffn_idx), free(c->ffn_all), free(c->ffn_mask), free(c->ffn_stats);
     free(c);
 }
 
 int32_t hearth_ctx_n_ctx(const hearth_ctx *c) { return c->n_ctx; }
+hearth_ffn_mode hearth_ctx_ffn_mode(const hearth_ctx *c) { return c->ffn_mode; }
+
+const char *hearth_ffn_mode_name(hearth_ffn_mode m) {
+    static const char *const names[] = {"auto", "dense", "exact", "predicted"};
+    return m >= HEARTH_FFN_AUTO && m <= HEARTH_FFN_PREDICTED ? names[m] : "unknown";
+}
+
+int hearth_ctx_ffn_stats(const hearth_ctx *c, int32_t il, hearth_ffn_stats *out) {
+    if (il < 0 || il >= c->m->hp.n_layer) return -1;
+    *out = c->ffn_stats[il];
+    return 0;
+}
 uint64_t hearth_ctx_kv_bytes(const hearth_ctx *c) { return c->kv_bytes; }
 uint64_t hearth_ctx_scratch_bytes(const hearth_ctx *c) {
     return c->scratch_bytes + (uint64_t)c->logits_cap * 4 + c->cpu.scratch_bytes;

@@ -2,6 +2,7 @@
 #ifndef HR_CONTEXT_H
 #define HR_CONTEXT_H
 #include "backends/cpu/matmul.h"
+#include "backends/cpu/sparse.h"
 #include "model.h"
 
 struct hearth_ctx {
@@ -9,13 +10,25 @@ struct hearth_ctx {
     int32_t n_ctx, n_batch;
     hearth_kv_type kv_k, kv_v;
     hr_cpu cpu;
+    hr_sparse_ws sparse_ws; /* partial sums of the sparse down projection */
     uint8_t *k_cache, *v_cache; /* [n_layer][n_ctx][n_head_kv * head_dim] of F16 or F32 */
     size_t k_elem, v_elem;      /* bytes per cache element */
     /* scratch, sized for n_batch tokens */
     float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *h;
+    float *xb;      /* parallel layers (Falcon): attention input and output [n_batch][n_embd] */
     float *scores;  /* [n_threads][n_ctx] */
     uint8_t *qprep; /* [n_threads][prepared q row] */
     size_t qprep_stride;
+    /* FFN scratch (ffn.c) */
+    hearth_ffn_mode ffn_mode;
+    bool ffn_stats_on;
+    hearth_ffn_stats *ffn_stats;  /* [n_layer] */
+    float *ffn_a;                 /* [n_batch][n_ff] activations of computed neurons */
+    float *ffn_s;                 /* [n_batch][n_ff] predictor scores */
+    float *ffn_ph;                /* [n_batch][max predictor rank] */
+    int32_t *ffn_idx;             /* [n_ff] union of active neurons */
+    int32_t *ffn_all;             /* [n_ff] 0..n_ff-1 */
+    uint8_t *ffn_mask;            /* [n_batch][n_ff] active flags */
     float *logits;  /* [logits_rows][n_vocab] */
     int64_t logits_cap, n_logits;
     uint64_t kv_bytes, scratch_bytes;

@@ -1,16 +1,175 @@
+/* One layer's FFN in dense, exact or predicted mode. Sparse modes build, per token, a
+ * mask of the neurons to compute; the batch computes the union of the masks (gathered
+ * rows), zeroes each token's inactive neurons, and projects down with a sparse axpy over
+ * rows of ffn_down_t (or a dense product when the file has only ffn_down). */
+#include <string.h>
+#include "backends/cpu/sparse.h"
 #include "ffn.h"
 #include "ops.h"
 
-/* Dense FFN: every neuron. */
-static int ffn_dense(hearth_ctx *c, const hr_ffn_weights *f, const float *xn, int32_t n, float *out, hr_err *e) {
-    const hr_hparams *hp = &c->m->hp;
-    if ((f->gate.data && hr_matmul(&c->cpu, &f->gate, xn, n, c->g, e)) || hr_matmul(&c->cpu, &f->up, xn, n, c->u, e))
+/* Above this share of neurons in the batch's union, dense products beat gathers. */
+#define HR_UNION_DENSE_SHARE 0.6
+
+typedef struct {
+    hearth_ctx *c;
+    const hr_ffn_weights *f;
+    const float *xn;
+    int32_t n;
+    int64_t ff;
+} ffn_job;
+
+static void add_bias(float *y, const float *b, int64_t n_tok, int64_t n) {
+    if (!b) return;
+    for (int64_t t = 0; t < n_tok; t++)
+        for (int64_t i = 0; i < n; i++) y[t * n + i] += b[i];
+}
+
+/* out = down · A for A over the neurons idx[0..nu) ([n][nu]). */
+static int project_down(const ffn_job *j, const float *A, const int32_t *idx, int64_t nu, float *out, hr_err *e) {
+    hearth_ctx *c = j->c;
+    int r;
+    if (j->f->down_t.data) {
+        r = hr_sparse_axpy_ws(&c->cpu, &c->sparse_ws, &j->f->down_t, A, j->n, idx, nu, out, e);
+    } else if (nu == j->ff) {
+        r = hr_matmul(&c->cpu, &j->f->down, A, j->n, out, e);
+    } else { /* only ffn_down {n_ff, n_embd}: scatter into full rows, zeros elsewhere */
+        memset(c->h, 0, sizeof(float) * (size_t)(j->n * j->ff));
+        for (int32_t t = 0; t < j->n; t++)
+            for (int64_t i = 0; i < nu; i++) c->h[t * j->ff + idx[i]] = A[t * nu + i];
+        r = hr_matmul(&c->cpu, &j->f->down, c->h, j->n, out, e);
+    }
+    if (!r) add_bias(out, j->f->b_down, j->n, c->m->hp.n_embd);
+    return r;
+}
+
+/* Gate and up for the neurons idx (all of them when nu == ff), into c->g and c->u as [n][nu]. */
+static int gate_up(const ffn_job *j, const int32_t *idx, int64_t nu, bool need_gate, hr_err *e) {
+    hearth_ctx *c = j->c;
+    const hr_ffn_weights *f = j->f;
+    bool all = nu == j->ff;
+    if (need_gate && f->gate.data &&
+        (all ? hr_matmul(&c->cpu, &f->gate, j->xn, j->n, c->g, e) : hr_gather_matmul(&c->cpu, &f->gate, j->xn, j->n, idx, nu, c->g, e)))
         return -1;
-    hr_ffn_act(c->h, f->gate.data ? c->g : NULL, c->u, (int64_t)n * hp->n_ff, hp->act);
-    return hr_matmul(&c->cpu, &f->down, c->h, n, out, e);
+    if (all ? hr_matmul(&c->cpu, &f->up, j->xn, j->n, c->u, e) : hr_gather_matmul(&c->cpu, &f->up, j->xn, j->n, idx, nu, c->u, e))
+        return -1;
+    if (f->b_up) {
+        for (int32_t t = 0; t < j->n; t++)
+            for (int64_t i = 0; i < nu; i++) c->u[t * nu + i] += f->b_up[idx[i]];
+    }
+    return 0;
+}
+
+/* Union of the per-token masks into c->ffn_idx; returns its size. */
+static int64_t mask_union(const ffn_job *j) {
+    const uint8_t *mk = j->c->ffn_mask;
+    int64_t nu = 0;
+    for (int64_t k = 0; k < j->ff; k++) {
+        uint8_t any = 0;
+        for (int32_t t = 0; t < j->n && !any; t++) any = mk[t * j->ff + k];
+        if (any) j->c->ffn_idx[nu++] = (int32_t)k;
+    }
+    return nu;
+}
+
+/* Activations of the union's neurons from c->g/c->u ([n][nu]); masked-out entries zeroed. */
+static void activate(const ffn_job *j, const int32_t *idx, int64_t nu, float *A) {
+    const hr_hparams *hp = &j->c->m->hp;
+    hr_ffn_act(A, j->f->gate.data ? j->c->g : NULL, j->c->u, j->n * nu, hp->act);
+    const uint8_t *mk = j->c->ffn_mask;
+    for (int32_t t = 0; t < j->n; t++)
+        for (int64_t i = 0; i < nu; i++)
+            if (!mk[t * j->ff + idx[i]]) A[t * nu + i] = 0.0f;
+}
+
+/* Computes the masked FFN given c->ffn_mask. */
+static int ffn_masked(const ffn_job *j, float *out, hr_err *e) {
+    hearth_ctx *c = j->c;
+    int64_t nu = mask_union(j);
+    const int32_t *idx = c->ffn_idx;
+    if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) {
+        idx = c->ffn_all;
+        nu = j->ff;
+    }
+    if (gate_up(j, idx, nu, true, e)) return -1;
+    activate(j, idx, nu, c->ffn_a);
+    return project_down(j, c->ffn_a, idx, nu, out, e);
+}
+
+static int ffn_dense(const ffn_job *j, float *out, hr_err *e) {
+    if (gate_up(j, j->c->ffn_all, j->ff, true, e)) return -1;
+    hr_ffn_act(j->c->ffn_a, j->f->gate.data ? j->c->g : NULL, j->c->u, j->n * j->ff, j->c->m->hp.act);
+    return project_down(j, j->c->ffn_a, j->c->ffn_all, j->ff, out, e);
+}
+
+/* Exact: the first product decides which neurons fire (gate > 0, or up > 0 without a gate). */
+static int ffn_exact(const ffn_job *j, float *out, hr_err *e) {
+    hearth_ctx *c = j->c;
+    const hr_ffn_weights *f = j->f;
+    if (!f->gate.data) { /* plain ReLU: up is the deciding product; down only for up > 0 */
+        if (gate_up(j, c->ffn_all, j->ff, false, e)) return -1;
+        for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn_mask[i] = c->u[i] > 0;
+        int64_t nu = mask_union(j);
+        for (int32_t t = 0; t < j->n; t++)
+            for (int64_t i = 0; i < nu; i++) {
+                float u = c->u[t * j->ff + c->ffn_idx[i]];
+                c->ffn_a[t * nu + i] = u > 0 ? u : 0.0f;
+            }
+        return project_down(j, c->ffn_a, c->ffn_idx, nu, out, e);
+    }
+    if (hr_matmul(&c->cpu, &f->gate, j->xn, j->n, c->ffn_s, e)) return -1;
+    for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn_mask[i] = c->ffn_s[i] > 0;
+    int64_t nu = mask_union(j);
+    if (hr_gather_matmul(&c->cpu, &f->up, j->xn, j->n, c->ffn_idx, nu, c->u, e)) return -1;
+    for (int32_t t = 0; t < j->n; t++)
+        for (int64_t i = 0; i < nu; i++) {
+            c->g[t * nu + i] = c->ffn_s[t * j->ff + c->ffn_idx[i]];
+            if (f->b_up) c->u[t * nu + i] += f->b_up[c->ffn_idx[i]];
+        }
+    activate(j, c->ffn_idx, nu, c->ffn_a);
+    return project_down(j, c->ffn_a, c->ffn_idx, nu, out, e);
+}
+
+/* Predictor: score = fc2 · relu(fc1 · x); neuron active iff score >= threshold. */
+static int predict(const ffn_job *j, const float *x, hr_err *e) {
+    hearth_ctx *c = j->c;
+    const hr_ffn_weights *f = j->f;
+    const int64_t r = f->fc1.n_out;
+    if (hr_matmul(&c->cpu, &f->fc1, x, j->n, c->ffn_ph, e)) return -1;
+    for (int64_t i = 0; i < j->n * r; i++) c->ffn_ph[i] = c->ffn_ph[i] > 0 ? c->ffn_ph[i] : 0.0f;
+    if (hr_matmul(&c->cpu, &f->fc2, c->ffn_ph, j->n, c->ffn_s, e)) return -1;
+    const float thr = c->m->sparse_threshold;
+    for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn_mask[i] = c->ffn_s[i] >= thr;
+    return 0;
+}
+
+/* --stats: how many neurons really fire, and how many of those were computed. */
+static int count_stats(const ffn_job *j, int il, hearth_ffn_mode mode, hr_err *e) {
+    hearth_ctx *c = j->c;
+    hearth_ffn_stats *s = &c->ffn_stats[il];
+    const hr_ffn_weights *f = j->f;
+    const hr_mat *decide = f->gate.data ? &f->gate : &f->up;
+    if (hr_matmul(&c->cpu, decide, j->xn, j->n, c->ffn_a, e)) return -1;
+    s->tokens += (uint64_t)j->n;
+    for (int64_t i = 0; i < j->n * j->ff; i++) {
+        float v = c->ffn_a[i] + (!f->gate.data && f->b_up ? f->b_up[i % j->ff] : 0.0f);
+        bool fired = v > 0;
+        bool computed = mode == HEARTH_FFN_PREDICTED ? c->ffn_mask[i] : mode == HEARTH_FFN_EXACT ? fired : true;
+        s->fired += fired, s->computed += computed, s->fired_computed += fired && computed;
+    }
+    return 0;
 }
 
 int hr_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *x, const float *xn, int32_t n, float *out, hr_err *e) {
-    (void)il, (void)x;
-    return ffn_dense(c, &L->ffn, xn, n, out, e);
+    ffn_job j = {c, &L->ffn, xn, n, c->m->hp.n_ff};
+    switch (c->ffn_mode) {
+    case HEARTH_FFN_PREDICTED:
+        if (predict(&j, x, e) || (c->ffn_stats_on && count_stats(&j, il, HEARTH_FFN_PREDICTED, e))) return -1;
+        return ffn_masked(&j, out, e);
+    case HEARTH_FFN_EXACT:
+        if (c->ffn_stats_on && count_stats(&j, il, HEARTH_FFN_EXACT, e)) return -1;
+        return ffn_exact(&j, out, e);
+    default:
+        if (c->ffn_stats_on && c->m->hp.act != HR_ACT_SWIGLU && count_stats(&j, il, HEARTH_FFN_DENSE, e)) return -1;
+        return ffn_dense(&j, out, e);
+    }
 }

@@ -37,8 +37,31 @@ static int check_vocab(hearth_model *m, hr_err *e) {
     return 0;
 }
 
+/* Precedence as in PowerInfer, plus the caller's override on top:
+ * params > LLAMA_SPARSE_PRED_THRESHOLD > powerinfer.sparse_threshold > 0. */
+static int resolve_threshold(hearth_model *m, const hearth_model_params *p, hr_err *e) {
+    m->sparse_threshold = 0.0f;
+    if (m->sparse_file && gguf_get_f32(&m->file, "powerinfer.sparse_threshold", &m->sparse_threshold, e) < 0) return -1;
+    const char *env = getenv("LLAMA_SPARSE_PRED_THRESHOLD");
+    if (env && *env) {
+        char *end;
+        float v = strtof(env, &end);
+        if (*end || v != v) return hr_errf(e, "LLAMA_SPARSE_PRED_THRESHOLD='%s' is not a number", env);
+        m->sparse_threshold = v;
+    }
+    if (p && p->has_sparse_threshold) m->sparse_threshold = p->sparse_threshold;
+    return 0;
+}
+
+bool hearth_model_has_predictors(const hearth_model *m) {
+    for (int il = 0; il < m->hp.n_layer; il++)
+        if (!m->layers[il].ffn.fc1.data) return false;
+    return true;
+}
+
+float hearth_model_sparse_threshold(const hearth_model *m) { return m->sparse_threshold; }
+
 hearth_model *hearth_model_load(const char *path, const hearth_model_params *p, hr_err *e) {
-    (void)p;
     hearth_model *m = calloc(1, sizeof *m);
     if (!m) {
         hr_errf(e, "out of memory");
@@ -48,7 +71,8 @@ hearth_model *hearth_model_load(const char *path, const hearth_model_params *p, 
         free(m);
         return NULL;
     }
-    if (hr_load_arch(m, e)) goto fail;
+    m->sparse_file = m->file.sparse;
+    if (hr_load_arch(m, e) || resolve_threshold(m, p, e)) goto fail;
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     if (!m->layers) {
         hr_errf(e, "out of memory");

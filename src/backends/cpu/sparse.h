@@ -17,4 +17,47 @@ int hr_gather_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, 
  * and accumulated in F32. */
 int hr_sparse_axpy(hr_cpu *c, const hr_mat *Wt, const float *A, int64_t n_tok, const int32_t *idx, int64_t n_idx,
                    float *Y, hr_err *e);
+/* ---- additions (sparse-kernels): axpy kernel tables and a caller-owned workspace ---- */
+
+/* Rows handed to one axpy kernel call at most: several rows share each pass over the
+ * output, cutting loads and stores of the accumulator. */
+#define HR_AXPY_ROWS 4
+
+/* For t < n_tok, then r < n_rows (1..HR_AXPY_ROWS) in that order, skipping a == 0:
+ *   y[t*ys + k] += a[t*HR_AXPY_ROWS + r] * dequant(w[r])[k]   for k < n.
+ * Each output element sees its terms in row order, so variants differ only by
+ * rounding (SIMD fuses the multiply-add, the scalar twin does not). */
+typedef void (*hr_axpy_fn)(int64_t n, int n_rows, const void *const *w, const float *a, int64_t n_tok,
+                           float *y, size_t ys);
+
+typedef struct hr_axpy_kernels {
+    const char *name;             /* "scalar", "avx2", "avx512" */
+    hr_axpy_fn axpy[HR_TYPE_MAX]; /* F32, F16, BF16, Q8_0, Q4_0 */
+} hr_axpy_kernels;
+
+const hr_axpy_kernels *hr_axpy_scalar(void);
+const hr_axpy_kernels *hr_axpy_avx2(void);   /* NULL unless compiled in and the CPU has AVX2+FMA+F16C */
+const hr_axpy_kernels *hr_axpy_avx512(void); /* NULL unless compiled in and the CPU has AVX-512F/BW/VL/DQ */
+/* Best available; HEARTH_KERNELS=scalar|avx2|avx512 overrides as for hr_kernels_best. */
+const hr_axpy_kernels *hr_axpy_best(void);
+
+/* Workspace of hr_sparse_axpy_ws, one per context next to its hr_cpu (hr_cpu's own
+ * scratch holds hr_matmul's prepared activations and is not shared). Holds the
+ * partial sums of idx chunks 1.. (chunk 0 sums straight into Y), grown on demand.
+ * Zero-initialise, or hr_sparse_ws_init; free with hr_sparse_ws_free. */
+typedef struct hr_sparse_ws {
+    const hr_axpy_kernels *ax; /* NULL: hr_axpy_best() on first use; tests may set a table */
+    float *part;
+    size_t part_floats;
+} hr_sparse_ws;
+
+void hr_sparse_ws_init(hr_sparse_ws *ws);
+void hr_sparse_ws_free(hr_sparse_ws *ws);
+/* Grows ws for calls of up to n_tok tokens on matrices of rows n_in long (the output
+ * length) on c's pool, so the decode loop never allocates. Optional: hr_sparse_axpy_ws
+ * grows it as needed. */
+int hr_sparse_reserve(hr_sparse_ws *ws, const hr_cpu *c, int64_t n_tok, int64_t n_in, hr_err *e);
+/* hr_sparse_axpy with a caller-owned workspace (hr_sparse_axpy uses a temporary one). */
+int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *A, int64_t n_tok,
+                      const int32_t *idx, int64_t n_idx, float *Y, hr_err *e);
 #endif

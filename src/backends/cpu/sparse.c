@@ -1,0 +1,422 @@
+/* Neuron-aware operators: hr_gather_matmul (the rows of active neurons, with the
+ * dense kernels, so each result equals hr_matmul's for that row bit for bit) and
+ * hr_sparse_axpy (sum of active rows scaled by their activations). Both split idx
+ * into contiguous chunks claimed by the pool. The axpy's chunks sum into their own
+ * partial outputs (chunk 0 into Y) which are then added in chunk order; the chunk
+ * count depends only on the thread count and the shape, so results repeat exactly. */
+#include "sparse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels_impl.h"
+#include "sparse_axpy_impl.h"
+
+#define TOK_BLOCK 64          /* gather: tokens whose prepared rows are reused from L2 */
+#define AX_TOK_BLOCK 16       /* axpy: tokens sharing one visit of a row */
+#define PAR_PREP_ELEMS 16384  /* below this, preparing on the caller beats a pool run */
+#define CHUNKS_PER_THREAD 4   /* pieces per thread, so a thread slowed by another process sheds work */
+#define MIN_CHUNK_ROWS 16
+#define PAR_SUM_FLOATS 16384  /* below this, the caller adds the partials alone */
+#define PF_LINES 4            /* cache lines of the next gathered row prefetched ahead */
+
+/* ---------------------------------------------------------------- validation */
+
+static int check_mat(const char *op, const hr_mat *W, int64_t n_tok, const int32_t *idx, int64_t n_idx,
+                     hr_err *e) {
+    if (!W || !W->data) return hr_errf(e, "%s: missing matrix", op);
+    if (n_tok < 1 || W->n_in < 1 || W->n_out < 1 || n_idx < 0) return hr_errf(e, "%s: empty shape", op);
+    if (n_idx > 0 && !idx) return hr_errf(e, "%s: missing index list", op);
+    if (hr_row_bytes(W->type, (uint64_t)W->n_in) != W->row_bytes || W->row_bytes == 0)
+        return hr_errf(e, "%s: row size %zu does not fit %lld %s elements", op, W->row_bytes,
+                       (long long)W->n_in, hr_type_name(W->type) ? hr_type_name(W->type) : "?");
+    for (int64_t i = 0; i < n_idx; i++)
+        if (idx[i] < 0 || idx[i] >= W->n_out)
+            return hr_errf(e, "%s: index %lld is %d, outside %lld rows", op, (long long)i, (int)idx[i],
+                           (long long)W->n_out);
+    return 0;
+}
+
+/* Contiguous chunk ith of n items split nth ways, each a multiple of `mult` long. */
+static void chunk_range(int64_t n, int ith, int nth, int64_t mult, int64_t *i0, int64_t *i1) {
+    int64_t per = (n + nth - 1) / nth;
+    per = (per + mult - 1) / mult * mult;
+    *i0 = per * ith;
+    *i1 = *i0 + per;
+    if (*i0 > n) *i0 = n;
+    if (*i1 > n) *i1 = n;
+}
+
+static int n_chunks(int nth, int64_t n_idx, int per_thread) {
+    int64_t chunks = nth == 1 ? 1 : (int64_t)nth * per_thread;
+    int64_t max_chunks = (n_idx + MIN_CHUNK_ROWS - 1) / MIN_CHUNK_ROWS;
+    if (chunks > max_chunks) chunks = max_chunks;
+    if (chunks > 65535) chunks = 65535;
+    return chunks < 1 ? 1 : (int)chunks;
+}
+
+/* ---------------------------------------------------------------- gathered product */
+
+/* Same growth and ownership as hr_matmul's (matmul.c): c->scratch holds prepared
+ * activations for the duration of one call. */
+static int grow_scratch(hr_cpu *c, size_t bytes, hr_err *e) {
+    if (bytes <= c->scratch_bytes) return 0;
+    size_t cap = bytes + bytes / 4;
+    cap = (cap + 63) & ~(size_t)63;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, cap) != 0) return hr_errf(e, "out of memory for %zu bytes of activations", cap);
+    free(c->scratch);
+    c->scratch = p;
+    c->scratch_bytes = cap;
+    return 0;
+}
+
+typedef struct {
+    const hr_kernels *k;
+    hr_tile_fn tile, rows2;
+    const hr_mat *W;
+    const float *X;
+    const char *xq;
+    size_t xs; /* bytes between prepared token rows */
+    int64_t n_tok;
+    const int32_t *idx;
+    int64_t n_idx;
+    float *Y;
+} gm_job;
+
+static void gm_prep_task(void *arg, int ith, int nth) {
+    const gm_job *j = arg;
+    int64_t t0, t1;
+    chunk_range(j->n_tok, ith, nth, 1, &t0, &t1);
+    hr_act_prep_fn prep = j->k->act_prep[j->W->type];
+    for (int64_t t = t0; t < t1; t++) prep(j->X + t * j->W->n_in, (char *)j->xq + t * j->xs, j->W->n_in);
+}
+
+/* The R rows ix[0..R) as a tile: evenly spaced (a tile steps by one stride), from
+ * the lowest. *rev says the rows run backwards, so output r belongs to ix[R-1-r]. */
+static int tile_rows(const int32_t *ix, int R, int64_t *base, int64_t *step, int *rev) {
+    int64_t d = (int64_t)ix[1] - ix[0];
+    for (int r = 2; r < R; r++)
+        if ((int64_t)ix[r] - ix[0] != d * r) return 0;
+    *rev = d < 0;
+    *base = *rev ? ix[R - 1] : ix[0];
+    *step = *rev ? -d : d;
+    return 1;
+}
+
+static int pf_lines = PF_LINES, pf_dist = 2, pf_hint = 0, ax_pf_lines = 0, ax_pf_dist = 1;
+static void prefetch_row(const char *p, size_t rb, int pf_lines) {
+    if (pf_hint == 0) for (size_t o = 0; o < rb && o < (size_t)pf_lines * 64; o += 64) __builtin_prefetch(p + o, 0, 0);
+    else if (pf_hint == 1) for (size_t o = 0; o < rb && o < (size_t)pf_lines * 64; o += 64) __builtin_prefetch(p + o, 0, 1);
+    else if (pf_hint == 2) for (size_t o = 0; o < rb && o < (size_t)pf_lines * 64; o += 64) __builtin_prefetch(p + o, 0, 2);
+    else for (size_t o = 0; o < rb && o < (size_t)pf_lines * 64; o += 64) __builtin_prefetch(p + o, 0, 3);
+}
+
+static void gm_decode(const gm_job *j, int64_t i0, int64_t i1) {
+    const hr_mat *W = j->W;
+    const size_t rb = W->row_bytes;
+    const char *w = W->data;
+    const int32_t *ix = j->idx;
+    hr_vec_dot_fn dot = j->k->vec_dot[W->type];
+    int64_t i = i0, base, step;
+    int rev;
+    for (; j->rows2 && i + 2 <= i1; i += 2) {
+        if (i + pf_dist + 1 < i1) {
+            prefetch_row(w + ix[i + pf_dist] * rb, rb, pf_lines);
+            prefetch_row(w + ix[i + pf_dist + 1] * rb, rb, pf_lines);
+        }
+        tile_rows(ix + i, 2, &base, &step, &rev);
+        float tmp[2];
+        j->rows2(W->n_in, w + base * rb, (size_t)step * rb, j->xq, 0, rev ? tmp : &j->Y[i], 0);
+        if (rev) j->Y[i] = tmp[1], j->Y[i + 1] = tmp[0];
+    }
+    for (; i < i1; i++) dot(W->n_in, &j->Y[i], w + ix[i] * rb, j->xq);
+}
+
+/* Rows ix[i..i+HR_TILE_R) against tokens [t, t+HR_TILE_C) with one tile, if they are
+ * evenly spaced; returns 0 (nothing done) otherwise. */
+static int gm_tile(const gm_job *j, int64_t i, int64_t t) {
+    const size_t rb = j->W->row_bytes;
+    int64_t base, step;
+    int rev;
+    if (!tile_rows(j->idx + i, HR_TILE_R, &base, &step, &rev)) return 0;
+    const char *wp = (const char *)j->W->data + base * rb;
+    const char *xp = j->xq + t * j->xs;
+    float *y = j->Y + t * j->n_idx + i;
+    if (!rev) {
+        j->tile(j->W->n_in, wp, (size_t)step * rb, xp, j->xs, y, (size_t)j->n_idx);
+        return 1;
+    }
+    float tmp[HR_TILE_C * HR_TILE_R];
+    j->tile(j->W->n_in, wp, (size_t)step * rb, xp, j->xs, tmp, HR_TILE_R);
+    for (int c = 0; c < HR_TILE_C; c++)
+        for (int r = 0; r < HR_TILE_R; r++) y[c * j->n_idx + r] = tmp[c * HR_TILE_R + HR_TILE_R - 1 - r];
+    return 1;
+}
+
+static void gm_task(void *arg, int ith, int nth) {
+    const gm_job *j = arg;
+    int64_t i0, i1;
+    chunk_range(j->n_idx, ith, nth, HR_TILE_R, &i0, &i1);
+    if (j->n_tok == 1) {
+        gm_decode(j, i0, i1);
+        return;
+    }
+    const int64_t n = j->W->n_in, ni = j->n_idx;
+    const size_t rb = j->W->row_bytes;
+    const char *w = j->W->data;
+    hr_vec_dot_fn dot = j->k->vec_dot[j->W->type];
+    for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK) {
+        int64_t te = tb + TOK_BLOCK < j->n_tok ? tb + TOK_BLOCK : j->n_tok;
+        for (int64_t i = i0; i < i1; i += HR_TILE_R) {
+            int64_t ie = i + HR_TILE_R <= i1 ? i + HR_TILE_R : i1;
+            int64_t t = tb;
+            if (j->tile && ie - i == HR_TILE_R)
+                while (t + HR_TILE_C <= te && gm_tile(j, i, t)) t += HR_TILE_C;
+            for (int64_t r = i; r < ie; r++)
+                for (int64_t u = t; u < te; u++)
+                    dot(n, &j->Y[u * ni + r], w + j->idx[r] * rb, j->xq + u * j->xs);
+        }
+    }
+}
+
+int hr_gather_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, const int32_t *idx, int64_t n_idx,
+                     float *Y, hr_err *e) {
+    if (!c || !c->pool || !X || (!Y && n_idx > 0)) return hr_errf(e, "gather_matmul: missing argument");
+    if (W && (W->type >= HR_TYPE_MAX || !c->k->vec_dot[W->type] || !c->k->act_prep[W->type]))
+        return hr_errf(e, "gather_matmul: weight type %u has no CPU kernel", W->type);
+    if (check_mat("gather_matmul", W, n_tok, idx, n_idx, e) < 0) return -1;
+    if (n_idx == 0) return 0;
+    gm_job j = {.k = c->k, .tile = hr_kernels_ext_of(c->k)->tile[W->type],
+                .rows2 = hr_kernels_ext_of(c->k)->rows2[W->type], .W = W, .X = X,
+                .n_tok = n_tok, .idx = idx, .n_idx = n_idx, .Y = Y};
+    if (W->type == HR_F32) {
+        j.xq = (const char *)X;
+        j.xs = (size_t)W->n_in * sizeof(float);
+    } else {
+        j.xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
+        if ((uint64_t)n_tok > SIZE_MAX / j.xs) return hr_errf(e, "gather_matmul: batch too large");
+        if (grow_scratch(c, j.xs * (size_t)n_tok, e) < 0) return -1;
+        j.xq = c->scratch;
+        if (n_tok * W->n_in >= PAR_PREP_ELEMS && n_tok > 1) hr_pool_run(c->pool, gm_prep_task, &j);
+        else gm_prep_task(&j, 0, 1);
+    }
+    if (getenv("PFL")) pf_lines = atoi(getenv("PFL"));
+    if (getenv("PFD")) pf_dist = atoi(getenv("PFD"));
+    if (getenv("PFH")) pf_hint = atoi(getenv("PFH"));
+    int chunks = n_chunks(hr_pool_threads(c->pool), n_idx, CHUNKS_PER_THREAD);
+    if (chunks == 1) gm_task(&j, 0, 1);
+    else hr_pool_run_chunks(c->pool, gm_task, &j, chunks);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- axpy kernel choice */
+
+#if defined(HR_X86) && (defined(__GNUC__) || defined(__clang__))
+static int cpu_has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+static int cpu_has_avx512(void) {
+    __builtin_cpu_init();
+    return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+#else
+static int cpu_has_avx2(void) { return 0; }
+static int cpu_has_avx512(void) { return 0; }
+#endif
+
+const hr_axpy_kernels *hr_axpy_scalar(void) { return hr_axpy_table_scalar(); }
+
+const hr_axpy_kernels *hr_axpy_avx2(void) {
+    const hr_axpy_kernels *k = hr_axpy_table_avx2();
+    return k && cpu_has_avx2() ? k : NULL;
+}
+
+const hr_axpy_kernels *hr_axpy_avx512(void) {
+    const hr_axpy_kernels *k = hr_axpy_table_avx512();
+    return k && cpu_has_avx512() ? k : NULL;
+}
+
+const hr_axpy_kernels *hr_axpy_best(void) {
+    const char *env = getenv("HEARTH_KERNELS");
+    if (env && *env) {
+        const hr_axpy_kernels *k = NULL;
+        if (strcmp(env, "scalar") == 0) k = hr_axpy_scalar();
+        else if (strcmp(env, "avx2") == 0) k = hr_axpy_avx2();
+        else if (strcmp(env, "avx512") == 0) k = hr_axpy_avx512();
+        if (k) return k; /* an unavailable request falls back to the best below */
+    }
+    const hr_axpy_kernels *k;
+    if ((k = hr_axpy_avx512())) return k;
+    if ((k = hr_axpy_avx2())) return k;
+    return hr_axpy_scalar();
+}
+
+/* ---------------------------------------------------------------- axpy workspace */
+
+void hr_sparse_ws_init(hr_sparse_ws *ws) { memset(ws, 0, sizeof *ws); }
+
+void hr_sparse_ws_free(hr_sparse_ws *ws) {
+    if (!ws) return;
+    free(ws->part);
+    memset(ws, 0, sizeof *ws);
+}
+
+/* Chunks of an axpy: decode splits finer (balance on a shared machine); batches keep
+ * one per thread, as each chunk's partial holds all the batch's outputs. */
+static int ax_chunks(int nth, int64_t n_tok, int64_t n_idx) {
+    return n_chunks(nth, n_idx, n_tok == 1 ? CHUNKS_PER_THREAD : 1);
+}
+
+/* Floats of partials for `chunks` chunks of n_tok tokens (0 on overflow). */
+static size_t ws_need(int chunks, int64_t n_tok, int64_t n_in) {
+    if (chunks <= 1) return 0;
+    if ((uint64_t)n_tok > SIZE_MAX / 4 / (uint64_t)n_in / (uint64_t)(chunks - 1)) return 0;
+    return (size_t)(chunks - 1) * (size_t)n_tok * (size_t)n_in;
+}
+
+static int ws_grow(hr_sparse_ws *ws, size_t need, hr_err *e) {
+    if (need <= ws->part_floats) return 0;
+    void *p = NULL;
+    size_t bytes = (need * sizeof(float) + 63) & ~(size_t)63;
+    if (posix_memalign(&p, 64, bytes) != 0) return hr_errf(e, "out of memory for %zu bytes of partial sums", bytes);
+    free(ws->part);
+    ws->part = p;
+    ws->part_floats = need;
+    return 0;
+}
+
+int hr_sparse_reserve(hr_sparse_ws *ws, const hr_cpu *c, int64_t n_tok, int64_t n_in, hr_err *e) {
+    if (!ws || !c || !c->pool) return hr_errf(e, "sparse_reserve: missing argument");
+    if (n_tok < 1 || n_in < 1) return hr_errf(e, "sparse_reserve: empty shape");
+    const int nth = hr_pool_threads(c->pool);
+    const int64_t many = (int64_t)nth * CHUNKS_PER_THREAD * MIN_CHUNK_ROWS; /* the most chunks */
+    const int c1 = ax_chunks(nth, 1, many), cn = ax_chunks(nth, n_tok, many);
+    size_t need1 = ws_need(c1, 1, n_in), needn = ws_need(cn, n_tok, n_in);
+    if ((c1 > 1 && !need1) || (cn > 1 && !needn)) return hr_errf(e, "sparse_reserve: workspace too large");
+    return ws_grow(ws, need1 > needn ? need1 : needn, e);
+}
+
+/* ---------------------------------------------------------------- axpy */
+
+typedef struct {
+    hr_axpy_fn fn;
+    const hr_mat *Wt;
+    const float *A;
+    int64_t n_tok;
+    const int32_t *idx;
+    int64_t n_idx;
+    float *Y;
+    float *part;
+    int chunks;
+} ax_job;
+
+/* One token: rows with a non-zero coefficient, HR_AXPY_ROWS per kernel call. */
+static void ax_decode(const ax_job *j, int64_t i0, int64_t i1, float *out) {
+    const size_t rb = j->Wt->row_bytes;
+    const char *w = j->Wt->data;
+    const void *rows[HR_AXPY_ROWS];
+    float a[HR_AXPY_ROWS];
+    int g = 0;
+    for (int64_t i = i0; i < i1; i++) {
+        if (j->A[i] == 0.0f) continue;
+        rows[g] = w + j->idx[i] * rb;
+        a[g] = j->A[i];
+        if (++g == HR_AXPY_ROWS) {
+            /* the next rows start while these stream in */
+            for (int64_t p = i + ax_pf_dist; p < i + ax_pf_dist + HR_AXPY_ROWS && p < i1; p++) prefetch_row(w + j->idx[p] * rb, rb, ax_pf_lines);
+            j->fn(j->Wt->n_in, g, rows, a, 1, out, 0);
+            g = 0;
+        }
+    }
+    if (g) j->fn(j->Wt->n_in, g, rows, a, 1, out, 0);
+}
+
+/* Several tokens: each row is visited once per block of AX_TOK_BLOCK tokens, and
+ * skipped if all of them have a zero coefficient. */
+static void ax_batch(const ax_job *j, int64_t i0, int64_t i1, float *out) {
+    const int64_t n = j->Wt->n_in, ni = j->n_idx;
+    const size_t rb = j->Wt->row_bytes;
+    const char *w = j->Wt->data;
+    const void *rows[HR_AXPY_ROWS];
+    float a[AX_TOK_BLOCK * HR_AXPY_ROWS];
+    for (int64_t tb = 0; tb < j->n_tok; tb += AX_TOK_BLOCK) {
+        const int64_t nt = j->n_tok - tb < AX_TOK_BLOCK ? j->n_tok - tb : AX_TOK_BLOCK;
+        float *yb = out + tb * n;
+        int g = 0;
+        for (int64_t i = i0; i < i1; i++) {
+            int any = 0;
+            for (int64_t t = 0; t < nt; t++) {
+                a[t * HR_AXPY_ROWS + g] = j->A[(tb + t) * ni + i];
+                any |= j->A[(tb + t) * ni + i] != 0.0f;
+            }
+            if (!any) continue;
+            rows[g] = w + j->idx[i] * rb;
+            if (++g == HR_AXPY_ROWS) {
+                j->fn(n, g, rows, a, nt, yb, (size_t)n);
+                g = 0;
+            }
+        }
+        if (g) j->fn(n, g, rows, a, nt, yb, (size_t)n);
+    }
+}
+
+static void ax_task(void *arg, int ith, int nth) {
+    const ax_job *j = arg;
+    const size_t len = (size_t)j->n_tok * (size_t)j->Wt->n_in;
+    float *out = ith == 0 ? j->Y : j->part + (size_t)(ith - 1) * len;
+    memset(out, 0, len * sizeof *out);
+    int64_t i0, i1;
+    chunk_range(j->n_idx, ith, nth, 1, &i0, &i1);
+    if (j->n_tok == 1) ax_decode(j, i0, i1, out);
+    else ax_batch(j, i0, i1, out);
+}
+
+/* Y += partials 1.. in chunk order, over slice ith of the outputs. */
+static void ax_sum_task(void *arg, int ith, int nth) {
+    const ax_job *j = arg;
+    const int64_t len = j->n_tok * j->Wt->n_in;
+    int64_t k0, k1;
+    chunk_range(len, ith, nth, 16, &k0, &k1);
+    for (int p = 1; p < j->chunks; p++) {
+        const float *src = j->part + (size_t)(p - 1) * (size_t)len;
+        for (int64_t k = k0; k < k1; k++) j->Y[k] += src[k];
+    }
+}
+
+int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *A, int64_t n_tok,
+                      const int32_t *idx, int64_t n_idx, float *Y, hr_err *e) {
+    if (!c || !c->pool || !ws || !Y || (!A && n_idx > 0)) return hr_errf(e, "sparse_axpy: missing argument");
+    if (!ws->ax) ws->ax = hr_axpy_best();
+    if (Wt && (Wt->type >= HR_TYPE_MAX || !ws->ax->axpy[Wt->type]))
+        return hr_errf(e, "sparse_axpy: weight type %u has no CPU kernel", Wt->type);
+    if (check_mat("sparse_axpy", Wt, n_tok, idx, n_idx, e) < 0) return -1;
+    if (getenv("APL")) ax_pf_lines = atoi(getenv("APL"));
+    if (getenv("APD")) ax_pf_dist = atoi(getenv("APD"));
+    const int nth = hr_pool_threads(c->pool);
+    ax_job j = {.fn = ws->ax->axpy[Wt->type], .Wt = Wt, .A = A, .n_tok = n_tok, .idx = idx,
+                .n_idx = n_idx, .Y = Y, .chunks = ax_chunks(nth, n_tok, n_idx)};
+    const size_t need = ws_need(j.chunks, n_tok, Wt->n_in);
+    if (j.chunks > 1 && !need) return hr_errf(e, "sparse_axpy: workspace too large");
+    if (ws_grow(ws, need, e) < 0) return -1;
+    j.part = ws->part;
+    if (j.chunks == 1) {
+        ax_task(&j, 0, 1);
+        return 0;
+    }
+    hr_pool_run_chunks(c->pool, ax_task, &j, j.chunks);
+    if (n_tok * Wt->n_in >= PAR_SUM_FLOATS) hr_pool_run(c->pool, ax_sum_task, &j);
+    else ax_sum_task(&j, 0, 1);
+    return 0;
+}
+
+int hr_sparse_axpy(hr_cpu *c, const hr_mat *Wt, const float *A, int64_t n_tok, const int32_t *idx, int64_t n_idx,
+                   float *Y, hr_err *e) {
+    hr_sparse_ws ws;
+    hr_sparse_ws_init(&ws);
+    int rc = hr_sparse_axpy_ws(c, &ws, Wt, A, n_tok, idx, n_idx, Y, e);
+    hr_sparse_ws_free(&ws);
+    return rc;
+}

@@ -1,0 +1,162 @@
+/* AVX2 + FMA + F16C axpy kernels. A pass over the output takes 32 elements at a time:
+ * the accumulator's four registers are loaded once, each row's 32-element block is
+ * dequantized into registers (q * d, exact) and fused-multiply-added in row order,
+ * then stored, so HR_AXPY_ROWS rows cost one load and store of the accumulator.
+ * Several tokens: each row block is dequantized once and applied to every token. */
+#include "sparse_axpy_impl.h"
+
+#if defined(HR_X86) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#define INLINE static inline __attribute__((always_inline))
+#define BLK 32
+
+/* ---- 32 weights of block b as four registers, and one weight as a float ---- */
+INLINE void dq_f32(const void *w, int64_t b, __m256 v[4]) {
+    const float *p = (const float *)w + b * BLK;
+    for (int j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(p + 8 * j);
+}
+INLINE void dq_f16(const void *w, int64_t b, __m256 v[4]) {
+    const uint16_t *p = (const uint16_t *)w + b * BLK;
+    for (int j = 0; j < 4; j++) v[j] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 8 * j)));
+}
+INLINE void dq_bf16(const void *w, int64_t b, __m256 v[4]) {
+    const uint16_t *p = (const uint16_t *)w + b * BLK;
+    for (int j = 0; j < 4; j++) {
+        __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + 8 * j)));
+        v[j] = _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+    }
+}
+INLINE void dq_q8_0(const void *w, int64_t b, __m256 v[4]) {
+    const hr_block_q8_0 *B = (const hr_block_q8_0 *)w + b;
+    const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16((short)B->d));
+    for (int j = 0; j < 4; j++) {
+        __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(B->qs + 8 * j)));
+        v[j] = _mm256_mul_ps(_mm256_cvtepi32_ps(q), d);
+    }
+}
+INLINE void dq_q4_0(const void *w, int64_t b, __m256 v[4]) {
+    const hr_block_q4_0 *B = (const hr_block_q4_0 *)w + b;
+    const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16((short)B->d));
+    const __m128i m = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+    __m128i q = _mm_loadu_si128((const __m128i *)B->qs);
+    __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m), eight);                     /* x[0..15] */
+    __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m), eight);  /* x[16..31] */
+    v[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), d);
+    v[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), d);
+    v[2] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), d);
+    v[3] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), d);
+}
+
+INLINE uint16_t u16(const void *w, int64_t k) {
+    uint16_t h;
+    memcpy(&h, (const char *)w + 2 * k, 2);
+    return h;
+}
+INLINE float sc_f32(const void *w, int64_t k) {
+    float f;
+    memcpy(&f, (const char *)w + 4 * k, 4);
+    return f;
+}
+INLINE float sc_f16(const void *w, int64_t k) { return _cvtsh_ss(u16(w, k)); }
+INLINE float sc_bf16(const void *w, int64_t k) { return hr_bf16_to_f32(u16(w, k)); }
+INLINE float sc_none(const void *w, int64_t k) { (void)w, (void)k; return 0.0f; } /* block types: no tail */
+
+/* One token, R rows, every coefficient non-zero. */
+#define AXPY_T1(DQ, SC, R)                                                                   \
+    do {                                                                                     \
+        __m256 av[R];                                                                        \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) av[r] = _mm256_set1_ps(a[r]);    \
+        const int64_t nb = n / BLK;                                                          \
+        for (int64_t b = 0; b < nb; b++) {                                                   \
+            float *yb = y + b * BLK;                                                         \
+            __m256 acc[4];                                                                   \
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) acc[j] = _mm256_loadu_ps(yb + 8 * j); \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                            \
+                __m256 v[4];                                                                 \
+                DQ(w[r], b, v);                                                              \
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)                          \
+                    acc[j] = _mm256_fmadd_ps(v[j], av[r], acc[j]);                           \
+            }                                                                                \
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) _mm256_storeu_ps(yb + 8 * j, acc[j]); \
+        }                                                                                    \
+        for (int64_t k = nb * BLK; k < n; k++)                                               \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) y[k] = fmaf(SC(w[r], k), a[r], y[k]); \
+    } while (0)
+
+/* Any number of tokens, R rows; coefficients a[t*HR_AXPY_ROWS + r], zeros skipped. */
+#define AXPY_TN(DQ, SC, R)                                                                   \
+    do {                                                                                     \
+        const int64_t nb = n / BLK;                                                          \
+        for (int64_t b = 0; b < nb; b++) {                                                   \
+            __m256 v[R][4];                                                                  \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) DQ(w[r], b, v[r]);           \
+            for (int64_t t = 0; t < n_tok; t++) {                                            \
+                float *yb = y + t * ys + b * BLK;                                            \
+                const float *at = a + t * HR_AXPY_ROWS;                                      \
+                __m256 acc[4];                                                               \
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) acc[j] = _mm256_loadu_ps(yb + 8 * j); \
+                _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                        \
+                    if (at[r] == 0.0f) continue;                                             \
+                    const __m256 s = _mm256_set1_ps(at[r]);                                  \
+                    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)                      \
+                        acc[j] = _mm256_fmadd_ps(v[r][j], s, acc[j]);                        \
+                }                                                                            \
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) _mm256_storeu_ps(yb + 8 * j, acc[j]); \
+            }                                                                                \
+        }                                                                                    \
+        for (int64_t k = nb * BLK; k < n; k++)                                               \
+            for (int64_t t = 0; t < n_tok; t++)                                              \
+                _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                          \
+                    if (a[t * HR_AXPY_ROWS + r] != 0.0f)                                     \
+                        y[t * ys + k] = fmaf(SC(w[r], k), a[t * HR_AXPY_ROWS + r], y[t * ys + k]); \
+    } while (0)
+
+#define AXPY_FUNCS(NAME, DQ, SC)                                                              \
+    static void t1_4_##NAME(int64_t n, const void *const *w, const float *a, float *y) {     \
+        AXPY_T1(DQ, SC, 4);                                                                   \
+    }                                                                                         \
+    static void t1_1_##NAME(int64_t n, const void *const *w, const float *a, float *y) {     \
+        AXPY_T1(DQ, SC, 1);                                                                   \
+    }                                                                                         \
+    static void tn_4_##NAME(int64_t n, const void *const *w, const float *a, int64_t n_tok,  \
+                            float *y, size_t ys) {                                            \
+        AXPY_TN(DQ, SC, 4);                                                                   \
+    }                                                                                         \
+    static void tn_1_##NAME(int64_t n, const void *const *w, const float *a, int64_t n_tok,  \
+                            float *y, size_t ys) {                                            \
+        AXPY_TN(DQ, SC, 1);                                                                   \
+    }                                                                                         \
+    static void axpy_##NAME(int64_t n, int n_rows, const void *const *w, const float *a,     \
+                            int64_t n_tok, float *y, size_t ys) {                             \
+        if (n_tok == 1) {                                                                     \
+            if (n_rows == 4 && a[0] != 0.0f && a[1] != 0.0f && a[2] != 0.0f && a[3] != 0.0f) \
+                t1_4_##NAME(n, w, a, y);                                                      \
+            else                                                                              \
+                for (int r = 0; r < n_rows; r++)                                              \
+                    if (a[r] != 0.0f) t1_1_##NAME(n, w + r, a + r, y);                        \
+        } else if (n_rows == 4) {                                                             \
+            tn_4_##NAME(n, w, a, n_tok, y, ys);                                               \
+        } else {                                                                              \
+            for (int r = 0; r < n_rows; r++) tn_1_##NAME(n, w + r, a + r, n_tok, y, ys);      \
+        }                                                                                     \
+    }
+
+AXPY_FUNCS(f32, dq_f32, sc_f32)
+AXPY_FUNCS(f16, dq_f16, sc_f16)
+AXPY_FUNCS(bf16, dq_bf16, sc_bf16)
+AXPY_FUNCS(q8_0, dq_q8_0, sc_none)
+AXPY_FUNCS(q4_0, dq_q4_0, sc_none)
+
+static const hr_axpy_kernels ax_avx2 = {
+    .name = "avx2",
+    .axpy = {[HR_F32] = axpy_f32, [HR_F16] = axpy_f16, [HR_BF16] = axpy_bf16, [HR_Q8_0] = axpy_q8_0,
+             [HR_Q4_0] = axpy_q4_0},
+};
+
+const hr_axpy_kernels *hr_axpy_table_avx2(void) { return &ax_avx2; }
+#else
+const hr_axpy_kernels *hr_axpy_table_avx2(void) { return NULL; }
+#endif
