@@ -37,7 +37,8 @@ typedef enum hearth_ffn_mode {
     HEARTH_FFN_PREDICTED
 } hearth_ffn_mode;
 
-/* Per-layer activity, summed over evaluated tokens (when stats are on). */
+/* Per-layer activity, summed over evaluated tokens. tokens and computed are always
+ * counted; fired and fired_computed only with ffn_stats on (ReLU-family models). */
 typedef struct hearth_ffn_stats {
     uint64_t tokens;
     uint64_t computed;  /* neurons computed (predicted mode: predicted active) */

@@ -142,34 +142,55 @@ static int predict(const ffn_job *j, const float *x, hr_err *e) {
     return 0;
 }
 
-/* --stats: how many neurons really fire, and how many of those were computed. */
-static int count_stats(const ffn_job *j, int il, hearth_ffn_mode mode, hr_err *e) {
+/* Neurons computed: always counted (one pass over the masks), so benchmarks can report
+ * the bytes a sparse token really reads. */
+static void count_computed(const ffn_job *j, int il, hearth_ffn_mode mode) {
+    hearth_ffn_stats *s = &j->c->ffn_stats[il];
+    s->tokens += (uint64_t)j->n;
+    if (mode == HEARTH_FFN_DENSE) {
+        s->computed += (uint64_t)(j->n * j->ff);
+        return;
+    }
+    uint64_t k = 0;
+    for (int64_t i = 0; i < j->n * j->ff; i++) k += j->c->ffn_mask[i];
+    s->computed += k;
+}
+
+/* --stats: how many neurons really fire, and how many of those were computed. Costs a
+ * full product with the deciding matrix (gate, or up without a gate). */
+static int count_fired(const ffn_job *j, int il, hearth_ffn_mode mode, hr_err *e) {
     hearth_ctx *c = j->c;
     hearth_ffn_stats *s = &c->ffn_stats[il];
     const hr_ffn_weights *f = j->f;
     const hr_mat *decide = f->gate.data ? &f->gate : &f->up;
     if (hr_matmul(&c->cpu, decide, j->xn, j->n, c->ffn_a, e)) return -1;
-    s->tokens += (uint64_t)j->n;
     for (int64_t i = 0; i < j->n * j->ff; i++) {
         float v = c->ffn_a[i] + (!f->gate.data && f->b_up ? f->b_up[i % j->ff] : 0.0f);
         bool fired = v > 0;
         bool computed = mode == HEARTH_FFN_PREDICTED ? c->ffn_mask[i] : mode == HEARTH_FFN_EXACT ? fired : true;
-        s->fired += fired, s->computed += computed, s->fired_computed += fired && computed;
+        s->fired += fired, s->fired_computed += fired && computed;
     }
     return 0;
 }
 
 int hr_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *x, const float *xn, int32_t n, float *out, hr_err *e) {
     ffn_job j = {c, &L->ffn, xn, n, c->m->hp.n_ff};
-    switch (c->ffn_mode) {
+    const hearth_ffn_mode mode = c->ffn_mode;
+    const bool fired = c->ffn_stats_on && c->m->hp.act != HR_ACT_SWIGLU;
+    int r;
+    switch (mode) {
     case HEARTH_FFN_PREDICTED:
-        if (predict(&j, x, e) || (c->ffn_stats_on && count_stats(&j, il, HEARTH_FFN_PREDICTED, e))) return -1;
-        return ffn_masked(&j, out, e);
+        if (predict(&j, x, e) || (fired && count_fired(&j, il, mode, e))) return -1;
+        r = ffn_masked(&j, out, e);
+        break;
     case HEARTH_FFN_EXACT:
-        if (c->ffn_stats_on && count_stats(&j, il, HEARTH_FFN_EXACT, e)) return -1;
-        return ffn_exact(&j, out, e);
+        if (fired && count_fired(&j, il, mode, e)) return -1;
+        r = ffn_exact(&j, out, e); /* builds the mask it counts */
+        break;
     default:
-        if (c->ffn_stats_on && c->m->hp.act != HR_ACT_SWIGLU && count_stats(&j, il, HEARTH_FFN_DENSE, e)) return -1;
-        return ffn_dense(&j, out, e);
+        if (fired && count_fired(&j, il, mode, e)) return -1;
+        r = ffn_dense(&j, out, e);
     }
+    if (!r) count_computed(&j, il, mode);
+    return r;
 }
