@@ -61,7 +61,9 @@ typedef struct hearth_model_info {
     int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff, head_dim;
     uint32_t weight_type;    /* dominant weight type (ggml id) */
     uint64_t weight_bytes;   /* tensor bytes in the file */
-    uint64_t decode_bytes;   /* bytes one decoded token reads (all matrices, embedding row) */
+    uint64_t decode_bytes;   /* bytes one densely decoded token reads (all matrices, embedding row; no predictor) */
+    uint64_t ffn_bytes;      /* of which FFN matrices (gate, up, down or down_t), all layers */
+    uint64_t predictor_bytes; /* fc1 + fc2, all layers (0 without predictors) */
     uint64_t file_bytes;
 } hearth_model_info;
 

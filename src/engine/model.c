@@ -14,10 +14,13 @@ static uint64_t mat_bytes(const hr_mat *w) { return w->data ? w->row_bytes * (ui
 static void fill_info(hearth_model *m) {
     const hr_hparams *hp = &m->hp;
     hearth_model_info *in = &m->info;
+    uint64_t ffn = 0, pred = 0;
     uint64_t dec = m->token_embd.row_bytes + mat_bytes(&m->output) + 2 * sizeof(float) * (uint64_t)hp->n_embd;
     for (int il = 0; il < hp->n_layer; il++) {
         const hr_layer *L = &m->layers[il];
         const hr_ffn_weights *f = &L->ffn;
+        ffn += mat_bytes(&f->gate) + mat_bytes(&f->up) + mat_bytes(&f->down) + mat_bytes(&f->down_t);
+        pred += mat_bytes(&f->fc1) + mat_bytes(&f->fc2);
         dec += mat_bytes(&L->wq) + mat_bytes(&L->wk) + mat_bytes(&L->wv) + mat_bytes(&L->wo) + mat_bytes(&f->gate) +
                mat_bytes(&f->up) + mat_bytes(&f->down) + mat_bytes(&f->down_t) + 2 * sizeof(float) * (uint64_t)hp->n_embd;
     }
@@ -27,7 +30,7 @@ static void fill_info(hearth_model *m) {
                               .n_ctx_train = hp->n_ctx_train, .n_embd = hp->n_embd, .n_layer = hp->n_layer,
                               .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .n_ff = hp->n_ff,
                               .head_dim = hp->head_dim, .weight_type = m->layers[0].ffn.up.type,
-                              .weight_bytes = wbytes, .decode_bytes = dec, .file_bytes = m->file.size};
+                              .weight_bytes = wbytes, .decode_bytes = dec, .ffn_bytes = ffn, .predictor_bytes = pred, .file_bytes = m->file.size};
 }
 
 static int check_vocab(hearth_model *m, hr_err *e) {
