@@ -8,17 +8,29 @@
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
 
-typedef enum hr_act { HR_ACT_SWIGLU = 0, HR_ACT_REGLU, HR_ACT_DRELU, HR_ACT_RELU } hr_act;
+/* GELU is ggml's: tanh approximation looked up through F16 (see hr_ffn_act). */
+typedef enum hr_act { HR_ACT_SWIGLU = 0, HR_ACT_REGLU, HR_ACT_DRELU, HR_ACT_RELU, HR_ACT_GELU } hr_act;
+#define HR_ACT_COUNT 5
 
 typedef struct hr_hparams {
     int32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx_train;
     int32_t n_rot;          /* rotated dims per head (rope.dimension_count) */
-    float rms_eps;
+    float rms_eps;         /* epsilon of the norm in use (RMSNorm or LayerNorm) */
     float rope_base;
     float rope_freq_scale; /* 1 / linear scaling factor */
     bool rope_neox;        /* pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
     hr_act act;
-    bool has_gate;         /* false for plain ReLU FFNs (up only) */
+    bool has_gate;         /* false for plain ReLU/GELU FFNs (up only) */
+    /* Architecture shape (see arch.c): llama-like archs leave all of these false. */
+    bool layer_norm;       /* LayerNorm with bias (mean removed) instead of RMSNorm */
+    bool parallel;         /* attention and FFN both read the layer input; no ffn_norm (Falcon) */
+    bool fused_qkv;        /* one attn_qkv tensor, rows q then k then v (Falcon) */
+    bool attn_bias;        /* q, k, v and output biases (OPT) */
+    bool ffn_bias;         /* ffn_up and ffn_down biases (OPT) */
+    bool use_rope;         /* false: no rotary embedding (OPT) */
+    bool learned_pos;      /* position_embd row pos + pos_offset added to the embedding (OPT) */
+    bool tied_output;      /* always token_embd as the output matrix, even if output.weight exists (OPT) */
+    int32_t pos_offset;    /* OPT's learned positions start at row 2 */
 } hr_hparams;
 
 /* FFN execution modes (see DESIGN.md "FFN modes"). */
@@ -35,8 +47,11 @@ typedef struct hr_ffn_weights {
 } hr_ffn_weights;
 
 typedef struct hr_layer {
-    const float *attn_norm, *ffn_norm; /* F32 vectors */
-    hr_mat wq, wk, wv, wo;
+    const float *attn_norm, *ffn_norm; /* F32 vectors; ffn_norm NULL for parallel layers */
+    const float *attn_norm_b, *ffn_norm_b; /* LayerNorm biases, NULL with RMSNorm */
+    const float *attn_norm2, *attn_norm2_b; /* Falcon-40B: separate norm of the attention input */
+    hr_mat wq, wk, wv, wo;             /* with a fused attn_qkv: row views into it */
+    const float *bq, *bk, *bv, *bo;    /* attention biases, NULL if none */
     hr_ffn_weights ffn;
     bool use_rope;                     /* false for NoPE layers */
 } hr_layer;
@@ -46,7 +61,8 @@ struct hearth_model {
     hr_hparams hp;
     hr_tokenizer *tok;
     hr_mat token_embd, output;
-    const float *output_norm;
+    hr_mat pos_embd;           /* learned positions {n_embd, n_pos}; absent (data NULL) otherwise */
+    const float *output_norm, *output_norm_b;
     hr_layer *layers;
     hearth_model_info info;
     char arch[32];

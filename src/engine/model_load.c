@@ -2,16 +2,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "arch.h"
 #include "formats/types.h"
 #include "model.h"
 #include "util/checked.h"
 
-static const char *const act_names[] = {"swiglu", "reglu", "drelu", "relu"};
+static const char *const act_names[HR_ACT_COUNT] = {"swiglu", "reglu", "drelu", "relu", "gelu"};
 
 const char *hr_act_name(hr_act a) { return act_names[a]; }
 
 int hr_act_from_name(const char *s, size_t len) {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < HR_ACT_COUNT; i++)
         if (strlen(act_names[i]) == len && !memcmp(act_names[i], s, len)) return i;
     return -1;
 }
@@ -37,7 +38,7 @@ static int positive(const char *what, uint32_t v, uint32_t max, hr_err *e) {
     return 0;
 }
 
-static int load_hparams(hearth_model *m, hr_err *e) {
+static int load_hparams(hearth_model *m, const hr_arch *a, hr_err *e) {
     hr_hparams *hp = &m->hp;
     uint32_t n_embd, n_layer, n_head, n_head_kv = 0, n_ff, n_ctx = 2048, key_len = 0, n_rot = 0;
     if (arch_u32(m, "embedding_length", true, &n_embd, e) || arch_u32(m, "block_count", true, &n_layer, e) ||
@@ -70,7 +71,7 @@ static int load_hparams(hearth_model *m, hr_err *e) {
                        .n_ctx_train = (int32_t)n_ctx, .n_rot = (int32_t)n_rot, .rms_eps = 1e-5f,
                        .rope_base = 10000.0f, .rope_freq_scale = 1.0f, .has_gate = true};
     float scale = 0;
-    if (arch_f32(m, "attention.layer_norm_rms_epsilon", &hp->rms_eps, e) || arch_f32(m, "rope.freq_base", &hp->rope_base, e) ||
+    if (arch_f32(m, a->eps_key, &hp->rms_eps, e) || arch_f32(m, "rope.freq_base", &hp->rope_base, e) ||
         arch_f32(m, "rope.scaling.factor", &scale, e))
         return -1;
     gguf_str stype = {0};
@@ -81,26 +82,30 @@ static int load_hparams(hearth_model *m, hr_err *e) {
         return hr_errf(e, "rope scaling type '%.*s' is not supported (only none and linear)", (int)stype.len, stype.ptr);
     /* llama.cpp's default scaling type is linear. */
     if (scale > 0 && !gguf_str_eq(stype, "none")) hp->rope_freq_scale = 1.0f / scale;
-    if (!(hp->rms_eps > 0 && hp->rms_eps < 1)) return hr_errf(e, "layer_norm_rms_epsilon %g is out of range", hp->rms_eps);
+    if (!(hp->rms_eps > 0 && hp->rms_eps < 1)) return hr_errf(e, "%s.%s %g is out of range", m->arch, a->eps_key, hp->rms_eps);
     if (!(hp->rope_base > 0)) return hr_errf(e, "rope.freq_base %g must be positive", hp->rope_base);
     return 0;
 }
 
-/* FFN activation: fixed by the architecture, or a Hearth key for llama files. */
-static int load_activation(hearth_model *m, hr_err *e) {
-    if (!strcmp(m->arch, "smallthinker")) {
-        m->hp.act = HR_ACT_REGLU;
-        return 0;
-    }
+/* FFN activation: the architecture's, or the Hearth key where the architecture allows.
+ * Falcon without the key: ReLU in PowerInfer (PWRI) files, whose ReluFalcon has no other
+ * path; GELU in plain GGUF files, as llama.cpp computes falcon. */
+static int load_activation(hearth_model *m, const hr_arch *a, hr_err *e) {
+    m->hp.act = a->act;
+    if (!strcmp(a->name, "falcon") && m->file.sparse) m->hp.act = HR_ACT_RELU;
     gguf_str s = {0};
-    int r = gguf_get_str(&m->file, "hearth.ffn_activation", &s, e);
+    int r = a->act_fixed ? 1 : gguf_get_str(&m->file, "hearth.ffn_activation", &s, e);
     if (r < 0) return -1;
-    m->hp.act = HR_ACT_SWIGLU;
-    if (r == 1) return 0;
-    int a = hr_act_from_name(s.ptr, s.len);
-    if (a < 0) return hr_errf(e, "hearth.ffn_activation '%.*s' is unknown (swiglu, reglu, drelu, relu)", (int)s.len, s.ptr);
-    m->hp.act = (hr_act)a;
-    m->hp.has_gate = a != HR_ACT_RELU;
+    if (r == 0) {
+        int k = hr_act_from_name(s.ptr, s.len);
+        if (k < 0)
+            return hr_errf(e, "hearth.ffn_activation '%.*s' is unknown (swiglu, reglu, drelu, relu, gelu)", (int)s.len, s.ptr);
+        /* ggml's GELU FFN exists in llama.cpp only for falcon-like archs. */
+        if (k == HR_ACT_GELU && strcmp(a->name, "falcon"))
+            return hr_errf(e, "hearth.ffn_activation 'gelu' is supported for falcon only, not %s", a->name);
+        m->hp.act = (hr_act)k;
+    }
+    m->hp.has_gate = m->hp.act != HR_ACT_RELU && m->hp.act != HR_ACT_GELU;
     return 0;
 }
 
@@ -124,13 +129,13 @@ int hr_load_arch(hearth_model *m, hr_err *e) {
     int r = gguf_get_str(&m->file, "general.architecture", &arch, e);
     if (r < 0) return -1;
     if (r == 1) return hr_errf(e, "missing metadata key 'general.architecture'");
-    if (!gguf_str_eq(arch, "llama") && !gguf_str_eq(arch, "smallthinker") && !gguf_str_eq(arch, "exaone"))
-        return hr_errf(e, "unknown architecture '%.*s' (supported: llama, exaone, smallthinker)",
-                       (int)(arch.len > 64 ? 64 : arch.len), arch.ptr);
+    const hr_arch *a = hr_arch_find(arch.ptr, arch.len);
+    if (!a)
+        return hr_errf(e, "unknown architecture '%.*s' (supported: %s)", (int)(arch.len > 64 ? 64 : arch.len), arch.ptr,
+                       hr_arch_list());
     memcpy(m->arch, arch.ptr, arch.len);
     m->arch[arch.len] = 0;
-    if (load_hparams(m, e) || load_activation(m, e) || check_experts(m, e)) return -1;
-    /* llama.cpp fixes the RoPE pair layout by architecture, not by metadata. */
-    m->hp.rope_neox = strcmp(m->arch, "llama") != 0;
+    if (load_hparams(m, a, e) || load_activation(m, a, e) || check_experts(m, e)) return -1;
+    hr_arch_apply(a, &m->hp);
     return 0;
 }

@@ -40,20 +40,94 @@ int hr_get_vec(const hearth_model *m, const char *name, int64_t n, const float *
     return 0;
 }
 
-static int load_layer(hearth_model *m, int il, hr_layer *L, hr_err *e) {
+/* A norm's weight, and its bias with LayerNorm: "<prefix>.weight", "<prefix>.bias". */
+static int load_norm(const hearth_model *m, const char *prefix, const float **w, const float **b, hr_err *e) {
+    char n[96];
+    snprintf(n, sizeof n, "%s.weight", prefix);
+    if (hr_get_vec(m, n, m->hp.n_embd, w, e)) return -1;
+    *b = NULL;
+    if (!m->hp.layer_norm) return 0;
+    snprintf(n, sizeof n, "%s.bias", prefix);
+    return hr_get_vec(m, n, m->hp.n_embd, b, e);
+}
+
+/* Splits the fused {n_embd, n_q + 2 n_kv} matrix into row views: q rows first, then k,
+ * then v (llama.cpp's falcon graph views it the same way). */
+static int load_qkv_fused(const hearth_model *m, int il, hr_layer *L, int64_t d, int64_t q, int64_t kv, hr_err *e) {
+    char n[96];
+    hr_mat w;
+    snprintf(n, sizeof n, "blk.%d.attn_qkv.weight", il);
+    if (hr_get_mat(m, n, d, q + 2 * kv, true, &w, e)) return -1;
+    const uint8_t *base = w.data;
+    L->wq = w, L->wk = w, L->wv = w;
+    L->wq.n_out = q, L->wk.n_out = kv, L->wv.n_out = kv;
+    L->wk.data = base + w.row_bytes * (size_t)q;
+    L->wv.data = base + w.row_bytes * (size_t)(q + kv);
+    return 0;
+}
+
+static int load_attn(const hearth_model *m, int il, hr_layer *L, hr_err *e) {
     const hr_hparams *hp = &m->hp;
     int64_t d = hp->n_embd, q = (int64_t)hp->n_head * hp->head_dim, kv = (int64_t)hp->n_head_kv * hp->head_dim;
-    bool st = !strcmp(m->arch, "smallthinker");
     char n[96];
 #define NAME(fmt) (snprintf(n, sizeof n, "blk.%d." fmt, il), n)
-    if (hr_get_vec(m, NAME("attn_norm.weight"), d, &L->attn_norm, e) || hr_get_vec(m, NAME("ffn_norm.weight"), d, &L->ffn_norm, e) ||
-        hr_get_mat(m, NAME("attn_q.weight"), d, q, true, &L->wq, e) || hr_get_mat(m, NAME("attn_k.weight"), d, kv, true, &L->wk, e) ||
-        hr_get_mat(m, NAME("attn_v.weight"), d, kv, true, &L->wv, e) ||
-        hr_get_mat(m, NAME("attn_output.weight"), q, d, true, &L->wo, e) ||
-        hr_load_ffn(m, il, st ? "_exps" : "", &L->ffn, e))
+    if (hp->fused_qkv ? load_qkv_fused(m, il, L, d, q, kv, e)
+                      : (hr_get_mat(m, NAME("attn_q.weight"), d, q, true, &L->wq, e) ||
+                         hr_get_mat(m, NAME("attn_k.weight"), d, kv, true, &L->wk, e) ||
+                         hr_get_mat(m, NAME("attn_v.weight"), d, kv, true, &L->wv, e)))
+        return -1;
+    if (hr_get_mat(m, NAME("attn_output.weight"), q, d, true, &L->wo, e)) return -1;
+    if (hp->attn_bias &&
+        (hr_get_vec(m, NAME("attn_q.bias"), q, &L->bq, e) || hr_get_vec(m, NAME("attn_k.bias"), kv, &L->bk, e) ||
+         hr_get_vec(m, NAME("attn_v.bias"), kv, &L->bv, e) || hr_get_vec(m, NAME("attn_output.bias"), d, &L->bo, e)))
         return -1;
 #undef NAME
-    L->use_rope = true;
+    return 0;
+}
+
+/* FFN biases (OPT): up {n_ff}; down {n_embd}, which PowerInfer's converter names
+ * ffn_down_t.bias because it renames everything called ffn_down. */
+static int load_ffn_bias(const hearth_model *m, int il, hr_ffn_weights *f, hr_err *e) {
+    char n[96];
+    snprintf(n, sizeof n, "blk.%d.ffn_up.bias", il);
+    if (hr_get_vec(m, n, m->hp.n_ff, &f->b_up, e)) return -1;
+    snprintf(n, sizeof n, "blk.%d.ffn_down.bias", il);
+    if (!gguf_find_tensor(&m->file, n)) snprintf(n, sizeof n, "blk.%d.ffn_down_t.bias", il);
+    if (!gguf_find_tensor(&m->file, n))
+        return hr_errf(e, "missing tensor 'blk.%d.ffn_down.bias' (or 'blk.%d.ffn_down_t.bias')", il, il);
+    return hr_get_vec(m, n, m->hp.n_embd, &f->b_down, e);
+}
+
+static int load_layer(hearth_model *m, int il, hr_layer *L, hr_err *e) {
+    const hr_hparams *hp = &m->hp;
+    char n[96];
+#define NAME(fmt) (snprintf(n, sizeof n, "blk.%d." fmt, il), n)
+    if (load_norm(m, NAME("attn_norm"), &L->attn_norm, &L->attn_norm_b, e)) return -1;
+    /* Falcon-40B: attn_norm_2 normalises the attention input, attn_norm the FFN input. */
+    if (hp->parallel && gguf_find_tensor(&m->file, NAME("attn_norm_2.weight")) &&
+        load_norm(m, NAME("attn_norm_2"), &L->attn_norm2, &L->attn_norm2_b, e))
+        return -1;
+    if (!hp->parallel && load_norm(m, NAME("ffn_norm"), &L->ffn_norm, &L->ffn_norm_b, e)) return -1;
+#undef NAME
+    if (load_attn(m, il, L, e) || hr_load_ffn(m, il, !strcmp(m->arch, "smallthinker") ? "_exps" : "", &L->ffn, e))
+        return -1;
+    if (hp->ffn_bias && load_ffn_bias(m, il, &L->ffn, e)) return -1;
+    L->use_rope = hp->use_rope;
+    return 0;
+}
+
+/* Learned absolute positions (OPT): {n_embd, n_pos}; rows below pos_offset are never
+ * used, so the usable context is n_pos - pos_offset. */
+static int load_positions(hearth_model *m, hr_err *e) {
+    hr_hparams *hp = &m->hp;
+    const gguf_tensor *t = find(m, "position_embd.weight", true, e);
+    if (!t) return -1;
+    if (t->ne[1] <= (uint64_t)hp->pos_offset || t->ne[1] > (1u << 24))
+        return hr_errf(e, "tensor 'position_embd.weight' has %llu positions, needs more than %d",
+                       (unsigned long long)t->ne[1], hp->pos_offset);
+    if (hr_get_mat(m, "position_embd.weight", hp->n_embd, (int64_t)t->ne[1], true, &m->pos_embd, e)) return -1;
+    const int32_t usable = (int32_t)t->ne[1] - hp->pos_offset;
+    if (hp->n_ctx_train > usable) hp->n_ctx_train = usable;
     return 0;
 }
 
@@ -64,8 +138,9 @@ int hr_load_tensors(hearth_model *m, hr_err *e) {
     if (emb->ne[1] == 0 || emb->ne[1] > (1u << 24)) return hr_errf(e, "tensor 'token_embd.weight' has a bad vocabulary size %llu", (unsigned long long)emb->ne[1]);
     m->hp.n_vocab = (int32_t)emb->ne[1];
     if (hr_get_mat(m, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &m->token_embd, e) ||
-        hr_get_vec(m, "output_norm.weight", hp->n_embd, &m->output_norm, e) ||
-        hr_get_mat(m, "output.weight", hp->n_embd, hp->n_vocab, false, &m->output, e))
+        load_norm(m, "output_norm", &m->output_norm, &m->output_norm_b, e) ||
+        (!hp->tied_output && hr_get_mat(m, "output.weight", hp->n_embd, hp->n_vocab, false, &m->output, e)) ||
+        (hp->learned_pos && load_positions(m, e)))
         return -1;
     if (!m->output.data) m->output = m->token_embd; /* tied embeddings */
     for (int il = 0; il < hp->n_layer; il++)

@@ -1,11 +1,27 @@
 #include "ops.h"
 #include <math.h>
+#include "formats/types.h"
 
 void hr_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps) {
     double sum = 0;
     for (int64_t i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
     const float scale = 1.0f / sqrtf((float)(sum / (double)n) + eps);
     for (int64_t i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+}
+
+/* ggml_norm's numerics: double sums, float mean and scale; then weight and bias. */
+void hr_layernorm(float *y, const float *x, const float *w, const float *b, int64_t n, float eps) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) sum += (double)x[i];
+    const float mean = (float)(sum / (double)n);
+    double sum2 = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i] - mean;
+        y[i] = v;
+        sum2 += (double)(v * v);
+    }
+    const float scale = 1.0f / sqrtf((float)(sum2 / (double)n) + eps);
+    for (int64_t i = 0; i < n; i++) y[i] = (y[i] * scale) * w[i] + (b ? b[i] : 0.0f);
 }
 
 void hr_rope(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale, bool neox) {
@@ -47,6 +63,17 @@ void hr_softmax(float *x, int64_t n, float s) {
 static inline float silu(float v) { return v / (1.0f + expf(-v)); }
 static inline float relu(float v) { return v > 0 ? v : 0; }
 
+/* ggml's CPU GELU: the tanh approximation, evaluated at the input rounded to F16 and
+ * rounded to F16 again (ggml reads it from a 64K-entry F16 table built that way);
+ * outside [-10, 10] it is 0 or the identity. Computed directly: same values, no table. */
+static inline float gelu(float v) {
+    if (v <= -10.0f) return 0.0f;
+    if (v >= 10.0f) return v;
+    const float x = hr_f16_to_f32(hr_f32_to_f16(v));
+    const float g = 0.5f * x * (1.0f + tanhf(0.79788456080286535587989211986876f * x * (1.0f + 0.044715f * x * x)));
+    return hr_f16_to_f32(hr_f32_to_f16(g));
+}
+
 void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act) {
     switch (act) {
     case HR_ACT_SWIGLU:
@@ -60,6 +87,9 @@ void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act)
         break;
     case HR_ACT_RELU:
         for (int64_t i = 0; i < n; i++) h[i] = relu(u[i]);
+        break;
+    case HR_ACT_GELU:
+        for (int64_t i = 0; i < n; i++) h[i] = gelu(u[i]);
         break;
     }
 }

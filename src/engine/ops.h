@@ -8,6 +8,8 @@
 
 /* y = x / rms(x) * w over n elements. */
 void hr_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps);
+/* y = (x - mean) / sqrt(var + eps) * w + b (b may be NULL). */
+void hr_layernorm(float *y, const float *x, const float *w, const float *b, int64_t n, float eps);
 /* Rotates n_rot dims of each of n_heads heads (head_dim apart) at position pos. */
 void hr_rope(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale, bool neox);
 /* In place softmax of x[0..n) after scaling by s; returns nothing (entries beyond n untouched). */

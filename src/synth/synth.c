@@ -9,6 +9,8 @@
 #include "synth_internal.h"
 
 static uint32_t head_dim(const hr_synth_params *p) { return p->head_dim ? p->head_dim : p->n_embd / p->n_head; }
+static bool is_tied(const hr_synth_params *p) { return p->tied || p->arch == HR_SYNTH_OPT; }
+static bool layer_norm(const hr_synth_params *p) { return p->arch == HR_SYNTH_FALCON || p->arch == HR_SYNTH_OPT; }
 
 static synth_tensor *plan_add(synth_plan *pl, hr_err *e) {
     if (pl->n == pl->cap) {
@@ -52,6 +54,20 @@ static int add_vec(synth_plan *pl, const char *name, uint64_t n, hr_err *e) {
     return add(pl, name, NULL, HR_F32, n, 0, 0, SYNTH_FILL_NORM, 0, false, e);
 }
 
+static int add_bias(synth_plan *pl, const char *name, const char *seed_name, uint64_t n, hr_err *e) {
+    return add(pl, name, seed_name, HR_F32, n, 0, 0, SYNTH_FILL_NORMAL, HR_SYNTH_BIAS_STD, false, e);
+}
+
+/* "<prefix>.weight", plus "<prefix>.bias" for LayerNorm archs. */
+static int add_norm(synth_plan *pl, const hr_synth_params *p, const char *prefix, hr_err *e) {
+    char n[64];
+    snprintf(n, sizeof n, "%s.weight", prefix);
+    if (add_vec(pl, n, p->n_embd, e)) return -1;
+    if (!layer_norm(p)) return 0;
+    snprintf(n, sizeof n, "%s.bias", prefix);
+    return add_bias(pl, n, NULL, p->n_embd, e);
+}
+
 /* Matrix {n_in, n_out} with std 1/sqrt(n_in). */
 static int add_mat(synth_plan *pl, const hr_synth_params *p, const char *name, uint64_t n_in, uint64_t n_out, hr_err *e) {
     return add(pl, name, NULL, p->type, n_in, n_out, 0, SYNTH_FILL_NORMAL, 1.0f / sqrtf((float)n_in), false, e);
@@ -73,34 +89,65 @@ static int plan_ffn(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err
         r |= add(pl, n, s, p->type, p->n_ff, p->n_embd, 1, SYNTH_FILL_NORMAL, sd_ff, false, e);
         return r ? -1 : 0;
     }
-    if (p->act != HR_SYNTH_RELU && (NAME(n, "ffn_gate"), add_mat(pl, p, n, p->n_embd, p->n_ff, e))) return -1;
+    const bool gated = p->act != HR_SYNTH_RELU && p->act != HR_SYNTH_GELU;
+    if (gated && (NAME(n, "ffn_gate"), add_mat(pl, p, n, p->n_embd, p->n_ff, e))) return -1;
     if ((NAME(n, "ffn_up"), add_mat(pl, p, n, p->n_embd, p->n_ff, e))) return -1;
-    if (!p->powerinfer) return (NAME(n, "ffn_down"), add_mat(pl, p, n, p->n_ff, p->n_embd, e));
+    const bool bias = p->arch == HR_SYNTH_OPT;
+    if (bias && (snprintf(n, sizeof n, "blk.%u.ffn_up.bias", l), add_bias(pl, n, NULL, p->n_ff, e))) return -1;
+    if (!p->powerinfer) {
+        if ((NAME(n, "ffn_down"), add_mat(pl, p, n, p->n_ff, p->n_embd, e))) return -1;
+        return bias ? (snprintf(n, sizeof n, "blk.%u.ffn_down.bias", l), add_bias(pl, n, NULL, p->n_embd, e)) : 0;
+    }
     NAME(n, "ffn_down_t"), NAME(s, "ffn_down");
     if (add(pl, n, s, p->type, p->n_embd, p->n_ff, 0, SYNTH_FILL_NORMAL, sd_ff, true, e)) return -1;
+    /* PowerInfer's converter renames every ffn_down tensor, the bias included. */
+    snprintf(n, sizeof n, "blk.%u.ffn_down_t.bias", l), snprintf(s, sizeof s, "blk.%u.ffn_down.bias", l);
+    if (bias && add_bias(pl, n, s, p->n_embd, e)) return -1;
     if ((NAME(n, "fc1"), add_mat(pl, p, n, p->n_embd, p->pred_rank, e))) return -1;
     return (NAME(n, "fc2"), add_mat(pl, p, n, p->pred_rank, p->n_ff, e));
 #undef NAME
 }
 
+/* Attention weights of layer l: separate q/k/v (with biases for opt) or falcon's fused qkv. */
+static int plan_attn(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err *e) {
+    const uint64_t n_q = (uint64_t)head_dim(p) * p->n_head, n_kv = (uint64_t)head_dim(p) * p->n_head_kv;
+    const bool bias = p->arch == HR_SYNTH_OPT;
+    char n[64];
+    if (p->arch == HR_SYNTH_FALCON) {
+        if ((snprintf(n, sizeof n, "blk.%u.attn_qkv.weight", l), add_mat(pl, p, n, p->n_embd, n_q + 2 * n_kv, e))) return -1;
+    } else {
+        static const char *const qkv[3] = {"q", "k", "v"};
+        for (int i = 0; i < 3; i++) {
+            const uint64_t rows = i ? n_kv : n_q;
+            if ((snprintf(n, sizeof n, "blk.%u.attn_%s.weight", l, qkv[i]), add_mat(pl, p, n, p->n_embd, rows, e))) return -1;
+            if (bias && (snprintf(n, sizeof n, "blk.%u.attn_%s.bias", l, qkv[i]), add_bias(pl, n, NULL, rows, e))) return -1;
+        }
+    }
+    if ((snprintf(n, sizeof n, "blk.%u.attn_output.weight", l), add_mat(pl, p, n, n_q, p->n_embd, e))) return -1;
+    return bias ? (snprintf(n, sizeof n, "blk.%u.attn_output.bias", l), add_bias(pl, n, NULL, p->n_embd, e)) : 0;
+}
+
+static int plan_layer(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err *e) {
+    char n[64];
+    if ((snprintf(n, sizeof n, "blk.%u.attn_norm", l), add_norm(pl, p, n, e))) return -1;
+    if (p->falcon_40b && (snprintf(n, sizeof n, "blk.%u.attn_norm_2", l), add_norm(pl, p, n, e))) return -1;
+    if (plan_attn(pl, p, l, e)) return -1;
+    /* falcon's FFN reads attn_norm's output: no ffn_norm */
+    if (p->arch != HR_SYNTH_FALCON && (snprintf(n, sizeof n, "blk.%u.ffn_norm", l), add_norm(pl, p, n, e))) return -1;
+    return plan_ffn(pl, p, l, e);
+}
+
 int synth_plan_build(const hr_synth_params *p, synth_plan *pl, hr_err *e) {
     memset(pl, 0, sizeof *pl);
-    const uint64_t n_q = (uint64_t)head_dim(p) * p->n_head, n_kv = (uint64_t)head_dim(p) * p->n_head_kv;
     const float sd_embd = 1.0f / sqrtf((float)p->n_embd);
     int r = add(pl, "token_embd.weight", NULL, p->type, p->n_embd, p->n_vocab, 0, SYNTH_FILL_NORMAL,
-                (p->tied ? HR_SYNTH_TIED_EMBD_STD : HR_SYNTH_EMBD_STD) * sd_embd, false, e);
-    for (uint32_t l = 0; l < p->n_layer && !r; l++) {
-        char n[64];
-        snprintf(n, sizeof n, "blk.%u.attn_norm.weight", l), r |= add_vec(pl, n, p->n_embd, e);
-        snprintf(n, sizeof n, "blk.%u.attn_q.weight", l), r |= add_mat(pl, p, n, p->n_embd, n_q, e);
-        snprintf(n, sizeof n, "blk.%u.attn_k.weight", l), r |= add_mat(pl, p, n, p->n_embd, n_kv, e);
-        snprintf(n, sizeof n, "blk.%u.attn_v.weight", l), r |= add_mat(pl, p, n, p->n_embd, n_kv, e);
-        snprintf(n, sizeof n, "blk.%u.attn_output.weight", l), r |= add_mat(pl, p, n, n_q, p->n_embd, e);
-        snprintf(n, sizeof n, "blk.%u.ffn_norm.weight", l), r |= add_vec(pl, n, p->n_embd, e);
-        if (!r) r = plan_ffn(pl, p, l, e);
-    }
-    if (!r) r = add_vec(pl, "output_norm.weight", p->n_embd, e);
-    if (!r && !p->tied)
+                (is_tied(p) ? HR_SYNTH_TIED_EMBD_STD : HR_SYNTH_EMBD_STD) * sd_embd, false, e);
+    if (!r && p->arch == HR_SYNTH_OPT)
+        r = add(pl, "position_embd.weight", NULL, p->type, p->n_embd, (uint64_t)p->n_ctx_train + 2, 0, SYNTH_FILL_NORMAL,
+                HR_SYNTH_TIED_EMBD_STD * sd_embd, false, e);
+    for (uint32_t l = 0; l < p->n_layer && !r; l++) r = plan_layer(pl, p, l, e);
+    if (!r) r = add_norm(pl, p, "output_norm", e);
+    if (!r && !is_tied(p))
         r = add(pl, "output.weight", NULL, p->type, p->n_embd, p->n_vocab, 0, SYNTH_FILL_NORMAL,
                 HR_SYNTH_OUT_STD * sd_embd, false, e);
     if (r) synth_plan_free(pl);
@@ -127,15 +174,18 @@ static void put_keys(gguf_writer *w, const hr_synth_params *p) {
     gguf_w_str(w, "general.architecture", a);
     gguf_w_str(w, "general.name", p->name ? p->name : "hearth-synth");
     gguf_w_u32(w, "general.file_type", hr_synth_ftype(p->type));
-    gguf_w_u32(w, KEY("context_length"), p->n_ctx_train);
+    gguf_w_u32(w, KEY("context_length"), p->n_ctx_train + (p->arch == HR_SYNTH_OPT ? 2 : 0));
     gguf_w_u32(w, KEY("embedding_length"), p->n_embd);
     gguf_w_u32(w, KEY("block_count"), p->n_layer);
     gguf_w_u32(w, KEY("feed_forward_length"), p->n_ff);
     gguf_w_u32(w, KEY("attention.head_count"), p->n_head);
     gguf_w_u32(w, KEY("attention.head_count_kv"), p->n_head_kv);
-    gguf_w_f32(w, KEY("attention.layer_norm_rms_epsilon"), p->rms_eps);
-    gguf_w_f32(w, KEY("rope.freq_base"), p->rope_base);
-    gguf_w_u32(w, KEY("rope.dimension_count"), head_dim(p));
+    if (layer_norm(p)) gguf_w_f32(w, KEY("attention.layer_norm_epsilon"), p->rms_eps);
+    else gguf_w_f32(w, KEY("attention.layer_norm_rms_epsilon"), p->rms_eps);
+    if (p->arch != HR_SYNTH_OPT) {
+        gguf_w_f32(w, KEY("rope.freq_base"), p->rope_base);
+        gguf_w_u32(w, KEY("rope.dimension_count"), head_dim(p));
+    }
     gguf_w_u32(w, KEY("vocab_size"), p->n_vocab);
     if (head_dim(p) * p->n_head != p->n_embd) {
         gguf_w_u32(w, KEY("attention.key_length"), head_dim(p));

@@ -6,15 +6,17 @@
  * n_q = n_head*head_dim, n_kv = n_head_kv*head_dim, A = general.architecture.
  *
  * Keys (all archs):
- *   general.architecture  str   "llama" | "smallthinker" | "exaone"
+ *   general.architecture  str   "llama" | "smallthinker" | "exaone" | "bamboo" | "falcon" | "opt"
  *   general.name          str   p->name or "hearth-synth"
  *   general.file_type     u32   llama.cpp ftype of p->type: F32 0, F16 1, Q4_0 2, Q8_0 7, BF16 32
  *   A.context_length u32, A.embedding_length u32, A.block_count u32, A.feed_forward_length u32 (= n_ff),
  *   A.attention.head_count u32, A.attention.head_count_kv u32,
- *   A.attention.layer_norm_rms_epsilon f32, A.rope.freq_base f32, A.rope.dimension_count u32 (= head_dim),
+ *   A.attention.layer_norm_rms_epsilon f32 (falcon, opt: A.attention.layer_norm_epsilon f32 instead),
+ *   A.rope.freq_base f32, A.rope.dimension_count u32 (= head_dim) (opt: neither),
  *   A.vocab_size u32,
  *   A.attention.key_length u32 and A.attention.value_length u32: only when head_dim != n_embd/n_head.
- *   hearth.ffn_activation str "reglu" | "drelu" | "relu": only when act != swiglu (llama.cpp ignores it).
+ *   hearth.ffn_activation str "reglu" | "drelu" | "relu" | "gelu": only when act != swiglu (llama.cpp ignores it).
+ *   opt: A.context_length = n_ctx + 2 (PowerInfer's convention: 2050 rows of position_embd for 2048 positions).
  *   tokenizer.ggml.*: written by hr_vocab_write_gguf(hr_vocab_synth(p->tokenizer, n_vocab)).
  *   smallthinker only: A.expert_count u32 = 1, A.expert_used_count u32 = 1,
  *     A.expert_feed_forward_length u32 = n_ff, A.expert_gating_func u32 = 1 (softmax).
@@ -31,7 +33,7 @@
  *   blk.N.attn_output.weight {n_q, n_embd}              type
  *   blk.N.ffn_norm.weight    {n_embd}                   F32
  *   llama/exaone:
- *     blk.N.ffn_gate.weight  {n_embd, n_ff}             type   (absent when act == relu)
+ *     blk.N.ffn_gate.weight  {n_embd, n_ff}             type   (absent when act is relu or gelu)
  *     blk.N.ffn_up.weight    {n_embd, n_ff}             type
  *     blk.N.ffn_down.weight  {n_ff, n_embd}             type   (dense files)
  *     blk.N.ffn_down_t.weight{n_embd, n_ff}             type   (powerinfer files, instead of ffn_down:
@@ -46,6 +48,27 @@
  *   output_norm.weight       {n_embd}                   F32
  *   output.weight            {n_embd, n_vocab}          type   (absent when tied)
  *
+ * bamboo: exactly the llama layout (dReLU FFN, NORM RoPE).
+ * falcon (LayerNorm with bias, parallel attention + FFN, fused QKV, NEOX RoPE, no gate):
+ *   token_embd.weight, then per layer N:
+ *   blk.N.attn_norm.weight, blk.N.attn_norm.bias      {n_embd}        F32
+ *   blk.N.attn_norm_2.weight, blk.N.attn_norm_2.bias  {n_embd}        F32  (falcon_40b only)
+ *   blk.N.attn_qkv.weight    {n_embd, n_q + 2*n_kv}     type   rows: q, then k, then v
+ *   blk.N.attn_output.weight {n_q, n_embd}              type
+ *   blk.N.ffn_up.weight, blk.N.ffn_down.weight (or ffn_down_t, fc1, fc2): as llama, no gate
+ *   output_norm.weight, output_norm.bias {n_embd} F32; output.weight unless tied.
+ *   act: relu or gelu (n_q must equal n_embd, as llama.cpp requires).
+ * opt (LayerNorm with bias, learned positions offset 2, biases, tied output, no RoPE):
+ *   token_embd.weight, position_embd.weight {n_embd, n_ctx + 2} type, then per layer N:
+ *   blk.N.attn_norm.weight/.bias {n_embd} F32,
+ *   blk.N.attn_q.weight + .bias {n_q}, attn_k + .bias {n_kv}, attn_v + .bias {n_kv},
+ *   attn_output.weight + .bias {n_embd}, blk.N.ffn_norm.weight/.bias {n_embd} F32,
+ *   blk.N.ffn_up.weight + .bias {n_ff} F32,
+ *   blk.N.ffn_down.weight + blk.N.ffn_down.bias {n_embd} F32 (powerinfer: ffn_down_t.weight,
+ *   ffn_down_t.bias, fc1, fc2, as PowerInfer's converter names them),
+ *   output_norm.weight/.bias; never output.weight. act: relu.
+ *   PowerInfer hard-codes 2050 positions for opt: use n_ctx 2048 for files meant for it.
+ *
  * Semantics: llama = NORM RoPE + act; exaone = NEOX RoPE + SwiGLU; smallthinker = NEOX RoPE + ReGLU
  * (router weight exactly 1). See docs/llama-cpp-archs.md.
  *
@@ -54,9 +77,11 @@
  *   matrices {n_in, n_out}: approximately normal, mean 0, std 1/sqrt(n_in) before quantization;
  *   token_embd: std HR_SYNTH_EMBD_STD/sqrt(n_embd) (HR_SYNTH_TIED_EMBD_STD/sqrt(n_embd) when tied);
  *   output: std HR_SYNTH_OUT_STD/sqrt(n_embd) (logits of std about 4: well separated top tokens);
- *   norm vectors: 1 + HR_SYNTH_NORM_NOISE * z; router ffn_gate_inp: std 1/sqrt(n_embd).
+ *   norm vectors: 1 + HR_SYNTH_NORM_NOISE * z; router ffn_gate_inp: std 1/sqrt(n_embd);
+ *   biases (norm biases included): std HR_SYNTH_BIAS_STD; position_embd: as a tied token_embd.
  *   Canonical names: smallthinker's ffn_{gate,up,down}_exps use the values of ffn_{gate,up,down};
- *   ffn_down_t is the exact transpose of the ffn_down the same seed gives (before quantization).
+ *   ffn_down_t is the exact transpose of the ffn_down the same seed gives (before quantization);
+ *   ffn_down_t.bias uses ffn_down.bias's values.
  *   So llama+reglu, smallthinker and (f32) powerinfer files of one seed are the same model.
  * PowerInfer compatibility: PowerInfer's sparse CPU path needs ffn_down_t in F16 or Q4_0, so use
  * type f16 or q4_0 for files meant for PowerInfer (Hearth reads every type).
@@ -74,11 +99,14 @@
  * (x . x dominates), and greedy decoding repeats the prompt's last token forever. */
 #define HR_SYNTH_TIED_EMBD_STD 1.0f
 #define HR_SYNTH_NORM_NOISE 0.05f
+#define HR_SYNTH_BIAS_STD 0.1f
 
-typedef enum hr_synth_arch { HR_SYNTH_LLAMA = 0, HR_SYNTH_SMALLTHINKER, HR_SYNTH_EXAONE } hr_synth_arch;
+typedef enum hr_synth_arch {
+    HR_SYNTH_LLAMA = 0, HR_SYNTH_SMALLTHINKER, HR_SYNTH_EXAONE, HR_SYNTH_BAMBOO, HR_SYNTH_FALCON, HR_SYNTH_OPT
+} hr_synth_arch;
 
 /* Same order as the engine's hr_act. */
-typedef enum hr_synth_act { HR_SYNTH_SWIGLU = 0, HR_SYNTH_REGLU, HR_SYNTH_DRELU, HR_SYNTH_RELU } hr_synth_act;
+typedef enum hr_synth_act { HR_SYNTH_SWIGLU = 0, HR_SYNTH_REGLU, HR_SYNTH_DRELU, HR_SYNTH_RELU, HR_SYNTH_GELU } hr_synth_act;
 
 /* Called after each tensor is generated, then once more before the file is written
  * (done == total). */
@@ -94,7 +122,8 @@ typedef struct hr_synth_params {
     hr_tok_kind tokenizer;
     bool tied; /* no output.weight: token_embd is the output matrix */
     uint64_t seed;
-    bool powerinfer; /* PWRI magic, predictor tensors, ffn_down_t (arch llama only) */
+    bool falcon_40b; /* falcon: attn_norm_2 for the attention input (the 40B layout) */
+    bool powerinfer; /* PWRI magic, predictor tensors, ffn_down_t (llama, bamboo, falcon, opt) */
     uint32_t pred_rank;
     bool has_sparse_threshold;
     float sparse_threshold;

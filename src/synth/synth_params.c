@@ -4,8 +4,10 @@
 #include "formats/types.h"
 #include "synth.h"
 
-static const char *const arch_names[] = {"llama", "smallthinker", "exaone"};
-static const char *const act_names[] = {"swiglu", "reglu", "drelu", "relu"};
+static const char *const arch_names[] = {"llama", "smallthinker", "exaone", "bamboo", "falcon", "opt"};
+static const char *const act_names[] = {"swiglu", "reglu", "drelu", "relu", "gelu"};
+#define N_ARCH (sizeof arch_names / sizeof arch_names[0])
+#define N_ACT (sizeof act_names / sizeof act_names[0])
 
 void hr_synth_defaults(hr_synth_params *p) {
     *p = (hr_synth_params){.arch = HR_SYNTH_LLAMA, .type = HR_F32, .n_embd = 256, .n_layer = 2, .n_head = 8,
@@ -13,17 +15,17 @@ void hr_synth_defaults(hr_synth_params *p) {
                            .rms_eps = 1e-5f, .act = HR_SYNTH_SWIGLU, .tokenizer = HR_TOK_SPM, .seed = 1, .pred_rank = 64};
 }
 
-const char *hr_synth_arch_name(hr_synth_arch a) { return (unsigned)a < 3 ? arch_names[a] : "?"; }
-const char *hr_synth_act_name(hr_synth_act a) { return (unsigned)a < 4 ? act_names[a] : "?"; }
+const char *hr_synth_arch_name(hr_synth_arch a) { return (unsigned)a < N_ARCH ? arch_names[a] : "?"; }
+const char *hr_synth_act_name(hr_synth_act a) { return (unsigned)a < N_ACT ? act_names[a] : "?"; }
 
 int hr_synth_arch_from_name(const char *s) {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < (int)N_ARCH; i++)
         if (!strcmp(s, arch_names[i])) return i;
     return -1;
 }
 
 int hr_synth_act_from_name(const char *s) {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < (int)N_ACT; i++)
         if (!strcmp(s, act_names[i])) return i;
     return -1;
 }
@@ -54,16 +56,25 @@ static int row_ok(const hr_synth_params *p, const char *what, uint32_t len, hr_e
 }
 
 static int check_arch(const hr_synth_params *p, hr_err *e) {
-    if ((unsigned)p->arch > HR_SYNTH_EXAONE) return hr_errf(e, "unknown arch %d", (int)p->arch);
-    if ((unsigned)p->act > HR_SYNTH_RELU) return hr_errf(e, "unknown activation %d", (int)p->act);
+    if ((unsigned)p->arch >= N_ARCH) return hr_errf(e, "unknown arch %d", (int)p->arch);
+    if ((unsigned)p->act >= N_ACT) return hr_errf(e, "unknown activation %d", (int)p->act);
     if (p->arch == HR_SYNTH_SMALLTHINKER && p->act != HR_SYNTH_REGLU)
         return hr_errf(e, "arch smallthinker computes ReGLU in llama.cpp: activation must be reglu, not %s",
                        hr_synth_act_name(p->act));
     if (p->arch == HR_SYNTH_EXAONE && p->act != HR_SYNTH_SWIGLU)
         return hr_errf(e, "arch exaone computes SwiGLU in llama.cpp: activation must be swiglu, not %s",
                        hr_synth_act_name(p->act));
-    if (p->powerinfer && p->arch != HR_SYNTH_LLAMA)
-        return hr_errf(e, "powerinfer files need arch llama, not %s", hr_synth_arch_name(p->arch));
+    if (p->arch == HR_SYNTH_BAMBOO && p->act != HR_SYNTH_DRELU)
+        return hr_errf(e, "arch bamboo computes dReLU: activation must be drelu, not %s", hr_synth_act_name(p->act));
+    if (p->arch == HR_SYNTH_FALCON && p->act != HR_SYNTH_RELU && p->act != HR_SYNTH_GELU)
+        return hr_errf(e, "arch falcon has no gate: activation must be relu or gelu, not %s", hr_synth_act_name(p->act));
+    if (p->arch == HR_SYNTH_OPT && p->act != HR_SYNTH_RELU)
+        return hr_errf(e, "arch opt computes ReLU: activation must be relu, not %s", hr_synth_act_name(p->act));
+    if (p->act == HR_SYNTH_GELU && p->arch != HR_SYNTH_FALCON)
+        return hr_errf(e, "activation gelu is for arch falcon only, not %s", hr_synth_arch_name(p->arch));
+    if (p->falcon_40b && p->arch != HR_SYNTH_FALCON) return hr_errf(e, "falcon_40b needs arch falcon");
+    if (p->powerinfer && (p->arch == HR_SYNTH_SMALLTHINKER || p->arch == HR_SYNTH_EXAONE))
+        return hr_errf(e, "powerinfer files need arch llama, bamboo, falcon or opt, not %s", hr_synth_arch_name(p->arch));
     return 0;
 }
 
@@ -82,6 +93,9 @@ static int check_shape(const hr_synth_params *p, hr_err *e) {
         hd = p->n_embd / p->n_head;
     }
     if (hd % 2 || hd > 1024) return hr_errf(e, "head_dim = %u must be even and at most 1024", hd);
+    if (p->arch == HR_SYNTH_FALCON && hd * p->n_head != p->n_embd)
+        return hr_errf(e, "falcon needs n_head * head_dim = n_embd (%u * %u != %u)", p->n_head, hd, p->n_embd);
+    if (p->arch == HR_SYNTH_OPT && p->n_ctx_train > (1u << 24) - 2) return hr_errf(e, "n_ctx = %u is too large for opt", p->n_ctx_train);
     if ((uint64_t)hd * p->n_head > 65536) return hr_errf(e, "n_head * head_dim = %llu is too large", (unsigned long long)hd * p->n_head);
     if (row_ok(p, "n_embd", p->n_embd, e) || row_ok(p, "n_head * head_dim", hd * p->n_head, e) ||
         row_ok(p, "n_ff", p->n_ff, e))

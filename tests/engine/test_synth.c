@@ -343,9 +343,9 @@ static void rejects(void) {
 }
 
 static void names(void) {
-    for (int a = 0; a < 3; a++) CHECK(hr_synth_arch_from_name(hr_synth_arch_name((hr_synth_arch)a)) == a);
-    for (int a = 0; a < 4; a++) CHECK(hr_synth_act_from_name(hr_synth_act_name((hr_synth_act)a)) == a);
-    CHECK(hr_synth_arch_from_name("qwen2") == -1 && hr_synth_act_from_name("gelu") == -1);
+    for (int a = 0; a <= HR_SYNTH_OPT; a++) CHECK(hr_synth_arch_from_name(hr_synth_arch_name((hr_synth_arch)a)) == a);
+    for (int a = 0; a <= HR_SYNTH_GELU; a++) CHECK(hr_synth_act_from_name(hr_synth_act_name((hr_synth_act)a)) == a);
+    CHECK(hr_synth_arch_from_name("qwen2") == -1 && hr_synth_act_from_name("geglu") == -1);
     CHECK(!strcmp(hr_synth_arch_name(HR_SYNTH_EXAONE), "exaone"));
     CHECK(hr_synth_ftype(HR_BF16) == 32 && hr_synth_ftype(HR_Q8_0) == 7 && hr_synth_ftype(HR_I32) == UINT32_MAX);
 }

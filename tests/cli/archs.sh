@@ -1,0 +1,50 @@
+#!/bin/sh
+# hearth synth and run for PowerInfer's architectures: each layout the CLI can write
+# (defaults per arch, PWRI variants, the Falcon-40B option) loads and generates, inspect
+# shows the arch and activation, and flags that do not fit an arch are rejected.
+# Usage: archs.sh HEARTH_BIN
+set -u
+H="$1"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+
+# expect CODE PATTERN -- command...: exit status CODE and PATTERN in stderr+stdout.
+expect() {
+    code=$1 pat=$2
+    shift 3
+    "$@" >"$T/out" 2>&1
+    got=$?
+    if [ "$got" != "$code" ] || ! grep -q -- "$pat" "$T/out"; then
+        echo "FAIL: $* -> exit $got (want $code), output:"; sed 's/^/  /' "$T/out" | head -5
+        [ "$got" != "$code" ] || echo "  (missing: $pat)"
+        fails=$((fails + 1))
+    fi
+}
+
+S="--n-embd 64 --n-head 4 --n-ff 128 --n-vocab 400"
+# name | synth flags | activation inspect must show
+while IFS='|' read -r name flags act; do
+    expect 0 "wrote" -- "$H" synth -o "$T/$name.gguf" $S $flags
+    expect 0 "hearth.ffn_activation = \"$act\"" -- "$H" inspect "$T/$name.gguf"
+    expect 0 "prompt: " -- "$H" run -m "$T/$name.gguf" -p "hello world" -n 4 --temp 0
+done <<EOF2
+bamboo|--arch bamboo|drelu
+falcon7|--arch falcon --n-head-kv 1|gelu
+falcon40|--arch falcon --falcon-40b --n-head-kv 2 --type q8_0|gelu
+falconpi|--arch falcon --powerinfer --type f16|relu
+opt|--arch opt --type q4_0|relu
+optpi|--arch opt --powerinfer --type f16|relu
+bamboopi|--arch bamboo --powerinfer --type q4_0|drelu
+EOF2
+expect 0 "attn_qkv" -- "$H" inspect "$T/falcon40.gguf"
+expect 0 "attn_norm_2.bias" -- "$H" inspect "$T/falcon40.gguf"
+expect 0 "position_embd.weight" -- "$H" inspect "$T/opt.gguf"
+expect 0 "ffn_down_t.bias" -- "$H" inspect "$T/optpi.gguf"
+expect 2 "falcon only" -- "$H" synth -o "$T/x.gguf" $S --act gelu
+expect 2 "falcon_40b needs arch falcon" -- "$H" synth -o "$T/x.gguf" $S --falcon-40b
+expect 2 "activation must be drelu" -- "$H" synth -o "$T/x.gguf" $S --arch bamboo --act swiglu
+expect 0 "bamboo (llama layout" -- "$H" synth --help
+
+[ "$fails" = 0 ] && echo ok
+exit "$fails"
