@@ -1,13 +1,19 @@
 #!/bin/sh
-# Installs what Hearth's build and tests need on Debian 12, only if missing.
+# Installs what Hearth's build and tests need on Debian 12, only what is missing.
 # Usage: scripts/deps.sh [build|test]
 set -eu
-want="gcc make cmake"
-[ "${1:-build}" = test ] && want="$want clang libclang-rt-14-dev nodejs npm"
 missing=""
-for p in $want; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
+need_cmd() { command -v "$1" >/dev/null 2>&1 || missing="$missing $2"; }
+need_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed" || missing="$missing $1"; }
+need_cmd cc gcc
+need_cmd make make
+need_cmd cmake cmake
+if [ "${1:-build}" = test ]; then
+    need_cmd clang clang
+    need_pkg libclang-rt-14-dev          # libFuzzer runtime for the fuzz tests
+    need_cmd node nodejs                 # node-llama-cpp, the llama.cpp reference
+    need_cmd npm npm
+fi
 [ -z "$missing" ] && exit 0
 echo "installing:$missing"
 SUDO=""
