@@ -93,6 +93,17 @@ int main(void) {
     expect_error(base, &(mutation){.str_key = "tokenizer.ggml.model", .str_val = "bert"}, "bert");
     expect_error(base, &(mutation){.u32_key = "llama.attention.sliding_window", .u32_val = 128}, "sliding");
     expect_error(st, &(mutation){.u32_key = "smallthinker.expert_count", .u32_val = 4}, "4 experts");
+    /* PowerInfer files: predictor and transposed down matrix. */
+    char pw[256];
+    p.arch = HR_SYNTH_LLAMA, p.act = HR_SYNTH_REGLU, p.powerinfer = true, p.pred_rank = 16;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(pw, sizeof pw, "pw.gguf"), &e) == 0, "%s", e.msg);
+    expect_error(pw, &(mutation){.drop_tensor = "blk.1.fc2.weight"}, "'blk.1.fc1.weight' but not 'blk.1.fc2.weight'");
+    expect_error(pw, &(mutation){.drop_tensor = "blk.0.fc1.weight"}, "'blk.0.fc2.weight' but not 'blk.0.fc1.weight'");
+    expect_error(pw, &(mutation){.reshape = "blk.0.fc1.weight"}, "predictor rank mismatch in layer 0");
+    expect_error(pw, &(mutation){.reshape = "blk.1.ffn_down_t.weight"}, "tensor 'blk.1.ffn_down_t.weight' has shape");
+    expect_error(pw, &(mutation){.drop_tensor = "blk.0.ffn_down_t.weight"}, "neither 'blk.0.ffn_down.weight' nor 'blk.0.ffn_down_t.weight'");
+    expect_error(pw, &(mutation){.reshape = "blk.1.fc2.weight"}, "tensor 'blk.1.fc2.weight' has shape");
+    remove(pw);
     remove(base), remove(st);
     return TEST_END();
 }
