@@ -56,8 +56,8 @@ typedef struct hearth_ctx_params {
 } hearth_ctx_params;
 
 typedef struct hearth_model_info {
-    const char *arch;        /* "llama", "smallthinker", ... */
-    const char *ffn_act;     /* "swiglu", "reglu", "drelu", "relu" */
+    const char *arch;        /* "llama", "exaone", "smallthinker", "bamboo", "falcon", "opt" */
+    const char *ffn_act;     /* "swiglu", "reglu", "drelu", "relu", "gelu" */
     int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff, head_dim;
     uint32_t weight_type;    /* dominant weight type (ggml id) */
     uint64_t weight_bytes;   /* tensor bytes in the file */

@@ -53,7 +53,7 @@ static int alloc_ffn(hearth_ctx *c, hr_err *e) {
 
 static int resolve_ffn_mode(hearth_ctx *c, hearth_ffn_mode want, hr_err *e) {
     const hearth_model *m = c->m;
-    bool preds = hearth_model_has_predictors(m), relu_family = m->hp.act != HR_ACT_SWIGLU;
+    bool preds = hearth_model_has_predictors(m), relu_family = hr_act_relu_family(m->hp.act);
     if (want == HEARTH_FFN_AUTO) want = preds ? HEARTH_FFN_PREDICTED : HEARTH_FFN_DENSE;
     if (want == HEARTH_FFN_PREDICTED && !preds)
         return hr_errf(e, "FFN mode 'predicted' needs predictors (blk.N.fc1/fc2) and this model has none; use dense or exact");

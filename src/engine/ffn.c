@@ -176,7 +176,7 @@ static int count_fired(const ffn_job *j, int il, hearth_ffn_mode mode, hr_err *e
 int hr_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *x, const float *xn, int32_t n, float *out, hr_err *e) {
     ffn_job j = {c, &L->ffn, xn, n, c->m->hp.n_ff};
     const hearth_ffn_mode mode = c->ffn_mode;
-    const bool fired = c->ffn_stats_on && c->m->hp.act != HR_ACT_SWIGLU;
+    const bool fired = c->ffn_stats_on && hr_act_relu_family(c->m->hp.act);
     int r;
     switch (mode) {
     case HEARTH_FFN_PREDICTED:

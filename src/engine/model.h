@@ -76,6 +76,10 @@ int hr_load_ffn(hearth_model *m, int il, const char *suffix, hr_ffn_weights *f, 
 int hr_get_mat(const hearth_model *m, const char *name, int64_t n_in, int64_t n_out, bool required, hr_mat *out, hr_err *e);
 int hr_get_vec(const hearth_model *m, const char *name, int64_t n, const float **out, hr_err *e);
 
+/* ReLU-family activations zero out neurons exactly, which exact mode and the activity
+ * counters rely on. */
+static inline bool hr_act_relu_family(hr_act a) { return a == HR_ACT_REGLU || a == HR_ACT_DRELU || a == HR_ACT_RELU; }
+
 /* Dense FFN activation name <-> enum. */
 const char *hr_act_name(hr_act a);
 int hr_act_from_name(const char *s, size_t len); /* -1 if unknown */

@@ -244,6 +244,24 @@ static void check_opt_positions(void) {
     remove(path);
 }
 
+/* GELU is not ReLU-family: 'exact' would drop neurons whose small GELU is not zero. */
+static void check_gelu_exact_rejected(void) {
+    char path[256];
+    hr_synth_params p;
+    params(&cases[2], &p);
+    if (!synth(&p, hr_test_tmp(path, sizeof path, "gelu.gguf"))) return;
+    hr_err e = {{0}};
+    hearth_model *m = hearth_model_load(path, NULL, &e);
+    CHECKF(m != NULL, "%s", e.msg);
+    hearth_ctx_params cp = hearth_ctx_default_params();
+    cp.n_ctx = 16, cp.ffn_mode = HEARTH_FFN_EXACT;
+    hearth_ctx *c = m ? hearth_ctx_new(m, &cp, &e) : NULL;
+    CHECKF(m && !c && strstr(e.msg, "gelu"), "exact mode on a GELU model: %s", c ? "accepted" : e.msg);
+    hearth_ctx_free(c);
+    hearth_model_free(m);
+    remove(path);
+}
+
 int main(void) {
     hr_rng rng = {7};
     int32_t toks[N_TOK];
@@ -251,5 +269,6 @@ int main(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], toks);
     check_load();
     check_opt_positions();
+    check_gelu_exact_rejected();
     return TEST_END();
 }
