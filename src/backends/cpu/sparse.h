@@ -44,6 +44,9 @@ const hr_axpy_kernels *hr_axpy_best(void);
 /* Workspace of hr_sparse_axpy_ws, one per context next to its hr_cpu (hr_cpu's own
  * scratch holds hr_matmul's prepared activations and is not shared). Holds the
  * partial sums of idx chunks 1.. (chunk 0 sums straight into Y), grown on demand.
+ * Chunks: one token, 4 per thread (claimed dynamically, so a thread slowed by another
+ * process sheds work); a batch, one per thread; fewer when n_idx is small. The count
+ * depends on thread count and shape only, so results repeat bit for bit.
  * Zero-initialise, or hr_sparse_ws_init; free with hr_sparse_ws_free. */
 typedef struct hr_sparse_ws {
     const hr_axpy_kernels *ax; /* NULL: hr_axpy_best() on first use; tests may set a table */
@@ -57,7 +60,9 @@ void hr_sparse_ws_free(hr_sparse_ws *ws);
  * length) on c's pool, so the decode loop never allocates. Optional: hr_sparse_axpy_ws
  * grows it as needed. */
 int hr_sparse_reserve(hr_sparse_ws *ws, const hr_cpu *c, int64_t n_tok, int64_t n_in, hr_err *e);
-/* hr_sparse_axpy with a caller-owned workspace (hr_sparse_axpy uses a temporary one). */
+/* hr_sparse_axpy with a caller-owned workspace (hr_sparse_axpy allocates a temporary
+ * one per call: fine for tests and tools, not for the decode loop). A batch reads each
+ * row once per 16 tokens; rows whose 16 coefficients are all zero are not read. */
 int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *A, int64_t n_tok,
                       const int32_t *idx, int64_t n_idx, float *Y, hr_err *e);
 #endif

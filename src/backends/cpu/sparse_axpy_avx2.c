@@ -16,15 +16,15 @@
 /* ---- 32 weights of block b as four registers, and one weight as a float ---- */
 INLINE void dq_f32(const void *w, int64_t b, __m256 v[4]) {
     const float *p = (const float *)w + b * BLK;
-    for (int j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(p + 8 * j);
+    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(p + 8 * j);
 }
 INLINE void dq_f16(const void *w, int64_t b, __m256 v[4]) {
     const uint16_t *p = (const uint16_t *)w + b * BLK;
-    for (int j = 0; j < 4; j++) v[j] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 8 * j)));
+    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) v[j] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 8 * j)));
 }
 INLINE void dq_bf16(const void *w, int64_t b, __m256 v[4]) {
     const uint16_t *p = (const uint16_t *)w + b * BLK;
-    for (int j = 0; j < 4; j++) {
+    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
         __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + 8 * j)));
         v[j] = _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
     }
@@ -32,22 +32,25 @@ INLINE void dq_bf16(const void *w, int64_t b, __m256 v[4]) {
 INLINE void dq_q8_0(const void *w, int64_t b, __m256 v[4]) {
     const hr_block_q8_0 *B = (const hr_block_q8_0 *)w + b;
     const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16((short)B->d));
-    for (int j = 0; j < 4; j++) {
+    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
         __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(B->qs + 8 * j)));
         v[j] = _mm256_mul_ps(_mm256_cvtepi32_ps(q), d);
     }
 }
+/* Q4_0: nibbles widened to dwords, then (q - 8) * d as fma(q, d, -8d): the exact
+ * product inside the fma makes the one rounding exact, as (q - 8) * d is a float
+ * (hr_dequant_row's value) for every finite d. */
 INLINE void dq_q4_0(const void *w, int64_t b, __m256 v[4]) {
     const hr_block_q4_0 *B = (const hr_block_q4_0 *)w + b;
     const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16((short)B->d));
-    const __m128i m = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
-    __m128i q = _mm_loadu_si128((const __m128i *)B->qs);
-    __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m), eight);                     /* x[0..15] */
-    __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m), eight);  /* x[16..31] */
-    v[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), d);
-    v[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), d);
-    v[2] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), d);
-    v[3] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), d);
+    const __m256 m8d = _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
+    const __m256i m = _mm256_set1_epi32(0x0f);
+    __m256i x0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)B->qs));
+    __m256i x1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(B->qs + 8)));
+    v[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(x0, m)), d, m8d);
+    v[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(x1, m)), d, m8d);
+    v[2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(x0, 4)), d, m8d);
+    v[3] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(x1, 4)), d, m8d);
 }
 
 INLINE uint16_t u16(const void *w, int64_t k) {
@@ -64,8 +67,24 @@ INLINE float sc_f16(const void *w, int64_t k) { return _cvtsh_ss(u16(w, k)); }
 INLINE float sc_bf16(const void *w, int64_t k) { return hr_bf16_to_f32(u16(w, k)); }
 INLINE float sc_none(const void *w, int64_t k) { (void)w, (void)k; return 0.0f; } /* block types: no tail */
 
+/* Software prefetch AX_PF_AHEAD bytes ahead along each row, one per cache line and
+ * never past the row's end (the next row in memory is usually not an active one);
+ * the driver prefetches the start of the next rows. */
+#ifndef AX_PF_AHEAD
+#define AX_PF_AHEAD 768
+#endif
+INLINE void pf_ahead(const void *row, int64_t b, int64_t nb, size_t bs) {
+    const size_t o = (size_t)b * bs + AX_PF_AHEAD;
+    if (o >= (size_t)nb * bs) return;
+    if (bs >= 64) {
+        for (size_t q = 0; q < bs; q += 64) _mm_prefetch((const char *)row + o + q, _MM_HINT_T0);
+    } else if ((o & 63) < bs) {
+        _mm_prefetch((const char *)row + o, _MM_HINT_T0);
+    }
+}
+
 /* One token, R rows, every coefficient non-zero. */
-#define AXPY_T1(DQ, SC, R)                                                                   \
+#define AXPY_T1(DQ, SC, BS, R)                                                                   \
     do {                                                                                     \
         __m256 av[R];                                                                        \
         _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) av[r] = _mm256_set1_ps(a[r]);    \
@@ -76,6 +95,7 @@ INLINE float sc_none(const void *w, int64_t k) { (void)w, (void)k; return 0.0f; 
             _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) acc[j] = _mm256_loadu_ps(yb + 8 * j); \
             _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                            \
                 __m256 v[4];                                                                 \
+                pf_ahead(w[r], b, nb, BS);                                                   \
                 DQ(w[r], b, v);                                                              \
                 _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)                          \
                     acc[j] = _mm256_fmadd_ps(v[j], av[r], acc[j]);                           \
@@ -87,12 +107,15 @@ INLINE float sc_none(const void *w, int64_t k) { (void)w, (void)k; return 0.0f; 
     } while (0)
 
 /* Any number of tokens, R rows; coefficients a[t*HR_AXPY_ROWS + r], zeros skipped. */
-#define AXPY_TN(DQ, SC, R)                                                                   \
+#define AXPY_TN(DQ, SC, BS, R)                                                                   \
     do {                                                                                     \
         const int64_t nb = n / BLK;                                                          \
         for (int64_t b = 0; b < nb; b++) {                                                   \
             __m256 v[R][4];                                                                  \
-            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) DQ(w[r], b, v[r]);           \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                            \
+                pf_ahead(w[r], b, nb, BS);                                                   \
+                DQ(w[r], b, v[r]);                                                           \
+            }                                                                                \
             for (int64_t t = 0; t < n_tok; t++) {                                            \
                 float *yb = y + t * ys + b * BLK;                                            \
                 const float *at = a + t * HR_AXPY_ROWS;                                      \
@@ -114,20 +137,20 @@ INLINE float sc_none(const void *w, int64_t k) { (void)w, (void)k; return 0.0f; 
                         y[t * ys + k] = fmaf(SC(w[r], k), a[t * HR_AXPY_ROWS + r], y[t * ys + k]); \
     } while (0)
 
-#define AXPY_FUNCS(NAME, DQ, SC)                                                              \
+#define AXPY_FUNCS(NAME, DQ, SC, BS)                                                              \
     static void t1_4_##NAME(int64_t n, const void *const *w, const float *a, float *y) {     \
-        AXPY_T1(DQ, SC, 4);                                                                   \
+        AXPY_T1(DQ, SC, BS, 4);                                                                   \
     }                                                                                         \
     static void t1_1_##NAME(int64_t n, const void *const *w, const float *a, float *y) {     \
-        AXPY_T1(DQ, SC, 1);                                                                   \
+        AXPY_T1(DQ, SC, BS, 1);                                                                   \
     }                                                                                         \
     static void tn_4_##NAME(int64_t n, const void *const *w, const float *a, int64_t n_tok,  \
                             float *y, size_t ys) {                                            \
-        AXPY_TN(DQ, SC, 4);                                                                   \
+        AXPY_TN(DQ, SC, BS, 4);                                                                   \
     }                                                                                         \
     static void tn_1_##NAME(int64_t n, const void *const *w, const float *a, int64_t n_tok,  \
                             float *y, size_t ys) {                                            \
-        AXPY_TN(DQ, SC, 1);                                                                   \
+        AXPY_TN(DQ, SC, BS, 1);                                                                   \
     }                                                                                         \
     static void axpy_##NAME(int64_t n, int n_rows, const void *const *w, const float *a,     \
                             int64_t n_tok, float *y, size_t ys) {                             \
@@ -144,11 +167,11 @@ INLINE float sc_none(const void *w, int64_t k) { (void)w, (void)k; return 0.0f; 
         }                                                                                     \
     }
 
-AXPY_FUNCS(f32, dq_f32, sc_f32)
-AXPY_FUNCS(f16, dq_f16, sc_f16)
-AXPY_FUNCS(bf16, dq_bf16, sc_bf16)
-AXPY_FUNCS(q8_0, dq_q8_0, sc_none)
-AXPY_FUNCS(q4_0, dq_q4_0, sc_none)
+AXPY_FUNCS(f32, dq_f32, sc_f32, 128)
+AXPY_FUNCS(f16, dq_f16, sc_f16, 64)
+AXPY_FUNCS(bf16, dq_bf16, sc_bf16, 64)
+AXPY_FUNCS(q8_0, dq_q8_0, sc_none, sizeof(hr_block_q8_0))
+AXPY_FUNCS(q4_0, dq_q4_0, sc_none, sizeof(hr_block_q4_0))
 
 static const hr_axpy_kernels ax_avx2 = {
     .name = "avx2",
