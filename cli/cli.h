@@ -11,6 +11,9 @@ int hr_cmd_inspect(int argc, char **argv);
 int hr_cmd_synth(int argc, char **argv);
 int hr_cmd_tokenize(int argc, char **argv);
 int hr_cmd_bench(int argc, char **argv);
+int hr_cmd_calibrate(int argc, char **argv);
+int hr_cmd_place(int argc, char **argv);
+int hr_cmd_quantize(int argc, char **argv);
 
 /* Flag value parsing shared by subcommands. Each prints
  * "hearth <cmd>: <flag>: <problem>" to stderr and returns false on bad input. */

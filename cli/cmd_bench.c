@@ -1,5 +1,6 @@
 /* hearth bench: prompt and decode speed on seeded random tokens, bytes read per decoded
- * token and the memory bandwidth that speed implies. */
+ * token and the memory bandwidth that speed implies. In sparse FFN modes the bytes follow
+ * the share of neurons the engine really computed while decoding (its always-on counters). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,16 +9,19 @@
 #include "cli.h"
 #include "formats/types.h"
 #include "hearth.h"
+#include "run_opts.h"
 
 typedef struct {
     const char *model;
     long threads, n_prompt, n_gen, runs, n_ctx;
     uint64_t seed;
     bool json;
+    hr_run_opts ffn; /* only --ffn, --sparse-threshold, --stats are taken from the shared parser */
 } bench_opts;
 
 typedef struct {
     double prompt_tps, decode_tps;
+    uint64_t computed, slots; /* decode phase only: neurons computed, tokens x layers x n_ff */
 } bench_run;
 
 static double now_s(void) {
@@ -38,10 +42,20 @@ static void help(void) {
            "  -r, --repetitions N     runs (default 3)\n"
            "  -c, --ctx-size N        context size (default: prompt + decoded tokens)\n"
            "  --seed N                seed of the random prompt (default 42)\n"
+           "  --ffn MODE              dense, exact, predicted (default: predicted when the file has\n"
+           "                          predictors, else dense)\n"
+           "  --sparse-threshold X    predictor threshold (default: env, then the file's, then 0)\n"
+           "  --stats                 also count fired neurons and print the per-layer table (costs a\n"
+           "                          full gate product per layer: slows the decode it measures)\n"
            "  --json                  print one JSON object instead of text\n"
            "  -h, --help              this help\n\n"
            "bytes/token = weights one decoded token reads (all matrices, one embedding row, norms)\n"
-           "            + K and V cache bytes read by attention at the mean decode position.\n");
+           "            + K and V cache bytes read by attention at the mean decode position.\n"
+           "Sparse modes: weights = dense weights - FFN matrices + fraction x FFN matrices\n"
+           "            (+ predictor fc1/fc2 in predicted mode; exact mode reads the whole gate, taken\n"
+           "            as a third of the FFN bytes), fraction = neurons computed / (n_ff x layers x\n"
+           "            decoded tokens), counted by the engine during the timed decodes. Above 60%%\n"
+           "            active in a layer the engine reads the whole matrices: not modelled here.\n");
 }
 
 static int parse(int argc, char **argv, bench_opts *o) {
@@ -54,6 +68,10 @@ static int parse(int argc, char **argv, bench_opts *o) {
         }
         if (!strcmp(a, "--json")) {
             o->json = true;
+            continue;
+        }
+        if (!strcmp(a, "--ffn") || !strcmp(a, "--sparse-threshold") || !strcmp(a, "--stats")) {
+            if (hr_parse_common_flag(cmd, argc, argv, &i, &o->ffn) < 0) return 2;
             continue;
         }
         long *dst = NULL, lo = 1, hi = 1 << 20;
@@ -88,20 +106,37 @@ static int32_t argmax(const float *x, int32_t n) {
     return b;
 }
 
-/* One prompt eval from position 0 (overwriting the cache), then n_gen greedy single-token evals. */
-static int bench_once(hearth_ctx *c, const int32_t *prompt, int32_t n_prompt, int32_t n_gen, int32_t n_vocab,
-                      bench_run *r, hr_err *e) {
+/* Sums the FFN counters over layers: neurons computed and neuron slots (tokens x n_ff). */
+static void ffn_totals(const hearth_ctx *c, const hearth_model_info *in, uint64_t *computed, uint64_t *slots) {
+    *computed = *slots = 0;
+    for (int32_t il = 0; il < in->n_layer; il++) {
+        hearth_ffn_stats s;
+        if (hearth_ctx_ffn_stats(c, il, &s)) continue;
+        *computed += s.computed;
+        *slots += s.tokens * (uint64_t)in->n_ff;
+    }
+}
+
+/* One prompt eval from position 0 (overwriting the cache), then n_gen greedy single-token evals;
+ * the FFN counters are read around the decodes, so the fraction excludes the prompt's batch. */
+static int bench_once(hearth_ctx *c, const int32_t *prompt, int32_t n_prompt, int32_t n_gen,
+                      const hearth_model_info *in, bench_run *r, hr_err *e) {
+    const int32_t n_vocab = in->n_vocab;
     double t0 = now_s();
     if (hearth_eval(c, prompt, n_prompt, 0, false, e)) return -1;
     double t1 = now_s();
+    uint64_t c0, s0, c1, s1;
+    ffn_totals(c, in, &c0, &s0);
     int32_t tok = argmax(hearth_logits(c, -1), n_vocab);
     for (int32_t i = 0; i < n_gen; i++) {
         if (hearth_eval(c, &tok, 1, n_prompt + i, false, e)) return -1;
         tok = argmax(hearth_logits(c, -1), n_vocab);
     }
     double t2 = now_s();
+    ffn_totals(c, in, &c1, &s1);
     r->prompt_tps = n_prompt / (t1 - t0);
     r->decode_tps = n_gen / (t2 - t1);
+    r->computed = c1 - c0, r->slots = s1 - s0;
     return 0;
 }
 
@@ -132,8 +167,30 @@ static void print_runs(FILE *f, const char *key, const bench_run *r, int n, bool
     fprintf(f, "]");
 }
 
+/* Weight bytes one decoded token reads in the context's FFN mode, given the computed fraction. */
+typedef struct {
+    hearth_ffn_mode mode;
+    float threshold;
+    double fraction;
+    uint64_t other, ffn, predictor, weights; /* non-FFN matrices, FFN rows read, fc1+fc2, sum */
+} sparse_bytes;
+
+static sparse_bytes weight_bytes(const hearth_model_info *in, hearth_ffn_mode mode, const bench_run *runs, int n) {
+    sparse_bytes b = {.mode = mode, .fraction = 1.0};
+    uint64_t comp = 0, slots = 0;
+    for (int i = 0; i < n; i++) comp += runs[i].computed, slots += runs[i].slots;
+    if (mode != HEARTH_FFN_DENSE && slots) b.fraction = (double)comp / (double)slots;
+    b.other = in->decode_bytes - in->ffn_bytes;
+    double full = 0; /* FFN bytes read whatever the fraction */
+    if (mode == HEARTH_FFN_EXACT && strcmp(in->ffn_act, "relu")) full = in->ffn_bytes / 3.0; /* the gate */
+    b.ffn = (uint64_t)(full + b.fraction * ((double)in->ffn_bytes - full) + 0.5);
+    if (mode == HEARTH_FFN_PREDICTED) b.predictor = in->predictor_bytes;
+    b.weights = b.other + b.ffn + b.predictor;
+    return b;
+}
+
 static void report(const bench_opts *o, const hearth_model_info *in, const hearth_ctx_params *cp, int n_threads,
-                   int32_t n_ctx, const bench_run *runs) {
+                   int32_t n_ctx, const bench_run *runs, const sparse_bytes *sb) {
     int n = (int)o->runs;
     double *v = malloc((size_t)n * sizeof *v);
     if (!v) return;
@@ -143,7 +200,8 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
     double tg = median(v, n);
     free(v);
     double mean_pos = (double)o->n_prompt + (o->n_gen - 1) / 2.0;
-    uint64_t kvb = kv_read_bytes(in, cp, mean_pos), bpt = in->decode_bytes + kvb;
+    uint64_t kvb = kv_read_bytes(in, cp, mean_pos), bpt = sb->weights + kvb;
+    double pred_share = bpt ? (double)sb->predictor / (double)bpt : 0.0;
     double gbs = tg * (double)bpt / 1e9;
     const char *type = hr_type_name(in->weight_type);
     if (o->json) {
@@ -160,9 +218,17 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
         print_runs(stdout, "prompt_tok_s_runs", runs, n, true);
         putchar(',');
         print_runs(stdout, "decode_tok_s_runs", runs, n, false);
+        printf(",\"ffn_mode\":\"%s\",\"sparse_threshold\":%.9g,\"computed_fraction\":%.6f,"
+               "\"dense_weight_bytes\":%llu,\"ffn_bytes\":%llu,\"predictor_bytes\":%llu,"
+               "\"nonffn_bytes_per_token\":%llu,\"ffn_bytes_per_token\":%llu,\"predictor_bytes_per_token\":%llu,"
+               "\"predictor_byte_share\":%.6f",
+               hearth_ffn_mode_name(sb->mode), sb->threshold, sb->fraction, (unsigned long long)in->decode_bytes,
+               (unsigned long long)in->ffn_bytes, (unsigned long long)in->predictor_bytes,
+               (unsigned long long)sb->other, (unsigned long long)sb->ffn, (unsigned long long)sb->predictor,
+               pred_share);
         printf(",\"weight_bytes_per_token\":%llu,\"kv_bytes_per_token\":%llu,\"bytes_per_token\":%llu,"
                "\"decode_gb_s\":%.3f}\n",
-               (unsigned long long)in->decode_bytes, (unsigned long long)kvb, (unsigned long long)bpt, gbs);
+               (unsigned long long)sb->weights, (unsigned long long)kvb, (unsigned long long)bpt, gbs);
         return;
     }
     printf("model   %s (%s, %s, %d layers, n_embd %d, n_ff %d, vocab %d)\n", o->model, in->arch, type ? type : "?",
@@ -171,8 +237,19 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
            o->n_gen, o->runs, n_ctx);
     printf("prompt  %10.2f tok/s (median)\n", pp);
     printf("decode  %10.2f tok/s (median)\n", tg);
+    if (sb->mode == HEARTH_FFN_DENSE) {
+        printf("ffn     dense\n");
+    } else {
+        printf("ffn     %s", hearth_ffn_mode_name(sb->mode));
+        if (sb->mode == HEARTH_FFN_PREDICTED) printf(", threshold %g", sb->threshold);
+        printf(": %.2f%% of neurons computed while decoding (all layers)\n", 100 * sb->fraction);
+    }
     printf("bytes/token  %.1f MiB = weights %.1f MiB + KV cache %.2f MiB (at mean position %.1f)\n",
-           bpt / 1048576.0, in->decode_bytes / 1048576.0, kvb / 1048576.0, mean_pos);
+           bpt / 1048576.0, sb->weights / 1048576.0, kvb / 1048576.0, mean_pos);
+    if (sb->mode != HEARTH_FFN_DENSE)
+        printf("  weights = non-FFN %.1f MiB + FFN rows %.1f MiB (of %.1f) + predictor %.1f MiB (%.1f%% of bytes/token)\n",
+               sb->other / 1048576.0, sb->ffn / 1048576.0, in->ffn_bytes / 1048576.0, sb->predictor / 1048576.0,
+               100 * pred_share);
     printf("decode bandwidth  %.2f GB/s\n", gbs);
 }
 
@@ -186,6 +263,8 @@ static int bench(const bench_opts *o, hearth_model *m) {
     hr_err e = {{0}};
     const hearth_model_info *in = hearth_model_get_info(m);
     hearth_ctx_params cp = hearth_ctx_default_params();
+    cp.ffn_mode = o->ffn.cp.ffn_mode;
+    cp.ffn_stats = o->ffn.cp.ffn_stats;
     cp.n_threads = (int32_t)o->threads;
     cp.n_ctx = (int32_t)(o->n_ctx ? o->n_ctx : o->n_prompt + o->n_gen);
     if (cp.n_batch < o->n_prompt) cp.n_batch = (int32_t)o->n_prompt; /* one eval, one batch */
@@ -205,9 +284,16 @@ static int bench(const bench_opts *o, hearth_model *m) {
         }
         rc = warm_up(c, prompt, (int32_t)o->n_prompt, &e) ? 1 : 0;
         for (long r = 0; !rc && r < o->runs; r++)
-            rc = bench_once(c, prompt, (int32_t)o->n_prompt, (int32_t)o->n_gen, in->n_vocab, &runs[r], &e) ? 1 : 0;
-        if (rc) fprintf(stderr, "hearth bench: %s\n", e.msg);
-        else report(o, in, &cp, cp.n_threads ? cp.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN), hearth_ctx_n_ctx(c), runs);
+            rc = bench_once(c, prompt, (int32_t)o->n_prompt, (int32_t)o->n_gen, in, &runs[r], &e) ? 1 : 0;
+        if (rc) {
+            fprintf(stderr, "hearth bench: %s\n", e.msg);
+        } else {
+            sparse_bytes sb = weight_bytes(in, hearth_ctx_ffn_mode(c), runs, (int)o->runs);
+            sb.threshold = hearth_model_sparse_threshold(m);
+            report(o, in, &cp, cp.n_threads ? cp.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN), hearth_ctx_n_ctx(c),
+                   runs, &sb);
+            if (cp.ffn_stats) hr_print_ffn_stats(m, c);
+        }
     } else {
         fprintf(stderr, "hearth bench: out of memory\n");
     }
@@ -223,6 +309,8 @@ int hr_cmd_bench(int argc, char **argv) {
     if (r >= 0) return r;
     hr_err e = {{0}};
     hearth_model_params mp = hearth_model_default_params();
+    mp.has_sparse_threshold = o.ffn.mp.has_sparse_threshold;
+    mp.sparse_threshold = o.ffn.mp.sparse_threshold;
     hearth_model *m = hearth_model_load(o.model, &mp, &e);
     if (!m) {
         fprintf(stderr, "hearth bench: %s\n", e.msg);

@@ -53,6 +53,11 @@ typedef struct hearth_ctx_params {
     hearth_kv_type kv_k, kv_v;
     hearth_ffn_mode ffn_mode;
     bool ffn_stats;     /* count per-layer activity (costs a full gate product per layer in predicted mode) */
+    /* Calibration hook (hearth calibrate); NULL when unused. Called in dense mode only, from
+     * each layer's FFN, with the batch's predictor inputs p [n_tok][n_embd] (the residual
+     * stream before ffn_norm; falcon: the layer input) and activations act [n_tok][n_ff]. */
+    void (*ffn_observer)(void *ud, int32_t layer, int32_t n_tok, const float *p, const float *act);
+    void *ffn_observer_ud;
 } hearth_ctx_params;
 
 typedef struct hearth_model_info {

@@ -95,6 +95,7 @@ hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *
     int nt = d.n_threads ? d.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nt < 1) nt = 1;
     c->ffn_stats_on = d.ffn_stats;
+    c->ffn_observer = d.ffn_observer, c->ffn_observer_ud = d.ffn_observer_ud; /* calibration hook */
     if (resolve_ffn_mode(c, d.ffn_mode, e) || hr_cpu_init(&c->cpu, nt, e) || alloc_kv(c, e) || alloc_scratch(c, e) ||
         alloc_ffn(c, e) || hr_sparse_reserve(&c->sparse_ws, &c->cpu, c->n_batch, m->hp.n_embd, e)) {
         hearth_ctx_free(c);

@@ -29,6 +29,8 @@ struct hearth_ctx {
     int32_t *ffn_idx;             /* [n_ff] union of active neurons */
     int32_t *ffn_all;             /* [n_ff] 0..n_ff-1 */
     uint8_t *ffn_mask;            /* [n_batch][n_ff] active flags */
+    void (*ffn_observer)(void *ud, int32_t layer, int32_t n_tok, const float *p, const float *act); /* calibration hook */
+    void *ffn_observer_ud;
     float *logits;  /* [logits_rows][n_vocab] */
     int64_t logits_cap, n_logits;
     uint64_t kv_bytes, scratch_bytes;

@@ -190,6 +190,8 @@ int hr_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *x, const float
     default:
         if (fired && count_fired(&j, il, mode, e)) return -1;
         r = ffn_dense(&j, out, e);
+        /* calibration hook: c->ffn_a still holds the dense activations [n][n_ff] */
+        if (!r && c->ffn_observer) c->ffn_observer(c->ffn_observer_ud, il, n, x, c->ffn_a);
     }
     if (!r) count_computed(&j, il, mode);
     return r;

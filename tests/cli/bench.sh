@@ -1,6 +1,9 @@
 #!/bin/sh
 # hearth bench: flag errors, and the --json report's arithmetic on a tiny synthetic model:
 # KV bytes recomputed here from the shape, bytes/token = weights + KV, GB/s = tok/s x bytes.
+# Sparse modes on a tiny PowerInfer model: the computed fraction is 1 with a threshold no
+# score misses and 0 with one no score reaches, and the bytes add up to sizes derived here
+# from the shape (FFN and predictor matrices), not taken from the program.
 # Usage: bench.sh HEARTH_BIN
 set -u
 H="$1"
@@ -57,6 +60,54 @@ awk -v w="$(num weight_bytes_per_token)" -v k="$(num kv_bytes_per_token)" -v b="
     e = t * b / 1e9
     if (g < e * 0.999 - 0.001 || g > e * 1.001 + 0.001) { print "FAIL: GB/s " g " != " e; bad = 1 }
     exit bad }' || fails=$((fails + 1))
+
+# --- sparse FFN modes ------------------------------------------------------------------------
+expect 2 "mode 'bogus' is unknown" -- "$H" bench -m "$M" --ffn bogus
+expect 2 "sparse-threshold" -- "$H" bench -m "$M" --sparse-threshold x
+expect 2 "needs a value" -- "$H" bench -m "$M" --ffn
+P="$T/p.gguf"
+"$H" synth -q -o "$P" --powerinfer --act reglu --pred-rank 32 --n-embd 64 --n-layer 2 --n-head 4 --n-ff 128 \
+    --n-vocab 400 --seed 3 >/dev/null 2>&1 || { echo "FAIL: synth --powerinfer"; exit 1; }
+expect 0 "of neurons computed while decoding" -- "$H" bench -m "$P" -t 1 -p 8 -n 4 -r 1 --ffn predicted
+expect 0 "recall" -- "$H" bench -m "$P" -t 1 -p 8 -n 4 -r 1 --stats
+
+# sparse_check LABEL WANT_MODE WANT_FRACTION(lo:hi) bench-flags...: one --json run, then the byte sums.
+# f32 sizes of this shape: FFN 2 layers x 3 x 64x128 x 4 B, predictor 2 x (64x32 + 32x128) x 4 B.
+FFN_B=$((2 * 3 * 64 * 128 * 4)) PRED_B=$((2 * (64 * 32 + 32 * 128) * 4))
+sparse_check() {
+    label=$1 mode=$2 frac=$3
+    shift 3
+    if ! "$H" bench -m "$P" -t 1 -p 8 -n 6 -r 2 --json "$@" >"$T/j" 2>"$T/err"; then
+        echo "FAIL: $label: bench failed"; cat "$T/err"; fails=$((fails + 1)); return
+    fi
+    grep -q "\"ffn_mode\":\"$mode\"" "$T/j" || { echo "FAIL: $label: mode not $mode: $(cat "$T/j")"; fails=$((fails + 1)); }
+    awk -v lbl="$label" -v mode="$mode" -v frange="$frac" -v F="$FFN_B" -v PB="$PRED_B" \
+        -v f="$(num computed_fraction)" -v d="$(num dense_weight_bytes)" -v fb="$(num ffn_bytes)" \
+        -v pb="$(num predictor_bytes)" -v o="$(num nonffn_bytes_per_token)" -v ft="$(num ffn_bytes_per_token)" \
+        -v pt="$(num predictor_bytes_per_token)" -v w="$(num weight_bytes_per_token)" -v k="$(num kv_bytes_per_token)" \
+        -v b="$(num bytes_per_token)" -v sh="$(num predictor_byte_share)" 'BEGIN {
+        bad = 0; split(frange, r, ":")
+        if (f == "" || f < r[1] || f > r[2]) { print "FAIL: " lbl ": fraction " f " not in [" r[1] ", " r[2] "]"; bad = 1 }
+        if (fb != F) { print "FAIL: " lbl ": ffn_bytes " fb " want " F; bad = 1 }
+        if (pb != PB) { print "FAIL: " lbl ": predictor_bytes " pb " want " PB; bad = 1 }
+        if (o != d - F) { print "FAIL: " lbl ": non-FFN bytes " o " want " d - F; bad = 1 }
+        wp = mode == "predicted" ? PB : 0
+        if (pt != wp) { print "FAIL: " lbl ": predictor bytes/token " pt " want " wp; bad = 1 }
+        full = mode == "exact" ? F / 3 : 0   # exact mode reads the whole gate
+        wf = full + f * (F - full)
+        if (ft < wf - 1 - F * 1e-6 || ft > wf + 1 + F * 1e-6) { print "FAIL: " lbl ": FFN bytes/token " ft " want " wf; bad = 1 }
+        if (w != o + ft + pt) { print "FAIL: " lbl ": weights " w " != " o " + " ft " + " pt; bad = 1 }
+        if (b != w + k) { print "FAIL: " lbl ": bytes/token " b " != " w " + " k; bad = 1 }
+        es = pt / b
+        if (sh < es - 1e-6 || sh > es + 1e-6) { print "FAIL: " lbl ": predictor share " sh " want " es; bad = 1 }
+        exit bad }' || fails=$((fails + 1))
+}
+sparse_check "all neurons" predicted 1:1 --sparse-threshold -1e30
+sparse_check "no neurons" predicted 0:0 --sparse-threshold 1e30
+sparse_check "threshold 0" predicted 0.05:0.95 --sparse-threshold 0
+sparse_check "dense" dense 1:1 --ffn dense
+sparse_check "exact" exact 0.05:0.95 --ffn exact
+sparse_check "default mode" predicted 0:1
 
 [ "$fails" -eq 0 ] && echo ok
 exit "$fails"

@@ -42,7 +42,13 @@ INLINE float sc_f16(const void *p, int64_t i) { return _cvtsh_ss(ld_u16(p, i)); 
 INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p, i)); }
 
 /* R x C dot products of float-type rows; R, C are compile-time constants at each use. */
-#define FDOT_BODY(LD, SC, R, C)                                                              \
+/* Weight rows stream from DRAM. Kernels of 4 rows (decode over contiguous rows) prefetch
+ * the same offset 4 rows on, the rows the next call reads; others prefetch PF_AHEAD bytes
+ * ahead in the same row. Used where ws (row stride) is in scope. */
+#define PF_AHEAD 1536
+#define PF(p, R) _mm_prefetch((const char *)((uintptr_t)(p) + ((R) == 4 ? 4 * ws : PF_AHEAD)), _MM_HINT_T0)
+
+#define FDOT_BODY(LD, SC, ES, R, C)                                                             \
     __m256 acc[R][C];                                                                        \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                      \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps(); \
@@ -54,6 +60,8 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
             x1[c] = LD(X + c * xs, i + 8);                                                   \
         }                                                                                    \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
+            if ((i * ES) % 64 == 0) PF(W + r * ws + i * ES, R);                                 \
+            if (ES == 4) PF(W + r * ws + i * ES + 32, R);                                       \
             __m256 w0 = LD(W + r * ws, i), w1 = LD(W + r * ws, i + 8);                       \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                            \
                 __m256 t = _mm256_mul_ps(w0, x0[c]);                                         \
@@ -77,27 +85,32 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
         y[c * ys + r] = hsum8(acc[r][c]) + tail;                                             \
     }
 
-#define FDOT_FUNCS(NAME, LD, SC)                                                          \
+#define FDOT_FUNCS(NAME, LD, SC, ES)                                                        \
     static void dot_##NAME(int64_t n, float *s, const void *w, const void *x) {            \
         const char *W = w, *X = x;                                                         \
         const size_t ws = 0, xs = 0, ys = 0;                                               \
         float *y = s;                                                                      \
-        FDOT_BODY(LD, SC, 1, 1)                                                            \
+        FDOT_BODY(LD, SC, ES, 1, 1)                                                            \
     }                                                                                      \
     static void tile_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, \
                             float *y, size_t ys) {                                         \
         const char *W = w, *X = x;                                                         \
-        FDOT_BODY(LD, SC, HR_TILE_R, HR_TILE_C)                                            \
+        FDOT_BODY(LD, SC, ES, HR_TILE_R, HR_TILE_C)                                            \
     }                                                                                      \
     static void rows2_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, \
                              float *y, size_t ys) {                                        \
         const char *W = w, *X = x;                                                         \
-        FDOT_BODY(LD, SC, 2, 1)                                                            \
+        FDOT_BODY(LD, SC, ES, 2, 1)                                                            \
+    }                                                                                      \
+    static void rows4_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, \
+                             float *y, size_t ys) {                                        \
+        const char *W = w, *X = x;                                                         \
+        FDOT_BODY(LD, SC, ES, 4, 1)                                                        \
     }
 
-FDOT_FUNCS(f32, ld_f32, sc_f32)
-FDOT_FUNCS(f16, ld_f16, sc_f16)
-FDOT_FUNCS(bf16, ld_bf16, sc_bf16)
+FDOT_FUNCS(f32, ld_f32, sc_f32, 4)
+FDOT_FUNCS(f16, ld_f16, sc_f16, 2)
+FDOT_FUNCS(bf16, ld_bf16, sc_bf16, 2)
 
 /* ---- activation prep ---- */
 static void prep_f32(const float *x, void *xq, int64_t n) { memcpy(xq, x, (size_t)n * 4); }
@@ -156,91 +169,155 @@ void hr_prep_q8_0_avx2(const float *x, void *xq, int64_t n) {
     }
 }
 
-/* ---- quantized types ---- */
-INLINE __m256 half_bcast(uint16_t h) { return _mm256_cvtph_ps(_mm_set1_epi16((short)h)); }
+/* ---- quantized types ----
+ * Groups of 8 blocks. Per group and activation row, the x-side work (loads, the 8 x
+ * scales, Q4_0's lane order and 8*sum(x) term) is done once and shared by all weight
+ * rows of the kernel; per weight row the 8 block scales are converted at once and each
+ * block (Q8_0) or block pair (Q4_0) takes its lanes' scales with one permute. Per
+ * (row, token) the arithmetic does not depend on R and C, so dot, rows4, rows2 and
+ * tiles agree bit for bit. A ragged tail (n/32 not a multiple of 8) runs the same
+ * group code on zero-padded copies (zero blocks add exactly +0). */
+#define QGRP 8
 
-/* Signed bytes of block b of a weight row. */
-INLINE __m256i wq_q8_0(const void *w, int64_t b) {
-    return _mm256_loadu_si256((const __m256i *)((const hr_block_q8_0 *)w)[b].qs);
+/* the 8 F16 scales at p, p + stride, ... as floats */
+INLINE __m256 scales8(const char *p, size_t stride) {
+    uint16_t h[8];
+    for (int k = 0; k < 8; k++) memcpy(&h[k], p + k * stride, 2);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
 }
-INLINE uint16_t wd_q8_0(const void *w, int64_t b) { return ((const hr_block_q8_0 *)w)[b].d; }
-INLINE __m256i wq_q4_0(const void *w, int64_t b) {
-    __m128i t = _mm_loadu_si128((const __m128i *)((const hr_block_q4_0 *)w)[b].qs);
-    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1);
-    return _mm256_sub_epi8(_mm256_and_si256(v, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
-}
-INLINE uint16_t wd_q4_0(const void *w, int64_t b) { return ((const hr_block_q4_0 *)w)[b].d; }
-
-/* 8 lanes of int32 partial sums of |w|*sign(x, w) = w*x, as float. */
-INLINE __m256 idot(__m256i aw, __m256i w, __m256i x) {
-    __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w));
-    return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+INLINE __m256i two128(const void *a, const void *b) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                   _mm_loadu_si128((const __m128i *)b), 1);
 }
 
-#define QDOT_BODY(WQ, WD, R, C)                                                          \
-    const hr_block_q8_0 *xb[C];                                                          \
-    __m256 acc[R][C];                                                                    \
-    _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) xb[c] = (const hr_block_q8_0 *)(X + c * xs); \
-    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                  \
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps(); \
-    const int64_t nb = n / HR_QK;                                                        \
-    int64_t b = 0;                                                                       \
-    for (; b + 2 <= nb; b += 2) {                                                        \
-        __m256i x0[C], x1[C];                                                            \
-        __m256 dx0[C], dx1[C];                                                           \
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                            \
-            x0[c] = _mm256_loadu_si256((const __m256i *)xb[c][b].qs);                    \
-            x1[c] = _mm256_loadu_si256((const __m256i *)xb[c][b + 1].qs);                \
-            dx0[c] = half_bcast(xb[c][b].d);                                             \
-            dx1[c] = half_bcast(xb[c][b + 1].d);                                         \
-        }                                                                                \
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                            \
-            const void *wr = W + r * ws;                                                 \
-            __m256i w0 = WQ(wr, b), w1 = WQ(wr, b + 1);                                  \
-            __m256i a0 = _mm256_sign_epi8(w0, w0), a1 = _mm256_sign_epi8(w1, w1);        \
-            __m256 dw0 = half_bcast(WD(wr, b)), dw1 = half_bcast(WD(wr, b + 1));         \
-            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                        \
-                __m256 t = _mm256_mul_ps(_mm256_mul_ps(dw0, dx0[c]), idot(a0, w0, x0[c])); \
-                t = _mm256_fmadd_ps(_mm256_mul_ps(dw1, dx1[c]), idot(a1, w1, x1[c]), t); \
-                acc[r][c] = _mm256_add_ps(acc[r][c], t);                                 \
-            }                                                                            \
-        }                                                                                \
-    }                                                                                    \
-    if (b < nb) {                                                                        \
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                            \
-            const void *wr = W + r * ws;                                                 \
-            __m256i w0 = WQ(wr, b), a0 = _mm256_sign_epi8(w0, w0);                       \
-            __m256 dw0 = half_bcast(WD(wr, b));                                          \
-            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                        \
-                __m256i xv = _mm256_loadu_si256((const __m256i *)xb[c][b].qs);           \
-                acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dw0, half_bcast(xb[c][b].d)),  \
-                                            idot(a0, w0, xv), acc[r][c]);                \
-            }                                                                            \
-        }                                                                                \
-    }                                                                                    \
-    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                  \
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) y[c * ys + r] = hsum8(acc[r][c]);
+/* x side. Q8_0: the blocks as they are. Q4_0, per pair p of blocks (2p, 2p+1):
+ * q[2p] = elements 0-15 of both (the low nibbles' partners), q[2p+1] = elements 16-31,
+ * m8[p] = 8 * sum(x) over each int32 lane's bytes. */
+typedef struct { __m256i q[8], m8[4]; __m256 d; const hr_block_q8_0 *x; } xgrp;
+INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
+    if (q4) {
+        const __m256i eight = _mm256_set1_epi8(8), ones = _mm256_set1_epi16(1);
+        for (int p = 0; p < 4; p++) {
+            g->q[2 * p] = two128(x[2 * p].qs, x[2 * p + 1].qs);
+            g->q[2 * p + 1] = two128(x[2 * p].qs + 16, x[2 * p + 1].qs + 16);
+            __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(eight, g->q[2 * p]), _mm256_maddubs_epi16(eight, g->q[2 * p + 1]));
+            g->m8[p] = _mm256_madd_epi16(s, ones);
+        }
+    } /* Q8_0 loads x where used: 8 registers held across rows would spill */
+    g->x = x;
+    g->d = scales8((const char *)&x[0].d, sizeof(hr_block_q8_0));
+}
 
-#define QDOT_FUNCS(NAME, WQ, WD)                                                          \
-    static void dot_##NAME(int64_t n, float *s, const void *w, const void *x) {            \
-        const char *W = w, *X = x;                                                         \
-        const size_t ws = 0, xs = 0, ys = 0;                                               \
-        float *y = s;                                                                      \
-        QDOT_BODY(WQ, WD, 1, 1)                                                            \
-    }                                                                                      \
-    static void tile_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, \
-                            float *y, size_t ys) {                                         \
-        const char *W = w, *X = x;                                                         \
-        QDOT_BODY(WQ, WD, HR_TILE_R, HR_TILE_C)                                            \
-    }                                                                                      \
-    static void rows2_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, \
-                             float *y, size_t ys) {                                        \
-        const char *W = w, *X = x;                                                         \
-        QDOT_BODY(WQ, WD, 2, 1)                                                            \
+/* int32 lanes of step k: Q4_0 pair k (lanes 0-3 block 2k, 4-7 block 2k+1); Q8_0 block k */
+INLINE __m256i w_idot_q4_0(const void *w, int k, const xgrp *g) {
+    const hr_block_q4_0 *B = (const hr_block_q4_0 *)w + 2 * k;
+    const __m256i m = _mm256_set1_epi8(0x0f);
+    __m256i v = two128(B[0].qs, B[1].qs);
+    __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, m), g->q[2 * k]),
+                                 _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m), g->q[2 * k + 1]));
+    return _mm256_sub_epi32(_mm256_madd_epi16(s, _mm256_set1_epi16(1)), g->m8[k]);
+}
+INLINE __m256i w_idot_q8_0(const void *w, int k, const xgrp *g) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)((const hr_block_q8_0 *)w)[k].qs);
+    __m256i xk = _mm256_loadu_si256((const __m256i *)g->x[k].qs);
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(xk, v));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+INLINE __m256i sidx(int q4, int k) {
+    return q4 ? _mm256_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1)
+              : _mm256_set1_epi32(k);
+}
+
+/* Weight scales of all R rows first, then one activation row at a time, so only one
+ * x group is live (tiles would spill holding C of them). */
+#define QGRP_STEP(WB, XB, IDOT, Q4, PFON, R, C)                                                   \
+    {                                                                                            \
+        __m256 dw[R];                                                                            \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                    \
+            _Pragma("GCC unroll 8") for (int o = 0; PFON && o < QGRP * (int)WBS; o += 64) PF(WB[r] + o, R); \
+            dw[r] = scales8(WB[r], WBS);                                                         \
+        }                                                                                        \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                    \
+            xgrp g;                                                                              \
+            x_grp(&g, XB[c], Q4);                                                                \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
+                const __m256 s = _mm256_mul_ps(dw[r], g.d);                                      \
+                _Pragma("GCC unroll 8") for (int k = 0; k < (Q4 ? 4 : 8); k++) {                 \
+                    __m256 v = _mm256_cvtepi32_ps(IDOT(WB[r], k, &g));                           \
+                    __m256 sk = _mm256_permutevar8x32_ps(s, sidx(Q4, k));                        \
+                    if (k & 1) acc1[r][c] = _mm256_fmadd_ps(v, sk, acc1[r][c]);                  \
+                    else acc0[r][c] = _mm256_fmadd_ps(v, sk, acc0[r][c]);                        \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
     }
 
-QDOT_FUNCS(q8_0, wq_q8_0, wd_q8_0)
-QDOT_FUNCS(q4_0, wq_q4_0, wd_q4_0)
+#define QDOT_BODY(WBLK, IDOT, Q4, R, C)                                                          \
+    __m256 acc0[R][C], acc1[R][C];                                                               \
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                          \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = acc1[r][c] = _mm256_setzero_ps(); \
+    const int64_t nb = n / HR_QK;                                                                \
+    int64_t b = 0;                                                                               \
+    for (; b + QGRP <= nb; b += QGRP) {                                                          \
+        const char *wb_[R];                                                                      \
+        const hr_block_q8_0 *xb_[C];                                                             \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) wb_[r] = W + r * ws + b * WBS;       \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) xb_[c] = (const hr_block_q8_0 *)(X + c * xs) + b; \
+        QGRP_STEP(wb_, xb_, IDOT, Q4, 1, R, C)                                                   \
+    }                                                                                            \
+    if (b < nb) {                                                                                \
+        const int64_t m = nb - b;                                                                \
+        WBLK wt_[R][QGRP];                                                                       \
+        hr_block_q8_0 xt_[C][QGRP];                                                              \
+        const char *wb_[R];                                                                      \
+        const hr_block_q8_0 *xb_[C];                                                             \
+        memset(wt_, 0, sizeof wt_);                                                              \
+        memset(xt_, 0, sizeof xt_);                                                              \
+        for (int r = 0; r < R; r++) {                                                            \
+            memcpy(wt_[r], W + r * ws + b * WBS, (size_t)m * WBS);                               \
+            wb_[r] = (const char *)wt_[r];                                                       \
+        }                                                                                        \
+        for (int c = 0; c < C; c++) {                                                            \
+            memcpy(xt_[c], (const hr_block_q8_0 *)(X + c * xs) + b, (size_t)m * sizeof(hr_block_q8_0)); \
+            xb_[c] = xt_[c];                                                                     \
+        }                                                                                        \
+        QGRP_STEP(wb_, xb_, IDOT, Q4, 0, R, C)                                                   \
+    }                                                                                            \
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                          \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                                      \
+            y[c * ys + r] = hsum8(_mm256_add_ps(acc0[r][c], acc1[r][c]));
+
+#define QDOT_FUNCS(NAME, WBLK, IDOT, Q4)                                                          \
+    enum { WBS_##NAME = sizeof(WBLK) };                                                           \
+    static void dot_##NAME(int64_t n, float *s, const void *w, const void *x) {                    \
+        const char *W = w, *X = x;                                                                 \
+        const size_t ws = 0, xs = 0, ys = 0, WBS = WBS_##NAME;                                     \
+        float *y = s;                                                                              \
+        QDOT_BODY(WBLK, IDOT, Q4, 1, 1)                                                            \
+    }                                                                                              \
+    static void tile_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs,         \
+                            float *y, size_t ys) {                                                 \
+        const char *W = w, *X = x;                                                                 \
+        const size_t WBS = WBS_##NAME;                                                             \
+        QDOT_BODY(WBLK, IDOT, Q4, HR_TILE_R, HR_TILE_C)                                            \
+    }                                                                                              \
+    static void rows2_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs,        \
+                             float *y, size_t ys) {                                                \
+        const char *W = w, *X = x;                                                                 \
+        const size_t WBS = WBS_##NAME;                                                             \
+        (void)xs;                                                                                  \
+        QDOT_BODY(WBLK, IDOT, Q4, 2, 1)                                                            \
+    }                                                                                              \
+    static void rows4_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs,        \
+                             float *y, size_t ys) {                                                \
+        const char *W = w, *X = x;                                                                 \
+        const size_t WBS = WBS_##NAME;                                                             \
+        (void)xs;                                                                                  \
+        QDOT_BODY(WBLK, IDOT, Q4, 4, 1)                                                            \
+    }
+
+QDOT_FUNCS(q8_0, hr_block_q8_0, w_idot_q8_0, 0)
+QDOT_FUNCS(q4_0, hr_block_q4_0, w_idot_q4_0, 1)
 
 static const hr_kernels_ext k_avx2 = {
     .k = {
@@ -254,6 +331,8 @@ static const hr_kernels_ext k_avx2 = {
              [HR_Q8_0] = tile_q8_0, [HR_Q4_0] = tile_q4_0},
     .rows2 = {[HR_F32] = rows2_f32, [HR_F16] = rows2_f16, [HR_BF16] = rows2_bf16,
               [HR_Q8_0] = rows2_q8_0, [HR_Q4_0] = rows2_q4_0},
+    .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16,
+              [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0},
 };
 
 const hr_kernels_ext *hr_kext_avx2(void) { return &k_avx2; }

@@ -35,7 +35,13 @@ INLINE uint16_t ld_u16(const void *p, int64_t i) {
 INLINE float sc_f16(const void *p, int64_t i) { return _cvtsh_ss(ld_u16(p, i)); }
 INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p, i)); }
 
-#define FDOT_BODY(LD, SC, R, C)                                                              \
+/* Weight rows stream from DRAM. Kernels of 4 rows (decode over contiguous rows) prefetch
+ * the same offset 4 rows on, the rows the next call reads; others prefetch PF_AHEAD bytes
+ * ahead in the same row. */
+#define PF_AHEAD 1536
+#define PF_ADDR(row, R) ((const char *)((uintptr_t)(row) + ((R) == 4 ? 4 * ws : PF_AHEAD)))
+
+#define FDOT_BODY(LD, SC, ES, R, C)                                                             \
     __m512 acc[R][C];                                                                        \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                      \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps(); \
@@ -43,6 +49,8 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
     for (; i + 32 <= n; i += 32) {                                                           \
         __m512 w0[R], w1[R];                                                                 \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
+            _Pragma("GCC unroll 4") for (int o = 0; o < 32 * ES; o += 64)                     \
+                _mm_prefetch(PF_ADDR(W + r * ws + i * ES, R) + o, _MM_HINT_T1);              \
             w0[r] = LD(W + r * ws, i);                                                       \
             w1[r] = LD(W + r * ws, i + 16);                                                  \
         }                                                                                    \
@@ -70,142 +78,227 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
         y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]) + tail;                              \
     }
 
-#define FDOT_FUNCS(NAME, LD, SC)                                                               \
+#define FDOT_FUNCS(NAME, LD, SC, ES)                                                             \
     TGT static void dot_##NAME(int64_t n, float *s, const void *w, const void *x) {             \
         const char *W = w, *X = x;                                                              \
         const size_t ws = 0, xs = 0, ys = 0;                                                    \
         float *y = s;                                                                           \
-        FDOT_BODY(LD, SC, 1, 1)                                                                 \
+        FDOT_BODY(LD, SC, ES, 1, 1)                                                                 \
     }                                                                                           \
     TGT static void tile_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs,  \
                                 float *y, size_t ys) {                                          \
         const char *W = w, *X = x;                                                              \
-        FDOT_BODY(LD, SC, HR_TILE_R, HR_TILE_C)                                                 \
+        FDOT_BODY(LD, SC, ES, HR_TILE_R, HR_TILE_C)                                                 \
     }                                                                                           \
     TGT static void rows2_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, \
                                  float *y, size_t ys) {                                         \
         const char *W = w, *X = x;                                                              \
-        FDOT_BODY(LD, SC, 2, 1)                                                                 \
+        FDOT_BODY(LD, SC, ES, 2, 1)                                                                 \
+    }                                                                                           \
+    TGT static void rows4_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, \
+                                 float *y, size_t ys) {                                         \
+        const char *W = w, *X = x;                                                              \
+        FDOT_BODY(LD, SC, ES, 4, 1)                                                             \
     }
 
-FDOT_FUNCS(f32, ld_f32, sc_f32)
-FDOT_FUNCS(f16, ld_f16, sc_f16)
-FDOT_FUNCS(bf16, ld_bf16, sc_bf16)
+FDOT_FUNCS(f32, ld_f32, sc_f32, 4)
+FDOT_FUNCS(f16, ld_f16, sc_f16, 2)
+FDOT_FUNCS(bf16, ld_bf16, sc_bf16, 2)
 
 static void prep_f32(const float *x, void *xq, int64_t n) { memcpy(xq, x, (size_t)n * 4); }
 
-/* ---- quantized types: pairs of blocks; `has1` = 0 makes the second block zero ---- */
-INLINE __m512i pair256(const int8_t *a, const int8_t *b, int has1) {
-    __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a));
-    return _mm512_inserti64x4(v, has1 ? _mm256_loadu_si256((const __m256i *)b) : _mm256_setzero_si256(), 1);
+/* ---- quantized types ----
+ * Groups of 8 blocks (4 register pairs). Per group and activation row the x-side
+ * work (loads, Q4_0's lane order and -8*sum(x) term, the 8 x scales) is done once
+ * and shared by every weight row of the kernel; per weight row the 8 block scales
+ * come from one F16 conversion, and each pair's lanes take theirs with one permute.
+ * Per (row, token) the arithmetic is the same whatever R and C are, so dot, rows4,
+ * rows2 and tiles agree bit for bit. A ragged tail (n/32 not a multiple of 8) runs
+ * the same group code on zero-padded copies (zero blocks add exactly +0). */
+#define QGRP 8
+
+INLINE __m512i pair256(const int8_t *a, const int8_t *b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
+                              _mm256_loadu_si256((const __m256i *)b), 1);
 }
-INLINE __m512 half_pair(uint16_t a, uint16_t b) {
-    __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)a)), _mm_set1_epi16((short)b), 1);
-    return _mm512_cvtph_ps(h);
+/* the 8 F16 scales at p, p + stride, ... as floats */
+INLINE __m256 scales8(const char *p, size_t stride) {
+    uint16_t h[8];
+    for (int k = 0; k < 8; k++) memcpy(&h[k], p + k * stride, 2);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
 }
 
-/* Activation pair: bytes, scales, and (Q4_0) -8 * sum(x) per lane. */
-typedef struct { __m512i q; __m512 d; __m512i neg8; } xpair;
-INLINE xpair x_pair(const hr_block_q8_0 *x, int64_t b, int has1, int want_neg8) {
-    xpair p;
-    p.q = pair256(x[b].qs, has1 ? x[b + 1].qs : NULL, has1);
-    p.d = half_pair(x[b].d, has1 ? x[b + 1].d : 0);
-    p.neg8 = want_neg8 ? _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), p.q))
-                       : _mm512_setzero_si512();
-    return p;
+INLINE __m512i widx(int base, int stride, int run) { /* word i -> base + stride*(i/run) + i%run */
+    int16_t t[32];
+    for (int i = 0; i < 32; i++) t[i] = (int16_t)(base + stride * (i / run) + i % run);
+    return _mm512_loadu_si512(t);
 }
 
-/* Weight pair: what the integer dot needs plus the scales. Q8_0: |w| and sign mask;
- * Q4_0: the unsigned nibbles (0..15) laid out like the activation pair. */
-typedef struct { __m512i q; __mmask64 neg; __m512 d; } wpair;
-INLINE wpair w_pair_q8_0(const void *w, int64_t b, int has1) {
-    const hr_block_q8_0 *B = w;
-    wpair p;
-    __m512i v = pair256(B[b].qs, has1 ? B[b + 1].qs : NULL, has1);
-    p.q = _mm512_abs_epi8(v);
-    p.neg = _mm512_movepi8_mask(v);
-    p.d = half_pair(B[b].d, has1 ? B[b + 1].d : 0);
-    return p;
+/* the 8 scales of 8 consecutive 34-byte (Q8_0) blocks: words 0, 17, 34, 51 of the first
+ * 128 bytes and of the 128 from byte 136 */
+INLINE __m256 scales8_q8(const void *p) {
+    const char *w = p;
+    __m512i a = _mm512_permutex2var_epi16(_mm512_loadu_si512(w), widx(0, 17, 1), _mm512_loadu_si512(w + 64));
+    __m512i b = _mm512_permutex2var_epi16(_mm512_loadu_si512(w + 136), widx(-68, 17, 1), _mm512_loadu_si512(w + 200));
+    return _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_mask_blend_epi16(0xf0, a, b)));
 }
-INLINE wpair w_pair_q4_0(const void *w, int64_t b, int has1) {
-    const hr_block_q4_0 *B = w;
-    wpair p;
-    __m128i lo = _mm_loadu_si128((const __m128i *)B[b].qs);
-    __m128i hi = has1 ? _mm_loadu_si128((const __m128i *)B[b + 1].qs) : _mm_set1_epi8(0x08 | 0x80);
-    __m256i y = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-    __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y), _mm256_srli_epi16(y, 4), 1);
-    z = _mm512_and_si512(z, _mm512_set1_epi8(0x0f));
-    p.q = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
-    p.neg = 0;
-    p.d = half_pair(B[b].d, has1 ? B[b + 1].d : 0);
-    return p;
+/* x side of one group, in the lane order of the weight side: Q8_0 as pairs of
+ * blocks [b | b+1]; Q4_0 as quads, q[2j] = elements 0-15 of blocks 4j..4j+3 (the low
+ * nibbles' partners) and q[2j+1] = elements 16-31, with n8[j] = -8 * sum(x) per lane. */
+typedef struct { __m512i q[4], n8[2]; __m256 d; } xgrp;
+/* the 16-byte pieces at a, b, c, d as one register (masked broadcast loads, no shuffles) */
+INLINE __m512i quad128(const void *a, const void *b, const void *c, const void *d) {
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)a));
+    v = _mm512_mask_broadcast_i32x4(v, 0x00f0, _mm_loadu_si128((const __m128i *)b));
+    v = _mm512_mask_broadcast_i32x4(v, 0x0f00, _mm_loadu_si128((const __m128i *)c));
+    return _mm512_mask_broadcast_i32x4(v, 0xf000, _mm_loadu_si128((const __m128i *)d));
 }
-/* sum over each 4-byte group of w*x, 16 int32 lanes, as float */
-INLINE __m512 idot_q8_0(wpair w, xpair x) {
-    __m512i sx = _mm512_mask_sub_epi8(x.q, w.neg, _mm512_setzero_si512(), x.q);
-    return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w.q, sx));
-}
-INLINE __m512 idot_q4_0(wpair w, xpair x) {
-    return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(x.neg8, w.q, x.q));
+INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
+    if (q4) {
+        for (int j = 0; j < 2; j++) {
+            const hr_block_q8_0 *B = x + 4 * j;
+            g->q[2 * j] = quad128(B[0].qs, B[1].qs, B[2].qs, B[3].qs);
+            g->q[2 * j + 1] = quad128(B[0].qs + 16, B[1].qs + 16, B[2].qs + 16, B[3].qs + 16);
+            __m512i s8 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), g->q[2 * j]);
+            s8 = _mm512_dpbusd_epi32(s8, _mm512_set1_epi8(8), g->q[2 * j + 1]);
+            g->n8[j] = _mm512_sub_epi32(_mm512_setzero_si512(), s8);
+        }
+    } else {
+        for (int p = 0; p < 4; p++) g->q[p] = pair256(x[2 * p].qs, x[2 * p + 1].qs);
+    }
+    g->d = scales8_q8(x);
 }
 
-#define QDOT_BODY(WP, IDOT, NEG8, R, C)                                                     \
-    const hr_block_q8_0 *xb[C];                                                             \
-    __m512 acc[R][C];                                                                       \
-    _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) xb[c] = (const hr_block_q8_0 *)(X + c * xs); \
-    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                     \
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps(); \
-    const int64_t nb = n / HR_QK;                                                           \
-    int64_t b = 0;                                                                          \
-    for (; b + 4 <= nb; b += 4) {                                                           \
-        wpair wa[R], wb[R];                                                                 \
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                               \
-            wa[r] = WP(W + r * ws, b, 1);                                                   \
-            wb[r] = WP(W + r * ws, b + 2, 1);                                               \
-        }                                                                                   \
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                               \
-            xpair xa = x_pair(xb[c], b, 1, NEG8), xbb = x_pair(xb[c], b + 2, 1, NEG8);      \
-            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                           \
-                __m512 t = _mm512_mul_ps(_mm512_mul_ps(wa[r].d, xa.d), IDOT(wa[r], xa));    \
-                t = _mm512_fmadd_ps(_mm512_mul_ps(wb[r].d, xbb.d), IDOT(wb[r], xbb), t);    \
-                acc[r][c] = _mm512_add_ps(acc[r][c], t);                                    \
-            }                                                                               \
-        }                                                                                   \
-    }                                                                                       \
-    for (; b < nb; b += 2) {                                                                \
-        const int has1 = b + 1 < nb;                                                        \
-        wpair wa[R];                                                                        \
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) wa[r] = WP(W + r * ws, b, has1); \
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                               \
-            xpair xa = x_pair(xb[c], b, has1, NEG8);                                        \
-            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                             \
-                acc[r][c] = _mm512_fmadd_ps(_mm512_mul_ps(wa[r].d, xa.d), IDOT(wa[r], xa), acc[r][c]); \
-        }                                                                                   \
-    }                                                                                       \
-    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                     \
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]);
+/* Weight side of one row's group: the 8 block scales as floats, plus (Q4_0) the nibble
+ * bytes of blocks 0-3 and 4-7. Q4_0 blocks are 18 bytes, so every scale and every run
+ * of nibbles starts on a 16-bit boundary: word permutes gather them from whole-register
+ * loads (the last load masked to the group's end). */
+typedef struct { __m256 d; __m512i nib[2]; } wgrp;
+INLINE void w_grp_q4_0(wgrp *g, const char *w) {
+    const __m512i l0 = _mm512_loadu_si512(w), l1 = _mm512_loadu_si512(w + 64);
+    const __m512i l2 = _mm512_maskz_loadu_epi16(0xff, w + 128);
+    g->d = _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, widx(0, 9, 1), l1)));
+    g->nib[0] = _mm512_permutex2var_epi16(l0, widx(1, 9, 8), l1);
+    g->nib[1] = _mm512_permutex2var_epi16(l1, widx(5, 9, 8), l2);
+}
+INLINE void w_grp_q8_0(wgrp *g, const char *w) { g->d = scales8_q8(w); }
 
-#define QDOT_FUNCS(NAME, WP, IDOT, NEG8)                                                       \
-    TGT static void dot_##NAME(int64_t n, float *s, const void *w, const void *x) {             \
-        const char *W = w, *X = x;                                                              \
-        const size_t ws = 0, xs = 0, ys = 0;                                                    \
-        float *y = s;                                                                           \
-        QDOT_BODY(WP, IDOT, NEG8, 1, 1)                                                         \
-    }                                                                                           \
-    TGT static void tile_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs,  \
-                                float *y, size_t ys) {                                          \
-        const char *W = w, *X = x;                                                              \
-        QDOT_BODY(WP, IDOT, NEG8, HR_TILE_R, HR_TILE_C)                                         \
-    }                                                                                           \
-    TGT static void rows2_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, \
-                                 float *y, size_t ys) {                                         \
-        const char *W = w, *X = x;                                                              \
-        QDOT_BODY(WP, IDOT, NEG8, 2, 1)                                                         \
+/* int32 lanes of step p (Q4_0: quad p of 2; Q8_0: pair p of 4) of one weight row's group */
+INLINE __m512i w_idot_q4_0(const void *w, const wgrp *wg, int p, const xgrp *g) {
+    (void)w;
+    const __m512i m = _mm512_set1_epi8(0x0f), v = wg->nib[p];
+    __m512i t = _mm512_dpbusd_epi32(g->n8[p], _mm512_and_si512(v, m), g->q[2 * p]);
+    return _mm512_dpbusd_epi32(t, _mm512_and_si512(_mm512_srli_epi16(v, 4), m), g->q[2 * p + 1]);
+}
+INLINE __m512i w_idot_q8_0(const void *w, const wgrp *wg, int p, const xgrp *g) {
+    (void)wg;
+    const hr_block_q8_0 *B = (const hr_block_q8_0 *)w + 2 * p;
+    __m512i v = pair256(B[0].qs, B[1].qs);
+    __m512i sx = _mm512_mask_sub_epi8(g->q[p], _mm512_movepi8_mask(v), _mm512_setzero_si512(), g->q[p]);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(v), sx);
+}
+
+/* lane -> block index within the group, per step */
+INLINE __m512i sidx(int q4, int p) {
+    if (q4) {
+        const int a = 4 * p;
+        return _mm512_setr_epi32(a, a, a, a, a + 1, a + 1, a + 1, a + 1, a + 2, a + 2, a + 2, a + 2, a + 3, a + 3, a + 3, a + 3);
+    }
+    const int a = 2 * p, b = 2 * p + 1;
+    return _mm512_setr_epi32(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b);
+}
+
+/* Weight side of all R rows first, then one activation row at a time, so only one
+ * x group is live (tiles would spill holding C of them). */
+#define QGRP_STEP(WB, XB, WGRP, IDOT, Q4, PF, R, C)                                              \
+    {                                                                                            \
+        wgrp wg[R];                                                                              \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                    \
+            _Pragma("GCC unroll 8") for (int o = 0; PF && o < QGRP * (int)WBS; o += 64)          \
+                _mm_prefetch(PF_ADDR(WB[r], R) + o, _MM_HINT_T0);                                \
+            WGRP(&wg[r], WB[r]);                                                                 \
+        }                                                                                        \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                    \
+            xgrp g;                                                                              \
+            x_grp(&g, XB[c], Q4);                                                                \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
+                const __m512 s = _mm512_castps256_ps512(_mm256_mul_ps(wg[r].d, g.d));            \
+                _Pragma("GCC unroll 4") for (int p = 0; p < (Q4 ? 2 : 4); p++) {                 \
+                    __m512 v = _mm512_cvtepi32_ps(IDOT(WB[r], &wg[r], p, &g));                   \
+                    __m512 sp = _mm512_permutexvar_ps(sidx(Q4, p), s);                           \
+                    if (p & 1) acc1[r][c] = _mm512_fmadd_ps(v, sp, acc1[r][c]);                  \
+                    else acc0[r][c] = _mm512_fmadd_ps(v, sp, acc0[r][c]);                        \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
     }
 
-QDOT_FUNCS(q8_0, w_pair_q8_0, idot_q8_0, 0)
-QDOT_FUNCS(q4_0, w_pair_q4_0, idot_q4_0, 1)
+#define QDOT_BODY(WBLK, WGRP, IDOT, Q4, R, C)                                                          \
+    __m512 acc0[R][C], acc1[R][C];                                                               \
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                          \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = acc1[r][c] = _mm512_setzero_ps(); \
+    const int64_t nb = n / HR_QK;                                                                \
+    int64_t b = 0;                                                                               \
+    for (; b + QGRP <= nb; b += QGRP) {                                                          \
+        const char *wb_[R];                                                                      \
+        const hr_block_q8_0 *xb_[C];                                                             \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) wb_[r] = W + r * ws + b * WBS;       \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) xb_[c] = (const hr_block_q8_0 *)(X + c * xs) + b; \
+        QGRP_STEP(wb_, xb_, WGRP, IDOT, Q4, 1, R, C)                                                   \
+    }                                                                                            \
+    if (b < nb) {                                                                                \
+        const int64_t m = nb - b;                                                                \
+        WBLK wt_[R][QGRP];                                                                       \
+        hr_block_q8_0 xt_[C][QGRP];                                                              \
+        const char *wb_[R];                                                                      \
+        const hr_block_q8_0 *xb_[C];                                                             \
+        memset(wt_, 0, sizeof wt_);                                                              \
+        memset(xt_, 0, sizeof xt_);                                                              \
+        for (int r = 0; r < R; r++) {                                                            \
+            memcpy(wt_[r], W + r * ws + b * WBS, (size_t)m * WBS);                               \
+            wb_[r] = (const char *)wt_[r];                                                       \
+        }                                                                                        \
+        for (int c = 0; c < C; c++) {                                                            \
+            memcpy(xt_[c], (const hr_block_q8_0 *)(X + c * xs) + b, (size_t)m * sizeof(hr_block_q8_0)); \
+            xb_[c] = xt_[c];                                                                     \
+        }                                                                                        \
+        QGRP_STEP(wb_, xb_, WGRP, IDOT, Q4, 0, R, C)                                                      \
+    }                                                                                            \
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                          \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                                      \
+            y[c * ys + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r][c], acc1[r][c]));
 
+#define QDOT_FUNCS(NAME, WBLK, WGRP, IDOT, Q4)                                                          \
+    enum { WBS_##NAME = sizeof(WBLK) };                                                           \
+    TGT static void dot_##NAME(int64_t n, float *s, const void *w, const void *x) {                \
+        const char *W = w, *X = x;                                                                 \
+        const size_t ws = 0, xs = 0, ys = 0, WBS = WBS_##NAME;                                     \
+        float *y = s;                                                                              \
+        QDOT_BODY(WBLK, WGRP, IDOT, Q4, 1, 1)                                                            \
+    }                                                                                              \
+    TGT static void tile_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs,     \
+                                float *y, size_t ys) {                                             \
+        const char *W = w, *X = x;                                                                 \
+        const size_t WBS = WBS_##NAME;                                                             \
+        QDOT_BODY(WBLK, WGRP, IDOT, Q4, HR_TILE_R, HR_TILE_C)                                            \
+    }                                                                                              \
+    TGT static void rows2_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs,    \
+                                 float *y, size_t ys) {                                            \
+        const char *W = w, *X = x;                                                                 \
+        const size_t WBS = WBS_##NAME;                                                             \
+        (void)xs;                                                                                  \
+        QDOT_BODY(WBLK, WGRP, IDOT, Q4, 2, 1)                                                            \
+    }                                                                                              \
+    TGT static void rows4_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs,    \
+                                 float *y, size_t ys) {                                            \
+        const char *W = w, *X = x;                                                                 \
+        const size_t WBS = WBS_##NAME;                                                             \
+        (void)xs;                                                                                  \
+        QDOT_BODY(WBLK, WGRP, IDOT, Q4, 4, 1)                                                            \
+    }
+
+QDOT_FUNCS(q8_0, hr_block_q8_0, w_grp_q8_0, w_idot_q8_0, 0)
+QDOT_FUNCS(q4_0, hr_block_q4_0, w_grp_q4_0, w_idot_q4_0, 1)
 static const hr_kernels_ext k_avx512 = {
     .k = {
         .name = "avx512",
@@ -218,6 +311,8 @@ static const hr_kernels_ext k_avx512 = {
              [HR_Q8_0] = tile_q8_0, [HR_Q4_0] = tile_q4_0},
     .rows2 = {[HR_F32] = rows2_f32, [HR_F16] = rows2_f16, [HR_BF16] = rows2_bf16,
               [HR_Q8_0] = rows2_q8_0, [HR_Q4_0] = rows2_q4_0},
+    .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16,
+              [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0},
 };
 
 const hr_kernels_ext *hr_kext_avx512(void) { return &k_avx512; }

@@ -20,6 +20,8 @@ typedef struct hr_kernels_ext {
     hr_tile_fn tile[HR_TYPE_MAX];
     /* 2 rows x 1 token (decode): shares the activation-side work of two rows; xs unused. */
     hr_tile_fn rows2[HR_TYPE_MAX];
+    /* 4 rows x 1 token, the same way (preferred for decode where present). */
+    hr_tile_fn rows4[HR_TYPE_MAX];
 } hr_kernels_ext;
 
 static inline const hr_kernels_ext *hr_kernels_ext_of(const hr_kernels *k) {

@@ -45,7 +45,7 @@ static int grow_scratch(hr_cpu *c, size_t bytes, hr_err *e) {
 
 typedef struct {
     const hr_kernels *k;
-    hr_tile_fn tile, rows2;
+    hr_tile_fn tile, rows2, rows4;
     const hr_mat *W;
     const float *X;
     const char *xq;
@@ -62,10 +62,12 @@ static void prep_task(void *arg, int ith, int nth) {
     for (int64_t t = t0; t < t1; t++) prep(j->X + t * j->W->n_in, (char *)j->xq + t * j->xs, j->W->n_in);
 }
 
-/* Rows [r0, r1) of item ith: equal contiguous chunks, a multiple of the tile height. */
+#define ROW_ALIGN 4 /* chunk heights: a multiple of the decode kernel's (rows4) and of HR_TILE_R */
+
+/* Rows [r0, r1) of item ith: equal contiguous chunks, a multiple of ROW_ALIGN. */
 static void row_range(int64_t n_out, int ith, int nth, int64_t *r0, int64_t *r1) {
     int64_t per = (n_out + nth - 1) / nth;
-    per = (per + HR_TILE_R - 1) / HR_TILE_R * HR_TILE_R;
+    per = (per + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
     *r0 = per * ith;
     *r1 = *r0 + per;
     if (*r0 > n_out) *r0 = n_out;
@@ -83,6 +85,7 @@ static void mm_task(void *arg, int ith, int nth) {
     row_range(n_out, ith, nth, &r0, &r1);
     if (j->n_tok == 1) {
         int64_t r = r0;
+        for (; j->rows4 && r + 4 <= r1; r += 4) j->rows4(n, w + r * rb, rb, j->xq, 0, &j->Y[r], 0);
         for (; j->rows2 && r + 2 <= r1; r += 2) j->rows2(n, w + r * rb, rb, j->xq, 0, &j->Y[r], 0);
         for (; r < r1; r++) dot(n, &j->Y[r], w + r * rb, j->xq);
         return;
@@ -112,7 +115,8 @@ int hr_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *
         return hr_errf(e, "matmul: row size %zu does not fit %lld %s elements", W->row_bytes,
                        (long long)W->n_in, hr_type_name(W->type));
     mm_job j = {.k = c->k, .tile = hr_kernels_ext_of(c->k)->tile[W->type],
-                .rows2 = hr_kernels_ext_of(c->k)->rows2[W->type], .W = W, .X = X,
+                .rows2 = hr_kernels_ext_of(c->k)->rows2[W->type],
+                .rows4 = hr_kernels_ext_of(c->k)->rows4[W->type], .W = W, .X = X,
                 .n_tok = n_tok, .Y = Y};
     if (W->type == HR_F32) {
         j.xq = (const char *)X;

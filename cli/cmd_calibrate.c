@@ -1,0 +1,208 @@
+/* hearth calibrate: count neuron activations of a ReLU-family model over a text, train
+ * per-layer predictors, write a PowerInfer file and the activation-statistics file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cli.h"
+#include "formats/types.h"
+#include "hearth.h"
+#include "sparse/calibrate.h"
+
+typedef struct {
+    const char *model, *text, *out, *plot;
+    double recall;
+    long max_rank, pairs, threads, n_ctx, epochs;
+    uint64_t seed;
+} cal_opts;
+
+static void help(void) {
+    printf("usage: hearth calibrate -m MODEL.gguf -f TEXT [-o OUT.gguf] [flags]\n\n"
+           "Runs a ReLU-family model (reglu, drelu, relu) densely over a text, counts how often\n"
+           "each FFN neuron fires, trains one activation predictor per layer, and writes a\n"
+           "PowerInfer GGUF (OUT, default MODEL.powerinfer.gguf) plus its statistics file\n"
+           "(OUT with .gguf replaced by .stats.gguf; see docs/stats-format.md).\n\n"
+           "  -m, --model FILE    model to calibrate\n"
+           "  -f, --file FILE     calibration text\n"
+           "  -o, --output FILE   PowerInfer file to write\n"
+           "  --recall X          recall target of truly active neurons, held-out (default 0.99)\n"
+           "  --max-rank R        largest predictor width tried (default 512)\n"
+           "  --tokens N          (p, active set) pairs kept per layer for training (default 16384)\n"
+           "  --epochs N          training passes per rank (default 6)\n"
+           "  -c, --ctx-size N    tokens per chunk, each from an empty cache (default 512)\n"
+           "  -t, --threads N     threads (default: all cores)\n"
+           "  --seed N            training seed (default 1)\n"
+           "  --plot FILE.svg     activation-frequency plot\n");
+}
+
+typedef struct {
+    const char *phase;
+    int layer, n_layer, last;
+} bar;
+
+static void progress(void *ud, const char *phase, double frac) {
+    bar *b = ud;
+    double total = b->n_layer > 0 ? (b->layer + frac) / b->n_layer : frac;
+    int pct = (int)(total * 100 + 0.5);
+    if (pct == b->last && phase == b->phase) return;
+    b->last = pct, b->phase = phase;
+    int fill = pct * 30 / 100;
+    fprintf(stderr, "\r%-9s [%.*s%*s] %3d%%", phase, fill, "##############################", 30 - fill, "", pct);
+    if (pct >= 100) fprintf(stderr, "\n");
+    fflush(stderr);
+}
+
+static int parse(int argc, char **argv, cal_opts *o) {
+    const char *cmd = "calibrate";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return help(), 1;
+        if (!hr_arg_need(cmd, argc, argv, i)) return -1;
+        const char *v = argv[++i];
+        bool ok = true;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->text = v;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
+        else if (!strcmp(a, "--plot")) o->plot = v;
+        else if (!strcmp(a, "--recall")) ok = hr_arg_float(cmd, a, v, 1e-6, 1.0, &o->recall);
+        else if (!strcmp(a, "--max-rank")) ok = hr_arg_long(cmd, a, v, 4, 1L << 16, &o->max_rank);
+        else if (!strcmp(a, "--tokens")) ok = hr_arg_long(cmd, a, v, 10, 1L << 30, &o->pairs);
+        else if (!strcmp(a, "--epochs")) ok = hr_arg_long(cmd, a, v, 1, 1000, &o->epochs);
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = hr_arg_long(cmd, a, v, 1, 512, &o->threads);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) ok = hr_arg_long(cmd, a, v, 2, 1L << 20, &o->n_ctx);
+        else if (!strcmp(a, "--seed")) ok = hr_arg_u64(cmd, a, v, &o->seed);
+        else return hr_usage_error(cmd, "unknown flag '%s'", a), -1;
+        if (!ok) return -1;
+    }
+    if (!o->model) return hr_usage_error(cmd, "a model is required (-m FILE)"), -1;
+    if (!o->text) return hr_usage_error(cmd, "a calibration text is required (-f FILE)"), -1;
+    return 0;
+}
+
+static char *read_text(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0, got;
+    do {
+        if (n + 65536 > cap) {
+            char *nb = realloc(buf, cap = 2 * cap + 65536);
+            if (!nb) {
+                free(buf), fclose(f);
+                return NULL;
+            }
+            buf = nb;
+        }
+        got = fread(buf + n, 1, cap - n, f);
+        n += got;
+    } while (got > 0);
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+static void print_table(const hr_stats *s, const hr_predictor *p, bool f16) {
+    printf("%5s %8s %8s %8s %9s %5s %12s\n", "layer", "fired", "sparsity", "recall", "precision", "r", "pred bytes");
+    double nt = s->n_tokens ? (double)s->n_tokens : 1;
+    for (int32_t l = 0; l < s->n_layer; l++) {
+        double sum = 0;
+        for (int32_t j = 0; j < s->n_ff; j++) sum += s->counts[(size_t)l * s->n_ff + j];
+        double fired = sum / nt / s->n_ff;
+        uint64_t bytes = (uint64_t)p[l].r * (uint64_t)(p[l].n_embd + p[l].n_ff) * (f16 ? 2 : 4);
+        printf("%5d %7.2f%% %7.2f%% %7.2f%% %8.2f%% %5d %12llu\n", l, 100 * fired, 100 * (1 - fired), 100 * p[l].recall,
+               100 * p[l].precision, p[l].r, (unsigned long long)bytes);
+    }
+}
+
+static int train_all(hearth_model *m, const hr_pairs *pairs, const cal_opts *o, bool f16, hr_predictor *preds, hr_err *e) {
+    hr_cpu cpu;
+    if (hr_cpu_init(&cpu, (int)o->threads, e)) return -1;
+    bar b = {NULL, 0, pairs->n_layer, -1};
+    hr_pred_opts po = {.recall = o->recall, .max_rank = (int32_t)o->max_rank, .epochs = (int32_t)o->epochs, .f16 = f16,
+                       .ffn_neuron_bytes = hr_calib_neuron_bytes(m), .seed = o->seed, .progress = progress, .progress_ud = &b};
+    int rc = 0;
+    for (int32_t l = 0; l < pairs->n_layer && !rc; l++) {
+        b.layer = l;
+        float *G = hr_calib_decider(m, l, e);
+        if (!G) rc = -1;
+        const float *P = pairs->p + (size_t)l * (size_t)pairs->cap * (size_t)pairs->n_embd;
+        const uint8_t *M = pairs->mask + (size_t)l * (size_t)pairs->cap * pairs->mask_bytes;
+        if (!rc && hr_predictor_train(&cpu, P, M, pairs->n, pairs->n_embd, pairs->n_ff, G, &po, &preds[l], e))
+            rc = hr_errctx(e, "layer %d", l);
+        free(G);
+    }
+    hr_cpu_free(&cpu);
+    return rc;
+}
+
+static int write_outputs(hearth_model *m, hr_stats *s, hr_predictor *p, bool f16, const cal_opts *o, hr_err *e) {
+    char spath[4096];
+    if (hr_stats_path(o->out, spath, sizeof spath)) return hr_errf(e, "output path too long");
+    s->recall = malloc(sizeof(float) * (size_t)s->n_layer), s->precision = malloc(sizeof(float) * (size_t)s->n_layer);
+    s->rank = malloc(sizeof(uint32_t) * (size_t)s->n_layer);
+    if (!s->recall || !s->precision || !s->rank) return hr_errf(e, "out of memory");
+    for (int32_t l = 0; l < s->n_layer; l++) s->recall[l] = p[l].recall, s->precision[l] = p[l].precision, s->rank[l] = (uint32_t)p[l].r;
+    const char *base = strrchr(o->out, '/');
+    snprintf(s->model, sizeof s->model, "%s", base ? base + 1 : o->out);
+    if (hr_write_powerinfer(m, p, f16, o->out, e) || hr_stats_write(spath, s, e)) return -1;
+    if (o->plot && hr_plot_svg(s, o->plot, e)) return -1;
+    fprintf(stderr, "wrote %s and %s%s%s\n", o->out, spath, o->plot ? " and " : "", o->plot ? o->plot : "");
+    return 0;
+}
+
+static int calibrate(hearth_model *m, const int32_t *toks, size_t n, const cal_opts *o, hr_err *e) {
+    const hearth_model_info *info = hearth_model_get_info(m);
+    bool f16 = info->weight_type != HR_F32;
+    hr_collect_opts co = {(int32_t)o->n_ctx, (int32_t)o->threads, o->pairs, hearth_token_bos(m), progress, NULL};
+    bar b = {NULL, 0, 0, -1};
+    co.progress_ud = &b;
+    hr_stats s;
+    hr_pairs pairs;
+    clock_t t0 = clock();
+    fprintf(stderr, "calibrate: %zu tokens, chunks of %ld, %s FFN, %d layers x %d neurons\n", n, o->n_ctx, info->ffn_act,
+            info->n_layer, info->n_ff);
+    if (hr_calib_collect(m, toks, (int64_t)n, &co, &s, &pairs, e)) return -1;
+    fprintf(stderr, "calibrate: %lld (p, active set) pairs per layer\n", (long long)pairs.n);
+    hr_predictor *preds = calloc((size_t)s.n_layer, sizeof *preds);
+    int rc = preds ? train_all(m, &pairs, o, f16, preds, e) : hr_errf(e, "out of memory");
+    if (!rc) print_table(&s, preds, f16);
+    if (!rc) rc = write_outputs(m, &s, preds, f16, o, e);
+    for (int32_t l = 0; preds && l < s.n_layer; l++) hr_predictor_free(&preds[l]);
+    free(preds);
+    hr_pairs_free(&pairs);
+    hr_stats_free(&s);
+    (void)t0;
+    return rc;
+}
+
+int hr_cmd_calibrate(int argc, char **argv) {
+    cal_opts o = {.recall = 0.99, .max_rank = 512, .pairs = 16384, .n_ctx = 512, .seed = 1};
+    int pr = parse(argc, argv, &o);
+    if (pr) return pr > 0 ? 0 : 2;
+    char out_buf[4096];
+    if (!o.out) {
+        size_t l = strlen(o.model);
+        if (l >= 5 && !strcmp(o.model + l - 5, ".gguf")) l -= 5;
+        snprintf(out_buf, sizeof out_buf, "%.*s.powerinfer.gguf", (int)l, o.model);
+        o.out = out_buf;
+    }
+    size_t len = 0;
+    char *text = read_text(o.text, &len);
+    if (!text) {
+        fprintf(stderr, "hearth calibrate: cannot read '%s'\n", o.text);
+        return 1;
+    }
+    hr_err e = {{0}};
+    hearth_model *m = hearth_model_load(o.model, NULL, &e);
+    int32_t *toks = NULL;
+    size_t n = 0;
+    int rc = 1;
+    if (m && !hearth_tokenize(m, text, len, false, false, &toks, &n, &e)) {
+        if (n < 1) snprintf(e.msg, sizeof e.msg, "the text '%s' has no tokens", o.text);
+        else if (!calibrate(m, toks, n, &o, &e)) rc = 0;
+    }
+    if (rc) fprintf(stderr, "hearth calibrate: %s\n", e.msg);
+    free(toks), free(text);
+    hearth_model_free(m);
+    return rc;
+}

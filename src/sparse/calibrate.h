@@ -1,0 +1,98 @@
+/* Calibration (hearth calibrate): run a ReLU-family model densely over text, count how
+ * often each neuron fires, keep (predictor input, active set) pairs, train one predictor
+ * per layer, and write a PowerInfer file plus the statistics file. */
+#ifndef HR_CALIBRATE_H
+#define HR_CALIBRATE_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "backends/cpu/matmul.h"
+#include "hearth.h"
+#include "stats.h"
+
+typedef void (*hr_progress_fn)(void *ud, const char *phase, double frac);
+
+/* ---- collection (collect.c) ---- */
+
+/* (p, active set) pairs per layer, for the same tokens in every layer. */
+typedef struct hr_pairs {
+    int32_t n_layer, n_embd, n_ff;
+    int64_t cap, n;     /* pairs per layer: capacity and filled */
+    size_t mask_bytes;  /* bytes of one active-set bitset: (n_ff + 7) / 8 */
+    float *p;           /* [n_layer][cap][n_embd] */
+    uint8_t *mask;      /* [n_layer][cap][mask_bytes]; bit j of byte j/8 = neuron j fired */
+} hr_pairs;
+
+static inline bool hr_pair_bit(const uint8_t *m, int64_t j) { return (m[j >> 3] >> (j & 7)) & 1; }
+
+typedef struct hr_collect_opts {
+    int32_t n_ctx;      /* tokens per chunk (each chunk from an empty cache) */
+    int32_t n_threads;
+    int64_t max_pairs;  /* pairs kept per layer, spread evenly over the text */
+    int32_t bos;        /* >= 0: each chunk starts with this token, then n_ctx - 1 text tokens */
+    hr_progress_fn progress;
+    void *progress_ud;
+} hr_collect_opts;
+
+/* Counts activations over tokens (stats->n_tokens = tokens evaluated) and fills pairs.
+ * Refuses FFNs that are not ReLU-family (nothing is exactly zero there). */
+int hr_calib_collect(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o,
+                     hr_stats *stats, hr_pairs *pairs, hr_err *e);
+void hr_pairs_free(hr_pairs *p);
+
+/* ---- predictor training (predictor_train.c) ---- */
+
+typedef struct hr_pred_opts {
+    double recall;      /* target recall of truly active neurons on held-out pairs */
+    int32_t max_rank;   /* largest hidden width r tried */
+    int32_t min_rank;   /* smallest r tried (0: 16) */
+    int32_t epochs;     /* passes over the training pairs per rank (0: default) */
+    bool f16;           /* predictor will be stored as F16: measure with rounded weights */
+    double ffn_neuron_bytes; /* bytes one computed neuron reads (gate+up+down rows), for the rank choice */
+    uint64_t seed;
+    hr_progress_fn progress;
+    void *progress_ud;
+} hr_pred_opts;
+
+typedef struct hr_predictor {
+    int32_t n_embd, n_ff, r;
+    float *fc1;         /* [r][n_embd]  (ggml {n_embd, r}) */
+    float *fc2;         /* [n_ff][r]    (ggml {r, n_ff}) */
+    float recall, precision; /* on the test pairs */
+    float pred_frac, true_frac; /* mean predicted / truly active share of neurons */
+} hr_predictor;
+
+/* Trains one layer's predictor from n pairs (P [n][n_embd], masks [n][mask_bytes]).
+ * G (optional, [n_ff][n_embd]) is the effective deciding matrix (gate rows times the norm
+ * weight), whose data-weighted truncated SVD starts the training. Ranks are tried upward
+ * from min_rank, doubling, up to max_rank; each reaches the recall target through a
+ * per-layer shift folded into fc2; the rank with the fewest bytes read per token
+ * (predictor + predicted neurons) wins. */
+int hr_predictor_train(hr_cpu *cpu, const float *P, const uint8_t *masks, int64_t n, int32_t n_embd, int32_t n_ff,
+                       const float *G, const hr_pred_opts *o, hr_predictor *out, hr_err *e);
+/* Recall, precision and predicted share of a predictor over pairs. */
+int hr_predictor_eval(hr_cpu *cpu, const hr_predictor *pr, const float *P, const uint8_t *masks, int64_t n,
+                      double *recall, double *precision, double *pred_frac, hr_err *e);
+void hr_predictor_free(hr_predictor *p);
+
+/* ---- model access (calib_model.c) ---- */
+
+/* Layer il's effective deciding matrix [n_ff][n_embd]: gate (or up without a gate) rows
+ * times the FFN norm weight, so that for RMSNorm sign(G p) = sign(gate · norm(p)). */
+float *hr_calib_decider(const hearth_model *m, int il, hr_err *e);
+/* Bytes one computed neuron reads in layer 0 (gate, up and down rows). */
+double hr_calib_neuron_bytes(const hearth_model *m);
+
+/* ---- PowerInfer writer (pwri_write.c) ---- */
+
+/* Writes model m as a PowerInfer GGUF: every KV (but powerinfer.sparse_threshold) and
+ * tensor copied, ffn_down replaced by its transpose ffn_down_t (same type), and
+ * blk.N.fc1/fc2 from preds (F16 if f16, else F32). */
+int hr_write_powerinfer(const hearth_model *m, const hr_predictor *preds, bool f16, const char *path, hr_err *e);
+
+/* ---- plot (plot_svg.c) ---- */
+
+/* Per layer: sorted activation frequency on log-log axes, and the cumulative share of
+ * activations served by the hottest neurons. */
+int hr_plot_svg(const hr_stats *s, const char *path, hr_err *e);
+
+#endif

@@ -1,0 +1,63 @@
+/* The 4-row decode kernels (rows4) of every kernel table against vec_dot of the same
+ * pairs, bit for bit: matmul mixes rows4, rows2 and vec_dot at chunk edges, and a
+ * token's result must not depend on which one computed it. Lengths cover whole 8-block
+ * groups, ragged tails, and rows that are not adjacent (a stride past the row). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/kernels_impl.h"
+#include "testutil.h"
+
+static const uint32_t k_types[] = {HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0};
+static const int64_t k_len_block[] = {32, 96, 256, 288, 4096, 4096 + 224};
+static const int64_t k_len_plain[] = {1, 17, 33, 256, 1023, 4096 + 33};
+
+static int is_block(uint32_t t) { return t == HR_Q8_0 || t == HR_Q4_0; }
+
+static void fill(hr_rng *r, float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = hr_rng_normal(r) * (i % 7 == 0 ? 3.0f : 1.0f);
+}
+
+static void check_rows4(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
+    hr_tile_fn rows4 = hr_kernels_ext_of(k)->rows4[t];
+    if (!rows4) return;
+    size_t wb = hr_row_bytes(t, (uint64_t)n), ws = wb + 10; /* odd stride catches stride bugs */
+    char *w = malloc(ws * 4), *xq = malloc(hr_act_bytes(t, n) + 64);
+    float *x = malloc(n * sizeof *x);
+    for (int i = 0; i < 4; i++) {
+        fill(r, x, n);
+        hr_quant_row(t, x, w + i * ws, n);
+    }
+    fill(r, x, n);
+    k->act_prep[t](x, xq, n);
+    float y[5] = {-1234.5f, -1234.5f, -1234.5f, -1234.5f, -1234.5f};
+    rows4(n, w, ws, xq, 0, y, 0);
+    for (int i = 0; i < 4; i++) {
+        float s;
+        k->vec_dot[t](n, &s, w + i * ws, xq);
+        CHECKF(memcmp(&s, &y[i], 4) == 0, "%s rows4 %s n=%lld row %d: %.9g vs vec_dot %.9g", k->name,
+               hr_type_name(t), (long long)n, i, y[i], s);
+    }
+    CHECK(y[4] == -1234.5f);
+    free(w); free(xq); free(x);
+}
+
+int main(void) {
+    hr_rng r = {77};
+    const hr_kernels *tabs[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_neon()};
+    int tested = 0;
+    for (size_t ki = 0; ki < sizeof tabs / sizeof tabs[0]; ki++) {
+        const hr_kernels *k = tabs[ki];
+        if (!k) continue;
+        for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
+            uint32_t t = k_types[ti];
+            const int64_t *lens = is_block(t) ? k_len_block : k_len_plain;
+            for (int li = 0; li < 6; li++) check_rows4(k, t, lens[li], &r);
+            tested += hr_kernels_ext_of(k)->rows4[t] != NULL;
+        }
+    }
+#if defined(__x86_64__)
+    if (hr_kernels_avx2()) CHECK(tested >= 5); /* the AVX2 table has rows4 for every type */
+#endif
+    return TEST_END();
+}
