@@ -3,7 +3,8 @@
  * types: 16 elements per step as t = w0*x0; t = fma(w1, x1, t); acc += t (short
  * dependency chain on acc), an 8-wide step, then a scalar tail for odd lengths.
  * Quantized types: integer dot per block (exact), converted to 8 float lanes,
- * scaled by d_w*d_x and accumulated in pairs of blocks the same way. */
+ * scaled by d_w*d_x per lane, alternating between two accumulators (groups of 8
+ * blocks, see below). Weight rows are prefetched ahead (decode streams them from DRAM). */
 #include "kernels_impl.h"
 
 #if defined(HR_X86) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)

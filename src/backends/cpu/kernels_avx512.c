@@ -1,9 +1,10 @@
-/* AVX-512 (F/BW/VL/DQ + VNNI) kernels. Quantized types hold two blocks per 512-bit
- * register (lanes 0-7 block b, 8-15 block b+1): integer dot per block with vpdpbusd
- * (exact), converted to float, scaled by d_w*d_x; four blocks per step accumulate as
- * t = d0*q0; t = fma(d1, q1, t); acc += t. Float types: 32 elements per step the same
- * way, a 16-wide step, a scalar tail. Tiles repeat vec_dot's arithmetic per pair, so
- * they agree with it bit for bit. Activation preps are the AVX2 ones. */
+/* AVX-512 (F/BW/VL/DQ + VNNI) kernels. Quantized types work in groups of 8 blocks:
+ * integer dot per block with vpdpbusd (exact; Q4_0 as unsigned nibbles with a -8*sum(x)
+ * correction), converted to float and scaled by d_w*d_x per lane, alternating between two
+ * accumulators. Float types: 32 elements per step as t = w0*x0; t = fma(w1, x1, t);
+ * acc += t, a 16-wide step, a scalar tail. Weight rows are prefetched ahead (decode
+ * streams them from DRAM). Tiles and the 2- and 4-row decode kernels repeat vec_dot's
+ * arithmetic per pair, so they agree with it bit for bit. Activation preps are AVX2's. */
 #include "kernels_impl.h"
 
 #if defined(HR_X86) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
@@ -121,12 +122,6 @@ INLINE __m512i pair256(const int8_t *a, const int8_t *b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
                               _mm256_loadu_si256((const __m256i *)b), 1);
 }
-/* the 8 F16 scales at p, p + stride, ... as floats */
-INLINE __m256 scales8(const char *p, size_t stride) {
-    uint16_t h[8];
-    for (int k = 0; k < 8; k++) memcpy(&h[k], p + k * stride, 2);
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
-}
 
 INLINE __m512i widx(int base, int stride, int run) { /* word i -> base + stride*(i/run) + i%run */
     int16_t t[32];
@@ -218,6 +213,33 @@ INLINE __m512i sidx(int q4, int p) {
                 _mm_prefetch(PF_ADDR(WB[r], R) + o, _MM_HINT_T0);                                \
             WGRP(&wg[r], WB[r]);                                                                 \
         }                                                                                        \
+        if (!Q4 && C > 1) { /* Q8_0 tiles: |w| and sign once per row and pair, for C tokens */ \
+            __m256 s8[R][C];                                                                     \
+            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \
+                const __m256 xd = scales8_q8(XB[c]);                                             \
+                _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s8[r][c] = _mm256_mul_ps(wg[r].d, xd); \
+            }                                                                                    \
+            _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {                                \
+                __m512i a[R];                                                                    \
+                __mmask64 ng[R];                                                                 \
+                _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                            \
+                    const hr_block_q8_0 *B = (const hr_block_q8_0 *)WB[r] + 2 * p;               \
+                    __m512i v = pair256(B[0].qs, B[1].qs);                                       \
+                    a[r] = _mm512_abs_epi8(v);                                                   \
+                    ng[r] = _mm512_movepi8_mask(v);                                              \
+                }                                                                                \
+                _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                            \
+                    const __m512i xq = pair256(XB[c][2 * p].qs, XB[c][2 * p + 1].qs);            \
+                    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                        \
+                        __m512i sx = _mm512_mask_sub_epi8(xq, ng[r], _mm512_setzero_si512(), xq); \
+                        __m512 v = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), a[r], sx)); \
+                        __m512 sp = _mm512_permutexvar_ps(sidx(0, p), _mm512_castps256_ps512(s8[r][c])); \
+                        if (p & 1) acc1[r][c] = _mm512_fmadd_ps(v, sp, acc1[r][c]);              \
+                        else acc0[r][c] = _mm512_fmadd_ps(v, sp, acc0[r][c]);                    \
+                    }                                                                            \
+                }                                                                                \
+            }                                                                                    \
+        } else                                                                                   \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                    \
             xgrp g;                                                                              \
             x_grp(&g, XB[c], Q4);                                                                \

@@ -1,6 +1,7 @@
 /* Y = X W^T over hr_mat weights. Activations are prepared once per call; output
  * rows are split into a few contiguous chunks per thread, claimed dynamically. Decode (one token) streams
- * each weight row once through vec_dot, a memory-bandwidth problem. Prompt batches
+ * each weight row once, a memory-bandwidth problem: 4 rows per kernel call (rows4) share
+ * the activation-side work and keep several DRAM streams in flight. Prompt batches
  * use register tiles (HR_TILE_R rows x HR_TILE_C tokens) so each weight block loaded
  * serves several tokens, over token blocks small enough for the prepared activations
  * to stay in L2. Every (row, token) result is the same whichever path computed it. */
