@@ -32,7 +32,7 @@ void hr_cpu_free(hr_cpu *c) {
     memset(c, 0, sizeof *c);
 }
 
-static int grow_scratch(hr_cpu *c, size_t bytes, hr_err *e) {
+int hr_cpu_reserve(hr_cpu *c, size_t bytes, hr_err *e) {
     if (bytes <= c->scratch_bytes) return 0;
     size_t cap = bytes + bytes / 4;
     cap = (cap + 63) & ~(size_t)63;
@@ -125,7 +125,7 @@ int hr_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *
     } else {
         j.xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
         if ((uint64_t)n_tok > SIZE_MAX / j.xs) return hr_errf(e, "matmul: batch too large");
-        if (grow_scratch(c, j.xs * (size_t)n_tok, e) < 0) return -1;
+        if (hr_cpu_reserve(c, j.xs * (size_t)n_tok, e) < 0) return -1;
         j.xq = c->scratch;
         if (n_tok * W->n_in >= PAR_PREP_ELEMS && n_tok > 1) hr_pool_run(c->pool, prep_task, &j);
         else prep_task(&j, 0, 1);

@@ -14,6 +14,8 @@ typedef struct hr_cpu {
 } hr_cpu;
 
 int hr_cpu_init(hr_cpu *c, int n_threads, hr_err *e);
+/* Grows c->scratch (prepared activations, 64-byte aligned) to at least bytes. */
+int hr_cpu_reserve(hr_cpu *c, size_t bytes, hr_err *e);
 void hr_cpu_free(hr_cpu *c);
 
 /* Y[t*n_out + r] = dot(W row r, X[t*n_in ...]) for t < n_tok (n_tok == 1: decode).

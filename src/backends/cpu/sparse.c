@@ -58,20 +58,6 @@ static int n_chunks(int nth, int64_t n_idx, int per_thread) {
 
 /* ---------------------------------------------------------------- gathered product */
 
-/* Same growth and ownership as hr_matmul's (matmul.c): c->scratch holds prepared
- * activations for the duration of one call. */
-static int grow_scratch(hr_cpu *c, size_t bytes, hr_err *e) {
-    if (bytes <= c->scratch_bytes) return 0;
-    size_t cap = bytes + bytes / 4;
-    cap = (cap + 63) & ~(size_t)63;
-    void *p = NULL;
-    if (posix_memalign(&p, 64, cap) != 0) return hr_errf(e, "out of memory for %zu bytes of activations", cap);
-    free(c->scratch);
-    c->scratch = p;
-    c->scratch_bytes = cap;
-    return 0;
-}
-
 typedef struct {
     const hr_kernels *k;
     hr_tile_fn tile, rows2;
@@ -206,7 +192,7 @@ int hr_gather_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, 
     } else {
         j.xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
         if ((uint64_t)n_tok > SIZE_MAX / j.xs) return hr_errf(e, "gather_matmul: batch too large");
-        if (grow_scratch(c, j.xs * (size_t)n_tok, e) < 0) return -1;
+        if (hr_cpu_reserve(c, j.xs * (size_t)n_tok, e) < 0) return -1;
         j.xq = c->scratch;
         if (n_tok * W->n_in >= PAR_PREP_ELEMS && n_tok > 1) hr_pool_run(c->pool, gm_prep_task, &j);
         else gm_prep_task(&j, 0, 1);
