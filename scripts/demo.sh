@@ -5,10 +5,6 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh build
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc 2>/dev/null || echo 2)" --target hearth
-model=models/demo.gguf
-if [ ! -f "$model" ]; then
-    # No trained model ships yet: a small random-weight model stands in (its text is gibberish).
-    model=build/demo-synth.gguf
-    [ -f "$model" ] || build/hearth synth -o "$model" --type q8_0 --n-embd 512 --n-layer 4 --n-head 8 --n-ff 1536 --n-vocab 2000
-fi
-build/hearth run -m "$model" -p "${1:-Once upon a time}" -n 64 --temp 0.8 --seed 42 --verbose
+# The bundled model: a 1.8M-parameter dReLU LLaMA trained on the King James Bible (docs/model.md).
+model=models/bible-drelu.gguf
+build/hearth run -m "$model" -p "${1:-And God said}" -n 80 --temp 0.7 --seed 42 --ffn exact --stats --verbose

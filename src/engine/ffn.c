@@ -156,17 +156,21 @@ static void count_computed(const ffn_job *j, int il, hearth_ffn_mode mode) {
     s->computed += k;
 }
 
-/* --stats: how many neurons really fire, and how many of those were computed. Costs a
- * full product with the deciding matrix (gate, or up without a gate). */
+/* --stats: how many neurons really fire (activation != 0), and how many of those were
+ * computed. Costs full products with gate (and up, for dReLU; or up alone without a gate). */
 static int count_fired(const ffn_job *j, int il, hearth_ffn_mode mode, hr_err *e) {
     hearth_ctx *c = j->c;
     hearth_ffn_stats *s = &c->ffn_stats[il];
     const hr_ffn_weights *f = j->f;
-    const hr_mat *decide = f->gate.data ? &f->gate : &f->up;
-    if (hr_matmul(&c->cpu, decide, j->xn, j->n, c->ffn_a, e)) return -1;
+    const bool drelu = c->m->hp.act == HR_ACT_DRELU && f->gate.data;
+    /* ffn_s is free here: predictor scores are already turned into the mask. */
+    if (hr_matmul(&c->cpu, f->gate.data ? &f->gate : &f->up, j->xn, j->n, c->ffn_a, e) ||
+        (drelu && hr_matmul(&c->cpu, &f->up, j->xn, j->n, c->ffn_s, e)))
+        return -1;
     for (int64_t i = 0; i < j->n * j->ff; i++) {
-        float v = c->ffn_a[i] + (!f->gate.data && f->b_up ? f->b_up[i % j->ff] : 0.0f);
-        bool fired = v > 0;
+        const float b = f->b_up ? f->b_up[i % j->ff] : 0.0f;
+        bool fired = f->gate.data ? c->ffn_a[i] > 0 : c->ffn_a[i] + b > 0;
+        if (drelu) fired = fired && c->ffn_s[i] + b > 0;
         bool computed = mode == HEARTH_FFN_PREDICTED ? c->ffn_mask[i] : mode == HEARTH_FFN_EXACT ? fired : true;
         s->fired += fired, s->fired_computed += fired && computed;
     }
