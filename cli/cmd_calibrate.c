@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "cli.h"
 #include "formats/types.h"
 #include "hearth.h"
@@ -116,7 +117,8 @@ static void print_table(const hr_stats *s, const hr_predictor *p, bool f16) {
 
 static int train_all(hearth_model *m, const hr_pairs *pairs, const cal_opts *o, bool f16, hr_predictor *preds, hr_err *e) {
     hr_cpu cpu;
-    if (hr_cpu_init(&cpu, (int)o->threads, e)) return -1;
+    long nt = o->threads ? o->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    if (hr_cpu_init(&cpu, nt > 0 ? (int)nt : 1, e)) return -1;
     bar b = {NULL, 0, pairs->n_layer, -1};
     hr_pred_opts po = {.recall = o->recall, .max_rank = (int32_t)o->max_rank, .epochs = (int32_t)o->epochs, .f16 = f16,
                        .ffn_neuron_bytes = hr_calib_neuron_bytes(m), .seed = o->seed, .progress = progress, .progress_ud = &b};
@@ -150,6 +152,12 @@ static int write_outputs(hearth_model *m, hr_stats *s, hr_predictor *p, bool f16
     return 0;
 }
 
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int calibrate(hearth_model *m, const int32_t *toks, size_t n, const cal_opts *o, hr_err *e) {
     const hearth_model_info *info = hearth_model_get_info(m);
     bool f16 = info->weight_type != HR_F32;
@@ -158,20 +166,22 @@ static int calibrate(hearth_model *m, const int32_t *toks, size_t n, const cal_o
     co.progress_ud = &b;
     hr_stats s;
     hr_pairs pairs;
-    clock_t t0 = clock();
     fprintf(stderr, "calibrate: %zu tokens, chunks of %ld, %s FFN, %d layers x %d neurons\n", n, o->n_ctx, info->ffn_act,
             info->n_layer, info->n_ff);
+    double t0 = now();
     if (hr_calib_collect(m, toks, (int64_t)n, &co, &s, &pairs, e)) return -1;
-    fprintf(stderr, "calibrate: %lld (p, active set) pairs per layer\n", (long long)pairs.n);
+    double t1 = now();
+    fprintf(stderr, "calibrate: counted %llu tokens in %.1f s; %lld (p, active set) pairs per layer\n",
+            (unsigned long long)s.n_tokens, t1 - t0, (long long)pairs.n);
     hr_predictor *preds = calloc((size_t)s.n_layer, sizeof *preds);
     int rc = preds ? train_all(m, &pairs, o, f16, preds, e) : hr_errf(e, "out of memory");
+    if (!rc) fprintf(stderr, "calibrate: trained %d predictors in %.1f s\n", s.n_layer, now() - t1);
     if (!rc) print_table(&s, preds, f16);
     if (!rc) rc = write_outputs(m, &s, preds, f16, o, e);
     for (int32_t l = 0; preds && l < s.n_layer; l++) hr_predictor_free(&preds[l]);
     free(preds);
     hr_pairs_free(&pairs);
     hr_stats_free(&s);
-    (void)t0;
     return rc;
 }
 

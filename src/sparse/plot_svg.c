@@ -60,7 +60,12 @@ static void lin_ticks(FILE *f, double x0) {
 static void curves(FILE *f, const hr_stats *s, uint32_t *sorted, double x1) {
     const int64_t ff = s->n_ff;
     const double nt = s->n_tokens ? (double)s->n_tokens : 1.0;
-    const double ylo = floor(log10(1.0 / nt)), xhi = log10((double)ff) > 0 ? log10((double)ff) : 1;
+    uint32_t min_nz = UINT32_MAX; /* the frequency axis starts at the rarest firing neuron's decade */
+    for (int64_t i = 0; i < (int64_t)s->n_layer * ff; i++)
+        if (s->counts[i] && s->counts[i] < min_nz) min_nz = s->counts[i];
+    double ylo = min_nz == UINT32_MAX ? -1 : floor(log10(min_nz / nt));
+    if (ylo > -1) ylo = -1;
+    const double xhi = log10((double)ff) > 0 ? log10((double)ff) : 1;
     log_ticks(f, ML, 0, xhi, false), log_ticks(f, ML, ylo, 0, true), lin_ticks(f, x1);
     char col[48];
     for (int32_t l = 0; l < s->n_layer; l++) {
@@ -68,9 +73,11 @@ static void curves(FILE *f, const hr_stats *s, uint32_t *sorted, double x1) {
         qsort(sorted, (size_t)ff, sizeof(uint32_t), cmp_desc);
         color(l, s->n_layer, col, sizeof col);
         fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='1.5' points='", col);
-        for (int p = 0; p < POINTS; p++) { /* log-spaced ranks */
+        for (int p = 0, prev = -1; p < POINTS; p++) { /* log-spaced ranks */
             int64_t i = (int64_t)floor(pow((double)ff, (double)p / (POINTS - 1))) - 1;
             if (i >= ff) i = ff - 1;
+            if (i == prev) continue;
+            prev = (int)i;
             if (!sorted[i]) break; /* zero frequency has no place on a log axis */
             double x = ML + log10((double)(i + 1)) / xhi * PW, y = MT + PH - (log10(sorted[i] / nt) - ylo) / (0 - ylo) * PH;
             fprintf(f, "%.1f,%.1f ", x, y);

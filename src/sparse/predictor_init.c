@@ -11,6 +11,7 @@
 
 #define SUBSPACE_ITERS 24
 #define COV_SAMPLES 4096
+#define SCORE_RMS 4.0
 
 uint64_t hr_pred_rand(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -116,6 +117,32 @@ static void normalize_units(pred_net *N, const pred_data *D) {
     }
 }
 
+/* Scores start with RMS SCORE_RMS over the data, so the loss is neither flat nor saturated.
+ * Scaling fc2 changes no decision. */
+static void scale_scores(pred_net *N, const pred_data *D) {
+    const int64_t d = D->d, r = N->r, n = D->n_train < 512 ? D->n_train : 512;
+    float *h = malloc(sizeof(float) * (size_t)r);
+    if (!h) return;
+    double ss = 0;
+    for (int64_t s = 0; s < n; s++) {
+        const float *p = D->P + (int64_t)D->idx[s * D->n_train / n] * d;
+        for (int64_t c = 0; c < r; c++) {
+            double z = 0;
+            for (int64_t i = 0; i < d; i++) z += (double)N->fc1[c * d + i] * p[i];
+            h[c] = z > 0 ? (float)z : 0.0f;
+        }
+        for (int64_t j = 0; j < N->ff; j++) {
+            double z = 0;
+            for (int64_t c = 0; c < r; c++) z += (double)N->fc2[j * r + c] * h[c];
+            ss += z * z;
+        }
+    }
+    free(h);
+    double rms = sqrt(ss / ((double)n * (double)N->ff));
+    if (rms > 1e-30)
+        for (int64_t i = 0; i < N->ff * r; i++) N->fc2[i] = (float)(N->fc2[i] * SCORE_RMS / rms);
+}
+
 int hr_pred_init(pred_net *N, const pred_data *D, const float *G, uint64_t *rng) {
     const int64_t d = D->d, ff = D->ff, r = N->r, k = (r - 2) / 2;
     memset(N->fc1, 0, sizeof(float) * (size_t)(r * d));
@@ -148,5 +175,6 @@ int hr_pred_init(pred_net *N, const pred_data *D, const float *G, uint64_t *rng)
             for (int64_t c = 0; c < r - 2; c++) N->fc2[j * r + c] = hr_pred_randn(rng) / sqrtf((float)r);
     }
     normalize_units(N, D);
+    scale_scores(N, D);
     return 0;
 }

@@ -212,19 +212,38 @@ static void round_f16(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = hr_f16_to_f32(hr_f32_to_f16(x[i]));
 }
 
-/* Trains and calibrates a predictor of width r; fills q with its test-pair quality. */
+/* Rounds (when stored as F16) and shifts N for the recall target; its share of predicted
+ * neurons on the calibration pairs into *frac. */
+static int finish(hr_cpu *cpu, pred_net *N, train_ws *w, const pred_data *D, const hr_pred_opts *o, double *frac, hr_err *e) {
+    double target = o->recall + 0.25 * (1.0 - o->recall); /* margin: the shift is set on other pairs than the test */
+    if (o->f16) round_f16(N->fc1, N->r * N->d), round_f16(N->fc2, N->ff * N->r);
+    if (calibrate_shift(cpu, N, w, D, target, o->f16, e)) return -1;
+    if (o->f16) round_f16(N->fc2, N->ff * N->r);
+    pred_quality q;
+    if (evaluate(cpu, N, w, D, D->idx + D->n_train, D->n_calib, o->f16, &q, e)) return -1;
+    *frac = q.pred_frac;
+    return 0;
+}
+
+/* Trains and calibrates a predictor of width r; fills q with its test-pair quality.
+ * Training can lose to its starting point (a near-exact SVD at high rank), so the one
+ * that predicts fewer neurons at the target recall on the calibration pairs is kept. */
 static int fit_rank(hr_cpu *cpu, pred_net *N, const pred_data *D, const float *G, const hr_pred_opts *o, uint64_t *rng,
                     double f0, double f1, pred_quality *q, hr_err *e) {
     train_ws w;
     if (ws_alloc(&w, N->d, N->ff, N->r, e)) return -1;
     int epochs = o->epochs > 0 ? o->epochs : DEFAULT_EPOCHS;
-    double target = o->recall + 0.25 * (1.0 - o->recall); /* margin: the shift is set on other pairs than the test */
-    int rc = hr_pred_init(N, D, G, rng) ? hr_errf(e, "out of memory initialising the predictor") : 0;
+    const size_t b1 = sizeof(float) * (size_t)(N->r * N->d), b2 = sizeof(float) * (size_t)(N->ff * N->r);
+    pred_net S = {N->r, N->d, N->ff, malloc(b1), malloc(b2)};
+    double frac_init = 2, frac_trained = 2;
+    int rc = !S.fc1 || !S.fc2 || hr_pred_init(N, D, G, rng) ? hr_errf(e, "out of memory initialising the predictor") : 0;
+    if (!rc) memcpy(S.fc1, N->fc1, b1), memcpy(S.fc2, N->fc2, b2);
     if (!rc) rc = train(cpu, N, &w, D, epochs, rng, o, f0, f1, e);
-    if (!rc && o->f16) round_f16(N->fc1, N->r * N->d), round_f16(N->fc2, N->ff * N->r);
-    if (!rc) rc = calibrate_shift(cpu, N, &w, D, target, o->f16, e);
-    if (!rc && o->f16) round_f16(N->fc2, N->ff * N->r);
+    if (!rc) rc = finish(cpu, N, &w, D, o, &frac_trained, e);
+    if (!rc) rc = finish(cpu, &S, &w, D, o, &frac_init, e);
+    if (!rc && frac_init < frac_trained) memcpy(N->fc1, S.fc1, b1), memcpy(N->fc2, S.fc2, b2);
     if (!rc) rc = evaluate(cpu, N, &w, D, D->idx + D->n_train + D->n_calib, D->n_test, o->f16, q, e);
+    free(S.fc1), free(S.fc2);
     ws_free(&w);
     return rc;
 }

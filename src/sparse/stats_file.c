@@ -159,9 +159,11 @@ int hr_stats_read(const char *path, hr_stats *out, hr_err *e) {
     memset(&s, 0, sizeof s);
     int r = read_header(&f, &s, e);
     if (!r) r = read_counts(&f, &s, e);
-    if (!r) r = read_layer_arr(&f, "hearth.stats.recall", s.n_layer, false, (void **)&s.recall, e);
-    if (!r) r = read_layer_arr(&f, "hearth.stats.precision", s.n_layer, false, (void **)&s.precision, e);
-    if (!r) r = read_layer_arr(&f, "hearth.stats.rank", s.n_layer, true, (void **)&s.rank, e);
+    void *rec = NULL, *prec = NULL, *rank = NULL;
+    if (!r) r = read_layer_arr(&f, "hearth.stats.recall", s.n_layer, false, &rec, e);
+    if (!r) r = read_layer_arr(&f, "hearth.stats.precision", s.n_layer, false, &prec, e);
+    if (!r) r = read_layer_arr(&f, "hearth.stats.rank", s.n_layer, true, &rank, e);
+    s.recall = rec, s.precision = prec, s.rank = rank;
     gguf_close(&f);
     if (r) {
         hr_stats_free(&s);

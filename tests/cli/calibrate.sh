@@ -1,0 +1,79 @@
+#!/bin/sh
+# hearth calibrate: outputs (PowerInfer file that runs, statistics file, plot, table) and
+# flag/input errors with their exit codes.
+# usage: calibrate.sh HEARTH_BINARY
+set -u
+HEARTH=$1
+TMP=$(mktemp -d) || exit 1
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+bad() { printf 'FAIL: %s\n' "$*"; fail=1; }
+[ -x "$HEARTH" ] || { echo "FAIL: $HEARTH is not built"; exit 1; }
+
+expect() {
+    code=$1; what=$2; shift 3
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    [ "$rc" -eq "$code" ] || bad "$what: exit $rc, want $code; stderr: $(tail -c 400 "$TMP/err")"
+}
+has() { grep -qF -- "$2" "$TMP/$1" || bad "$1 lacks '$2'"; }
+
+M=$TMP/m.gguf
+SHAPE="--n-embd 64 --n-head 4 --n-ff 128 --n-layer 2 --n-vocab 400 -q"
+"$HEARTH" synth -o "$M" --act reglu --type f16 $SHAPE || { echo "FAIL: synth"; exit 1; }
+"$HEARTH" synth -o "$TMP/swiglu.gguf" $SHAPE || { echo "FAIL: synth"; exit 1; }
+i=0
+while [ $i -lt 300 ]; do
+    printf 'the quick brown fox %d jumps over the lazy dog and runs far away\n' $i
+    i=$((i + 1))
+done >"$TMP/text.txt"
+
+OUT=$TMP/out.gguf
+expect 0 "calibrate" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" -o "$OUT" --plot "$TMP/p.svg" \
+    --max-rank 32 --tokens 800 -c 64 -t 2 --recall 0.95
+has out "layer    fired sparsity   recall precision     r   pred bytes"
+[ "$(grep -cE '^ +[0-9]+ +[0-9.]+% ' "$TMP/out")" -eq 2 ] || bad "table has not 2 layer rows: $(cat "$TMP/out")"
+has err "counting"
+has err "training"
+has err "wrote $OUT"
+[ -s "$OUT" ] && [ -s "$TMP/out.stats.gguf" ] && [ -s "$TMP/p.svg" ] || bad "output files missing"
+head -c 4 "$OUT" | grep -q PWRI || bad "output magic is not PWRI"
+expect 0 "inspect output" -- "$HEARTH" inspect "$OUT"
+has out "blk.1.fc1.weight"
+has out "blk.1.ffn_down_t.weight"
+expect 0 "inspect stats" -- "$HEARTH" inspect "$TMP/out.stats.gguf"
+has out "hearth.stats.n_layer = 2"
+has out "blk.1.act_count"
+grep -q "<svg" "$TMP/p.svg" && grep -q "polyline" "$TMP/p.svg" || bad "plot is not an SVG with curves"
+expect 0 "perplexity on the output (predicted mode)" -- "$HEARTH" perplexity -m "$OUT" -f "$TMP/text.txt" -c 64 --chunks 2 -t 2
+has out "Final estimate"
+
+cp "$M" "$TMP/m2.gguf"
+expect 0 "default output name" -- "$HEARTH" calibrate -m "$TMP/m2.gguf" -f "$TMP/text.txt" --max-rank 16 --tokens 200 -c 64 -t 2
+[ -s "$TMP/m2.powerinfer.gguf" ] && [ -s "$TMP/m2.powerinfer.stats.gguf" ] || bad "default outputs missing"
+
+expect 0 "help" -- "$HEARTH" calibrate --help
+has out "usage: hearth calibrate"
+expect 2 "no model" -- "$HEARTH" calibrate -f "$TMP/text.txt"
+has err "a model is required"
+expect 2 "no text" -- "$HEARTH" calibrate -m "$M"
+has err "a calibration text is required"
+expect 2 "bad recall" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --recall 2
+has err "--recall"
+expect 2 "bad rank" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --max-rank 2
+has err "--max-rank"
+expect 2 "unknown flag" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --bogus 1
+has err "unknown flag '--bogus'"
+expect 2 "missing value" -- "$HEARTH" calibrate -m "$M" -f
+expect 1 "missing text" -- "$HEARTH" calibrate -m "$M" -f "$TMP/none.txt"
+has err "cannot read"
+expect 1 "missing model" -- "$HEARTH" calibrate -m "$TMP/none.gguf" -f "$TMP/text.txt"
+has err "none.gguf"
+expect 1 "swiglu" -- "$HEARTH" calibrate -m "$TMP/swiglu.gguf" -f "$TMP/text.txt" -o "$TMP/sw.gguf"
+has err "ReLU-family"
+[ -e "$TMP/sw.gguf" ] && bad "a file was written for a refused model"
+expect 1 "unwritable output" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" -o "$TMP/no/dir/x.gguf" --max-rank 16 --tokens 100 -c 64
+has err "no/dir/x.gguf"
+
+[ $fail -eq 0 ] && echo ok
+exit $fail
