@@ -17,17 +17,19 @@
 # Prints one Markdown table on stdout; progress goes to stderr.
 #
 # usage: bench/sparse.sh [--quick] [--layers N] [--threads 1,2] [--runs R] [--gen N]
-#                        [--prompt N] [--fractions 0.10,0.25,0.50] [--no-llama]
+#                        [--prompt N] [--fractions 0.10,0.25,0.50] [--thresholds T1,T2,..]
+#                        [--no-llama]
 #                        [--hearth BIN] [--membw BIN] [--dir CACHE]
 #   --quick      1 round, 16 decoded tokens, threads 1 only (llama.cpp included)
 #   --layers N   layers of the models (default 32, fewer when RAM or disk cannot hold the
 #                three files; the choice is printed)
 #   --runs R     interleaved rounds (default 3); each call decodes --gen tokens (default 32)
+#   --thresholds skip the search and use these (one per fraction, e.g. from an earlier run)
 #   CACHE        generated models; default $HEARTH_BENCH_DIR or build-bench/
 # Not a ctest: it takes many minutes and its numbers depend on what else the machine is doing.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-threads=1,2 rounds=3 n_gen=32 n_prompt=8 layers= llama=1 fractions=0.10,0.25,0.50
+threads=1,2 rounds=3 n_gen=32 n_prompt=8 layers= llama=1 fractions=0.10,0.25,0.50 thresholds=
 hearth=${HEARTH_BIN:-} membw= cache=${HEARTH_BENCH_DIR:-$root/build-bench}
 E=4096 FF=11008 HEADS=32 VOCAB=32000 RANK=512 SEED=1
 
@@ -45,6 +47,7 @@ while [ $# -gt 0 ]; do
     --gen) need "$@"; posint "$1" "$2"; n_gen=$2; shift ;;
     --prompt) need "$@"; posint "$1" "$2"; n_prompt=$2; shift ;;
     --fractions) need "$@"; fractions=$2; shift ;;
+    --thresholds) need "$@"; thresholds=$2; shift ;;
     --no-llama) llama=0 ;;
     --hearth) need "$@"; hearth=$2; shift ;;
     --membw) need "$@"; membw=$2; shift ;;
@@ -181,7 +184,13 @@ find_threshold() { # target fraction -> threshold
     calc "exit !($flo - $want <= $want - $fhi)" && echo "$lo" || echo "$hi"
 }
 declare -a thr_list
+if [ -n "$thresholds" ]; then
+    IFS=, read -r -a thr_list <<<"$thresholds"
+    [ "${#thr_list[@]}" = "${#frac_list[@]}" ] || die "--thresholds: give one per fraction (${#frac_list[@]})"
+    for t in "${thr_list[@]}"; do [[ $t =~ ^-?[0-9.]+([eE][-+]?[0-9]+)?$ ]] || die "--thresholds: '$t' is not a number"; done
+fi
 for f in "${frac_list[@]}"; do
+    [ -n "$thresholds" ] && break
     log "searching the threshold for $(fmt "$(calc "print 100 * $f")" 0)% active neurons"
     t=$(find_threshold "$f")
     [[ $t =~ ^-?[0-9.eE+-]+$ ]] || die "threshold search failed for $f"
@@ -257,7 +266,7 @@ echo "Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') + 
 echo "Memory read bandwidth (membw, best of 7):" \
      "$(for n in "${thread_list[@]}"; do printf '%s GB/s at %s thread(s). ' "$(fmt "$(bw "$n")")" "$n"; done)"
 echo "Load average (1/5/15 min) at start: $load_start; at end: $load_end ($(nproc) cores, shared machine)."
-echo "Thresholds (found by search for ${frac_list[*]} active): ${thr_list[*]}."
+echo "Thresholds ($([ -n "$thresholds" ] && echo "given" || echo "found by search") for ${frac_list[*]} active): ${thr_list[*]}."
 echo
 echo "- active = neurons computed / (n_ff x layers x decoded tokens), counted by the engine in the timed runs."
 echo "- bytes/token = weights read (non-FFN + active share of the FFN matrices + predictor) + K/V cache."
