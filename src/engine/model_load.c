@@ -92,7 +92,10 @@ static int load_hparams(hearth_model *m, const hr_arch *a, hr_err *e) {
  * path; GELU in plain GGUF files, as llama.cpp computes falcon. */
 static int load_activation(hearth_model *m, const hr_arch *a, hr_err *e) {
     m->hp.act = a->act;
+    /* PowerInfer's sparse files mark nothing but the magic: its sparse llama is ReGLU
+     * (ReluLLaMA, ProSparse), its sparse falcon ReLU. */
     if (!strcmp(a->name, "falcon") && m->file.sparse) m->hp.act = HR_ACT_RELU;
+    if (!strcmp(a->name, "llama") && m->file.sparse) m->hp.act = HR_ACT_REGLU;
     gguf_str s = {0};
     int r = a->act_fixed ? 1 : gguf_get_str(&m->file, "hearth.ffn_activation", &s, e);
     if (r < 0) return -1;

@@ -198,7 +198,8 @@ static void put_keys(gguf_writer *w, const hr_synth_params *p) {
         gguf_w_u32(w, KEY("expert_gating_func"), 1); /* softmax: one expert gets weight exactly 1 */
     }
 #undef KEY
-    if (p->act != HR_SYNTH_SWIGLU) gguf_w_str(w, "hearth.ffn_activation", hr_synth_act_name(p->act));
+    /* PowerInfer files without the key mean ReGLU to Hearth, so they always carry it. */
+    if (p->act != HR_SYNTH_SWIGLU || p->powerinfer) gguf_w_str(w, "hearth.ffn_activation", hr_synth_act_name(p->act));
     if (p->powerinfer && p->has_sparse_threshold) gguf_w_f32(w, "powerinfer.sparse_threshold", p->sparse_threshold);
 }
 

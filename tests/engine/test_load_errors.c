@@ -103,6 +103,14 @@ int main(void) {
     expect_error(pw, &(mutation){.reshape = "blk.1.ffn_down_t.weight"}, "tensor 'blk.1.ffn_down_t.weight' has shape");
     expect_error(pw, &(mutation){.drop_tensor = "blk.0.ffn_down_t.weight"}, "neither 'blk.0.ffn_down.weight' nor 'blk.0.ffn_down_t.weight'");
     expect_error(pw, &(mutation){.reshape = "blk.1.fc2.weight"}, "tensor 'blk.1.fc2.weight' has shape");
+    /* PowerInfer's own llama files carry no activation key: the PWRI magic means ReGLU. */
+    char nokey[256];
+    CHECK(rewrite(pw, hr_test_tmp(nokey, sizeof nokey, "nokey.gguf"), &(mutation){.drop_key = "hearth.ffn_activation"}) == 0);
+    hearth_model *mk = hearth_model_load(nokey, NULL, &e);
+    CHECKF(mk && !strcmp(hearth_model_get_info(mk)->ffn_act, "reglu"), "PWRI llama without a key: %s",
+           mk ? hearth_model_get_info(mk)->ffn_act : e.msg);
+    hearth_model_free(mk);
+    remove(nokey);
     remove(pw);
     remove(base), remove(st);
     return TEST_END();
