@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Decode and prompt speed of Hearth next to llama.cpp on synthetic models too large for the
-# caches (shape of /work/shared/reference/baseline.md: n_embd 2048, 8 layers, 16 heads, n_ff
+# caches (shape of the reference baseline figures for llama.cpp: n_embd 2048, 8 layers, 16 heads, n_ff
 # 5632, vocab 32000), in F16, Q8_0 and Q4_0, at 1 and 2 threads. Both engines run in the same
 # session, interleaved round by round (order alternating), and the medians over all runs are
 # compared; the memory read bandwidth is measured by the same script (bench/membw) so each
