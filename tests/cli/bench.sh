@@ -7,20 +7,7 @@
 # Usage: bench.sh HEARTH_BIN
 set -u
 H="$1"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-
-expect() {
-    code=$1 pat=$2
-    shift 3
-    "$@" >"$T/out" 2>&1
-    got=$?
-    if [ "$got" != "$code" ] || ! grep -q -- "$pat" "$T/out"; then
-        echo "FAIL: $* -> exit $got (want $code), output:"; sed 's/^/  /' "$T/out" | head -5
-        fails=$((fails + 1))
-    fi
-}
+. "$(dirname "$0")/expect.sh"
 
 M="$T/m.gguf"
 "$H" synth -q -o "$M" --n-embd 64 --n-layer 2 --n-head 4 --n-ff 128 --n-vocab 400 --seed 3 >/dev/null 2>&1 ||

@@ -4,22 +4,7 @@
 # Usage: cli_test.sh HEARTH_BIN
 set -u
 H="$1"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-
-# expect CODE PATTERN -- command...: exit status CODE and PATTERN in stderr+stdout.
-expect() {
-    code=$1 pat=$2
-    shift 3
-    "$@" >"$T/out" 2>&1
-    got=$?
-    if [ "$got" != "$code" ] || ! grep -q -- "$pat" "$T/out"; then
-        echo "FAIL: $* -> exit $got (want $code), output:"; sed 's/^/  /' "$T/out" | head -5
-        [ "$got" != "$code" ] || echo "  (missing: $pat)"
-        fails=$((fails + 1))
-    fi
-}
+. "$(dirname "$0")/expect.sh"
 
 M="$T/m.gguf"
 "$H" synth -o "$M" --n-embd 64 --n-layer 2 --n-head 4 --n-ff 128 --n-vocab 400 --seed 3 >/dev/null 2>&1 || { echo "FAIL: synth"; exit 1; }
