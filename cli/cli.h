@@ -14,6 +14,8 @@ int hr_cmd_bench(int argc, char **argv);
 int hr_cmd_calibrate(int argc, char **argv);
 int hr_cmd_place(int argc, char **argv);
 int hr_cmd_quantize(int argc, char **argv);
+int hr_cmd_serve(int argc, char **argv);
+int hr_cmd_chat(int argc, char **argv);
 
 /* Flag value parsing shared by subcommands. Each prints
  * "hearth <cmd>: <flag>: <problem>" to stderr and returns false on bad input. */

@@ -11,6 +11,8 @@ typedef struct {
 
 static const subcommand cmds[] = {
     {"run", hr_cmd_run, "generate text from a prompt"},
+    {"chat", hr_cmd_chat, "interactive chat in the terminal (the model's chat template)"},
+    {"serve", hr_cmd_serve, "OpenAI-compatible HTTP server with a chat page"},
     {"perplexity", hr_cmd_perplexity, "perplexity of a text file (llama.cpp's method)"},
     {"bench", hr_cmd_bench, "prompt and decode tokens/s, bytes/token, GB/s"},
     {"inspect", hr_cmd_inspect, "print a GGUF file's metadata and tensors"},

@@ -46,6 +46,12 @@ typedef struct hearth_ffn_stats {
     uint64_t fired_computed; /* fired and computed: recall = fired_computed / fired */
 } hearth_ffn_stats;
 
+/* Where the GPU side runs. AUTO: CUDA when compiled in and a GPU answers, else the CPU
+ * alone (hearth_ctx_gpu_status says which and why). STANDIN: the CPU standing in for a
+ * device (same placement and operations; tests on machines without a GPU). */
+typedef enum hearth_gpu_mode { HEARTH_GPU_AUTO = 0, HEARTH_GPU_OFF, HEARTH_GPU_CUDA, HEARTH_GPU_STANDIN } hearth_gpu_mode;
+#define HEARTH_VRAM_MARGIN_MIB 512
+
 typedef struct hearth_ctx_params {
     int32_t n_ctx;      /* 0: the model's training context, capped at 4096 */
     int32_t n_threads;  /* 0: number of cores */
@@ -58,6 +64,19 @@ typedef struct hearth_ctx_params {
      * stream before ffn_norm; falcon: the layer input) and activations act [n_tok][n_ff]. */
     void (*ffn_observer)(void *ud, int32_t layer, int32_t n_tok, const float *p, const float *act);
     void *ffn_observer_ud;
+    int32_t n_seq;      /* independent sequences (server slots), each with its own KV cache of
+                           n_ctx cells; 0: 1 */
+    /* GPU (hybrid execution, see docs/hybrid.md). */
+    hearth_gpu_mode gpu;
+    int32_t gpu_device;        /* CUDA device index */
+    double vram_budget_gib;    /* <= 0: free device memory minus HEARTH_VRAM_MARGIN_MIB */
+    int32_t n_gpu_layers;      /* > 0: llama.cpp-style offload of the first N whole layers;
+                                  0: automatic (PowerInfer files: hybrid placement of dense
+                                  parts, then hot neurons; dense files: as many whole layers
+                                  as the budget holds) */
+    const char *gpu_index_path;  /* NULL: <model>.generated.gpuidx */
+    bool reset_gpu_index;      /* regenerate the GPU index even if one exists */
+    bool disable_gpu_index;    /* no hot neurons on the GPU (dense parts only) */
 } hearth_ctx_params;
 
 typedef struct hearth_model_info {
@@ -99,6 +118,37 @@ int hearth_ctx_ffn_stats(const hearth_ctx *c, int32_t il, hearth_ffn_stats *out)
 const char *hearth_ffn_mode_name(hearth_ffn_mode m);
 float hearth_model_sparse_threshold(const hearth_model *m);
 bool hearth_model_has_predictors(const hearth_model *m);
+
+/* A batch over several sequences: token i is at position pos[i] of sequence seq[i]
+ * (0 <= seq < n_seq); logits[i] asks for its logits (then hearth_logits(c, k) is the k-th
+ * requested row, in batch order). Each token's result depends only on its own sequence,
+ * never on what else is in the batch: a sequence decoded alone or batched with others
+ * gives bit-identical logits. Positions of one sequence may repeat earlier ones (the cache
+ * keeps what precedes them); every position before pos[i] must have been evaluated. */
+typedef struct hearth_batch {
+    int32_t n;
+    const int32_t *tokens, *pos, *seq;
+    const bool *logits;
+} hearth_batch;
+int hearth_eval_batch(hearth_ctx *c, const hearth_batch *b, hr_err *e);
+int32_t hearth_ctx_n_seq(const hearth_ctx *c);
+
+/* String metadata of the model file (e.g. "tokenizer.chat_template"), NULL if absent
+ * or not a string. Valid while the model lives; not NUL-terminated: *len is set. */
+const char *hearth_model_meta_str(const hearth_model *m, const char *key, size_t *len);
+
+/* GPU status of a context: what runs where. */
+typedef struct hearth_gpu_status {
+    bool active;              /* a device (CUDA or standin) computes part of the model */
+    char device[128];         /* e.g. "cuda:0 NVIDIA H200", "standin", "" */
+    char reason[256];         /* why no device is used, when !active and one was wanted */
+    uint64_t budget, used;    /* bytes: the budget and what was reserved (<= budget) */
+    uint64_t used_fixed, used_kv, used_scratch, used_neurons;
+    int32_t layers_attn;      /* layers whose attention is on the device */
+    double ffn_share;         /* share of FFN neuron bytes on the device */
+    double act_share;         /* share of activations the hot neurons serve (from statistics) */
+} hearth_gpu_status;
+int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out);
 
 /* Evaluates n tokens at positions pos..pos+n-1 (the cache keeps 0..pos-1; later entries
  * are overwritten). n may exceed n_batch: it is split internally. all_logits: keep the

@@ -167,3 +167,15 @@ const float *hearth_logits(const hearth_ctx *c, int32_t i) {
     if (i >= c->n_logits) return NULL;
     return c->logits + (int64_t)i * c->m->hp.n_vocab;
 }
+
+/* ---- multi-sequence batches (being written) ---- */
+int hearth_eval_batch(hearth_ctx *c, const hearth_batch *b, hr_err *e) {
+    (void)c, (void)b;
+    return hr_errf(e, "hearth_eval_batch: not implemented yet");
+}
+int32_t hearth_ctx_n_seq(const hearth_ctx *c) { (void)c; return 1; }
+int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out) {
+    (void)c;
+    *out = (hearth_gpu_status){0};
+    return 0;
+}

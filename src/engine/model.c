@@ -112,3 +112,10 @@ int hearth_token_piece(const hearth_model *m, int32_t id, bool render_special, c
 int32_t hearth_token_bos(const hearth_model *m) { return hr_tok_bos(m->tok); }
 
 bool hearth_token_is_eog(const hearth_model *m, int32_t id) { return hr_tok_is_eog(m->tok, id); }
+
+const char *hearth_model_meta_str(const hearth_model *m, const char *key, size_t *len) {
+    gguf_str s;
+    if (!m || !key || gguf_get_str(&m->file, key, &s, NULL) != 0) return NULL;
+    if (len) *len = (size_t)s.len;
+    return s.ptr;
+}

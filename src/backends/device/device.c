@@ -1,0 +1,14 @@
+/* Device lifetime and, in builds without CUDA, the CUDA entry point that says so. */
+#include "backends/device.h"
+
+void hr_dev_close(hr_dev *d) {
+    if (d && d->ops && d->ops->free) d->ops->free(d);
+}
+
+#ifndef HEARTH_HAVE_CUDA
+hr_dev *hr_dev_cuda_open(int index, hr_err *e) {
+    (void)index;
+    hr_errf(e, "this build has no CUDA backend (nvcc was not found when it was built)");
+    return NULL;
+}
+#endif
