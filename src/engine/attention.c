@@ -10,24 +10,24 @@
 typedef struct {
     hearth_ctx *c;
     int il;
-    int32_t n, pos;
+    const hr_fwd *f;
 } attn_job;
 
 static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_t *qp) {
     hearth_ctx *c = j->c;
     const hr_hparams *hp = &c->m->hp;
     const int32_t hd = hp->head_dim, kvd = hp->n_head_kv * hd, kvh = h / (hp->n_head / hp->n_head_kv);
-    const int32_t n_kv = j->pos + t + 1;
-    const size_t layer_cells = (size_t)c->n_ctx * kvd;
+    const int32_t n_kv = j->f->pos[t] + 1;
+    const size_t first = hr_kv_cell(c, j->f->seq[t], j->il, 0) + (size_t)kvh * hd;
     const uint32_t kt = c->k_elem == 2 ? HR_F16 : HR_F32;
     const hr_kernels *k = c->cpu.k;
-    const uint8_t *K = c->k_cache + ((size_t)j->il * layer_cells + (size_t)kvh * hd) * c->k_elem;
+    const uint8_t *K = c->k_cache + first * c->k_elem;
     k->act_prep[kt](c->q + ((int64_t)t * hp->n_head + h) * hd, qp, hd);
     for (int32_t p = 0; p < n_kv; p++) k->vec_dot[kt](hd, &s[p], K + (size_t)p * kvd * c->k_elem, qp);
     hr_softmax(s, n_kv, 1.0f / sqrtf((float)hd));
     float *out = c->att + ((int64_t)t * hp->n_head + h) * hd;
     memset(out, 0, sizeof(float) * (size_t)hd);
-    const uint8_t *V = c->v_cache + ((size_t)j->il * layer_cells + (size_t)kvh * hd) * c->v_elem;
+    const uint8_t *V = c->v_cache + first * c->v_elem;
     for (int32_t p = 0; p < n_kv; p++) {
         if (c->v_elem == 2) {
             const float w = hr_f16_to_f32(hr_f32_to_f16(s[p]));
@@ -43,28 +43,31 @@ static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_
 static void attn_task(void *arg, int ith, int nth) {
     const attn_job *j = arg;
     hearth_ctx *c = j->c;
-    const int64_t items = (int64_t)j->n * c->m->hp.n_head;
+    const int64_t items = (int64_t)j->f->n * c->m->hp.n_head;
     const int64_t per = (items + nth - 1) / nth, i0 = per * ith, i1 = i0 + per < items ? i0 + per : items;
     float *s = c->scores + (size_t)ith * c->n_ctx;
     uint8_t *qp = c->qprep + (size_t)ith * c->qprep_stride;
     for (int64_t i = i0; i < i1; i++) attend_one(j, (int32_t)(i / c->m->hp.n_head), (int32_t)(i % c->m->hp.n_head), s, qp);
 }
 
-/* Stores this batch's k and v rows at their positions, converting to the cache type. */
-static void store_kv(hearth_ctx *c, int il, int32_t n, int32_t pos) {
+/* Stores this batch's k and v rows at their cells, converting to the cache type. */
+static void store_kv(hearth_ctx *c, int il, const hr_fwd *f) {
     const hr_hparams *hp = &c->m->hp;
     const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim;
-    const size_t base = ((size_t)il * c->n_ctx + (size_t)pos) * (size_t)kvd;
-    for (int64_t i = 0; i < n * kvd; i++) {
-        if (c->k_elem == 2) ((uint16_t *)c->k_cache)[base + i] = hr_f32_to_f16(c->k[i]);
-        else ((float *)c->k_cache)[base + i] = c->k[i];
-        if (c->v_elem == 2) ((uint16_t *)c->v_cache)[base + i] = hr_f32_to_f16(c->v[i]);
-        else ((float *)c->v_cache)[base + i] = c->v[i];
+    for (int32_t t = 0; t < f->n; t++) {
+        const size_t base = hr_kv_cell(c, f->seq[t], il, f->pos[t]);
+        const float *k = c->k + t * kvd, *v = c->v + t * kvd;
+        for (int64_t i = 0; i < kvd; i++) {
+            if (c->k_elem == 2) ((uint16_t *)c->k_cache)[base + i] = hr_f32_to_f16(k[i]);
+            else ((float *)c->k_cache)[base + i] = k[i];
+            if (c->v_elem == 2) ((uint16_t *)c->v_cache)[base + i] = hr_f32_to_f16(v[i]);
+            else ((float *)c->v_cache)[base + i] = v[i];
+        }
     }
 }
 
-void hr_attention(hearth_ctx *c, int il, int32_t n, int32_t pos) {
-    store_kv(c, il, n, pos);
-    attn_job j = {c, il, n, pos};
+void hr_attention(hearth_ctx *c, int il, const hr_fwd *f) {
+    store_kv(c, il, f);
+    attn_job j = {c, il, f};
     hr_pool_run(c->cpu.pool, attn_task, &j);
 }

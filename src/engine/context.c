@@ -26,6 +26,8 @@ static int alloc_scratch(hearth_ctx *c, hr_err *e) {
     c->g = alloc_f(c, nb * ff * 4), c->u = alloc_f(c, nb * ff * 4), c->h = alloc_f(c, nb * ff * 4);
     c->scores = alloc_f(c, nt * (size_t)c->n_ctx * 4);
     c->qprep = alloc_f(c, nt * c->qprep_stride);
+    c->tok_pos = alloc_f(c, nb * 4), c->tok_seq = alloc_f(c, nb * 4), c->tok_want = alloc_f(c, nb);
+    if (!c->tok_pos || !c->tok_seq || !c->tok_want) return hr_errf(e, "out of memory allocating token arrays");
     if (!c->x || !c->xn || !c->tmp || (hp->parallel && !c->xb) || !c->q || !c->att || !c->k || !c->v || !c->g || !c->u || !c->h || !c->scores || !c->qprep)
         return hr_errf(e, "out of memory allocating %llu bytes of scratch", (unsigned long long)c->scratch_bytes);
     return 0;
@@ -66,7 +68,7 @@ static int resolve_ffn_mode(hearth_ctx *c, hearth_ffn_mode want, hr_err *e) {
 
 static int alloc_kv(hearth_ctx *c, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
-    size_t cells = (size_t)hp->n_layer * (size_t)c->n_ctx * (size_t)hp->n_head_kv * (size_t)hp->head_dim;
+    size_t cells = (size_t)c->n_seq * (size_t)hp->n_layer * (size_t)c->n_ctx * (size_t)hp->n_head_kv * (size_t)hp->head_dim;
     c->k_elem = c->kv_k == HEARTH_KV_F32 ? 4 : 2;
     c->v_elem = c->kv_v == HEARTH_KV_F32 ? 4 : 2;
     c->kv_bytes = cells * (c->k_elem + c->v_elem);
@@ -78,8 +80,8 @@ static int alloc_kv(hearth_ctx *c, hr_err *e) {
 
 hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *e) {
     hearth_ctx_params d = p ? *p : hearth_ctx_default_params();
-    if (d.n_ctx < 0 || d.n_threads < 0 || d.n_batch < 0 || d.n_threads > 512) {
-        hr_errf(e, "bad context parameters (n_ctx %d, threads %d, batch %d)", d.n_ctx, d.n_threads, d.n_batch);
+    if (d.n_ctx < 0 || d.n_threads < 0 || d.n_batch < 0 || d.n_threads > 512 || d.n_seq < 0 || d.n_seq > 4096) {
+        hr_errf(e, "bad context parameters (n_ctx %d, threads %d, batch %d, sequences %d)", d.n_ctx, d.n_threads, d.n_batch, d.n_seq);
         return NULL;
     }
     hearth_ctx *c = calloc(1, sizeof *c);
@@ -91,6 +93,7 @@ hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *
     c->n_ctx = d.n_ctx ? d.n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
     c->n_batch = d.n_batch ? d.n_batch : 512;
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
+    c->n_seq = d.n_seq ? d.n_seq : 1;
     c->kv_k = d.kv_k, c->kv_v = d.kv_v;
     int nt = d.n_threads ? d.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nt < 1) nt = 1;
@@ -111,6 +114,7 @@ void hearth_ctx_free(hearth_ctx *c) {
     free(c->k_cache), free(c->v_cache);
     free(c->x), free(c->xn), free(c->xb), free(c->tmp), free(c->q), free(c->att), free(c->k), free(c->v);
     free(c->g), free(c->u), free(c->h), free(c->scores), free(c->qprep), free(c->logits);
+    free(c->tok_pos), free(c->tok_seq), free(c->tok_want);
     free(c->ffn_a), free(c->ffn_s), free(c->ffn_ph), free(c->ffn_idx), free(c->ffn_all), free(c->ffn_mask), free(c->ffn_stats);
     free(c);
 }
@@ -143,6 +147,51 @@ static int ensure_logits(hearth_ctx *c, int64_t rows, hr_err *e) {
     return 0;
 }
 
+/* Tokens [done, done+chunk) of a batch through one forward call, logits appended at *row. */
+static int eval_chunk(hearth_ctx *c, const hearth_batch *b, int32_t done, int32_t chunk, int64_t *row, hr_err *e) {
+    int32_t want = 0;
+    for (int32_t t = 0; t < chunk; t++) {
+        c->tok_pos[t] = b->pos[done + t];
+        c->tok_seq[t] = b->seq ? b->seq[done + t] : 0;
+        c->tok_want[t] = b->logits && b->logits[done + t];
+        want += c->tok_want[t];
+    }
+    hr_fwd f = {.tokens = b->tokens + done, .pos = c->tok_pos, .seq = c->tok_seq, .n = chunk,
+                .want = want ? c->tok_want : NULL, .logits = want ? c->logits + *row * c->m->hp.n_vocab : NULL};
+    *row += want;
+    return hr_forward(c, &f, e);
+}
+
+static int check_batch(const hearth_ctx *c, const hearth_batch *b, int64_t *n_want, hr_err *e) {
+    if (!b || b->n <= 0) return hr_errf(e, "nothing to evaluate (%d tokens)", b ? b->n : 0);
+    if (!b->tokens || !b->pos) return hr_errf(e, "batch without tokens or positions");
+    *n_want = 0;
+    for (int32_t i = 0; i < b->n; i++) {
+        const int32_t s = b->seq ? b->seq[i] : 0;
+        if (b->tokens[i] < 0 || b->tokens[i] >= c->m->hp.n_vocab)
+            return hr_errf(e, "token id %d at index %d is outside the vocabulary [0, %d)", b->tokens[i], i, c->m->hp.n_vocab);
+        if (b->pos[i] < 0 || b->pos[i] >= c->n_ctx)
+            return hr_errf(e, "position %d at index %d does not fit in the context of %d tokens", b->pos[i], i, c->n_ctx);
+        if (s < 0 || s >= c->n_seq)
+            return hr_errf(e, "sequence %d at index %d is outside [0, %d)", s, i, c->n_seq);
+        *n_want += b->logits && b->logits[i];
+    }
+    return 0;
+}
+
+int hearth_eval_batch(hearth_ctx *c, const hearth_batch *b, hr_err *e) {
+    int64_t n_want = 0;
+    if (check_batch(c, b, &n_want, e) || ensure_logits(c, n_want, e)) return -1;
+    c->n_logits = n_want;
+    int64_t row = 0;
+    for (int32_t done = 0; done < b->n;) {
+        int32_t chunk = b->n - done < c->n_batch ? b->n - done : c->n_batch;
+        if (eval_chunk(c, b, done, chunk, &row, e)) return -1;
+        done += chunk;
+    }
+    return 0;
+}
+
 int hearth_eval(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, bool all_logits, hr_err *e) {
     if (n <= 0) return hr_errf(e, "nothing to evaluate (%d tokens)", n);
     if (pos < 0 || (int64_t)pos + n > c->n_ctx)
@@ -152,11 +201,17 @@ int hearth_eval(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, bo
             return hr_errf(e, "token id %d at index %d is outside the vocabulary [0, %d)", tokens[i], i, c->m->hp.n_vocab);
     if (ensure_logits(c, all_logits ? n : 1, e)) return -1;
     c->n_logits = all_logits ? n : 1;
+    int64_t row = 0;
     for (int32_t done = 0; done < n;) {
         int32_t chunk = n - done < c->n_batch ? n - done : c->n_batch;
-        bool last = done + chunk == n;
-        float *out = all_logits ? c->logits + (int64_t)done * c->m->hp.n_vocab : (last ? c->logits : NULL);
-        if (hr_forward(c, tokens + done, chunk, pos + done, out, all_logits, e)) return -1;
+        for (int32_t t = 0; t < chunk; t++) {
+            c->tok_pos[t] = pos + done + t, c->tok_seq[t] = 0;
+            c->tok_want[t] = all_logits || done + t == n - 1;
+        }
+        hr_fwd f = {.tokens = tokens + done, .pos = c->tok_pos, .seq = c->tok_seq, .n = chunk,
+                    .want = c->tok_want, .logits = c->logits + row * c->m->hp.n_vocab};
+        for (int32_t t = 0; t < chunk; t++) row += c->tok_want[t];
+        if (hr_forward(c, &f, e)) return -1;
         done += chunk;
     }
     return 0;
@@ -168,12 +223,8 @@ const float *hearth_logits(const hearth_ctx *c, int32_t i) {
     return c->logits + (int64_t)i * c->m->hp.n_vocab;
 }
 
-/* ---- multi-sequence batches (being written) ---- */
-int hearth_eval_batch(hearth_ctx *c, const hearth_batch *b, hr_err *e) {
-    (void)c, (void)b;
-    return hr_errf(e, "hearth_eval_batch: not implemented yet");
-}
-int32_t hearth_ctx_n_seq(const hearth_ctx *c) { (void)c; return 1; }
+int32_t hearth_ctx_n_seq(const hearth_ctx *c) { return c->n_seq; }
+
 int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out) {
     (void)c;
     *out = (hearth_gpu_status){0};

@@ -7,11 +7,11 @@
 
 struct hearth_ctx {
     hearth_model *m;
-    int32_t n_ctx, n_batch;
+    int32_t n_ctx, n_batch, n_seq;
     hearth_kv_type kv_k, kv_v;
     hr_cpu cpu;
     hr_sparse_ws sparse_ws; /* partial sums of the sparse down projection */
-    uint8_t *k_cache, *v_cache; /* [n_layer][n_ctx][n_head_kv * head_dim] of F16 or F32 */
+    uint8_t *k_cache, *v_cache; /* [n_seq][n_layer][n_ctx][n_head_kv * head_dim] of F16 or F32 */
     size_t k_elem, v_elem;      /* bytes per cache element */
     /* scratch, sized for n_batch tokens */
     float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *h;
@@ -31,13 +31,29 @@ struct hearth_ctx {
     uint8_t *ffn_mask;            /* [n_batch][n_ff] active flags */
     void (*ffn_observer)(void *ud, int32_t layer, int32_t n_tok, const float *p, const float *act); /* calibration hook */
     void *ffn_observer_ud;
+    int32_t *tok_pos, *tok_seq; /* [n_batch] position and sequence of each token of a forward call */
+    bool *tok_want;             /* [n_batch] logits wanted */
     float *logits;  /* [logits_rows][n_vocab] */
     int64_t logits_cap, n_logits;
     uint64_t kv_bytes, scratch_bytes;
 };
 
-/* Evaluates up to n_batch tokens; writes logits of each (all) or only the last. */
-int hr_forward(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, float *logits, bool all, hr_err *e);
-/* Attention for n tokens of layer il, reading q/k/v scratch, writing c->att. */
-void hr_attention(hearth_ctx *c, int il, int32_t n, int32_t pos);
+/* One forward call: up to n_batch tokens, token t at position pos[t] of sequence seq[t]
+ * (pos and seq may point at c->tok_pos / c->tok_seq). want[t] (NULL: none) asks for
+ * token t's logits, written in order as consecutive rows of logits. */
+typedef struct hr_fwd {
+    const int32_t *tokens, *pos, *seq;
+    int32_t n;
+    const bool *want;
+    float *logits;
+} hr_fwd;
+
+int hr_forward(hearth_ctx *c, const hr_fwd *f, hr_err *e);
+/* Attention for the n tokens of f in layer il, reading q/k/v scratch, writing c->att. */
+void hr_attention(hearth_ctx *c, int il, const hr_fwd *f);
+/* Element index of the first entry of cache cell (seq, layer, pos). */
+static inline size_t hr_kv_cell(const hearth_ctx *c, int32_t seq, int il, int32_t pos) {
+    return (((size_t)seq * (size_t)c->m->hp.n_layer + (size_t)il) * (size_t)c->n_ctx + (size_t)pos) *
+           (size_t)c->m->hp.n_head_kv * (size_t)c->m->hp.head_dim;
+}
 #endif

@@ -25,9 +25,10 @@ static void norm_rows(const hr_hparams *hp, float *y, const float *x, const floa
     }
 }
 
-/* out = Wo · attention(in) (+ bo) for n tokens at positions pos.. ; in may equal out. */
-static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, int32_t n, int32_t pos, float *out, hr_err *e) {
+/* out = Wo · attention(in) (+ bo) for the tokens of f; in may equal out. */
+static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, const hr_fwd *f, float *out, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
+    const int32_t n = f->n;
     const int64_t qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_head_kv * hp->head_dim;
     if (hr_matmul(&c->cpu, &L->wq, in, n, c->q, e) || hr_matmul(&c->cpu, &L->wk, in, n, c->k, e) ||
         hr_matmul(&c->cpu, &L->wv, in, n, c->v, e))
@@ -35,21 +36,22 @@ static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, 
     add_bias(c->q, L->bq, n, qd), add_bias(c->k, L->bk, n, kvd), add_bias(c->v, L->bv, n, kvd);
     if (L->use_rope)
         for (int32_t t = 0; t < n; t++) {
-            hr_rope(c->q + t * qd, hp->n_head, hp->head_dim, hp->n_rot, pos + t, hp->rope_base, hp->rope_freq_scale, hp->rope_neox);
-            hr_rope(c->k + t * kvd, hp->n_head_kv, hp->head_dim, hp->n_rot, pos + t, hp->rope_base, hp->rope_freq_scale, hp->rope_neox);
+            hr_rope(c->q + t * qd, hp->n_head, hp->head_dim, hp->n_rot, f->pos[t], hp->rope_base, hp->rope_freq_scale, hp->rope_neox);
+            hr_rope(c->k + t * kvd, hp->n_head_kv, hp->head_dim, hp->n_rot, f->pos[t], hp->rope_base, hp->rope_freq_scale, hp->rope_neox);
         }
-    hr_attention(c, il, n, pos);
+    hr_attention(c, il, f);
     if (hr_matmul(&c->cpu, &L->wo, c->att, n, out, e)) return -1;
     add_bias(out, L->bo, n, hp->n_embd);
     return 0;
 }
 
 /* x += attention(norm(x)); x += ffn(ffn_norm(x)). */
-static int serial_layer(hearth_ctx *c, const hr_layer *L, int il, int32_t n, int32_t pos, hr_err *e) {
+static int serial_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
+    const int32_t n = f->n;
     const int64_t nd = (int64_t)n * hp->n_embd;
     norm_rows(hp, c->xn, c->x, L->attn_norm, L->attn_norm_b, n);
-    if (attention(c, L, il, c->xn, n, pos, c->tmp, e)) return -1;
+    if (attention(c, L, il, c->xn, f, c->tmp, e)) return -1;
     add_into(c->x, c->tmp, nd);
     norm_rows(hp, c->xn, c->x, L->ffn_norm, L->ffn_norm_b, n);
     if (hr_ffn(c, L, il, c->x, c->xn, n, c->tmp, e)) return -1;
@@ -59,8 +61,9 @@ static int serial_layer(hearth_ctx *c, const hr_layer *L, int il, int32_t n, int
 
 /* Falcon: x += ffn(attn_norm(x)) + attention(attn_norm_2(x) or attn_norm(x)); the
  * predictor sees the layer input x. Summed in llama.cpp's order: (ffn + attn) + x. */
-static int parallel_layer(hearth_ctx *c, const hr_layer *L, int il, int32_t n, int32_t pos, hr_err *e) {
+static int parallel_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
+    const int32_t n = f->n;
     const int64_t nd = (int64_t)n * hp->n_embd;
     norm_rows(hp, c->xn, c->x, L->attn_norm, L->attn_norm_b, n);
     const float *attn_in = c->xn;
@@ -68,40 +71,51 @@ static int parallel_layer(hearth_ctx *c, const hr_layer *L, int il, int32_t n, i
         norm_rows(hp, c->xb, c->x, L->attn_norm2, L->attn_norm2_b, n);
         attn_in = c->xb;
     }
-    if (attention(c, L, il, attn_in, n, pos, c->xb, e) || hr_ffn(c, L, il, c->x, c->xn, n, c->tmp, e)) return -1;
+    if (attention(c, L, il, attn_in, f, c->xb, e) || hr_ffn(c, L, il, c->x, c->xn, n, c->tmp, e)) return -1;
     for (int64_t i = 0; i < nd; i++) c->x[i] = (c->tmp[i] + c->xb[i]) + c->x[i];
     return 0;
 }
 
-static int embed(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, hr_err *e) {
+static int embed(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
     const hearth_model *m = c->m;
     const hr_mat *E = &m->token_embd, *P = &m->pos_embd;
-    for (int32_t t = 0; t < n; t++)
-        hr_dequant_row(E->type, (const uint8_t *)E->data + (size_t)tokens[t] * E->row_bytes, c->x + (int64_t)t * E->n_in, E->n_in);
+    for (int32_t t = 0; t < f->n; t++)
+        hr_dequant_row(E->type, (const uint8_t *)E->data + (size_t)f->tokens[t] * E->row_bytes, c->x + (int64_t)t * E->n_in, E->n_in);
     if (!P->data) return 0;
-    const int64_t last = (int64_t)pos + n - 1 + m->hp.pos_offset;
-    if (last >= P->n_out)
-        return hr_errf(e, "position %lld is beyond the model's %lld learned positions", (long long)(pos + n - 1),
-                       (long long)(P->n_out - m->hp.pos_offset));
-    for (int32_t t = 0; t < n; t++) {
-        float *row = c->tmp + (int64_t)t * P->n_in;
-        hr_dequant_row(P->type, (const uint8_t *)P->data + (size_t)(pos + t + m->hp.pos_offset) * P->row_bytes, row, P->n_in);
-        add_into(c->x + (int64_t)t * P->n_in, row, P->n_in);
+    for (int32_t t = 0; t < f->n; t++) {
+        const int64_t row = (int64_t)f->pos[t] + m->hp.pos_offset;
+        if (row >= P->n_out)
+            return hr_errf(e, "position %d is beyond the model's %lld learned positions", f->pos[t],
+                           (long long)(P->n_out - m->hp.pos_offset));
+        float *tmp = c->tmp + (int64_t)t * P->n_in;
+        hr_dequant_row(P->type, (const uint8_t *)P->data + (size_t)row * P->row_bytes, tmp, P->n_in);
+        add_into(c->x + (int64_t)t * P->n_in, tmp, P->n_in);
     }
     return 0;
 }
 
-int hr_forward(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, float *logits, bool all, hr_err *e) {
+/* Logits of the wanted tokens: their rows of x gathered into xn, normed, projected. */
+static int output(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
+    const hearth_model *m = c->m;
+    const int64_t d = m->hp.n_embd;
+    int32_t rows = 0;
+    for (int32_t t = 0; t < f->n; t++)
+        if (f->want[t]) {
+            if (rows != t) memcpy(c->x + rows * d, c->x + t * d, sizeof(float) * (size_t)d);
+            rows++;
+        }
+    if (!rows) return 0;
+    norm_rows(&m->hp, c->xn, c->x, m->output_norm, m->output_norm_b, rows);
+    return hr_matmul(&c->cpu, &m->output, c->xn, rows, f->logits, e);
+}
+
+int hr_forward(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
     const hearth_model *m = c->m;
     const hr_hparams *hp = &m->hp;
-    const int64_t d = hp->n_embd;
-    if (embed(c, tokens, n, pos, e)) return -1;
+    if (embed(c, f, e)) return -1;
     for (int il = 0; il < hp->n_layer; il++) {
         const hr_layer *L = &m->layers[il];
-        if (hp->parallel ? parallel_layer(c, L, il, n, pos, e) : serial_layer(c, L, il, n, pos, e)) return -1;
+        if (hp->parallel ? parallel_layer(c, L, il, f, e) : serial_layer(c, L, il, f, e)) return -1;
     }
-    if (!logits) return 0;
-    const int32_t first = all ? 0 : n - 1, rows = n - first;
-    norm_rows(hp, c->xn, c->x + first * d, m->output_norm, m->output_norm_b, rows);
-    return hr_matmul(&c->cpu, &m->output, c->xn, rows, logits, e);
+    return f->want ? output(c, f, e) : 0;
 }

@@ -257,11 +257,12 @@ void hr_sparse_ws_free(hr_sparse_ws *ws) {
     memset(ws, 0, sizeof *ws);
 }
 
-/* Chunks of an axpy: decode splits finer (balance on a shared machine); batches keep
- * one per thread, as each chunk's partial holds all the batch's outputs. */
-static int ax_chunks(int nth, int64_t n_tok, int64_t n_idx) {
-    return n_chunks(nth, n_idx, n_tok == 1 ? CHUNKS_PER_THREAD : 1);
-}
+/* Chunks of an axpy: ranges of the matrix's rows (neurons), fixed by the thread count
+ * and the row count alone. A token's output is the chunk-ordered sum of per-chunk sums
+ * taken in index order; entries with a zero coefficient add exactly nothing, so a token's
+ * result does not depend on which other tokens share the batch or on the union of
+ * neurons the batch computes (as long as idx is ascending). */
+static int ax_chunks(int nth, int64_t n_rows) { return n_chunks(nth, n_rows, CHUNKS_PER_THREAD); }
 
 /* Floats of partials for `chunks` chunks of n_tok tokens (0 on overflow). */
 static size_t ws_need(int chunks, int64_t n_tok, int64_t n_in) {
@@ -286,10 +287,10 @@ int hr_sparse_reserve(hr_sparse_ws *ws, const hr_cpu *c, int64_t n_tok, int64_t 
     if (n_tok < 1 || n_in < 1) return hr_errf(e, "sparse_reserve: empty shape");
     const int nth = hr_pool_threads(c->pool);
     const int64_t many = (int64_t)nth * CHUNKS_PER_THREAD * MIN_CHUNK_ROWS; /* the most chunks */
-    const int c1 = ax_chunks(nth, 1, many), cn = ax_chunks(nth, n_tok, many);
-    size_t need1 = ws_need(c1, 1, n_in), needn = ws_need(cn, n_tok, n_in);
-    if ((c1 > 1 && !need1) || (cn > 1 && !needn)) return hr_errf(e, "sparse_reserve: workspace too large");
-    return ws_grow(ws, need1 > needn ? need1 : needn, e);
+    const int chunks = ax_chunks(nth, many);
+    const size_t need = ws_need(chunks, n_tok < AX_TOK_BLOCK ? n_tok : AX_TOK_BLOCK, n_in);
+    if (chunks > 1 && !need) return hr_errf(e, "sparse_reserve: workspace too large");
+    return ws_grow(ws, need, e);
 }
 
 /* ---------------------------------------------------------------- axpy */
@@ -297,11 +298,13 @@ int hr_sparse_reserve(hr_sparse_ws *ws, const hr_cpu *c, int64_t n_tok, int64_t 
 typedef struct {
     hr_axpy_fn fn;
     const hr_mat *Wt;
-    const float *A;
-    int64_t n_tok;
+    const float *A;      /* the group's first token */
+    int64_t n_tok;       /* tokens of this group (<= AX_TOK_BLOCK) */
+    int64_t a_stride;    /* floats between tokens' coefficient rows (n_idx) */
     const int32_t *idx;
     int64_t n_idx;
-    float *Y;
+    bool sorted;         /* idx ascending: chunks are row ranges */
+    float *Y;            /* the group's first output row */
     float *part;
     int chunks;
 } ax_job;
@@ -327,33 +330,52 @@ static void ax_decode(const ax_job *j, int64_t i0, int64_t i1, float *out) {
     if (g) j->fn(j->Wt->n_in, g, rows, a, 1, out, 0);
 }
 
-/* Several tokens: each row is visited once per block of AX_TOK_BLOCK tokens, and
- * skipped if all of them have a zero coefficient. */
+/* Several tokens (one group): each row is visited once, and skipped if all of the
+ * group's coefficients for it are zero. */
 static void ax_batch(const ax_job *j, int64_t i0, int64_t i1, float *out) {
-    const int64_t n = j->Wt->n_in, ni = j->n_idx;
+    const int64_t n = j->Wt->n_in, nt = j->n_tok;
     const size_t rb = j->Wt->row_bytes;
     const char *w = j->Wt->data;
     const void *rows[HR_AXPY_ROWS];
     float a[AX_TOK_BLOCK * HR_AXPY_ROWS];
-    for (int64_t tb = 0; tb < j->n_tok; tb += AX_TOK_BLOCK) {
-        const int64_t nt = j->n_tok - tb < AX_TOK_BLOCK ? j->n_tok - tb : AX_TOK_BLOCK;
-        float *yb = out + tb * n;
-        int g = 0;
-        for (int64_t i = i0; i < i1; i++) {
-            int any = 0;
-            for (int64_t t = 0; t < nt; t++) {
-                a[t * HR_AXPY_ROWS + g] = j->A[(tb + t) * ni + i];
-                any |= j->A[(tb + t) * ni + i] != 0.0f;
-            }
-            if (!any) continue;
-            rows[g] = w + j->idx[i] * rb;
-            if (++g == HR_AXPY_ROWS) {
-                j->fn(n, g, rows, a, nt, yb, (size_t)n);
-                g = 0;
-            }
+    int g = 0;
+    for (int64_t i = i0; i < i1; i++) {
+        int any = 0;
+        for (int64_t t = 0; t < nt; t++) {
+            a[t * HR_AXPY_ROWS + g] = j->A[t * j->a_stride + i];
+            any |= j->A[t * j->a_stride + i] != 0.0f;
         }
-        if (g) j->fn(n, g, rows, a, nt, yb, (size_t)n);
+        if (!any) continue;
+        rows[g] = w + j->idx[i] * rb;
+        if (++g == HR_AXPY_ROWS) {
+            j->fn(n, g, rows, a, nt, out, (size_t)n);
+            g = 0;
+        }
     }
+    if (g) j->fn(n, g, rows, a, nt, out, (size_t)n);
+}
+
+/* First position in idx[lo..hi) whose row is >= row (idx ascending). */
+static int64_t lower_bound(const int32_t *idx, int64_t lo, int64_t hi, int64_t row) {
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (idx[mid] < row) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* The idx positions chunk ith covers: its row range when idx is ascending, else an even
+ * split of the list (still deterministic, but then batch-dependent). */
+static void ax_range(const ax_job *j, int ith, int nth, int64_t *i0, int64_t *i1) {
+    if (!j->sorted) {
+        chunk_range(j->n_idx, ith, nth, 1, i0, i1);
+        return;
+    }
+    int64_t r0, r1;
+    chunk_range(j->Wt->n_out, ith, nth, 1, &r0, &r1);
+    *i0 = lower_bound(j->idx, 0, j->n_idx, r0);
+    *i1 = lower_bound(j->idx, *i0, j->n_idx, r1);
 }
 
 static void ax_task(void *arg, int ith, int nth) {
@@ -362,7 +384,7 @@ static void ax_task(void *arg, int ith, int nth) {
     float *out = ith == 0 ? j->Y : j->part + (size_t)(ith - 1) * len;
     memset(out, 0, len * sizeof *out);
     int64_t i0, i1;
-    chunk_range(j->n_idx, ith, nth, 1, &i0, &i1);
+    ax_range(j, ith, nth, &i0, &i1);
     if (j->n_tok == 1) ax_decode(j, i0, i1, out);
     else ax_batch(j, i0, i1, out);
 }
@@ -379,6 +401,23 @@ static void ax_sum_task(void *arg, int ith, int nth) {
     }
 }
 
+static bool ascending(const int32_t *idx, int64_t n) {
+    for (int64_t i = 1; i < n; i++)
+        if (idx[i] <= idx[i - 1]) return false;
+    return true;
+}
+
+/* One group of up to AX_TOK_BLOCK tokens: chunks in parallel, then the ordered sum. */
+static void ax_group(hr_cpu *c, ax_job *j) {
+    if (j->chunks == 1) {
+        ax_task(j, 0, 1);
+        return;
+    }
+    hr_pool_run_chunks(c->pool, ax_task, j, j->chunks);
+    if (j->n_tok * j->Wt->n_in >= PAR_SUM_FLOATS) hr_pool_run(c->pool, ax_sum_task, j);
+    else ax_sum_task(j, 0, 1);
+}
+
 int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *A, int64_t n_tok,
                       const int32_t *idx, int64_t n_idx, float *Y, hr_err *e) {
     if (!c || !c->pool || !ws || !Y || (!A && n_idx > 0)) return hr_errf(e, "sparse_axpy: missing argument");
@@ -387,19 +426,18 @@ int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float
         return hr_errf(e, "sparse_axpy: weight type %u has no CPU kernel", Wt->type);
     if (check_mat("sparse_axpy", Wt, n_tok, idx, n_idx, e) < 0) return -1;
     const int nth = hr_pool_threads(c->pool);
-    ax_job j = {.fn = ws->ax->axpy[Wt->type], .Wt = Wt, .A = A, .n_tok = n_tok, .idx = idx,
-                .n_idx = n_idx, .Y = Y, .chunks = ax_chunks(nth, n_tok, n_idx)};
-    const size_t need = ws_need(j.chunks, n_tok, Wt->n_in);
-    if (j.chunks > 1 && !need) return hr_errf(e, "sparse_axpy: workspace too large");
+    const int chunks = ax_chunks(nth, Wt->n_out);
+    const int64_t group = n_tok < AX_TOK_BLOCK ? n_tok : AX_TOK_BLOCK;
+    const size_t need = ws_need(chunks, group, Wt->n_in);
+    if (chunks > 1 && !need) return hr_errf(e, "sparse_axpy: workspace too large");
     if (ws_grow(ws, need, e) < 0) return -1;
-    j.part = ws->part;
-    if (j.chunks == 1) {
-        ax_task(&j, 0, 1);
-        return 0;
+    const bool sorted = ascending(idx, n_idx);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += group) {
+        ax_job j = {.fn = ws->ax->axpy[Wt->type], .Wt = Wt, .A = A + t0 * n_idx, .a_stride = n_idx,
+                    .n_tok = n_tok - t0 < group ? n_tok - t0 : group, .idx = idx, .n_idx = n_idx,
+                    .sorted = sorted, .Y = Y + t0 * Wt->n_in, .part = ws->part, .chunks = chunks};
+        ax_group(c, &j);
     }
-    hr_pool_run_chunks(c->pool, ax_task, &j, j.chunks);
-    if (n_tok * Wt->n_in >= PAR_SUM_FLOATS) hr_pool_run(c->pool, ax_sum_task, &j);
-    else ax_sum_task(&j, 0, 1);
     return 0;
 }
 

@@ -1,7 +1,10 @@
 /* Neuron-aware sparse operators: compute only chosen rows of a matrix.
- * Both split their index list across threads in contiguous chunks. hr_sparse_axpy sums
- * each chunk into a per-thread partial and adds the partials in chunk order, so results
- * depend only on the thread count, never on timing. */
+ * The gathered product splits its index list across threads; each output is one dot
+ * product. hr_sparse_axpy splits the matrix's rows into fixed ranges (chunks), sums each
+ * chunk's active rows in index order into a partial, and adds the partials in chunk
+ * order: a token's result depends only on the thread count and its own coefficients,
+ * never on timing, on the other tokens of the batch, or on extra indices whose
+ * coefficient is zero (given an ascending index list). */
 #ifndef HR_SPARSE_H
 #define HR_SPARSE_H
 #include "matmul.h"
@@ -44,9 +47,9 @@ const hr_axpy_kernels *hr_axpy_best(void);
 /* Workspace of hr_sparse_axpy_ws, one per context next to its hr_cpu (hr_cpu's own
  * scratch holds hr_matmul's prepared activations and is not shared). Holds the
  * partial sums of idx chunks 1.. (chunk 0 sums straight into Y), grown on demand.
- * Chunks: one token, 4 per thread (claimed dynamically, so a thread slowed by another
- * process sheds work); a batch, one per thread; fewer when n_idx is small. The count
- * depends on thread count and shape only, so results repeat bit for bit.
+ * Chunks: 4 row ranges per thread (claimed dynamically, so a thread slowed by another
+ * process sheds work), fewer for small matrices; batches run in groups of 16 tokens,
+ * so the workspace holds (chunks - 1) x 16 output rows at most.
  * Zero-initialise, or hr_sparse_ws_init; free with hr_sparse_ws_free. */
 typedef struct hr_sparse_ws {
     const hr_axpy_kernels *ax; /* NULL: hr_axpy_best() on first use; tests may set a table */

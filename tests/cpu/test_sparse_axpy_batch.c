@@ -1,0 +1,69 @@
+/* hr_sparse_axpy with an ascending index list: a token's output is bit-identical whether
+ * it runs alone or in a batch with other tokens, and whether the list holds only its
+ * active rows or a superset whose extra rows have zero coefficients (the union a batch
+ * computes) — for every weight type, 1..3 threads, batches crossing the 16-token group. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/sparse.h"
+#include "formats/types.h"
+#include "testutil.h"
+
+#define N_IN 96
+#define N_OUT 700
+#define N_TOK 21
+
+static void fill_weights(uint32_t type, uint8_t *w, size_t rb, hr_rng *r) {
+    float row[N_IN];
+    for (int64_t o = 0; o < N_OUT; o++) {
+        for (int i = 0; i < N_IN; i++) row[i] = hr_rng_normal(r);
+        hr_quant_row(type, row, w + o * rb, N_IN);
+    }
+}
+
+static void check_type(uint32_t type, int nth) {
+    hr_rng r = {7 + type};
+    const size_t rb = hr_row_bytes(type, N_IN);
+    uint8_t *w = malloc(rb * N_OUT);
+    fill_weights(type, w, rb, &r);
+    hr_mat Wt = {.type = type, .n_in = N_IN, .n_out = N_OUT, .row_bytes = rb, .data = w};
+    /* token t's active rows: a random third; the union list is every row any token uses */
+    static uint8_t act[N_TOK][N_OUT];
+    static float coef[N_TOK][N_OUT], A_union[N_TOK * N_OUT], A_own[N_OUT], Y_batch[N_TOK * N_IN], Y_alone[N_IN];
+    int32_t uni[N_OUT], own[N_OUT];
+    int64_t nu = 0;
+    for (int t = 0; t < N_TOK; t++)
+        for (int o = 0; o < N_OUT; o++) act[t][o] = hr_rng_next(&r) % 3 == 0, coef[t][o] = hr_rng_normal(&r);
+    for (int o = 0; o < N_OUT; o++) {
+        int any = 0;
+        for (int t = 0; t < N_TOK; t++) any |= act[t][o];
+        if (any) uni[nu++] = o;
+    }
+    for (int t = 0; t < N_TOK; t++)
+        for (int64_t i = 0; i < nu; i++) A_union[t * nu + i] = act[t][uni[i]] ? coef[t][uni[i]] : 0.0f;
+    hr_cpu c;
+    hr_err e = {{0}};
+    CHECK(hr_cpu_init(&c, nth, &e) == 0);
+    hr_sparse_ws ws;
+    hr_sparse_ws_init(&ws);
+    CHECK(hr_sparse_axpy_ws(&c, &ws, &Wt, A_union, N_TOK, uni, nu, Y_batch, &e) == 0);
+    int bad = 0;
+    for (int t = 0; t < N_TOK; t++) {
+        int64_t n = 0;
+        for (int o = 0; o < N_OUT; o++)
+            if (act[t][o]) own[n] = o, A_own[n++] = coef[t][o];
+        CHECK(hr_sparse_axpy_ws(&c, &ws, &Wt, A_own, 1, own, n, Y_alone, &e) == 0);
+        bad += memcmp(Y_alone, Y_batch + t * N_IN, sizeof Y_alone) != 0;
+    }
+    CHECKF(bad == 0, "%s, %d threads: %d of %d tokens differ between alone and batched", hr_type_name(type), nth, bad, N_TOK);
+    hr_sparse_ws_free(&ws);
+    hr_cpu_free(&c);
+    free(w);
+}
+
+int main(void) {
+    const uint32_t types[] = {HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        for (int nth = 1; nth <= 3; nth++) check_type(types[i], nth);
+    TEST_END();
+}
