@@ -8,11 +8,15 @@ need_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 need_cmd cc gcc
 need_cmd make make
 need_cmd cmake cmake
+need_cmd pkg-config pkg-config
+need_pkg libmicrohttpd-dev               # hearth serve: HTTP (optional: without it serve is not built)
+need_pkg libcjson-dev                    # hearth serve: JSON
 if [ "${1:-build}" = test ]; then
     need_cmd clang clang
     need_pkg libclang-rt-14-dev          # libFuzzer runtime for the fuzz tests
     need_cmd node nodejs                 # node-llama-cpp, the llama.cpp reference
     need_cmd npm npm
+    need_cmd chromium chromium           # the chat page's browser test (playwright-core drives it)
 fi
 [ -z "$missing" ] && exit 0
 echo "installing:$missing"

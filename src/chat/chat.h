@@ -43,4 +43,21 @@ int hr_chat_render(hr_chat_tmpl t, const hr_chat_msg *msgs, size_t n, bool add_a
 /* Texts that end an assistant turn in this template (besides the model's end-of-generation
  * tokens), NULL-terminated; generation stops before them. E.g. "<|im_end|>", "\nUser:". */
 const char *const *hr_chat_stops(hr_chat_tmpl t);
+
+/* Streaming stop detection over the reply generated so far (text, len bytes). Returns how
+ * many leading bytes may be shown: with a stop text inside, the offset of the earliest one
+ * (and *stopped = true); otherwise len minus the longest tail that could still grow into a
+ * stop text (*stopped = false). */
+size_t hr_chat_stop_scan(const char *const *stops, const char *text, size_t len, bool *stopped);
+
+/* Exact formats (bos/eos: the texts passed to hr_chat_render; the leading BOS the published
+ * templates print is left out, the tokenizer adds it):
+ *   chatml   <|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\nA<|im_end|>\n
+ *            add_assistant: <|im_start|>assistant\n
+ *   llama3   <|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|> per message (content trimmed)
+ *            add_assistant: <|start_header_id|>assistant<|end_header_id|>\n\n
+ *   llama2   [INST] <<SYS>>\nS\n<</SYS>>\n\nU [/INST] A eos bos[INST] U2 [/INST]   (U and A stripped;
+ *            add_assistant adds nothing: the reply follows "[/INST]")
+ *   mistral  [INST] S\n\nU [/INST]A eos[INST] U2 [/INST]   (v0.1; add_assistant adds nothing)
+ *   falcon   System: S\nUser: U\nFalcon: A\nUser: U2   add_assistant: \nFalcon:   (Falcon-180B-chat) */
 #endif

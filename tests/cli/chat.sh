@@ -1,0 +1,114 @@
+#!/bin/sh
+# hearth chat on the shipped model (KJV text, no chat template, so ChatML), greedy:
+# - two turns give two replies, and the second equals what `hearth run` generates from the
+#   fully rendered two-turn prompt evaluated from scratch (the chat evaluates only what the
+#   KV cache lacks); the rendered prompt is checked against ChatML written out here;
+# - /reset, /exit, continued lines, --system, a forced template, dropped turns when the
+#   context fills, a message too long for the context, and flag errors.
+# Environment: HEARTH_BIN (the hearth binary), HEARTH_SRC (the source tree).
+set -u
+H="$HEARTH_BIN"
+M="$HEARTH_SRC/models/bible-drelu.gguf"
+. "$HEARTH_SRC/tests/cli/expect.sh"
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# chat NAME INPUT FLAGS...: runs a greedy chat on INPUT; NAME.out, NAME.err, NAME.prompt (the
+# last rendered prompt) under $T; returns the exit status.
+chat() {
+    name=$1 input=$2
+    shift 2
+    printf '%s' "$input" | "$H" chat -m "$M" --temp 0 -n 16 -t 2 --verbose --dump-prompt "$T/$name.prompt" "$@" \
+        >"$T/$name.out" 2>"$T/$name.err"
+}
+replies() { grep -c '| reply: ' "$T/$1.err"; }
+# ends_with FILE SUFFIXFILE: FILE's last bytes are SUFFIXFILE's.
+ends_with() {
+    n=$(wc -c <"$2")
+    tail -c "$n" "$1" | cmp -s - "$2"
+}
+
+# Two turns, against hearth run on the rendered prompt.
+chat two 'In the beginning
+And the earth
+' || fail "two turns: exit status $?"
+[ "$(replies two)" = 2 ] || fail "two turns: $(replies two) replies, want 2"
+grep -q "no chat template; using chatml" "$T/two.err" || fail "two turns: no notice about the missing template"
+grep '| reply: ' "$T/two.err" | sed -n 2p | grep -q ', 0 reused' && fail "two turns: nothing reused from the cache"
+"$H" run -m "$M" -f "$T/two.prompt" --temp 0 -n 16 -t 2 >"$T/run.out" 2>"$T/run.err" || fail "run: $(cat "$T/run.err")"
+[ -s "$T/run.out" ] || fail "run printed nothing"
+ends_with "$T/two.out" "$T/run.out" ||
+    { fail "second reply differs from hearth run on the same prompt"; sed 's/^/  chat: /' "$T/two.out"; sed 's/^/  run: /' "$T/run.out"; }
+# The chat's stdout is reply1 \n reply2 \n; the prompt is ChatML around reply1.
+n1=$(($(wc -c <"$T/two.out") - $(wc -c <"$T/run.out") - 1))
+head -c "$n1" "$T/two.out" >"$T/reply1"
+{
+    printf '<|im_start|>user\nIn the beginning<|im_end|>\n<|im_start|>assistant\n'
+    cat "$T/reply1"
+    printf '<|im_end|>\n<|im_start|>user\nAnd the earth<|im_end|>\n<|im_start|>assistant\n'
+} >"$T/want.prompt"
+cmp -s "$T/two.prompt" "$T/want.prompt" || fail "rendered two-turn prompt is not the expected ChatML"
+
+# /reset: the next turn is answered as in a new chat (same reply, same prompt).
+chat reset 'In the beginning
+/reset
+And the earth
+' || fail "/reset: exit status $?"
+chat fresh 'And the earth
+' || fail "fresh: exit status $?"
+[ "$(replies reset)" = 2 ] || fail "/reset: $(replies reset) replies, want 2"
+cmp -s "$T/reset.prompt" "$T/fresh.prompt" || fail "/reset: the prompt after /reset still holds the old turn"
+ends_with "$T/reset.out" "$T/fresh.out" || fail "/reset: reply differs from a new chat's"
+
+# /exit ends the chat; EOF ends it too (exit 0 both).
+chat exit 'In the beginning
+/exit
+And the earth
+' || fail "/exit: exit status $?"
+[ "$(replies exit)" = 1 ] || fail "/exit: $(replies exit) replies, want 1"
+chat empty '' || fail "empty input: exit status $?"
+[ -s "$T/empty.out" ] && fail "empty input printed a reply"
+
+# A line ending in '\' continues the message; --system comes first.
+chat cont 'In the\
+beginning
+' --system 'Answer in verse.' || fail "continued line: exit status $?"
+printf '<|im_start|>system\nAnswer in verse.<|im_end|>\n<|im_start|>user\nIn the\nbeginning<|im_end|>\n<|im_start|>assistant\n' >"$T/want.prompt"
+cmp -s "$T/cont.prompt" "$T/want.prompt" || fail "continued line / --system: unexpected prompt"
+
+# A forced template: no notice, the family's format.
+chat forced 'And God said
+' --chat-template mistral || fail "--chat-template mistral: exit status $?"
+grep -q "no chat template" "$T/forced.err" && fail "--chat-template: still printed the detection notice"
+printf '[INST] And God said [/INST]' >"$T/want.prompt"
+cmp -s "$T/forced.prompt" "$T/want.prompt" || fail "--chat-template mistral: unexpected prompt"
+
+# A small context: the first two turns fit (40 and 100 tokens), the third does not; the
+# oldest turn goes, the notice says so once per turn, and every message gets a reply.
+chat small 'In the beginning
+And the earth
+And God said
+' -c 128 || fail "-c 128: exit status $?"
+[ "$(replies small)" = 3 ] || fail "-c 128: $(replies small) replies, want 3"
+[ "$(grep -c 'no longer fits the context' "$T/small.err")" = 1 ] || fail "-c 128: want one notice about dropped turns"
+grep -q 'In the beginning' "$T/small.prompt" && fail "-c 128: the oldest turn was not dropped"
+grep -q 'And God said' "$T/small.prompt" || fail "-c 128: the newest message is missing"
+
+# A message longer than the context is reported and skipped; the next one is answered.
+long=$(printf 'and the earth was without form %.0s' 1 2 3 4 5 6)
+chat long "$long
+x
+" -c 48 || fail "long message: exit status $?"
+grep -q 'message does not fit the context' "$T/long.err" || fail "long message: no notice"
+[ "$(replies long)" = 1 ] || fail "long message: $(replies long) replies, want 1 (for the next line)"
+
+# Flags.
+expect 0 "usage: hearth chat" -- "$H" chat --help
+expect 0 "--chat-template" -- "$H" chat --help
+expect 2 "a model is required" -- "$H" chat
+expect 2 "unknown template 'vicuna' (chatml, llama2, llama3, mistral, falcon)" -- "$H" chat -m "$M" --chat-template vicuna
+expect 2 "unknown flag '--bogus'" -- "$H" chat -m "$M" --bogus
+expect 2 "needs a value" -- "$H" chat -m "$M" --system
+expect 2 "'many' is not an integer" -- "$H" chat -m "$M" -n many
+expect 1 "/nonexistent.gguf" -- "$H" chat -m /nonexistent.gguf
+
+[ "$fails" = 0 ] && echo "ok" || { echo "$fails failure(s)"; exit 1; }
