@@ -103,6 +103,7 @@ int hearth_tokenize(const hearth_model *m, const char *text, size_t len, bool ad
                     bool parse_special, int32_t **out, size_t *n_out, hr_err *e);
 int hearth_token_piece(const hearth_model *m, int32_t id, bool render_special, char *buf, size_t cap);
 int32_t hearth_token_bos(const hearth_model *m);
+int32_t hearth_token_eos(const hearth_model *m); /* -1 if the vocabulary has none */
 bool hearth_token_is_eog(const hearth_model *m, int32_t id);
 
 hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *e);
@@ -146,7 +147,21 @@ typedef struct hearth_gpu_status {
     uint64_t used_fixed, used_kv, used_scratch, used_neurons;
     int32_t layers_attn;      /* layers whose attention is on the device */
     double ffn_share;         /* share of FFN neuron bytes on the device */
-    double act_share;         /* share of activations the hot neurons serve (from statistics) */
+    double act_share;         /* share of activations the hot neurons serve (from statistics); -1: unknown */
+    /* Details of the plan (docs/hybrid.md). used_fixed = used_attn + used_pred + used_output;
+     * used_neurons holds hot neurons and whole FFNs. */
+    uint64_t used_attn, used_pred, used_output;
+    int32_t layers_pred;      /* layers whose predictor is on the device */
+    int32_t layers_whole;     /* whole layers on the device (-ngl, or a dense file) */
+    bool output_on_device;
+    int64_t hot_neurons;      /* FFN neurons resident on the device, all layers */
+    char note[256];           /* how the hot set was chosen; warnings (no statistics, index not written) */
+    /* Overlap, summed over FFN evaluations with a device share. */
+    uint64_t ffn_splits;      /* layer evaluations split between the device and the CPU */
+    uint64_t act_device, act_total; /* computed activations (token x neuron): on the device / all */
+    double enqueue_s;         /* time enqueueing device work (the stand-in computes while enqueueing) */
+    double cold_s;            /* CPU time on the cold neurons while the device worked */
+    double wait_s;            /* time then spent waiting for the device */
 } hearth_gpu_status;
 int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out);
 

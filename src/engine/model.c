@@ -110,6 +110,7 @@ int hearth_token_piece(const hearth_model *m, int32_t id, bool render_special, c
 }
 
 int32_t hearth_token_bos(const hearth_model *m) { return hr_tok_bos(m->tok); }
+int32_t hearth_token_eos(const hearth_model *m) { return hr_tok_eos(m->tok); }
 
 bool hearth_token_is_eog(const hearth_model *m, int32_t id) { return hr_tok_is_eog(m->tok, id); }
 
