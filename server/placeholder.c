@@ -1,3 +1,0 @@
-/* Replaced by the server sources. */
-int hr_server_placeholder(void);
-int hr_server_placeholder(void) { return 0; }
