@@ -1,0 +1,96 @@
+/* Internal to the CUDA backend: the device state behind hr_dev, error and bounds helpers,
+ * and the operations each .cu file provides to the table in cuda_device.cu. */
+#ifndef HR_CUDA_INTERNAL_H
+#define HR_CUDA_INTERNAL_H
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "backends/device.h"
+#include "formats/types.h"
+}
+
+/* Device-side scratch owned by the backend (prepared Q8_0 activations, sparse_axpy
+ * partial sums), allocated at open and counted in overhead(). Ops that need more split
+ * their work into pieces that fit, so no size ever fails for want of scratch. */
+#define HR_CU_SCRATCH_BYTES (16ull << 20)
+
+/* Host arrays (positions, sequences) travel to kernels by value, this many tokens per
+ * launch: no staging buffer can then be overwritten before its copy has run. */
+#define HR_CU_TOK_CHUNK 256
+
+typedef struct hr_cu_tokpos {
+    int32_t pos[HR_CU_TOK_CHUNK];
+    int32_t seq[HR_CU_TOK_CHUNK];
+} hr_cu_tokpos;
+
+typedef struct hr_cuda {
+    hr_dev dev; /* first member: ops receive &dev */
+    int index;
+    cudaStream_t stream;
+    char *arena;
+    uint64_t arena_bytes;
+    char *scratch;
+    uint64_t overhead;
+} hr_cuda;
+
+static inline hr_cuda *hr_cu(hr_dev *d) { return (hr_cuda *)d; }
+
+/* "cuda <op>: <cudaGetErrorString>", returns -1. */
+int hr_cu_fail(hr_err *e, const char *op, cudaError_t st);
+/* Makes the device current (a process may hold several); -1 with a message on failure. */
+int hr_cu_enter(hr_cuda *c, const char *op, hr_err *e);
+/* Checks that [off, off + bytes) lies in the reserved arena; names op and what otherwise. */
+int hr_cu_span(const hr_cuda *c, uint64_t off, uint64_t bytes, const char *op, const char *what, hr_err *e);
+/* Reports a failed kernel launch (bad configuration, missing kernel image) after it. */
+int hr_cu_launched(const char *op, hr_err *e);
+
+template <typename T> static inline T *hr_cu_at(const hr_cuda *c, uint64_t off) { return (T *)(c->arena + off); }
+
+/* Checks W (type, shape, row bytes) and its bytes in the arena. */
+int hr_cu_check_mat(const hr_cuda *c, const hr_dmat *W, const char *op, hr_err *e);
+
+/* A matrix product as the kernels see it: Y[t][r] = W row (idx ? idx[r] : r) . X[t]. */
+typedef struct hr_cu_mm {
+    const char *W;
+    size_t row_bytes;
+    int64_t n_in, n_out; /* n_out bounds idx entries (bad ones give NaN, not a fault) */
+    int64_t n_rows;      /* outputs per token: n_out, or n_idx when gathering */
+    const int32_t *idx;
+    const float *X;      /* F32 [n_tok][n_in] */
+    const char *Xq;      /* quantized weights: X prepared as Q8_0 blocks [n_tok][n_in/32] */
+    int64_t n_tok;
+    float *Y;            /* [n_tok][n_rows] */
+    bool vec;            /* rows and X 16-byte aligned, n_in a multiple of 8: vector loads */
+} hr_cu_mm;
+
+/* Tokens the matrix-vector kernel handles in one pass; larger batches use tiles. */
+#define HR_CU_MMV_TOK 8
+
+/* Quantizes n_blocks consecutive 32-element blocks of x to Q8_0 in dst, as the CPU's
+ * hr_prep_q8_0 does (id = 127/amax, ties to even). */
+int hr_cu_prep_q8(const hr_cuda *c, const float *x, int64_t n_blocks, char *dst, hr_err *e);
+/* Launchers for the kernel families (type from `type`, shape from m). */
+int hr_cu_launch_mmv(const hr_cuda *c, uint32_t type, const hr_cu_mm *m, hr_err *e);
+int hr_cu_launch_mmtile(const hr_cuda *c, uint32_t type, const hr_cu_mm *m, hr_err *e);
+/* Fails with a message when this build has no kernel image for the current device. */
+int hr_cu_probe(int index, hr_err *e);
+
+/* ---- operations (same contracts as hr_dev_ops) ---- */
+int hr_cu_matmul(hr_dev *d, const hr_dmat *W, uint64_t X, int64_t n_tok, uint64_t Y, hr_err *e);
+int hr_cu_gather_matmul(hr_dev *d, const hr_dmat *W, uint64_t X, int64_t n_tok, uint64_t idx, int64_t n_idx,
+                        uint64_t Y, hr_err *e);
+int hr_cu_sparse_axpy(hr_dev *d, const hr_dmat *Wt, uint64_t A, int64_t n_tok, uint64_t idx, int64_t n_idx,
+                      uint64_t Y, hr_err *e);
+int hr_cu_rmsnorm(hr_dev *d, uint64_t X, uint64_t w, int64_t n, int64_t n_tok, float eps, uint64_t Y, hr_err *e);
+int hr_cu_rope(hr_dev *d, uint64_t X, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
+               const int32_t *pos, float base, float freq_scale, bool neox, hr_err *e);
+int hr_cu_attention(hr_dev *d, const hr_dev_attn *a, uint64_t Q, uint64_t K, uint64_t V, uint64_t OUT, hr_err *e);
+int hr_cu_ffn_act(hr_dev *d, uint64_t G, uint64_t U, int64_t n, int act, uint64_t H, hr_err *e);
+int hr_cu_apply_mask(hr_dev *d, uint64_t A, uint64_t mask, int64_t n_tok, int64_t n, hr_err *e);
+
+/* Grid size for a grid-stride loop over n items with `threads` per block. */
+static inline unsigned hr_cu_blocks(int64_t n, int threads) {
+    int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+#endif
