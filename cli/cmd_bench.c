@@ -48,6 +48,8 @@ static void help(void) {
            "  --stats                 also count fired neurons and print the per-layer table (costs a\n"
            "                          full gate product per layer: slows the decode it measures)\n"
            "  --json                  print one JSON object instead of text\n"
+           "  --gpu, --gpu-device, --vram-budget, -ngl, --gpu-index, --reset-gpu-index,\n"
+           "  --disable-gpu-index     GPU placement, as for hearth run (see hearth run --help)\n"
            "  -h, --help              this help\n\n"
            "bytes/token = weights one decoded token reads (all matrices, one embedding row, norms)\n"
            "            + K and V cache bytes read by attention at the mean decode position.\n"
@@ -70,7 +72,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
             o->json = true;
             continue;
         }
-        if (!strcmp(a, "--ffn") || !strcmp(a, "--sparse-threshold") || !strcmp(a, "--stats")) {
+        if (!strcmp(a, "--ffn") || !strcmp(a, "--sparse-threshold") || !strcmp(a, "--stats") || hr_is_gpu_flag(a)) {
             if (hr_parse_common_flag(cmd, argc, argv, &i, &o->ffn) < 0) return 2;
             continue;
         }
@@ -90,6 +92,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
             if (!hr_arg_u64(cmd, a, v, &o->seed)) return 2;
         } else {
             o->model = v;
+            hr_set_model_path(&o->ffn, v); /* default GPU index path */
         }
     }
     if (!o->model) return hr_usage_error(cmd, "a model is required (-m FILE)");
@@ -189,8 +192,21 @@ static sparse_bytes weight_bytes(const hearth_model_info *in, hearth_ffn_mode mo
     return b;
 }
 
+/* GPU fields of the JSON report (all runs together, warm-up included). */
+static void print_gpu_json(const hearth_gpu_status *g) {
+    printf(",\"gpu\":\"%s\"", g->active ? g->device : "none");
+    if (!g->active) return;
+    printf(",\"gpu_budget\":%llu,\"gpu_used\":%llu,\"gpu_layers_attn\":%d,\"gpu_layers_whole\":%d,"
+           "\"gpu_ffn_share\":%.6f,\"gpu_act_share_predicted\":%.6f,\"gpu_act_share\":%.6f,"
+           "\"gpu_ffn_splits\":%llu,\"gpu_enqueue_s\":%.6f,\"gpu_cold_s\":%.6f,\"gpu_wait_s\":%.6f",
+           (unsigned long long)g->budget, (unsigned long long)g->used, g->layers_attn, g->layers_whole, g->ffn_share,
+           g->act_share, g->act_total ? (double)g->act_device / (double)g->act_total : 0.0,
+           (unsigned long long)g->ffn_splits, g->enqueue_s, g->cold_s,
+           g->wait_s);
+}
+
 static void report(const bench_opts *o, const hearth_model_info *in, const hearth_ctx_params *cp, int n_threads,
-                   int32_t n_ctx, const bench_run *runs, const sparse_bytes *sb) {
+                   int32_t n_ctx, const bench_run *runs, const sparse_bytes *sb, const hearth_gpu_status *gs) {
     int n = (int)o->runs;
     double *v = malloc((size_t)n * sizeof *v);
     if (!v) return;
@@ -227,8 +243,10 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
                (unsigned long long)sb->other, (unsigned long long)sb->ffn, (unsigned long long)sb->predictor,
                pred_share);
         printf(",\"weight_bytes_per_token\":%llu,\"kv_bytes_per_token\":%llu,\"bytes_per_token\":%llu,"
-               "\"decode_gb_s\":%.3f}\n",
+               "\"decode_gb_s\":%.3f",
                (unsigned long long)sb->weights, (unsigned long long)kvb, (unsigned long long)bpt, gbs);
+        print_gpu_json(gs);
+        printf("}\n");
         return;
     }
     printf("model   %s (%s, %s, %d layers, n_embd %d, n_ff %d, vocab %d)\n", o->model, in->arch, type ? type : "?",
@@ -265,6 +283,9 @@ static int bench(const bench_opts *o, hearth_model *m) {
     hearth_ctx_params cp = hearth_ctx_default_params();
     cp.ffn_mode = o->ffn.cp.ffn_mode;
     cp.ffn_stats = o->ffn.cp.ffn_stats;
+    cp.gpu = o->ffn.cp.gpu, cp.gpu_device = o->ffn.cp.gpu_device, cp.vram_budget_gib = o->ffn.cp.vram_budget_gib;
+    cp.n_gpu_layers = o->ffn.cp.n_gpu_layers, cp.gpu_index_path = o->ffn.cp.gpu_index_path;
+    cp.reset_gpu_index = o->ffn.cp.reset_gpu_index, cp.disable_gpu_index = o->ffn.cp.disable_gpu_index;
     cp.n_threads = (int32_t)o->threads;
     cp.n_ctx = (int32_t)(o->n_ctx ? o->n_ctx : o->n_prompt + o->n_gen);
     if (cp.n_batch < o->n_prompt) cp.n_batch = (int32_t)o->n_prompt; /* one eval, one batch */
@@ -273,6 +294,7 @@ static int bench(const bench_opts *o, hearth_model *m) {
         fprintf(stderr, "hearth bench: %s\n", e.msg);
         return 1;
     }
+    hr_print_gpu_notice(c, &cp);
     int32_t *prompt = malloc((size_t)o->n_prompt * sizeof *prompt);
     bench_run *runs = calloc((size_t)o->runs, sizeof *runs);
     int rc = 1;
@@ -290,8 +312,11 @@ static int bench(const bench_opts *o, hearth_model *m) {
         } else {
             sparse_bytes sb = weight_bytes(in, hearth_ctx_ffn_mode(c), runs, (int)o->runs);
             sb.threshold = hearth_model_sparse_threshold(m);
+            hearth_gpu_status gs;
+            hearth_ctx_gpu_status(c, &gs);
             report(o, in, &cp, cp.n_threads ? cp.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN), hearth_ctx_n_ctx(c),
-                   runs, &sb);
+                   runs, &sb, &gs);
+            if (!o->json && gs.active) hr_print_gpu_plan(c), hr_print_gpu_overlap(c);
             if (cp.ffn_stats) hr_print_ffn_stats(m, c);
         }
     } else {

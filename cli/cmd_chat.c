@@ -341,6 +341,7 @@ static int session_open(session *S, const chat_opts *o, hr_err *e) {
     S->o = o;
     if (!(S->m = hearth_model_load(o->run.model, &o->run.mp, e))) return -1;
     if (!(S->c = hearth_ctx_new(S->m, &o->run.cp, e))) return -1;
+    hr_print_gpu_notice(S->c, &o->run.cp);
     S->n_ctx = hearth_ctx_n_ctx(S->c);
     if (!(S->held = malloc((size_t)S->n_ctx * sizeof *S->held))) return hr_errf(e, "out of memory");
     if (!(S->s = hr_sampler_new(&o->run.sp, hearth_model_get_info(S->m)->n_vocab, e))) return -1;

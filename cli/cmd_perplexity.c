@@ -98,6 +98,7 @@ int hr_cmd_perplexity(int argc, char **argv) {
     hr_err e = {{0}};
     hearth_model *m = hearth_model_load(o.model, &o.mp, &e);
     hearth_ctx *c = m ? hearth_ctx_new(m, &o.cp, &e) : NULL;
+    if (c) hr_print_gpu_notice(c, &o.cp);
     int32_t *toks = NULL;
     size_t n = 0;
     int rc = 1;

@@ -21,7 +21,7 @@ static void help(void) {
            "  -f, --file FILE           read the prompt from a file\n"
            "  -n, --n-predict N         tokens to generate (default 128)\n"
            "  --ignore-eos              keep generating after end-of-sequence\n"
-           "  --verbose                 print model, memory and kernel details to stderr\n"
+           "  --verbose                 print model, memory, kernel and GPU plan details to stderr\n"
            "  --dump FILE               write prompt tokens, generated tokens and each step's logits as JSON\n");
     hr_print_common_help();
 }
@@ -170,9 +170,11 @@ int hr_cmd_run(int argc, char **argv) {
     size_t n = 0;
     int rc = 1;
     if (c && !hearth_tokenize(m, o.prompt ? o.prompt : text, plen, true, true, &toks, &n, &e)) {
-        if (o.verbose) verbose_info(m, c, &o);
+        hr_print_gpu_notice(c, &o.cp);
+        if (o.verbose) verbose_info(m, c, &o), hr_print_gpu_plan(c);
         rc = n ? generate(m, c, &o, toks, n) : (fprintf(stderr, "hearth run: the prompt is empty\n"), 1);
         if (!rc && o.cp.ffn_stats) hr_print_ffn_stats(m, c);
+        if (!rc && o.verbose) hr_print_gpu_overlap(c);
     } else {
         fprintf(stderr, "hearth run: %s\n", e.msg);
     }

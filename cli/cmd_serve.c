@@ -89,6 +89,7 @@ static int run(serve_opts *o, sigset_t *sigs) {
     o->sp.model_id = base_name(o->run.model);
     hearth_model *m = hearth_model_load(o->run.model, &o->run.mp, &e);
     hearth_ctx *c = m ? hearth_ctx_new(m, &o->run.cp, &e) : NULL;
+    if (c) hr_print_gpu_notice(c, &o->run.cp);
     hr_server *s = c ? hr_server_start(m, c, &o->sp, &e) : NULL;
     if (!s) {
         fprintf(stderr, "hearth serve: %s\n", e.msg);

@@ -27,6 +27,45 @@ static int ffn_mode(const char *cmd, const char *v, hearth_ffn_mode *out) {
 
 static bool is(const char *a, const char *x, const char *y) { return !strcmp(a, x) || (y && !strcmp(a, y)); }
 
+static int gpu_mode(const char *cmd, const char *v, hearth_gpu_mode *out) {
+    if (!strcmp(v, "auto")) *out = HEARTH_GPU_AUTO;
+    else if (!strcmp(v, "off")) *out = HEARTH_GPU_OFF;
+    else if (!strcmp(v, "cuda")) *out = HEARTH_GPU_CUDA;
+    else if (!strcmp(v, "standin")) *out = HEARTH_GPU_STANDIN;
+    else {
+        fprintf(stderr, "hearth %s: --gpu: '%s' is not one of auto, off, cuda, standin\n", cmd, v);
+        return -1;
+    }
+    return 1;
+}
+
+bool hr_is_gpu_flag(const char *a) {
+    static const char *const f[] = {"--gpu", "--gpu-device", "--vram-budget", "-ngl", "--n-gpu-layers", "--gpu-index",
+                                    "--reset-gpu-index", "--disable-gpu-index", NULL};
+    for (int k = 0; f[k]; k++)
+        if (!strcmp(a, f[k])) return true;
+    return false;
+}
+
+void hr_set_model_path(hr_run_opts *o, const char *model) {
+    o->model = model;
+    if (o->gpu_index_explicit) return;
+    int n = snprintf(o->gpu_index_buf, sizeof o->gpu_index_buf, "%s.generated.gpuidx", model);
+    o->cp.gpu_index_path = n > 0 && (size_t)n < sizeof o->gpu_index_buf ? o->gpu_index_buf : NULL;
+}
+
+/* GPU flags; v is the value of the valued ones. */
+static int gpu_flag(const char *cmd, const char *a, const char *v, hr_run_opts *o) {
+    long l;
+    double f;
+    if (is(a, "--gpu", NULL)) return gpu_mode(cmd, v, &o->cp.gpu);
+    if (is(a, "--gpu-device", NULL)) { if (!hr_arg_long(cmd, a, v, 0, 255, &l)) return -1; o->cp.gpu_device = (int32_t)l; }
+    else if (is(a, "--vram-budget", NULL)) { if (!hr_arg_float(cmd, a, v, 0, 1e6, &f)) return -1; o->cp.vram_budget_gib = f; }
+    else if (is(a, "-ngl", "--n-gpu-layers")) { if (!hr_arg_long(cmd, a, v, 0, 1 << 20, &l)) return -1; o->cp.n_gpu_layers = (int32_t)l; }
+    else if (is(a, "--gpu-index", NULL)) o->cp.gpu_index_path = v, o->gpu_index_explicit = true;
+    return 1;
+}
+
 int hr_parse_common_flag(const char *cmd, int argc, char **argv, int *i, hr_run_opts *o) {
     const char *a = argv[*i];
     static const char *const valued[] = {"-m", "--model", "-t", "--threads", "-c", "--ctx-size", "-b", "--batch-size",
@@ -36,7 +75,11 @@ int hr_parse_common_flag(const char *cmd, int argc, char **argv, int *i, hr_run_
         o->cp.ffn_stats = true;
         return 1;
     }
-    bool takes = false;
+    if (!strcmp(a, "--reset-gpu-index") || !strcmp(a, "--disable-gpu-index")) {
+        *(a[2] == 'r' ? &o->cp.reset_gpu_index : &o->cp.disable_gpu_index) = true;
+        return 1;
+    }
+    bool takes = hr_is_gpu_flag(a);
     for (int k = 0; valued[k]; k++) takes |= !strcmp(a, valued[k]);
     if (!takes) return 0;
     if (!hr_arg_need(cmd, argc, argv, *i)) return -1;
@@ -44,7 +87,8 @@ int hr_parse_common_flag(const char *cmd, int argc, char **argv, int *i, hr_run_
     long l;
     double f;
     uint64_t u;
-    if (is(a, "-m", "--model")) o->model = v;
+    if (hr_is_gpu_flag(a)) return gpu_flag(cmd, a, v, o);
+    if (is(a, "-m", "--model")) hr_set_model_path(o, v);
     else if (is(a, "-t", "--threads")) { if (!hr_arg_long(cmd, a, v, 1, 512, &l)) return -1; o->cp.n_threads = (int32_t)l; }
     else if (is(a, "-c", "--ctx-size")) { if (!hr_arg_long(cmd, a, v, 0, 1 << 24, &l)) return -1; o->cp.n_ctx = (int32_t)l; }
     else if (is(a, "-b", "--batch-size")) { if (!hr_arg_long(cmd, a, v, 1, 1 << 16, &l)) return -1; o->cp.n_batch = (int32_t)l; }
@@ -79,6 +123,22 @@ void hr_print_common_help(void) {
            "  --sparse-threshold X      predictor threshold (default: LLAMA_SPARSE_PRED_THRESHOLD, then the\n"
            "                            file's powerinfer.sparse_threshold, then 0)\n"
            "  --stats                   print per-layer FFN activity after the run\n"
+           "GPU (hybrid execution: hot neurons on the device, cold ones on the CPU; docs/hybrid.md):\n"
+           "  --gpu MODE                auto (CUDA when built in and a GPU answers, else the CPU), off,\n"
+           "                            cuda (an error without a usable GPU), standin (the CPU standing\n"
+           "                            in for a device: same plan and operations, for testing)\n"
+           "  --gpu-device N            CUDA device index (default 0)\n"
+           "  --vram-budget GiB         device memory to use, overhead included (default: free memory\n"
+           "                            minus %d MiB)\n"
+           "  -ngl, --n-gpu-layers N    llama.cpp-style: the first N whole layers on the device\n"
+           "                            (N > layers: the output matrix too); default 0: PowerInfer\n"
+           "                            files place dense parts then hot neurons, dense files as many\n"
+           "                            whole layers as fit\n"
+           "  --gpu-index FILE          hot-neuron index (default MODEL.generated.gpuidx; made from\n"
+           "                            MODEL's activation statistics when missing or made for another\n"
+           "                            budget)\n"
+           "  --reset-gpu-index         regenerate the index even if it exists\n"
+           "  --disable-gpu-index       no hot neurons on the device (dense parts only)\n"
            "sampling:\n"
            "  --temp X                  temperature, 0 = greedy (default 0.8)\n"
            "  --top-k N                 keep the N most likely tokens, 0 = off (default 40)\n"
@@ -86,7 +146,8 @@ void hr_print_common_help(void) {
            "  --min-p X                 drop tokens below X times the top probability (default 0.05)\n"
            "  --repeat-penalty X        penalty for recent tokens, 1 = off (default 1.0)\n"
            "  --repeat-last-n N         how many recent tokens the penalty sees (default 64)\n"
-           "  --seed N                  random seed (default: time-based)\n");
+           "  --seed N                  random seed (default: time-based)\n",
+           HEARTH_VRAM_MARGIN_MIB);
 }
 
 void hr_print_ffn_stats(const hearth_model *m, const hearth_ctx *c) {
@@ -105,4 +166,46 @@ void hr_print_ffn_stats(const hearth_model *m, const hearth_ctx *c) {
                 s.fired ? 100.0 * s.fired_computed / s.fired : 100.0);
     }
     fprintf(stderr, "  mean   %7.2f%%  %11.2f%%\n", 100 * sc / in->n_layer, 100 * sf / in->n_layer);
+}
+
+void hr_print_gpu_notice(const hearth_ctx *c, const hearth_ctx_params *cp) {
+    hearth_gpu_status s;
+    if (cp->gpu != HEARTH_GPU_AUTO || hearth_ctx_gpu_status(c, &s) || s.active || !s.reason[0]) return;
+    fprintf(stderr, "hearth: no usable GPU (%s); running on the CPU\n", s.reason);
+}
+
+static double mib(uint64_t b) { return b / 1048576.0; }
+
+void hr_print_gpu_plan(const hearth_ctx *c) {
+    hearth_gpu_status s;
+    hearth_ctx_gpu_status(c, &s);
+    if (!s.active) {
+        if (s.reason[0]) fprintf(stderr, "gpu: none (%s)\n", s.reason);
+        else fprintf(stderr, "gpu: none\n");
+        return;
+    }
+    fprintf(stderr, "gpu: %s, budget %.2f MiB, arena %.2f MiB = attention %.2f + KV %.2f + predictors %.2f + norms 0 + "
+                    "output %.2f + FFN neurons %.2f + scratch %.2f\n",
+            s.device, mib(s.budget), mib(s.used), mib(s.used_attn), mib(s.used_kv), mib(s.used_pred), mib(s.used_output),
+            mib(s.used_neurons), mib(s.used_scratch));
+    fprintf(stderr, "gpu: attention of %d layers, predictors of %d, %d whole layers, output %s; %lld hot neurons = "
+                    "%.2f%% of FFN bytes",
+            s.layers_attn, s.layers_pred, s.layers_whole, s.output_on_device ? "on the device" : "on the CPU",
+            (long long)s.hot_neurons, 100 * s.ffn_share);
+    if (s.act_share >= 0) fprintf(stderr, ", serving %.2f%% of activations (statistics)\n", 100 * s.act_share);
+    else fprintf(stderr, ", activation share unknown (no statistics)\n");
+    if (s.note[0]) fprintf(stderr, "gpu: %s\n", s.note);
+    fprintf(stderr, "gpu: bytes: budget %llu used %llu neuron_budget %llu hot %llu ffn %llu\n", (unsigned long long)s.budget,
+            (unsigned long long)s.used, (unsigned long long)s.neuron_budget, (unsigned long long)s.used_neurons,
+            (unsigned long long)s.ffn_bytes);
+}
+
+void hr_print_gpu_overlap(const hearth_ctx *c) {
+    hearth_gpu_status s;
+    hearth_ctx_gpu_status(c, &s);
+    if (!s.active) return;
+    fprintf(stderr, "gpu: %llu FFN splits, %.2f%% of computed activations on the device; enqueue %.3f s, CPU cold "
+                    "part %.3f s, waiting for the device %.3f s\n",
+            (unsigned long long)s.ffn_splits, s.act_total ? 100.0 * s.act_device / s.act_total : 0.0, s.enqueue_s,
+            s.cold_s, s.wait_s);
 }

@@ -155,10 +155,12 @@ typedef struct hearth_gpu_status {
     int32_t layers_whole;     /* whole layers on the device (-ngl, or a dense file) */
     bool output_on_device;
     int64_t hot_neurons;      /* FFN neurons resident on the device, all layers */
+    uint64_t neuron_budget;   /* bytes the plan had left for hot neurons */
+    uint64_t ffn_bytes;       /* bytes of every FFN neuron of every layer (the host copy) */
     char note[256];           /* how the hot set was chosen; warnings (no statistics, index not written) */
     /* Overlap, summed over FFN evaluations with a device share. */
     uint64_t ffn_splits;      /* layer evaluations split between the device and the CPU */
-    uint64_t act_device, act_total; /* computed activations (token x neuron): on the device / all */
+    uint64_t act_device, act_total; /* computed activations (token x neuron): on the device / all layers */
     double enqueue_s;         /* time enqueueing device work (the stand-in computes while enqueueing) */
     double cold_s;            /* CPU time on the cold neurons while the device worked */
     double wait_s;            /* time then spent waiting for the device */

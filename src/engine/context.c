@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include "context.h"
 #include "formats/types.h"
+#include "hybrid.h"
 
 hearth_ctx_params hearth_ctx_default_params(void) {
     return (hearth_ctx_params){.n_ctx = 0, .n_threads = 0, .n_batch = 512, .kv_k = HEARTH_KV_F16, .kv_v = HEARTH_KV_F16};
@@ -100,7 +101,8 @@ hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *
     c->ffn_stats_on = d.ffn_stats;
     c->ffn_observer = d.ffn_observer, c->ffn_observer_ud = d.ffn_observer_ud; /* calibration hook */
     if (resolve_ffn_mode(c, d.ffn_mode, e) || hr_cpu_init(&c->cpu, nt, e) || alloc_kv(c, e) || alloc_scratch(c, e) ||
-        alloc_ffn(c, e) || hr_sparse_reserve(&c->sparse_ws, &c->cpu, c->n_batch, m->hp.n_embd, e)) {
+        alloc_ffn(c, e) || hr_sparse_reserve(&c->sparse_ws, &c->cpu, c->n_batch, m->hp.n_embd, e) ||
+        hr_hybrid_init(c, &d, e)) {
         hearth_ctx_free(c);
         return NULL;
     }
@@ -109,6 +111,7 @@ hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *
 
 void hearth_ctx_free(hearth_ctx *c) {
     if (!c) return;
+    hr_hybrid_free(c->hy);
     hr_cpu_free(&c->cpu);
     hr_sparse_ws_free(&c->sparse_ws);
     free(c->k_cache), free(c->v_cache);
@@ -224,9 +227,3 @@ const float *hearth_logits(const hearth_ctx *c, int32_t i) {
 }
 
 int32_t hearth_ctx_n_seq(const hearth_ctx *c) { return c->n_seq; }
-
-int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out) {
-    (void)c;
-    *out = (hearth_gpu_status){0};
-    return 0;
-}

@@ -36,6 +36,7 @@ struct hearth_ctx {
     float *logits;  /* [logits_rows][n_vocab] */
     int64_t logits_cap, n_logits;
     uint64_t kv_bytes, scratch_bytes;
+    struct hr_hybrid *hy; /* device side (hybrid.h); NULL: CPU only */
 };
 
 /* One forward call: up to n_batch tokens, token t at position pos[t] of sequence seq[t]

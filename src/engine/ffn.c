@@ -5,6 +5,7 @@
 #include <string.h>
 #include "backends/cpu/sparse.h"
 #include "ffn.h"
+#include "hybrid.h"
 #include "ops.h"
 
 /* Above this share of neurons in the batch's union, dense products beat gathers. */
@@ -16,6 +17,7 @@ typedef struct {
     const float *xn;
     int32_t n;
     int64_t ff;
+    int il;
 } ffn_job;
 
 static void add_bias(float *y, const float *b, int64_t n_tok, int64_t n) {
@@ -134,9 +136,13 @@ static int predict(const ffn_job *j, const float *x, hr_err *e) {
     hearth_ctx *c = j->c;
     const hr_ffn_weights *f = j->f;
     const int64_t r = f->fc1.n_out;
-    if (hr_matmul(&c->cpu, &f->fc1, x, j->n, c->ffn_ph, e)) return -1;
-    for (int64_t i = 0; i < j->n * r; i++) c->ffn_ph[i] = c->ffn_ph[i] > 0 ? c->ffn_ph[i] : 0.0f;
-    if (hr_matmul(&c->cpu, &f->fc2, c->ffn_ph, j->n, c->ffn_s, e)) return -1;
+    if (hr_hybrid_has_pred(c, j->il)) {
+        if (hr_hybrid_predict(c, j->il, x, j->n, c->ffn_s, e)) return -1;
+    } else {
+        if (hr_matmul(&c->cpu, &f->fc1, x, j->n, c->ffn_ph, e)) return -1;
+        for (int64_t i = 0; i < j->n * r; i++) c->ffn_ph[i] = c->ffn_ph[i] > 0 ? c->ffn_ph[i] : 0.0f;
+        if (hr_matmul(&c->cpu, &f->fc2, c->ffn_ph, j->n, c->ffn_s, e)) return -1;
+    }
     const float thr = c->m->sparse_threshold;
     for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn_mask[i] = c->ffn_s[i] >= thr;
     return 0;
@@ -178,22 +184,29 @@ static int count_fired(const ffn_job *j, int il, hearth_ffn_mode mode, hr_err *e
 }
 
 int hr_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *x, const float *xn, int32_t n, float *out, hr_err *e) {
-    ffn_job j = {c, &L->ffn, xn, n, c->m->hp.n_ff};
+    ffn_job j = {c, &L->ffn, xn, n, c->m->hp.n_ff, il};
     const hearth_ffn_mode mode = c->ffn_mode;
     const bool fired = c->ffn_stats_on && hr_act_relu_family(c->m->hp.act);
     int r;
     switch (mode) {
     case HEARTH_FFN_PREDICTED:
         if (predict(&j, x, e) || (fired && count_fired(&j, il, mode, e))) return -1;
-        r = ffn_masked(&j, out, e);
+        r = hr_hybrid_has_hot(c, il) ? hr_hybrid_ffn_split(c, L, il, xn, n, out, e) : ffn_masked(&j, out, e);
         break;
     case HEARTH_FFN_EXACT:
         if (fired && count_fired(&j, il, mode, e)) return -1;
-        r = ffn_exact(&j, out, e); /* builds the mask it counts */
+        if (hr_hybrid_has_dense_ffn(c, il)) { /* exact equals dense for ReLU-family FFNs */
+            memset(c->ffn_mask, 1, (size_t)(n * j.ff));
+            r = hr_hybrid_ffn_dense(c, il, xn, n, out, e);
+        } else r = ffn_exact(&j, out, e); /* builds the mask it counts */
         break;
     default:
         if (fired && count_fired(&j, il, mode, e)) return -1;
-        r = ffn_dense(&j, out, e);
+        if (hr_hybrid_has_hot(c, il)) {
+            memset(c->ffn_mask, 1, (size_t)(n * j.ff));
+            r = hr_hybrid_ffn_split(c, L, il, xn, n, out, e);
+        } else if (hr_hybrid_has_dense_ffn(c, il)) r = hr_hybrid_ffn_dense(c, il, xn, n, out, e);
+        else r = ffn_dense(&j, out, e);
         /* calibration hook: c->ffn_a still holds the dense activations [n][n_ff] */
         if (!r && c->ffn_observer) c->ffn_observer(c->ffn_observer_ud, il, n, x, c->ffn_a);
     }

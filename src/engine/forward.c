@@ -6,6 +6,7 @@
 #include "context.h"
 #include "formats/types.h"
 #include "ffn.h"
+#include "hybrid.h"
 #include "ops.h"
 
 static void add_into(float *x, const float *y, int64_t n) {
@@ -30,6 +31,7 @@ static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, 
     const hr_hparams *hp = &c->m->hp;
     const int32_t n = f->n;
     const int64_t qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_head_kv * hp->head_dim;
+    if (hr_hybrid_has_attn(c, il)) return hr_hybrid_attention(c, L, il, in, f, out, e);
     if (hr_matmul(&c->cpu, &L->wq, in, n, c->q, e) || hr_matmul(&c->cpu, &L->wk, in, n, c->k, e) ||
         hr_matmul(&c->cpu, &L->wv, in, n, c->v, e))
         return -1;
@@ -106,6 +108,7 @@ static int output(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
         }
     if (!rows) return 0;
     norm_rows(&m->hp, c->xn, c->x, m->output_norm, m->output_norm_b, rows);
+    if (hr_hybrid_has_output(c)) return hr_hybrid_logits(c, c->xn, rows, f->logits, e);
     return hr_matmul(&c->cpu, &m->output, c->xn, rows, f->logits, e);
 }
 

@@ -1,0 +1,287 @@
+/* The GPU plan (gpu_plan.h): greedy in order of value, every allocation rounded with
+ * hr_dev_round and counted before the next is considered, offsets assigned last. */
+#include <stdlib.h>
+#include <string.h>
+#include "gpu_plan.h"
+
+#define GIB 1073741824.0
+
+const char *hr_gpu_cat_name(hr_gpu_cat c) {
+    static const char *const n[HR_GPU_CAT_COUNT] = {"scratch", "attention", "KV cache", "predictors",
+                                                    "norms", "output", "whole FFNs", "hot neurons"};
+    return c >= 0 && c < HR_GPU_CAT_COUNT ? n[c] : "?";
+}
+
+static uint64_t R(uint64_t n) { return hr_dev_round(n); }
+static uint64_t mat_bytes(const hr_mat *m) { return m->data ? R((uint64_t)m->n_out * m->row_bytes) : 0; }
+static uint64_t rows_bytes(const hr_mat *m, int64_t k) { return m->data && k ? R((uint64_t)k * m->row_bytes) : 0; }
+
+typedef struct planner {
+    const hr_gpu_plan_in *in;
+    hr_gpu_plan *p;
+    const hr_hparams *hp;
+    uint64_t used;
+    bool hot_ok, dense_ok, pred_on;
+} planner;
+
+static uint64_t kvd(const planner *q) { return (uint64_t)q->hp->n_head_kv * (uint64_t)q->hp->head_dim; }
+/* K and V caches for n layers: two allocations, F16 [n_seq][n][n_ctx][kvd]. */
+static uint64_t kv_bytes(const planner *q, int32_t n) {
+    return n ? 2 * R((uint64_t)q->in->n_seq * (uint64_t)n * (uint64_t)q->in->n_ctx * kvd(q) * 2) : 0;
+}
+
+static bool attn_ok(const hr_layer *L) { return !L->bq && !L->bk && !L->bv && !L->bo; }
+static uint64_t attn_bytes(const hr_layer *L) { return mat_bytes(&L->wq) + mat_bytes(&L->wk) + mat_bytes(&L->wv) + mat_bytes(&L->wo); }
+static uint64_t pred_bytes(const hr_layer *L) { return mat_bytes(&L->ffn.fc1) + mat_bytes(&L->ffn.fc2); }
+static uint64_t dense_ffn_bytes(const hr_layer *L) { return mat_bytes(&L->ffn.gate) + mat_bytes(&L->ffn.up) + mat_bytes(&L->ffn.down); }
+static uint64_t hot_rows_bytes(const hr_layer *L, int64_t k) {
+    return rows_bytes(&L->ffn.gate, k) + rows_bytes(&L->ffn.up, k) + rows_bytes(&L->ffn.down_t, k);
+}
+
+static int64_t max_rank(const hearth_model *m) {
+    int64_t r = 1;
+    for (int il = 0; il < m->hp.n_layer; il++)
+        if (m->layers[il].ffn.fc1.n_out > r) r = m->layers[il].ffn.fc1.n_out;
+    return r;
+}
+
+/* Scratch buffers in hr_gpu_scratch order; offsets relative to the arena start. */
+static uint64_t scratch_layout(const hearth_model *m, int32_t n_batch, hr_gpu_scratch *s) {
+    const hr_hparams *hp = &m->hp;
+    const uint64_t T = (uint64_t)n_batch, d = (uint64_t)hp->n_embd, ff = (uint64_t)hp->n_ff;
+    const uint64_t qd = (uint64_t)hp->n_head * hp->head_dim, kd = (uint64_t)hp->n_head_kv * hp->head_dim;
+    const uint64_t sizes[] = {T * d * 4, T * d * 4, T * qd * 4, T * qd * 4, T * kd * 4, T * kd * 4, T * d * 4,
+                              T * (uint64_t)max_rank(m) * 4, T * ff * 4, T * ff * 4, T * ff * 4, T * ff * 4,
+                              T * d * 4, T * (uint64_t)hp->n_vocab * 4, ff * 4, T * ff};
+    uint64_t *offs[] = {&s->x, &s->xp, &s->q, &s->att, &s->k, &s->v, &s->o, &s->ph, &s->s, &s->g, &s->u, &s->h,
+                        &s->y, &s->logits, &s->idx, &s->mask};
+    uint64_t off = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        *offs[i] = off;
+        off += R(sizes[i]);
+    }
+    return off;
+}
+
+static bool fits(const planner *q, uint64_t more) { return more <= q->in->budget - q->used; }
+
+/* Whole layer il: attention (+KV), predictor, the entire FFN. Returns its bytes. */
+static uint64_t whole_bytes(const planner *q, int il) {
+    const hr_layer *L = &q->in->m->layers[il];
+    uint64_t b = attn_bytes(L) + kv_bytes(q, il + 1) - kv_bytes(q, il);
+    if (q->pred_on) b += pred_bytes(L);
+    if (q->hot_ok) b += hot_rows_bytes(L, q->hp->n_ff);
+    else if (q->dense_ok) b += dense_ffn_bytes(L);
+    return b;
+}
+
+static int take_whole(planner *q, int il, hr_err *e) {
+    hr_gpu_layer *g = &q->p->layers[il];
+    q->used += whole_bytes(q, il);
+    g->attn = true, g->pred = q->pred_on;
+    if (q->hot_ok) {
+        if (!(g->hot_ids = malloc(sizeof(int32_t) * (size_t)q->hp->n_ff))) return hr_errf(e, "out of memory");
+        for (int32_t j = 0; j < q->hp->n_ff; j++) g->hot_ids[j] = j;
+        g->n_hot = q->hp->n_ff;
+    } else g->ffn_dense = q->dense_ok;
+    q->p->n_attn = il + 1, q->p->n_whole = il + 1;
+    return 0;
+}
+
+static int place_whole_layers(planner *q, int32_t want, hr_err *e) {
+    const hearth_model *m = q->in->m;
+    int32_t n = want < q->hp->n_layer ? want : q->hp->n_layer;
+    for (int il = 0; il < n; il++) {
+        if (!attn_ok(&m->layers[il]))
+            return hr_errf(e, "layer %d has attention biases, which the device path does not support; use -ngl 0", il);
+        if (!fits(q, whole_bytes(q, il))) {
+            uint64_t need = q->used;
+            for (int k = il; k < n; k++) need += whole_bytes(q, k);
+            return hr_errf(e, "-ngl %d needs %llu bytes of GPU memory but the budget is %llu bytes (%.3f GiB); it holds %d whole layers",
+                           want, (unsigned long long)need, (unsigned long long)q->in->budget, q->in->budget / GIB, il);
+        }
+        if (take_whole(q, il, e)) return -1;
+    }
+    return 0;
+}
+
+static bool place_output(planner *q) {
+    const uint64_t b = mat_bytes(&q->in->m->output);
+    if (!b || !fits(q, b)) return false;
+    q->p->output = true, q->used += b;
+    return true;
+}
+
+/* Dense parts of a PowerInfer file, strictly in order of value: attention, predictors,
+ * output. The first unit that does not fit ends the placement, so a smaller budget
+ * always drops the least valuable parts first. Returns whether everything fit. */
+static bool place_dense_parts(planner *q) {
+    const hearth_model *m = q->in->m;
+    for (int il = 0; il < q->hp->n_layer && attn_ok(&m->layers[il]); il++) {
+        uint64_t b = attn_bytes(&m->layers[il]) + kv_bytes(q, il + 1) - kv_bytes(q, il);
+        if (!fits(q, b)) return false;
+        q->used += b, q->p->layers[il].attn = true, q->p->n_attn = il + 1;
+    }
+    for (int il = 0; q->pred_on && il < q->hp->n_layer; il++) {
+        uint64_t b = pred_bytes(&m->layers[il]);
+        if (!fits(q, b)) return false;
+        q->used += b, q->p->layers[il].pred = true;
+    }
+    return place_output(q) || !mat_bytes(&m->output);
+}
+
+/* Hot neurons: the index's first k per layer, k scaled down evenly when the index asks
+ * for more than the neuron budget. */
+static int place_neurons(planner *q, hr_err *e) {
+    hr_gpu_plan *p = q->p;
+    const hr_gpuidx *idx = q->in->idx;
+    const int32_t nl = q->hp->n_layer, ff = q->hp->n_ff;
+    const uint64_t slack = (uint64_t)nl * 3 * (HR_DEV_ALIGN - 1), left = q->in->budget - q->used;
+    p->neuron_budget = left > slack ? left - slack : 0;
+    if (!idx) return 0;
+    if (idx->n_layer != nl || idx->n_ff != ff)
+        return hr_errf(e, "GPU index has %d layers of %d neurons, the model %d of %d", idx->n_layer, idx->n_ff, nl, ff);
+    uint64_t want = 0;
+    for (int32_t il = 0; il < nl; il++) want += (uint64_t)hr_gpuidx_bucket(idx, il, NULL) * p->neuron_bytes[il];
+    const double scale = want > p->neuron_budget ? (double)p->neuron_budget / (double)want : 1.0;
+    for (int32_t il = 0; il < nl; il++) {
+        hr_gpu_layer *g = &p->layers[il];
+        int32_t *ids = malloc(sizeof(int32_t) * (size_t)ff);
+        if (!ids) return hr_errf(e, "out of memory");
+        int32_t nb = hr_gpuidx_bucket(idx, il, ids);
+        g->n_hot = scale < 1.0 ? (int32_t)((double)nb * scale) : nb;
+        g->hot_ids = ids;
+        q->used += hot_rows_bytes(&q->in->m->layers[il], g->n_hot);
+    }
+    return 0;
+}
+
+static uint64_t take(uint64_t *off, uint64_t n) {
+    uint64_t o = *off;
+    *off += R(n);
+    return o;
+}
+
+static hr_dmat dmat(const hr_mat *m, int64_t rows, uint64_t *off, uint64_t *cat) {
+    hr_dmat d = {m->type, m->n_in, rows, m->row_bytes, 0};
+    if (!m->data || !rows) return (hr_dmat){0}; /* absent (no gate): n_out 0 */
+    d.off = take(off, (uint64_t)rows * m->row_bytes);
+    *cat += R((uint64_t)rows * m->row_bytes);
+    return d;
+}
+
+/* Offsets of everything chosen, category totals. */
+static int layout(planner *q, hr_err *e) {
+    hr_gpu_plan *p = q->p;
+    const hearth_model *m = q->in->m;
+    uint64_t off = scratch_layout(m, q->in->n_batch, &p->sc), *B = p->bytes;
+    B[HR_GPU_SCRATCH] = off;
+    p->kv_layers = p->n_attn;
+    const uint64_t kvb = kv_bytes(q, p->n_attn) / 2;
+    if (kvb) p->k_cache = take(&off, kvb), p->v_cache = take(&off, kvb), B[HR_GPU_KV] = 2 * kvb;
+    for (int il = 0; il < q->hp->n_layer; il++) {
+        const hr_layer *L = &m->layers[il];
+        hr_gpu_layer *g = &p->layers[il];
+        if (g->attn) {
+            g->wq = dmat(&L->wq, L->wq.n_out, &off, &B[HR_GPU_ATTN]), g->wk = dmat(&L->wk, L->wk.n_out, &off, &B[HR_GPU_ATTN]);
+            g->wv = dmat(&L->wv, L->wv.n_out, &off, &B[HR_GPU_ATTN]), g->wo = dmat(&L->wo, L->wo.n_out, &off, &B[HR_GPU_ATTN]);
+        }
+        if (g->pred)
+            g->fc1 = dmat(&L->ffn.fc1, L->ffn.fc1.n_out, &off, &B[HR_GPU_PRED]), g->fc2 = dmat(&L->ffn.fc2, L->ffn.fc2.n_out, &off, &B[HR_GPU_PRED]);
+        if (g->ffn_dense) {
+            g->gate = dmat(&L->ffn.gate, L->ffn.gate.n_out, &off, &B[HR_GPU_FFN]);
+            g->up = dmat(&L->ffn.up, L->ffn.up.n_out, &off, &B[HR_GPU_FFN]);
+            g->down = dmat(&L->ffn.down, L->ffn.down.n_out, &off, &B[HR_GPU_FFN]);
+        } else if (g->n_hot) {
+            uint64_t before = B[HR_GPU_NEURONS];
+            g->gate = dmat(&L->ffn.gate, g->n_hot, &off, &B[HR_GPU_NEURONS]);
+            g->up = dmat(&L->ffn.up, g->n_hot, &off, &B[HR_GPU_NEURONS]);
+            g->down = dmat(&L->ffn.down_t, g->n_hot, &off, &B[HR_GPU_NEURONS]);
+            g->hot_bytes = B[HR_GPU_NEURONS] - before;
+            p->hot_bytes += (uint64_t)g->n_hot * p->neuron_bytes[il], p->n_hot_total += g->n_hot;
+        }
+    }
+    if (p->output) p->out = dmat(&m->output, m->output.n_out, &off, &B[HR_GPU_OUTPUT]);
+    p->total = off;
+    if (off != q->used || off > p->budget) /* the greedy and the layout must agree to the byte */
+        return hr_errf(e, "internal error: GPU plan lays out %llu bytes, accounted %llu, budget %llu", (unsigned long long)off,
+                       (unsigned long long)q->used, (unsigned long long)p->budget);
+    return 0;
+}
+
+/* Whole FFN of every layer of a dense file on the device; neurons of PowerInfer files. */
+static void model_caps(planner *q) {
+    const hearth_model *m = q->in->m;
+    const hearth_ffn_mode mode = q->in->mode;
+    bool down_t = true, down = true, bias = false, pred = true;
+    for (int il = 0; il < q->hp->n_layer; il++) {
+        const hr_ffn_weights *f = &m->layers[il].ffn;
+        down_t &= f->down_t.data != NULL, down &= f->down.data != NULL, bias |= f->b_up || f->b_down;
+        pred &= f->fc1.data && f->fc2.data;
+    }
+    q->hot_ok = down_t && !bias && (mode == HEARTH_FFN_PREDICTED || mode == HEARTH_FFN_DENSE);
+    q->dense_ok = down && !bias;
+    q->pred_on = pred && mode == HEARTH_FFN_PREDICTED;
+}
+
+static int neuron_sizes(planner *q, hr_err *e) {
+    hr_gpu_plan *p = q->p;
+    p->neuron_bytes = calloc((size_t)q->hp->n_layer, sizeof *p->neuron_bytes);
+    if (!p->neuron_bytes) return hr_errf(e, "out of memory");
+    for (int il = 0; il < q->hp->n_layer; il++) {
+        const hr_ffn_weights *f = &q->in->m->layers[il].ffn;
+        const hr_mat *dn = f->down_t.data ? &f->down_t : &f->down;
+        p->neuron_bytes[il] = (f->gate.data ? f->gate.row_bytes : 0) + f->up.row_bytes +
+                              (f->down_t.data ? f->down_t.row_bytes : (uint64_t)(dn->n_out * dn->row_bytes) / (uint64_t)q->hp->n_ff);
+        p->ffn_bytes += p->neuron_bytes[il] * (uint64_t)q->hp->n_ff;
+    }
+    return 0;
+}
+
+/* Whole layers (-ngl, dense files) or dense parts then hot neurons (PowerInfer files). */
+static int place(planner *q, hr_err *e) {
+    const hearth_model *m = q->in->m;
+    int rc = 0;
+    if (q->in->n_gpu_layers > 0) {
+        rc = place_whole_layers(q, q->in->n_gpu_layers, e);
+        if (!rc && q->in->n_gpu_layers > m->hp.n_layer) place_output(q);
+    } else if (!m->sparse_file) {
+        int il = 0;
+        while (!rc && q->dense_ok && il < m->hp.n_layer && attn_ok(&m->layers[il]) && fits(q, whole_bytes(q, il)))
+            rc = take_whole(q, il++, e);
+        if (!rc && il == m->hp.n_layer) place_output(q);
+    } else if (place_dense_parts(q) && q->hot_ok) {
+        rc = place_neurons(q, e);
+    }
+    return rc;
+}
+
+int hr_gpu_plan_make(const hr_gpu_plan_in *in, hr_gpu_plan *p, hr_err *e) {
+    memset(p, 0, sizeof *p);
+    const hearth_model *m = in->m;
+    if (in->n_ctx < 1 || in->n_seq < 1 || in->n_batch < 1 || in->n_gpu_layers < 0)
+        return hr_errf(e, "bad GPU plan shape (n_ctx %d, sequences %d, batch %d, -ngl %d)", in->n_ctx, in->n_seq, in->n_batch,
+                       in->n_gpu_layers);
+    planner q = {.in = in, .p = p, .hp = &m->hp};
+    p->n_layer = m->hp.n_layer, p->budget = in->budget;
+    p->layers = calloc((size_t)m->hp.n_layer, sizeof *p->layers);
+    if (!p->layers) return hr_errf(e, "out of memory");
+    if (neuron_sizes(&q, e)) return -1;
+    model_caps(&q);
+    p->hot_ok = q.hot_ok;
+    q.used = scratch_layout(m, in->n_batch, &p->sc);
+    if (q.used > in->budget)
+        return hr_errf(e, "GPU budget of %llu bytes (%.3f GiB) is too small: device scratch for %d tokens needs %llu bytes "
+                          "(raise --vram-budget or lower -b)",
+                       (unsigned long long)in->budget, in->budget / GIB, in->n_batch, (unsigned long long)q.used);
+    return place(&q, e) ? -1 : layout(&q, e);
+}
+
+void hr_gpu_plan_free(hr_gpu_plan *p) {
+    if (!p) return;
+    for (int32_t il = 0; p->layers && il < p->n_layer; il++) free(p->layers[il].hot_ids);
+    free(p->layers), free(p->neuron_bytes);
+    memset(p, 0, sizeof *p);
+}
+
+bool hr_gpu_plan_uses_device(const hr_gpu_plan *p) { return p->total > p->bytes[HR_GPU_SCRATCH]; }

@@ -1,0 +1,96 @@
+/* The GPU plan: before anything is allocated, exactly what goes on the device and the
+ * byte offset of everything in its one arena (docs/hybrid.md). A pure function of the
+ * model, the context shape, the budget, the FFN mode and the hot-neuron index.
+ *
+ * Order of value (what the budget buys first):
+ *   scratch for n_batch tokens (required; a budget below it is an error),
+ *   attention layer by layer (q, k, v, output matrices with that layer's F16 KV cache),
+ *   predictors layer by layer (fc1, fc2; predicted mode only),
+ *   the output matrix,
+ *   hot neurons: per layer the first k neurons of the index's bucket, gathered into
+ *   contiguous device matrices (local row i = neuron hot_ids[i]).
+ * Norms run on the host (n_embd floats per token; the host needs the normed rows for
+ * its own share anyway), so their category is always 0 bytes.
+ * n_gpu_layers > 0, or any dense (non-PowerInfer) file: whole layers instead (attention,
+ * KV and the entire FFN of layers 0..N-1), llama.cpp's -ngl; N > n_layer adds the output. */
+#ifndef HR_GPU_PLAN_H
+#define HR_GPU_PLAN_H
+#include "backends/device.h"
+#include "model.h"
+#include "sparse/gpuidx.h"
+
+typedef enum hr_gpu_cat {
+    HR_GPU_SCRATCH = 0,
+    HR_GPU_ATTN,   /* attention matrices */
+    HR_GPU_KV,     /* F16 K and V caches of the layers with attention on the device */
+    HR_GPU_PRED,   /* predictors */
+    HR_GPU_NORMS,  /* always 0: norms run on the host */
+    HR_GPU_OUTPUT, /* output matrix */
+    HR_GPU_FFN,    /* whole FFNs of dense files (gate, up, down) */
+    HR_GPU_NEURONS, /* gathered hot rows (gate, up, down_t) */
+    HR_GPU_CAT_COUNT
+} hr_gpu_cat;
+const char *hr_gpu_cat_name(hr_gpu_cat c);
+
+/* Device scratch, each [n_batch][...] F32 unless noted. */
+typedef struct hr_gpu_scratch {
+    uint64_t x;      /* n_embd: normed layer input (attention, FFN) */
+    uint64_t xp;     /* n_embd: predictor input */
+    uint64_t q, att; /* n_head * head_dim */
+    uint64_t k, v;   /* n_head_kv * head_dim */
+    uint64_t o;      /* n_embd: attention output */
+    uint64_t ph;     /* max predictor rank */
+    uint64_t s;      /* n_ff: predictor scores */
+    uint64_t g, u, h; /* n_ff */
+    uint64_t y;      /* n_embd: FFN output */
+    uint64_t logits; /* n_vocab */
+    uint64_t idx;    /* I32 [n_ff] */
+    uint64_t mask;   /* U8 [n_batch][n_ff] */
+} hr_gpu_scratch;
+
+typedef struct hr_gpu_layer {
+    bool attn;                  /* wq, wk, wv, wo resident; KV slice in the caches */
+    hr_dmat wq, wk, wv, wo;
+    bool pred;
+    hr_dmat fc1, fc2;
+    bool ffn_dense;             /* whole FFN of a dense file: gate (if any), up, down */
+    int32_t n_hot;              /* hot neurons: gathered gate (if any), up, down_t rows */
+    int32_t *hot_ids;           /* [n_hot] ascending neuron ids; local row i is neuron hot_ids[i] */
+    hr_dmat gate, up, down;     /* down: ffn_down (dense) or the gathered ffn_down_t rows (hot) */
+    uint64_t hot_bytes;         /* bytes of this layer's hot neurons */
+} hr_gpu_layer;
+
+typedef struct hr_gpu_plan_in {
+    const hearth_model *m;
+    int32_t n_ctx, n_seq, n_batch;
+    uint64_t budget;            /* arena bytes (margin and device overhead already taken off) */
+    hearth_ffn_mode mode;       /* resolved (never AUTO) */
+    int32_t n_gpu_layers;       /* > 0: whole layers 0..N-1 (N > n_layer: and the output) */
+    const hr_gpuidx *idx;       /* hot neurons; NULL: none (first pass, or --disable-gpu-index) */
+} hr_gpu_plan_in;
+
+typedef struct hr_gpu_plan {
+    int32_t n_layer, n_attn;    /* n_attn: layers 0..n_attn-1 have attention on the device */
+    int32_t n_whole;            /* whole layers (-ngl, or dense files) */
+    hr_gpu_layer *layers;       /* [n_layer] */
+    bool output;
+    hr_dmat out;
+    int32_t kv_layers;          /* = n_attn: caches are F16 [n_seq][n_attn][n_ctx][kvd] */
+    uint64_t k_cache, v_cache;
+    hr_gpu_scratch sc;
+    uint64_t bytes[HR_GPU_CAT_COUNT];
+    uint64_t total, budget;
+    bool hot_ok;                /* the model and mode allow hot neurons (PowerInfer file, no FFN biases) */
+    uint64_t neuron_budget;     /* bytes left for hot neurons' rows (allocation rounding already set aside) */
+    uint64_t *neuron_bytes;     /* [n_layer] device bytes of one hot neuron (gate + up + down_t rows) */
+    uint64_t ffn_bytes;         /* all FFN neuron bytes of all layers (host copy) */
+    uint64_t hot_bytes;         /* of which on the device */
+    int64_t n_hot_total;
+} hr_gpu_plan;
+
+/* Fills *p (free with hr_gpu_plan_free, also after an error). */
+int hr_gpu_plan_make(const hr_gpu_plan_in *in, hr_gpu_plan *p, hr_err *e);
+void hr_gpu_plan_free(hr_gpu_plan *p);
+/* True when anything besides scratch is on the device. */
+bool hr_gpu_plan_uses_device(const hr_gpu_plan *p);
+#endif

@@ -1,0 +1,231 @@
+/* Hybrid context setup: the device, the budget, the plan, the hot-neuron index, the
+ * arena and the upload of every placed tensor; the GPU status. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backends/device/standin.h"
+#include "hybrid.h"
+
+#define GIB 1073741824.0
+/* The stand-in's memory when no --vram-budget is given: budget = this - margin - overhead. */
+#define HR_STANDIN_DEFAULT_CAPACITY (2ull << 30)
+
+static uint64_t gib_bytes(double g) { return (uint64_t)(g * GIB); }
+
+static int open_device(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, hr_err *e) {
+    if (p->gpu == HEARTH_GPU_STANDIN) {
+        uint64_t cap = p->vram_budget_gib > 0 ? gib_bytes(p->vram_budget_gib) : HR_STANDIN_DEFAULT_CAPACITY;
+        h->dev = hr_dev_standin_open(cap, hr_pool_threads(c->cpu.pool), e);
+        if (h->dev) snprintf(h->st.device, sizeof h->st.device, "standin");
+    } else {
+        h->dev = hr_dev_cuda_open(p->gpu_device, e);
+        if (h->dev) snprintf(h->st.device, sizeof h->st.device, "cuda:%d", p->gpu_device);
+    }
+    return h->dev ? 0 : -1;
+}
+
+/* Arena bytes allowed: --vram-budget (or free memory minus the margin), minus the
+ * device's own overhead. */
+static int budget(hr_hybrid *h, const hearth_ctx_params *p, uint64_t *out, hr_err *e) {
+    if (!isfinite(p->vram_budget_gib) || p->vram_budget_gib > 1e6)
+        return hr_errf(e, "VRAM budget %g GiB is not a size", p->vram_budget_gib);
+    uint64_t free_b = 0, total_b = 0;
+    if (h->dev->ops->mem_info(h->dev, &free_b, &total_b, e)) return -1;
+    const uint64_t margin = (uint64_t)HEARTH_VRAM_MARGIN_MIB << 20, over = h->dev->ops->overhead(h->dev);
+    uint64_t b;
+    if (p->vram_budget_gib > 0) {
+        b = gib_bytes(p->vram_budget_gib);
+        if (b > free_b)
+            return hr_errf(e, "--vram-budget %.3f GiB (%llu bytes) is more than the device's free memory (%llu bytes)",
+                           p->vram_budget_gib, (unsigned long long)b, (unsigned long long)free_b);
+    } else b = free_b > margin ? free_b - margin : 0;
+    h->st.budget = b;
+    *out = b > over ? b - over : 0;
+    return 0;
+}
+
+static int make_plan(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, uint64_t bytes, hr_err *e) {
+    hr_gpu_plan_in in = {c->m, c->n_ctx, c->n_seq, c->n_batch, bytes, c->ffn_mode, p->n_gpu_layers, NULL};
+    if (hr_gpu_plan_make(&in, &h->plan, e)) return -1;
+    hr_stats st;
+    bool have_st = !hr_hybrid_stats(c->m, p->gpu_index_path, &st, h->st.note, sizeof h->st.note);
+    int rc = 0;
+    if (h->plan.hot_ok && !p->disable_gpu_index && p->n_gpu_layers == 0 && h->plan.neuron_budget > 0) {
+        hr_gpuidx idx;
+        rc = hr_hybrid_index(c->m, p->gpu_index_path, p->reset_gpu_index, &h->plan, have_st ? &st : NULL, &idx, h->st.note,
+                             sizeof h->st.note, e);
+        if (!rc) {
+            hr_gpu_plan_free(&h->plan);
+            in.idx = &idx;
+            rc = hr_gpu_plan_make(&in, &h->plan, e);
+            hr_gpuidx_free(&idx);
+        }
+    } else if (p->disable_gpu_index) snprintf(h->st.note, sizeof h->st.note, "GPU index disabled: dense parts only");
+    h->st.act_share = -1;
+    if (!rc && have_st) { /* activations the device's neurons would have served on the calibration text */
+        uint64_t hot = 0, all = 0;
+        for (int32_t il = 0; il < st.n_layer; il++) {
+            const uint32_t *cn = st.counts + (size_t)il * st.n_ff;
+            const hr_gpu_layer *g = &h->plan.layers[il];
+            for (int32_t j = 0; j < st.n_ff; j++) all += cn[j];
+            if (g->ffn_dense)
+                for (int32_t j = 0; j < st.n_ff; j++) hot += cn[j];
+            for (int32_t i = 0; i < g->n_hot; i++) hot += cn[g->hot_ids[i]];
+        }
+        h->st.act_share = all ? (double)hot / (double)all : 0;
+    }
+    if (have_st) hr_stats_free(&st);
+    return rc;
+}
+
+/* n rows (ids; NULL: all rows) of src into the device matrix d. */
+static int upload(hr_hybrid *h, const hr_mat *src, const hr_dmat *d, const int32_t *ids, hr_err *e) {
+    if (!src->data || !d->n_out) return 0;
+    const uint64_t bytes = (uint64_t)d->n_out * d->row_bytes;
+    hr_dev *dev = h->dev;
+    if (!ids) return dev->ops->to_dev(dev, d->off, src->data, bytes, e);
+    uint8_t *stage = malloc((size_t)bytes);
+    if (!stage) return hr_errf(e, "out of memory staging %llu bytes for the device", (unsigned long long)bytes);
+    for (int64_t i = 0; i < d->n_out; i++)
+        memcpy(stage + i * d->row_bytes, (const uint8_t *)src->data + (size_t)ids[i] * src->row_bytes, d->row_bytes);
+    int rc = dev->ops->to_dev(dev, d->off, stage, bytes, e) || dev->ops->sync(dev, e) ? -1 : 0;
+    free(stage);
+    return rc;
+}
+
+static int upload_layer(hr_hybrid *h, const hr_layer *L, const hr_gpu_layer *g, hr_err *e) {
+    if (g->attn && (upload(h, &L->wq, &g->wq, NULL, e) || upload(h, &L->wk, &g->wk, NULL, e) ||
+                    upload(h, &L->wv, &g->wv, NULL, e) || upload(h, &L->wo, &g->wo, NULL, e)))
+        return -1;
+    if (g->pred && (upload(h, &L->ffn.fc1, &g->fc1, NULL, e) || upload(h, &L->ffn.fc2, &g->fc2, NULL, e))) return -1;
+    if (g->ffn_dense)
+        return upload(h, &L->ffn.gate, &g->gate, NULL, e) || upload(h, &L->ffn.up, &g->up, NULL, e) ||
+                       upload(h, &L->ffn.down, &g->down, NULL, e) ? -1 : 0;
+    if (g->n_hot)
+        return upload(h, &L->ffn.gate, &g->gate, g->hot_ids, e) || upload(h, &L->ffn.up, &g->up, g->hot_ids, e) ||
+                       upload(h, &L->ffn.down_t, &g->down, g->hot_ids, e) ? -1 : 0;
+    return 0;
+}
+
+/* The KV caches start zeroed, like the host's. */
+static int zero_kv(hr_hybrid *h, hr_err *e) {
+    const uint64_t n = h->plan.bytes[HR_GPU_KV] / 2, chunk = 1 << 20;
+    if (!n) return 0;
+    uint8_t *z = calloc(1, chunk);
+    if (!z) return hr_errf(e, "out of memory");
+    int rc = 0;
+    for (uint64_t o = 0; o < n && !rc; o += chunk) {
+        const uint64_t b = n - o < chunk ? n - o : chunk;
+        rc = h->dev->ops->to_dev(h->dev, h->plan.k_cache + o, z, b, e) || h->dev->ops->to_dev(h->dev, h->plan.v_cache + o, z, b, e);
+    }
+    if (!rc) rc = h->dev->ops->sync(h->dev, e);
+    free(z);
+    return rc ? -1 : 0;
+}
+
+static int upload_all(hearth_ctx *c, hr_hybrid *h, hr_err *e) {
+    const hearth_model *m = c->m;
+    if (h->dev->ops->reserve(h->dev, h->plan.total, e) || zero_kv(h, e)) return -1;
+    for (int il = 0; il < m->hp.n_layer; il++)
+        if (upload_layer(h, &m->layers[il], &h->plan.layers[il], e)) return hr_errctx(e, "uploading layer %d", il);
+    if (h->plan.output && upload(h, &m->output, &h->plan.out, NULL, e)) return -1;
+    return h->dev->ops->sync(h->dev, e);
+}
+
+static int host_buffers(hearth_ctx *c, hr_hybrid *h, hr_err *e) {
+    const hr_hparams *hp = &c->m->hp;
+    const size_t nb = (size_t)c->n_batch, d = (size_t)hp->n_embd, ff = (size_t)hp->n_ff;
+    hr_dev *dev = h->dev;
+    h->h_in = dev->ops->host_alloc(dev, nb * d * 4), h->h_y = dev->ops->host_alloc(dev, nb * d * 4);
+    h->h_idx = dev->ops->host_alloc(dev, ff * 4), h->h_mask = dev->ops->host_alloc(dev, nb * ff);
+    h->local = calloc((size_t)hp->n_layer, sizeof *h->local);
+    if (!h->h_in || !h->h_y || !h->h_idx || !h->h_mask || !h->local) return hr_errf(e, "out of memory for device transfer buffers");
+    for (int il = 0; il < hp->n_layer; il++) {
+        const hr_gpu_layer *g = &h->plan.layers[il];
+        if (!g->n_hot) continue;
+        if (!(h->local[il] = malloc(ff * sizeof(int32_t)))) return hr_errf(e, "out of memory");
+        for (size_t j = 0; j < ff; j++) h->local[il][j] = -1;
+        for (int32_t i = 0; i < g->n_hot; i++) h->local[il][g->hot_ids[i]] = i;
+    }
+    return 0;
+}
+
+static void fill_status(hr_hybrid *h) {
+    const hr_gpu_plan *p = &h->plan;
+    hearth_gpu_status *s = &h->st;
+    s->active = true;
+    s->used = p->total;
+    s->used_attn = p->bytes[HR_GPU_ATTN], s->used_pred = p->bytes[HR_GPU_PRED], s->used_output = p->bytes[HR_GPU_OUTPUT];
+    s->used_fixed = s->used_attn + s->used_pred + p->bytes[HR_GPU_NORMS] + s->used_output;
+    s->used_kv = p->bytes[HR_GPU_KV], s->used_scratch = p->bytes[HR_GPU_SCRATCH];
+    s->used_neurons = p->bytes[HR_GPU_NEURONS] + p->bytes[HR_GPU_FFN];
+    s->layers_attn = p->n_attn, s->layers_whole = p->n_whole, s->output_on_device = p->output;
+    uint64_t ffn_dev = p->hot_bytes;
+    for (int32_t il = 0; il < p->n_layer; il++) {
+        s->layers_pred += p->layers[il].pred;
+        if (p->layers[il].ffn_dense) ffn_dev += p->neuron_bytes[il] * (uint64_t)p->layers[il].up.n_out;
+    }
+    s->hot_neurons = p->n_hot_total;
+    s->neuron_budget = p->neuron_budget, s->ffn_bytes = p->ffn_bytes;
+    s->ffn_share = p->ffn_bytes ? (double)ffn_dev / (double)p->ffn_bytes : 0;
+}
+
+static int setup(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, hr_err *e) {
+    uint64_t bytes = 0;
+    if (open_device(c, h, p, e) || budget(h, p, &bytes, e) || make_plan(c, h, p, bytes, e) || upload_all(c, h, e) ||
+        host_buffers(c, h, e))
+        return -1;
+    fill_status(h);
+    return 0;
+}
+
+static void release(hr_hybrid *h) {
+    if (h->dev) {
+        hr_dev *d = h->dev;
+        d->ops->host_free(d, h->h_in), d->ops->host_free(d, h->h_y), d->ops->host_free(d, h->h_idx), d->ops->host_free(d, h->h_mask);
+        hr_dev_close(d);
+    }
+    for (int32_t il = 0; h->local && il < h->plan.n_layer; il++) free(h->local[il]);
+    free(h->local);
+    hr_gpu_plan_free(&h->plan);
+    h->dev = NULL, h->local = NULL, h->h_in = h->h_y = NULL, h->h_idx = NULL, h->h_mask = NULL;
+}
+
+int hr_hybrid_init(hearth_ctx *c, const hearth_ctx_params *p, hr_err *e) {
+    if (p->gpu == HEARTH_GPU_OFF) return 0;
+    if (p->gpu < HEARTH_GPU_AUTO || p->gpu > HEARTH_GPU_STANDIN) return hr_errf(e, "unknown GPU mode %d", (int)p->gpu);
+    if (p->gpu == HEARTH_GPU_AUTO && !hr_dev_cuda_built()) return 0; /* nothing to try: the CPU, silently */
+    hr_hybrid *h = calloc(1, sizeof *h);
+    if (!h) return hr_errf(e, "out of memory");
+    c->hy = h;
+    h->st.act_share = -1;
+    if (c->ffn_observer) { /* calibration watches every FFN on the host */
+        snprintf(h->st.reason, sizeof h->st.reason, "calibration runs on the CPU");
+        return 0;
+    }
+    hr_err de = {{0}};
+    if (!setup(c, h, p, &de)) return 0;
+    release(h);
+    h->st = (hearth_gpu_status){.act_share = -1};
+    if (p->gpu != HEARTH_GPU_AUTO) return hr_errf(e, "%s", de.msg);
+    snprintf(h->st.reason, sizeof h->st.reason, "%.250s", de.msg);
+    return 0;
+}
+
+void hr_hybrid_free(hr_hybrid *h) {
+    if (!h) return;
+    release(h);
+    free(h);
+}
+
+int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out) {
+    if (!c->hy) {
+        *out = (hearth_gpu_status){.act_share = -1};
+        return 0;
+    }
+    *out = c->hy->st;
+    /* every layer's computed neurons, on whichever side they ran */
+    for (int32_t il = 0; out->active && il < c->m->hp.n_layer; il++) out->act_total += c->ffn_stats[il].computed;
+    return 0;
+}

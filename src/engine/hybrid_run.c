@@ -1,0 +1,82 @@
+/* The forward pass's device hooks: attention with the device KV cache, the predictor,
+ * the whole FFN of a dense file, and the output matrix. Each enqueues its work, copies
+ * the result back and waits; the FFN split (hybrid_ffn.c) is where CPU and device overlap. */
+#include <math.h>
+#include <string.h>
+#include "hybrid.h"
+
+typedef const hr_dev_ops *ops_t;
+
+/* Host rows into device scratch through the pinned staging buffer. */
+static int send(hr_hybrid *h, uint64_t dst, const float *src, int64_t n_floats, hr_err *e) {
+    memcpy(h->h_in, src, sizeof(float) * (size_t)n_floats);
+    return h->dev->ops->to_dev(h->dev, dst, h->h_in, (uint64_t)n_floats * 4, e);
+}
+
+int hr_hybrid_attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, const hr_fwd *f, float *out, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    hr_dev *d = h->dev;
+    ops_t o = d->ops;
+    const hr_hparams *hp = &c->m->hp;
+    const hr_gpu_layer *g = &h->plan.layers[il];
+    const hr_gpu_scratch *s = &h->plan.sc;
+    const int32_t n = f->n;
+    if (send(h, s->x, in, (int64_t)n * hp->n_embd, e) || o->matmul(d, &g->wq, s->x, n, s->q, e) ||
+        o->matmul(d, &g->wk, s->x, n, s->k, e) || o->matmul(d, &g->wv, s->x, n, s->v, e))
+        return -1;
+    if (L->use_rope && (o->rope(d, s->q, n, hp->n_head, hp->head_dim, hp->n_rot, f->pos, hp->rope_base, hp->rope_freq_scale,
+                                hp->rope_neox, e) ||
+                        o->rope(d, s->k, n, hp->n_head_kv, hp->head_dim, hp->n_rot, f->pos, hp->rope_base,
+                                hp->rope_freq_scale, hp->rope_neox, e)))
+        return -1;
+    hr_dev_attn a = {.layer = il, .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
+                     .n_ctx = c->n_ctx, .n_layer = h->plan.kv_layers, .k_cache = h->plan.k_cache,
+                     .v_cache = h->plan.v_cache, .pos = f->pos, .seq = f->seq, .scale = 1.0f / sqrtf((float)hp->head_dim)};
+    if (o->attention(d, &a, s->q, s->k, s->v, s->att, e) || o->matmul(d, &g->wo, s->att, n, s->o, e) ||
+        o->to_host(d, h->h_y, s->o, (uint64_t)n * hp->n_embd * 4, e) || o->sync(d, e))
+        return -1;
+    memcpy(out, h->h_y, sizeof(float) * (size_t)n * (size_t)hp->n_embd);
+    return 0;
+}
+
+int hr_hybrid_predict(hearth_ctx *c, int il, const float *x, int32_t n, float *scores, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    hr_dev *d = h->dev;
+    ops_t o = d->ops;
+    const hr_gpu_layer *g = &h->plan.layers[il];
+    const hr_gpu_scratch *s = &h->plan.sc;
+    const int64_t r = g->fc1.n_out, ff = c->m->hp.n_ff;
+    if (send(h, s->xp, x, (int64_t)n * c->m->hp.n_embd, e) || o->matmul(d, &g->fc1, s->xp, n, s->ph, e) ||
+        o->ffn_act(d, UINT64_MAX, s->ph, n * r, HR_ACT_RELU, s->ph, e) || o->matmul(d, &g->fc2, s->ph, n, s->s, e) ||
+        o->to_host(d, scores, s->s, (uint64_t)(n * ff) * 4, e) || o->sync(d, e))
+        return -1;
+    return 0;
+}
+
+int hr_hybrid_ffn_dense(hearth_ctx *c, int il, const float *xn, int32_t n, float *out, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    hr_dev *d = h->dev;
+    ops_t o = d->ops;
+    const hr_gpu_layer *g = &h->plan.layers[il];
+    const hr_gpu_scratch *s = &h->plan.sc;
+    const int64_t ff = c->m->hp.n_ff, nd = (int64_t)n * c->m->hp.n_embd;
+    const bool gate = g->gate.n_out > 0;
+    if (send(h, s->x, xn, nd, e) || (gate && o->matmul(d, &g->gate, s->x, n, s->g, e)) || o->matmul(d, &g->up, s->x, n, s->u, e) ||
+        o->ffn_act(d, gate ? s->g : UINT64_MAX, s->u, n * ff, c->m->hp.act, s->h, e) ||
+        o->matmul(d, &g->down, s->h, n, s->y, e) || o->to_host(d, h->h_y, s->y, (uint64_t)nd * 4, e) || o->sync(d, e))
+        return -1;
+    memcpy(out, h->h_y, sizeof(float) * (size_t)nd);
+    h->st.act_device += (uint64_t)(n * ff);
+    return 0;
+}
+
+int hr_hybrid_logits(hearth_ctx *c, const float *xn, int32_t rows, float *logits, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    hr_dev *d = h->dev;
+    ops_t o = d->ops;
+    const hr_gpu_scratch *s = &h->plan.sc;
+    return send(h, s->x, xn, (int64_t)rows * c->m->hp.n_embd, e) || o->matmul(d, &h->plan.out, s->x, rows, s->logits, e) ||
+                   o->to_host(d, logits, s->logits, (uint64_t)rows * (uint64_t)c->m->hp.n_vocab * 4, e) || o->sync(d, e)
+               ? -1
+               : 0;
+}

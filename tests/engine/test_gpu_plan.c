@@ -1,0 +1,249 @@
+/* The GPU plan: sizes against formulas written here from the synthesized shapes, the
+ * categories summing to the total, offsets disjoint and inside the arena, the order of
+ * value as the budget shrinks, monotone in the budget, budgets below the scratch, the hot
+ * set as the index's first k per layer, whole-layer offload (-ngl) and dense files. */
+#include <stdlib.h>
+#include <string.h>
+#include "engine/gpu_plan.h"
+#include "formats/types.h"
+#include "synth/synth.h"
+#include "testutil.h"
+
+enum { EMBD = 64, LAYERS = 3, FF = 128, VOCAB = 320, HEADS = 4, KVH = 2, RANK = 32, CTX = 48, SEQ = 2, BATCH = 8 };
+
+static uint64_t R(uint64_t n) { return (n + 255) / 256 * 256; }
+
+static hearth_model *model(uint32_t type, bool pwri, char *path, size_t cap) {
+    hr_synth_params p;
+    hr_synth_defaults(&p);
+    p.n_embd = EMBD, p.n_layer = LAYERS, p.n_head = HEADS, p.n_head_kv = KVH, p.n_ff = FF, p.n_vocab = VOCAB;
+    p.type = type, p.powerinfer = pwri, p.pred_rank = RANK, p.act = HR_SYNTH_REGLU;
+    hr_err e = {{0}};
+    hr_test_tmp(path, cap, "plan.gguf");
+    if (hr_synth_write(&p, path, &e)) return fprintf(stderr, "synth: %s\n", e.msg), NULL;
+    hearth_model *m = hearth_model_load(path, NULL, &e);
+    if (!m) fprintf(stderr, "load: %s\n", e.msg);
+    return m;
+}
+
+/* Scratch: 16 buffers for BATCH tokens (gpu_plan.h), each rounded; rank 1 without predictors. */
+static uint64_t scratch_rank(uint64_t rank) {
+    const uint64_t T = BATCH, d = EMBD, q = EMBD, kv = KVH * (EMBD / HEADS);
+    return 2 * R(T * d * 4) + 2 * R(T * q * 4) + 2 * R(T * kv * 4) + R(T * d * 4) + R(T * rank * 4) + 4 * R(T * FF * 4) +
+           R(T * d * 4) + R(T * VOCAB * 4) + R(FF * 4) + R(T * FF);
+}
+
+static int plan(hearth_model *m, uint64_t budget, int ngl, const hr_gpuidx *idx, hearth_ffn_mode mode, hr_gpu_plan *p, hr_err *e) {
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, budget, mode, ngl, idx};
+    return hr_gpu_plan_make(&in, p, e);
+}
+
+static uint64_t scratch_bytes(void) { return scratch_rank(RANK); }
+
+typedef struct { uint64_t off, n; } range;
+static int cmp_range(const void *a, const void *b) {
+    const range *x = a, *y = b;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
+/* Categories sum to the total, total <= budget, every matrix inside and none overlapping. */
+static void check_layout(const hr_gpu_plan *p) {
+    uint64_t sum = 0;
+    for (int c = 0; c < HR_GPU_CAT_COUNT; c++) sum += p->bytes[c];
+    CHECKF(sum == p->total && p->total <= p->budget, "categories %llu, total %llu, budget %llu", (unsigned long long)sum,
+           (unsigned long long)p->total, (unsigned long long)p->budget);
+    CHECK(p->bytes[HR_GPU_NORMS] == 0);
+    range r[LAYERS * 12 + 4];
+    int n = 0;
+    for (int il = 0; il < p->n_layer; il++) {
+        const hr_gpu_layer *g = &p->layers[il];
+        const hr_dmat *ms[] = {&g->wq, &g->wk, &g->wv, &g->wo, &g->fc1, &g->fc2, &g->gate, &g->up, &g->down};
+        for (int k = 0; k < 9; k++)
+            if (ms[k]->n_out) r[n++] = (range){ms[k]->off, (uint64_t)ms[k]->n_out * ms[k]->row_bytes};
+    }
+    if (p->output) r[n++] = (range){p->out.off, (uint64_t)p->out.n_out * p->out.row_bytes};
+    if (p->kv_layers) {
+        const uint64_t kvb = (uint64_t)SEQ * p->kv_layers * CTX * KVH * (EMBD / HEADS) * 2;
+        CHECK(p->bytes[HR_GPU_KV] == 2 * R(kvb));
+        r[n++] = (range){p->k_cache, kvb}, r[n++] = (range){p->v_cache, kvb};
+    }
+    qsort(r, (size_t)n, sizeof *r, cmp_range);
+    for (int i = 0; i < n; i++) {
+        CHECKF(r[i].off % 256 == 0 && r[i].off >= p->bytes[HR_GPU_SCRATCH] && r[i].off + r[i].n <= p->total,
+               "allocation at %llu (+%llu) outside [scratch %llu, total %llu)", (unsigned long long)r[i].off,
+               (unsigned long long)r[i].n, (unsigned long long)p->bytes[HR_GPU_SCRATCH], (unsigned long long)p->total);
+        if (i) CHECKF(r[i - 1].off + r[i - 1].n <= r[i].off, "allocations overlap at %llu", (unsigned long long)r[i].off);
+    }
+}
+
+static int n_pred(const hr_gpu_plan *p) {
+    int k = 0;
+    for (int il = 0; il < p->n_layer; il++) k += p->layers[il].pred;
+    return k;
+}
+
+/* Order of value: neurons only with the output, output only with every predictor,
+ * predictors only with every attention layer. */
+static void check_order(const hr_gpu_plan *p) {
+    if (p->n_hot_total) CHECK(p->output);
+    if (p->output) CHECK(n_pred(p) == LAYERS);
+    if (n_pred(p)) CHECK(p->n_attn == LAYERS);
+    for (int il = 0; il < p->n_layer; il++) {
+        CHECK(p->layers[il].attn == (il < p->n_attn));
+        if (il && p->layers[il].pred) CHECK(p->layers[il - 1].pred);
+    }
+}
+
+static void test_sweep(uint32_t type) {
+    char path[256];
+    hearth_model *m = model(type, true, path, sizeof path);
+    if (!m) return;
+    hr_err e = {{0}};
+    hr_gpuidx idx;
+    hr_gpuidx_init(&idx, LAYERS, FF, &e);
+    memset(idx.hot, 1, (size_t)LAYERS * FF); /* every neuron wanted: the budget decides */
+    const uint64_t S = scratch_bytes();
+    hr_gpu_plan p;
+    /* below the scratch: an error naming both numbers */
+    CHECK(plan(m, S - 1, 0, &idx, HEARTH_FFN_PREDICTED, &p, &e) == -1);
+    char want[64];
+    snprintf(want, sizeof want, "needs %llu bytes", (unsigned long long)S);
+    CHECKF(strstr(e.msg, want) && strstr(e.msg, "budget of"), "%s (want '%s')", e.msg, want);
+    hr_gpu_plan_free(&p);
+    CHECK(plan(m, 0, 0, &idx, HEARTH_FFN_PREDICTED, &p, &e) == -1);
+    hr_gpu_plan_free(&p);
+    /* exactly the scratch: nothing else */
+    CHECKF(!plan(m, S, 0, &idx, HEARTH_FFN_PREDICTED, &p, &e), "%s", e.msg);
+    CHECK(p.total == S && p.bytes[HR_GPU_SCRATCH] == S && !hr_gpu_plan_uses_device(&p));
+    hr_gpu_plan_free(&p);
+    /* sweep: monotone in every category, order respected, layout sound */
+    const uint64_t full = S + 4 * 1024 * 1024;
+    uint64_t prev_total = 0;
+    int prev_attn = 0, prev_pred = 0, prev_out = 0;
+    int64_t prev_hot = 0;
+    int steps = 0;
+    for (uint64_t b = S; b <= full; b += (full - S) / 97 + 1, steps++) {
+        if (plan(m, b, 0, &idx, HEARTH_FFN_PREDICTED, &p, &e)) {
+            CHECKF(0, "budget %llu: %s", (unsigned long long)b, e.msg);
+            hr_gpu_plan_free(&p);
+            break;
+        }
+        check_layout(&p);
+        check_order(&p);
+        CHECK(p.total >= prev_total && p.n_attn >= prev_attn && n_pred(&p) >= prev_pred && p.output >= prev_out &&
+              p.n_hot_total >= prev_hot);
+        prev_total = p.total, prev_attn = p.n_attn, prev_pred = n_pred(&p), prev_out = p.output, prev_hot = p.n_hot_total;
+        /* hot neurons: the same share of every layer's bucket (first k), bytes by the formula */
+        uint64_t nb = 0;
+        for (int il = 0; il < LAYERS; il++) {
+            const hr_gpu_layer *g = &p.layers[il];
+            for (int i = 0; i < g->n_hot; i++) CHECK(g->hot_ids[i] == i);
+            const uint64_t rb = hr_row_bytes(type, EMBD);
+            if (g->n_hot) nb += 3 * R((uint64_t)g->n_hot * rb);
+            CHECK(p.neuron_bytes[il] == 3 * rb);
+        }
+        CHECK(p.bytes[HR_GPU_NEURONS] == nb);
+        hr_gpu_plan_free(&p);
+    }
+    CHECK(steps > 50 && prev_hot == LAYERS * FF && prev_out && prev_attn == LAYERS);
+    /* the attention unit: matrices plus that layer's KV; the first layer alone */
+    const uint64_t rb = hr_row_bytes(type, EMBD), kvd = KVH * (EMBD / HEADS);
+    const uint64_t attn1 = 2 * R(EMBD * rb) + 2 * R(kvd * rb) + 2 * R((uint64_t)SEQ * CTX * kvd * 2);
+    CHECK(!plan(m, S + attn1, 0, &idx, HEARTH_FFN_PREDICTED, &p, &e) && p.n_attn == 1 && p.total == S + attn1);
+    hr_gpu_plan_free(&p);
+    CHECK(!plan(m, S + attn1 - 1, 0, &idx, HEARTH_FFN_PREDICTED, &p, &e) && p.n_attn == 0);
+    hr_gpu_plan_free(&p);
+    /* dense FFN mode: no predictors on the device */
+    CHECK(!plan(m, full, 0, &idx, HEARTH_FFN_DENSE, &p, &e) && n_pred(&p) == 0 && p.n_hot_total == LAYERS * FF);
+    hr_gpu_plan_free(&p);
+    /* exact mode: no hot neurons (the split serves predicted and dense) */
+    CHECK(!plan(m, full, 0, &idx, HEARTH_FFN_EXACT, &p, &e) && p.n_hot_total == 0 && !p.hot_ok);
+    hr_gpu_plan_free(&p);
+    hr_gpuidx_free(&idx);
+    hearth_model_free(m);
+    remove(path);
+}
+
+/* An index with random buckets: a budget that holds it takes it whole; a smaller one the
+ * first k of each bucket; no index or a wrong shape. */
+static void test_index(void) {
+    char path[256];
+    hearth_model *m = model(HR_F32, true, path, sizeof path);
+    if (!m) return;
+    hr_err e = {{0}};
+    hr_gpuidx idx, bad;
+    hr_gpuidx_init(&idx, LAYERS, FF, &e);
+    hr_rng r = {9};
+    for (int i = 0; i < LAYERS * FF; i++) idx.hot[i] = hr_rng_uniform(&r) < 0.4f;
+    hr_gpu_plan p;
+    CHECK(!plan(m, 64 << 20, 0, &idx, HEARTH_FFN_PREDICTED, &p, &e));
+    int32_t ids[FF];
+    uint64_t want_hot = 0;
+    for (int il = 0; il < LAYERS; il++) {
+        int32_t nb = hr_gpuidx_bucket(&idx, il, ids);
+        CHECK(p.layers[il].n_hot == nb && !memcmp(p.layers[il].hot_ids, ids, sizeof(int32_t) * (size_t)nb));
+        want_hot += (uint64_t)nb * p.neuron_bytes[il];
+    }
+    CHECK(p.hot_bytes == want_hot);
+    const uint64_t nbudget_big = p.neuron_budget, dense_total = p.total - p.bytes[HR_GPU_NEURONS];
+    hr_gpu_plan_free(&p);
+    /* a third of what the index needs */
+    const uint64_t budget = dense_total + LAYERS * 3 * 255 + want_hot / 3;
+    CHECK(!plan(m, budget, 0, &idx, HEARTH_FFN_PREDICTED, &p, &e));
+    CHECK(p.hot_bytes <= p.neuron_budget && p.total <= budget && nbudget_big > p.neuron_budget);
+    for (int il = 0; il < LAYERS; il++) {
+        int32_t nb = hr_gpuidx_bucket(&idx, il, ids);
+        const hr_gpu_layer *g = &p.layers[il];
+        CHECKF(g->n_hot < nb && g->n_hot >= nb / 3 - 1 && !memcmp(g->hot_ids, ids, sizeof(int32_t) * (size_t)g->n_hot),
+               "layer %d: %d of %d hot", il, g->n_hot, nb);
+    }
+    hr_gpu_plan_free(&p);
+    CHECK(!plan(m, 64 << 20, 0, NULL, HEARTH_FFN_PREDICTED, &p, &e) && p.n_hot_total == 0 && p.neuron_budget > 0);
+    hr_gpu_plan_free(&p);
+    hr_gpuidx_init(&bad, LAYERS + 1, FF, &e);
+    CHECK(plan(m, 64 << 20, 0, &bad, HEARTH_FFN_PREDICTED, &p, &e) == -1 && strstr(e.msg, "GPU index has 4 layers"));
+    hr_gpu_plan_free(&p);
+    hr_gpuidx_free(&bad), hr_gpuidx_free(&idx);
+    hearth_model_free(m);
+    remove(path);
+}
+
+/* -ngl on a PowerInfer file and on a dense one; dense files fill whole layers by themselves. */
+static void test_layers(void) {
+    char pp[256], dp[256];
+    hearth_model *pm = model(HR_Q8_0, true, pp, sizeof pp), *dm = model(HR_Q8_0, false, dp, sizeof dp);
+    if (!pm || !dm) return;
+    hr_err e = {{0}};
+    hr_gpu_plan p;
+    const uint64_t big = 64 << 20;
+    CHECK(!plan(pm, big, 2, NULL, HEARTH_FFN_PREDICTED, &p, &e) && p.n_whole == 2 && p.n_attn == 2 && !p.output);
+    CHECK(p.layers[0].n_hot == FF && p.layers[1].pred && p.layers[2].n_hot == 0 && !p.layers[2].attn);
+    check_layout(&p);
+    hr_gpu_plan_free(&p);
+    CHECK(!plan(pm, big, LAYERS + 1, NULL, HEARTH_FFN_PREDICTED, &p, &e) && p.n_whole == LAYERS && p.output);
+    hr_gpu_plan_free(&p);
+    /* dense file: whole FFN matrices; a budget for exactly two layers */
+    const uint64_t rb = hr_row_bytes(HR_Q8_0, EMBD), rbf = hr_row_bytes(HR_Q8_0, FF), kvd = KVH * (EMBD / HEADS);
+    const uint64_t attn = 2 * R(EMBD * rb) + 2 * R(kvd * rb), ffn = 2 * R(FF * rb) + R(EMBD * rbf);
+    const uint64_t two = scratch_rank(1) + 2 * (attn + ffn) + 2 * R((uint64_t)SEQ * 2 * CTX * kvd * 2);
+    CHECK(!plan(dm, two, 0, NULL, HEARTH_FFN_DENSE, &p, &e) && p.n_whole == 2 && p.layers[1].ffn_dense && p.total == two);
+    CHECK(p.bytes[HR_GPU_FFN] == 2 * ffn && !p.output);
+    check_layout(&p);
+    hr_gpu_plan_free(&p);
+    CHECK(!plan(dm, two - 1, 0, NULL, HEARTH_FFN_DENSE, &p, &e) && p.n_whole == 1);
+    hr_gpu_plan_free(&p);
+    CHECK(plan(dm, two, 3, NULL, HEARTH_FFN_DENSE, &p, &e) == -1 && strstr(e.msg, "holds 2 whole layers"));
+    hr_gpu_plan_free(&p);
+    CHECK(!plan(dm, big, 0, NULL, HEARTH_FFN_EXACT, &p, &e) && p.n_whole == LAYERS && p.output);
+    hr_gpu_plan_free(&p);
+    hearth_model_free(pm), hearth_model_free(dm);
+    remove(pp), remove(dp);
+}
+
+int main(void) {
+    test_sweep(HR_F32);
+    test_sweep(HR_Q4_0);
+    test_index();
+    test_layers();
+    return TEST_END();
+}

@@ -1,0 +1,386 @@
+/* Whole-model hybrid execution on the stand-in device against the CPU path: logits of a
+ * prompt batch and of decoded tokens within a stated tolerance and the same greedy tokens,
+ * at budgets that put 0%, about 25% and 100% of the FFN on the device, on synthetic
+ * PowerInfer files, the bundled bible-drelu model, two sequences in one batch, and layer
+ * offload (-ngl) of a dense and of a PowerInfer file. Budgets: too small (an error with the
+ * numbers), and a sweep in which every context fits the stand-in's capacity (its reserve
+ * would fail otherwise). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "backends/device/standin.h"
+#include "engine/context.h"
+#include "engine/gpu_plan.h"
+#include "engine/hybrid.h"
+#include "formats/types.h"
+#include "synth/synth.h"
+#include "testutil.h"
+
+#define GIB 1073741824.0
+#define NP 10 /* prompt tokens */
+#define ND 6  /* decoded tokens */
+
+static int32_t prompt[NP];
+
+typedef struct {
+    hearth_gpu_mode gpu;
+    double budget_gib;
+    int ngl;
+    const char *idx_path;
+    int n_seq;
+    bool reset;
+} setup;
+
+static hearth_ctx *ctx(hearth_model *m, const setup *s, hearth_ffn_mode mode, hr_err *e) {
+    hearth_ctx_params cp = hearth_ctx_default_params();
+    cp.n_ctx = 32, cp.n_threads = 2, cp.n_batch = 16, cp.ffn_mode = mode, cp.n_seq = s->n_seq;
+    cp.gpu = s->gpu, cp.vram_budget_gib = s->budget_gib, cp.n_gpu_layers = s->ngl, cp.gpu_index_path = s->idx_path;
+    cp.reset_gpu_index = s->reset;
+    return hearth_ctx_new(m, &cp, e);
+}
+
+static int32_t argmax(const float *x, int n) {
+    int32_t b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+/* Logits of the prompt (all rows) and of ND greedy decodes into out [(NP + ND)][n_vocab]. */
+static int run(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out, hearth_gpu_status *st) {
+    hr_err e = {{0}};
+    hearth_ctx *c = ctx(m, s, mode, &e);
+    if (!c) return fprintf(stderr, "ctx: %s\n", e.msg), -1;
+    const int nv = hearth_model_get_info(m)->n_vocab;
+    int rc = hearth_eval(c, prompt, NP, 0, true, &e);
+    for (int t = 0; !rc && t < NP; t++) memcpy(out + t * nv, hearth_logits(c, t), sizeof(float) * (size_t)nv);
+    for (int i = 0; !rc && i < ND; i++) {
+        int32_t tok = argmax(out + (NP - 1 + i) * nv, nv);
+        rc = hearth_eval(c, &tok, 1, NP + i, false, &e);
+        if (!rc) memcpy(out + (NP + i) * nv, hearth_logits(c, -1), sizeof(float) * (size_t)nv);
+    }
+    if (rc) fprintf(stderr, "eval: %s\n", e.msg);
+    if (st) hearth_ctx_gpu_status(c, st);
+    hearth_ctx_free(c);
+    return rc;
+}
+
+/* Max abs difference and greedy agreement of two runs. */
+static double compare(const float *a, const float *b, int nv, int *agree) {
+    double d = 0;
+    *agree = 0;
+    for (int r = 0; r < NP + ND; r++) {
+        for (int i = 0; i < nv; i++) d = fmax(d, fabs((double)a[r * nv + i] - b[r * nv + i]));
+        *agree += argmax(a + r * nv, nv) == argmax(b + r * nv, nv);
+    }
+    return d;
+}
+
+/* Arena bytes of everything but neurons, and all neuron bytes: from a plan with a large budget. */
+static void sizes(hearth_model *m, hearth_ffn_mode mode, uint64_t *dense, uint64_t *ffn) {
+    hr_gpu_plan p;
+    hr_err e = {{0}};
+    hr_gpu_plan_in in = {m, 32, 1, 16, 1ull << 34, mode, 0, NULL};
+    CHECKF(!hr_gpu_plan_make(&in, &p, &e), "%s", e.msg);
+    *dense = p.total, *ffn = p.ffn_bytes;
+    hr_gpu_plan_free(&p);
+}
+
+/* The --vram-budget giving share of the FFN bytes to hot neurons. */
+static double budget_for(hearth_model *m, hearth_ffn_mode mode, double share) {
+    uint64_t dense, ffn;
+    sizes(m, mode, &dense, &ffn);
+    const uint64_t slack = (uint64_t)m->hp.n_layer * 3 * (HR_DEV_ALIGN - 1);
+    return (double)(dense + HR_STANDIN_OVERHEAD + (share > 0 ? slack + (uint64_t)(share * (double)ffn) : 0) + 64) / GIB;
+}
+
+static void check_shares(hearth_model *m, hearth_ffn_mode mode, const char *idx_path, double tol, const char *what) {
+    const int nv = m->hp.n_vocab;
+    float *ref = malloc(sizeof(float) * (NP + ND) * (size_t)nv), *got = malloc(sizeof(float) * (NP + ND) * (size_t)nv);
+    setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false};
+    CHECK(!run(m, &cpu, mode, ref, NULL));
+    const double shares[] = {0.0, 0.25, 1.0};
+    for (int k = 0; k < 3; k++) {
+        setup sd = {HEARTH_GPU_STANDIN, budget_for(m, mode, shares[k]), 0, idx_path, 1, false};
+        hearth_gpu_status st;
+        if (run(m, &sd, mode, got, &st)) {
+            CHECKF(0, "%s share %.2f: run failed", what, shares[k]);
+            continue;
+        }
+        int agree;
+        double d = compare(ref, got, nv, &agree);
+        printf("%-26s share %.2f (placed %.3f, %d attention layers, output %d): max |diff| %.3g, greedy %d/%d, device "
+               "served %.3f of %llu activations\n",
+               what, shares[k], st.ffn_share, st.layers_attn, st.output_on_device, d, agree, NP + ND,
+               st.act_total ? (double)st.act_device / st.act_total : 0.0, (unsigned long long)st.act_total);
+        CHECKF(d <= tol && agree == NP + ND, "%s share %.2f: logits differ by %g (tolerance %g), greedy %d/%d", what,
+               shares[k], d, tol, agree, NP + ND);
+        CHECK(st.active && st.layers_attn == m->hp.n_layer && st.output_on_device);
+        CHECKF(fabs(st.ffn_share - shares[k]) < 0.03, "%s: placed %.3f of the FFN, wanted %.2f", what, st.ffn_share, shares[k]);
+        if (k) CHECK(st.act_total > 0 && st.ffn_splits > 0);
+        if (k == 0) CHECK(st.act_device == 0 && st.hot_neurons == 0); /* and no split: nothing hot */
+        if (k == 2) CHECK(st.act_device == st.act_total && st.hot_neurons == (int64_t)m->hp.n_layer * m->hp.n_ff);
+        if (k == 1) CHECK(st.act_device > 0 && st.act_device < st.act_total);
+        CHECK(st.used == st.used_fixed + st.used_kv + st.used_scratch + st.used_neurons && st.used + HR_STANDIN_OVERHEAD <= st.budget);
+    }
+    free(ref), free(got);
+}
+
+static hearth_model *synth_arch(const char *path, hr_synth_arch arch, uint32_t type, hr_synth_act act, bool pwri, int n_layer) {
+    hr_synth_params p;
+    hr_synth_defaults(&p);
+    p.arch = arch, p.type = type, p.act = act, p.powerinfer = pwri, p.pred_rank = 32;
+    p.n_embd = 128, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 256, p.n_vocab = 300, p.n_layer = (uint32_t)n_layer, p.seed = 7;
+    hr_err e = {{0}};
+    if (hr_synth_write(&p, path, &e)) return fprintf(stderr, "synth: %s\n", e.msg), NULL;
+    hearth_model *m = hearth_model_load(path, NULL, &e);
+    if (!m) fprintf(stderr, "load: %s\n", e.msg);
+    return m;
+}
+
+static hearth_model *synth(const char *path, uint32_t type, hr_synth_act act, bool pwri, int n_layer) {
+    return synth_arch(path, HR_SYNTH_LLAMA, type, act, pwri, n_layer);
+}
+
+static void test_synthetic(void) {
+    char path[256], idx[300];
+    hearth_model *m = synth(hr_test_tmp(path, sizeof path, "hy.gguf"), HR_F32, HR_SYNTH_REGLU, true, 2);
+    snprintf(idx, sizeof idx, "%s.generated.gpuidx", path);
+    if (m) {
+        check_shares(m, HEARTH_FFN_PREDICTED, idx, 1e-4, "synthetic f32 predicted");
+        check_shares(m, HEARTH_FFN_DENSE, idx, 1e-4, "synthetic f32 dense");
+    }
+    hearth_model_free(m);
+    remove(path), remove(idx);
+    /* Q8_0 activations are rounded to 8 bits before every product: a rounding flip moves a
+     * logit by up to a few hundredths (as between the CPU's own FFN modes) */
+    m = synth(hr_test_tmp(path, sizeof path, "hy8.gguf"), HR_Q8_0, HR_SYNTH_DRELU, true, 3);
+    if (m) check_shares(m, HEARTH_FFN_PREDICTED, NULL, 5e-2, "synthetic q8_0 drelu");
+    hearth_model_free(m);
+    remove(path);
+    /* Falcon: no gate (ReLU on up), fused QKV rows, parallel attention and FFN, LayerNorm */
+    m = synth_arch(hr_test_tmp(path, sizeof path, "hyf.gguf"), HR_SYNTH_FALCON, HR_F32, HR_SYNTH_RELU, true, 2);
+    if (m) check_shares(m, HEARTH_FFN_PREDICTED, NULL, 5e-4, "synthetic falcon relu"); /* summation order only, as above */
+    hearth_model_free(m);
+    remove(path);
+}
+
+/* The bundled model, with its statistics: the index is generated from them, written next
+ * to (a link to) the model, and read back by the next context with the same budget. */
+static void test_bible(void) {
+    const char *src = getenv("HEARTH_SRC");
+    char model[512], stats[512], dir[256], lm[600], ls[600], idx[700];
+    snprintf(model, sizeof model, "%s/models/bible-drelu.powerinfer.gguf", src ? src : ".");
+    snprintf(stats, sizeof stats, "%s/models/bible-drelu.powerinfer.stats.gguf", src ? src : ".");
+    hr_test_tmp(dir, sizeof dir, "bible");
+    snprintf(lm, sizeof lm, "%s.gguf", dir), snprintf(ls, sizeof ls, "%s.stats.gguf", dir);
+    snprintf(idx, sizeof idx, "%s.generated.gpuidx", lm);
+    if (access(model, R_OK) || symlink(model, lm) || symlink(stats, ls)) {
+        CHECKF(0, "cannot link %s", model);
+        return;
+    }
+    hr_err e = {{0}};
+    hearth_model *m = hearth_model_load(lm, NULL, &e);
+    CHECKF(m != NULL, "%s", e.msg);
+    if (m) {
+        for (int i = 0; i < NP; i++) prompt[i] = (int32_t)((i * 131 + 7) % m->hp.n_vocab);
+        /* logits of this model reach about 15: 5e-3 is float noise of the summation order */
+        check_shares(m, HEARTH_FFN_PREDICTED, idx, 5e-3, "bible-drelu predicted");
+        /* same budget again: the index written by the last context is reused */
+        hearth_gpu_status st;
+        setup sd = {HEARTH_GPU_STANDIN, budget_for(m, HEARTH_FFN_PREDICTED, 1.0), 0, idx, 1, false};
+        hearth_ctx *c = ctx(m, &sd, HEARTH_FFN_PREDICTED, &e);
+        CHECKF(c && !hearth_ctx_gpu_status(c, &st) && strstr(st.note, "GPU index read from"), "%s", st.note);
+        CHECKF(st.act_share > 0.999, "activation share %g with every neuron hot", st.act_share);
+        hearth_ctx_free(c);
+        sd.budget_gib = budget_for(m, HEARTH_FFN_PREDICTED, 0.25);
+        c = ctx(m, &sd, HEARTH_FFN_PREDICTED, &e);
+        CHECKF(c && !hearth_ctx_gpu_status(c, &st) && strstr(st.note, "made from statistics, written"), "%s", st.note);
+        /* hot neurons chosen by activation counts serve more than their byte share */
+        CHECKF(st.act_share > st.ffn_share, "hot neurons serve %.3f of activations for %.3f of the bytes", st.act_share, st.ffn_share);
+        hearth_ctx_free(c);
+        /* an index that cannot be written is kept in memory; a broken one is an error */
+        remove(idx);
+        CHECK(!mkdir(idx, 0700));
+        sd.reset = true;
+        c = ctx(m, &sd, HEARTH_FFN_PREDICTED, &e);
+        CHECKF(c && !hearth_ctx_gpu_status(c, &st) && strstr(st.note, "kept in memory") && st.hot_neurons > 0, "%s", c ? st.note : e.msg);
+        hearth_ctx_free(c);
+        rmdir(idx);
+        FILE *f = fopen(idx, "w");
+        if (f) fputs("not an index", f), fclose(f);
+        sd.reset = false;
+        CHECK(ctx(m, &sd, HEARTH_FFN_PREDICTED, &e) == NULL && strstr(e.msg, "GPU index"));
+    }
+    hearth_model_free(m);
+    remove(lm), remove(ls), remove(idx);
+}
+
+/* Two sequences in one batch: each token's logits equal the CPU path's, and (as on the CPU)
+ * do not depend on what else is in the batch. */
+static void test_two_sequences(void) {
+    char path[256];
+    hearth_model *m = synth(hr_test_tmp(path, sizeof path, "seq.gguf"), HR_F32, HR_SYNTH_REGLU, true, 2);
+    if (!m) return;
+    const int nv = m->hp.n_vocab, n = 8;
+    int32_t toks[8], pos[8], seq[8];
+    bool want[8];
+    for (int i = 0; i < n; i++) toks[i] = (i * 37 + 5) % nv, seq[i] = i % 2, pos[i] = i / 2, want[i] = true;
+    hearth_batch b = {n, toks, pos, seq, want};
+    float *l[2] = {malloc(sizeof(float) * (size_t)(n * nv)), malloc(sizeof(float) * (size_t)(n * nv))};
+    setup s[2] = {{HEARTH_GPU_OFF, 0, 0, NULL, 2, false},
+                  {HEARTH_GPU_STANDIN, budget_for(m, HEARTH_FFN_PREDICTED, 0.25), 0, NULL, 2, false}};
+    for (int k = 0; k < 2; k++) {
+        hr_err e = {{0}};
+        hearth_ctx *c = ctx(m, &s[k], HEARTH_FFN_PREDICTED, &e);
+        CHECKF(c && !hearth_eval_batch(c, &b, &e), "%s", e.msg);
+        for (int i = 0; c && i < n; i++) memcpy(l[k] + i * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
+        hearth_ctx_free(c);
+    }
+    double d = 0;
+    for (int i = 0; i < n * nv; i++) d = fmax(d, fabs((double)l[0][i] - l[1][i]));
+    CHECKF(d <= 1e-4, "two sequences: standin differs from the CPU by %g", d);
+    /* sequence 0 alone through the hybrid path: bit-identical to its rows of the shared batch */
+    int32_t t0[4], p0[4];
+    for (int i = 0; i < 4; i++) t0[i] = toks[2 * i], p0[i] = i;
+    hearth_batch b0 = {4, t0, p0, NULL, want};
+    hr_err e = {{0}};
+    hearth_ctx *c = ctx(m, &s[1], HEARTH_FFN_PREDICTED, &e);
+    CHECKF(c && !hearth_eval_batch(c, &b0, &e), "%s", e.msg);
+    int same = 0;
+    for (int i = 0; c && i < 4; i++) same += !memcmp(hearth_logits(c, i), l[1] + 2 * i * nv, sizeof(float) * (size_t)nv);
+    CHECKF(same == 4, "hybrid: %d of 4 tokens of a sequence decoded alone equal the shared batch's", same);
+    hearth_ctx_free(c);
+    free(l[0]), free(l[1]);
+    hearth_model_free(m);
+    remove(path);
+}
+
+/* -ngl on a dense SwiGLU file: whole layers (attention, KV, FFN), then the output. */
+static void test_layer_offload(void) {
+    char path[256];
+    hearth_model *m = synth(hr_test_tmp(path, sizeof path, "dense.gguf"), HR_F32, HR_SYNTH_SWIGLU, false, 3);
+    if (!m) return;
+    const int nv = m->hp.n_vocab;
+    float *ref = malloc(sizeof(float) * (NP + ND) * (size_t)nv), *got = malloc(sizeof(float) * (NP + ND) * (size_t)nv);
+    setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false};
+    CHECK(!run(m, &cpu, HEARTH_FFN_DENSE, ref, NULL));
+    const int ngl[] = {1, 3, 4, 0};
+    for (int k = 0; k < 4; k++) {
+        setup sd = {HEARTH_GPU_STANDIN, 0.05, ngl[k], NULL, 1, false};
+        hearth_gpu_status st;
+        int agree;
+        CHECK(!run(m, &sd, HEARTH_FFN_DENSE, got, &st));
+        double d = compare(ref, got, nv, &agree);
+        const int whole = ngl[k] == 0 || ngl[k] > 3 ? 3 : ngl[k];
+        printf("dense swiglu -ngl %d: %d whole layers, output %d: max |diff| %.3g, greedy %d/%d\n", ngl[k], st.layers_whole,
+               st.output_on_device, d, agree, NP + ND);
+        CHECKF(d <= 1e-4 && agree == NP + ND, "-ngl %d: logits differ by %g", ngl[k], d);
+        CHECK(st.layers_whole == whole && st.layers_attn == whole && st.output_on_device == (ngl[k] != 1 && ngl[k] != 3));
+        CHECK(st.act_device * 3 == st.act_total * (uint64_t)whole && fabs(st.ffn_share - whole / 3.0) < 1e-9);
+    }
+    free(ref), free(got);
+    hearth_model_free(m);
+    remove(path);
+}
+
+/* Budgets: below the scratch, above the device, a sweep that always fits, no CUDA. */
+static void test_budgets(void) {
+    char path[256];
+    hearth_model *m = synth(hr_test_tmp(path, sizeof path, "bud.gguf"), HR_F32, HR_SYNTH_REGLU, true, 2);
+    if (!m) return;
+    hr_err e = {{0}};
+    setup tiny = {HEARTH_GPU_STANDIN, 1e-4, 0, NULL, 1, false};
+    CHECK(ctx(m, &tiny, HEARTH_FFN_PREDICTED, &e) == NULL);
+    CHECKF(strstr(e.msg, "too small") && strstr(e.msg, "needs") && strstr(e.msg, "bytes"), "%s", e.msg);
+    setup ngl = {HEARTH_GPU_STANDIN, budget_for(m, HEARTH_FFN_PREDICTED, 0.25), 2, NULL, 1, false};
+    CHECK(ctx(m, &ngl, HEARTH_FFN_PREDICTED, &e) == NULL && strstr(e.msg, "whole layers"));
+    /* every budget from the scratch upwards makes a context that fits the stand-in */
+    const double lo = budget_for(m, HEARTH_FFN_PREDICTED, 0) * 0.3, hi = budget_for(m, HEARTH_FFN_PREDICTED, 1.1);
+    int made = 0;
+    for (int k = 0; k <= 24; k++) {
+        setup s = {HEARTH_GPU_STANDIN, lo + (hi - lo) * k / 24, 0, NULL, 1, false};
+        hearth_ctx *c = ctx(m, &s, HEARTH_FFN_PREDICTED, &e);
+        if (!c) {
+            CHECKF(strstr(e.msg, "too small"), "budget %g GiB: %s", s.budget_gib, e.msg);
+            continue;
+        }
+        hearth_gpu_status st;
+        hearth_ctx_gpu_status(c, &st);
+        CHECK(st.active && st.used + HR_STANDIN_OVERHEAD <= (uint64_t)(s.budget_gib * GIB));
+        made++;
+        hearth_ctx_free(c);
+    }
+    CHECK(made >= 15);
+    setup off = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false}, aut = {HEARTH_GPU_AUTO, 0, 0, NULL, 1, false};
+    setup cuda = {HEARTH_GPU_CUDA, 0, 0, NULL, 1, false};
+    hearth_ctx *c = ctx(m, &off, HEARTH_FFN_PREDICTED, &e);
+    hearth_gpu_status st;
+    CHECK(c && !hearth_ctx_gpu_status(c, &st) && !st.active && !st.reason[0] && c->hy == NULL);
+    hearth_ctx_free(c);
+    if (!hr_dev_cuda_built()) {
+        c = ctx(m, &aut, HEARTH_FFN_PREDICTED, &e);
+        CHECK(c && !hearth_ctx_gpu_status(c, &st) && !st.active && !st.reason[0]);
+        hearth_ctx_free(c);
+        CHECK(ctx(m, &cuda, HEARTH_FFN_PREDICTED, &e) == NULL && strstr(e.msg, "CUDA"));
+    }
+    hearth_model_free(m);
+    remove(path);
+}
+
+/* -ngl on a dense Falcon file: whole FFNs without a gate. */
+static void test_layer_offload_falcon(void) {
+    char path[256];
+    hearth_model *m = synth_arch(hr_test_tmp(path, sizeof path, "fal.gguf"), HR_SYNTH_FALCON, HR_F32, HR_SYNTH_GELU, false, 2);
+    if (!m) return;
+    const int nv = m->hp.n_vocab;
+    float *ref = malloc(sizeof(float) * (NP + ND) * (size_t)nv), *got = malloc(sizeof(float) * (NP + ND) * (size_t)nv);
+    setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false}, sd = {HEARTH_GPU_STANDIN, 0.05, 1, NULL, 1, false};
+    hearth_gpu_status st;
+    int agree;
+    CHECK(!run(m, &cpu, HEARTH_FFN_DENSE, ref, NULL) && !run(m, &sd, HEARTH_FFN_DENSE, got, &st));
+    double d = compare(ref, got, nv, &agree);
+    CHECKF(d <= 1e-4 && agree == NP + ND && st.layers_whole == 1, "falcon -ngl 1: logits differ by %g", d);
+    free(ref), free(got);
+    hearth_model_free(m);
+    remove(path);
+}
+
+/* -ngl on a PowerInfer file: whole layers run the predictor and every neuron on the device. */
+static void test_layer_offload_pwri(void) {
+    char path[256];
+    hearth_model *m = synth(hr_test_tmp(path, sizeof path, "ngl.gguf"), HR_F32, HR_SYNTH_REGLU, true, 2);
+    if (!m) return;
+    const int nv = m->hp.n_vocab;
+    float *ref = malloc(sizeof(float) * (NP + ND) * (size_t)nv), *got = malloc(sizeof(float) * (NP + ND) * (size_t)nv);
+    setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false};
+    CHECK(!run(m, &cpu, HEARTH_FFN_PREDICTED, ref, NULL));
+    for (int ngl = 1; ngl <= 3; ngl += 2) {
+        setup sd = {HEARTH_GPU_STANDIN, 0.05, ngl, NULL, 1, false};
+        hearth_gpu_status st;
+        int agree;
+        CHECK(!run(m, &sd, HEARTH_FFN_PREDICTED, got, &st));
+        double d = compare(ref, got, nv, &agree);
+        CHECKF(d <= 1e-4 && agree == NP + ND, "pwri -ngl %d: logits differ by %g", ngl, d);
+        const int whole = ngl > 2 ? 2 : ngl;
+        CHECK(st.layers_whole == whole && st.layers_pred == whole && st.hot_neurons == (int64_t)whole * m->hp.n_ff);
+        CHECK(st.output_on_device == (ngl > 2) && st.act_device > 0 && (whole == 2) == (st.act_device == st.act_total));
+    }
+    free(ref), free(got);
+    hearth_model_free(m);
+    remove(path);
+}
+
+int main(void) {
+    for (int i = 0; i < NP; i++) prompt[i] = (int32_t)((i * 37 + 11) % 300);
+    test_synthetic();
+    test_two_sequences();
+    test_layer_offload();
+    test_layer_offload_pwri();
+    test_layer_offload_falcon();
+    test_budgets();
+    test_bible();
+    return TEST_END();
+}
