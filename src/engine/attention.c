@@ -5,7 +5,7 @@
 #include <string.h>
 #include "context.h"
 #include "formats/types.h"
-#include "ops.h"
+#include "backends/cpu/ops.h"
 
 typedef struct {
     hearth_ctx *c;

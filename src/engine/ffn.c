@@ -6,7 +6,7 @@
 #include "backends/cpu/sparse.h"
 #include "ffn.h"
 #include "hybrid.h"
-#include "ops.h"
+#include "backends/cpu/ops.h"
 
 /* Above this share of neurons in the batch's union, dense products beat gathers. */
 #define HR_UNION_DENSE_SHARE 0.6

@@ -7,7 +7,7 @@
 #include "formats/types.h"
 #include "ffn.h"
 #include "hybrid.h"
-#include "ops.h"
+#include "backends/cpu/ops.h"
 
 static void add_into(float *x, const float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] += y[i];

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include "hybrid.h"
-#include "ops.h"
+#include "backends/cpu/ops.h"
 
 static double now_s(void) {
     struct timespec ts;

@@ -5,12 +5,10 @@
 #include <stdbool.h>
 #include "hearth.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/ops.h"
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
 
-/* GELU is ggml's: tanh approximation looked up through F16 (see hr_ffn_act). */
-typedef enum hr_act { HR_ACT_SWIGLU = 0, HR_ACT_REGLU, HR_ACT_DRELU, HR_ACT_RELU, HR_ACT_GELU } hr_act;
-#define HR_ACT_COUNT 5
 
 typedef struct hr_hparams {
     int32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx_train;

@@ -1,5 +1,6 @@
 /* Device lifetime and, in builds without CUDA, the CUDA entry point that says so. */
 #include "backends/device.h"
+#include "standin.h"
 
 void hr_dev_close(hr_dev *d) {
     if (d && d->ops && d->ops->free) d->ops->free(d);
@@ -12,3 +13,11 @@ hr_dev *hr_dev_cuda_open(int index, hr_err *e) {
     return NULL;
 }
 #endif
+
+bool hr_dev_cuda_built(void) {
+#ifdef HEARTH_HAVE_CUDA
+    return true;
+#else
+    return false;
+#endif
+}

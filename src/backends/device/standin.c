@@ -4,6 +4,7 @@
  * error here rather than a crash on a real device. */
 #include <stdlib.h>
 #include <string.h>
+#include "backends/cpu/ops.h"
 #include "backends/cpu/sparse.h"
 #include "backends/device.h"
 #include "formats/types.h"
@@ -153,7 +154,7 @@ static int sd_rmsnorm(hr_dev *d, uint64_t X, uint64_t w, int64_t n, int64_t n_to
     const float *wt = x ? fspan(d, w, (uint64_t)n, "rmsnorm weights", e) : NULL;
     float *y = wt ? fspan(d, Y, (uint64_t)(n * n_tok), "rmsnorm output", e) : NULL;
     if (!y) return -1;
-    for (int64_t t = 0; t < n_tok; t++) hr_sd_rmsnorm(y + t * n, x + t * n, wt, n, eps);
+    for (int64_t t = 0; t < n_tok; t++) hr_rmsnorm(y + t * n, x + t * n, wt, n, eps);
     return 0;
 }
 
@@ -164,7 +165,7 @@ static int sd_rope(hr_dev *d, uint64_t X, int64_t n_tok, int32_t n_head, int32_t
     float *x = fspan(d, X, (uint64_t)(n_tok * n_head * head_dim), "rope input", e);
     if (!x) return -1;
     for (int64_t t = 0; t < n_tok; t++)
-        hr_sd_rope(x + t * n_head * head_dim, n_head, head_dim, n_rot, pos[t], base, freq_scale, neox);
+        hr_rope(x + t * n_head * head_dim, n_head, head_dim, n_rot, pos[t], base, freq_scale, neox);
     return 0;
 }
 
@@ -175,7 +176,9 @@ static int sd_ffn_act(hr_dev *d, uint64_t G, uint64_t U, int64_t n, int act, uin
     const float *u = fspan(d, U, (uint64_t)n, "ffn_act up", e);
     float *h = u ? fspan(d, H, (uint64_t)n, "ffn_act output", e) : NULL;
     if (!h) return -1;
-    if (hr_sd_ffn_act(h, g, u, n, act)) return hr_errf(e, "standin: ffn_act: activation %d %s", act, g ? "is unknown" : "needs a gate");
+    if (act < 0 || act >= HR_ACT_COUNT) return hr_errf(e, "standin: ffn_act: activation %d is unknown", act);
+    if (act < HR_ACT_RELU && !g) return hr_errf(e, "standin: ffn_act: activation %d needs a gate", act);
+    hr_ffn_act(h, g, u, n, (hr_act)act);
     return 0;
 }
 

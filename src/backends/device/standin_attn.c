@@ -4,6 +4,7 @@
  * to F16 for V.p). Every cache access is checked against the arena first. */
 #include <stdlib.h>
 #include <string.h>
+#include "backends/cpu/ops.h"
 #include "formats/types.h"
 #include "standin.h"
 #include "standin_impl.h"
@@ -26,7 +27,7 @@ static void attend(const attn_job *j, int32_t t, int32_t h, float *s, uint8_t *q
     const uint16_t *K = j->k_tok[t] + (size_t)kvh * hd, *V = j->v_tok[t] + (size_t)kvh * hd;
     j->k->act_prep[HR_F16](j->q + ((int64_t)t * a->n_head + h) * hd, qp, hd);
     for (int32_t p = 0; p < n_kv; p++) j->k->vec_dot[HR_F16](hd, &s[p], K + (size_t)p * kvd, qp);
-    hr_sd_softmax(s, n_kv, a->scale);
+    hr_softmax(s, n_kv, a->scale);
     float *out = j->out + ((int64_t)t * a->n_head + h) * hd;
     memset(out, 0, sizeof(float) * (size_t)hd);
     for (int32_t p = 0; p < n_kv; p++) {

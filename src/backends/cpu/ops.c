@@ -86,10 +86,10 @@ void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act)
         for (int64_t i = 0; i < n; i++) h[i] = relu(g[i]) * relu(u[i]);
         break;
     case HR_ACT_RELU:
-        for (int64_t i = 0; i < n; i++) h[i] = relu(u[i]);
+        for (int64_t i = 0; i < n; i++) h[i] = g ? relu(g[i]) * u[i] : relu(u[i]);
         break;
     case HR_ACT_GELU:
-        for (int64_t i = 0; i < n; i++) h[i] = gelu(u[i]);
+        for (int64_t i = 0; i < n; i++) h[i] = g ? gelu(g[i]) * u[i] : gelu(u[i]);
         break;
     }
 }
