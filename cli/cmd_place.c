@@ -1,48 +1,86 @@
-/* hearth place: choose the hot FFN neurons for a VRAM budget and write the GPU index. */
+/* hearth place: choose the hot FFN neurons for a VRAM budget and write the GPU index. The
+ * bytes come from the engine's GPU plan (hearth_gpu_plan_budget), so `hearth run` with the
+ * same budget, context and FFN mode reads the index instead of making its own. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 #include "hearth.h"
+#include "run_opts.h"
 #include "sparse/place.h"
 
 #define CMD "place"
 #define MIB 1048576.0
+#define GIB 1073741824.0
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: hearth place -m MODEL --vram-budget GIB [flags]\n"
             "Chooses the FFN neurons to keep on the GPU under a VRAM budget, from activation\n"
             "statistics (hearth calibrate), and writes PowerInfer's GPU index file.\n\n"
-            "  -m, --model PATH      model file (required)\n"
+            "  -m, --model PATH      PowerInfer model file (required)\n"
             "  --vram-budget GIB     GPU memory for everything, in GiB (required)\n"
             "  --stats FILE          activation statistics        [MODEL.stats.gguf]\n"
-            "  -c, --ctx-size N      tokens of KV cache to reserve [the model's, at most 4096]\n"
+            "  -c, --ctx-size N      context the KV cache holds   [the model's, at most 4096]\n"
+            "  -b, --batch-size N    tokens per batch (scratch)   [512, at most -c]\n"
+            "  -np, --parallel N     sequences (hearth serve's slots) [1]\n"
+            "  --ffn MODE            predicted, dense, exact, auto [auto]\n"
+            "  --gpu MODE            whose overhead comes off the budget: auto (CUDA when built in\n"
+            "                        and a GPU answers, else the stand-in's), cuda, standin [auto]\n"
+            "  --gpu-device N        CUDA device index            [0]\n"
             "  --group N             place neurons in groups of the N hottest of a layer\n"
             "                        (PowerInfer's solver uses 256)          [1]\n"
             "  -o, --output PATH     GPU index to write            [MODEL.generated.gpuidx]\n"
             "  --json                machine-readable report on stdout\n"
             "  -h, --help            this help\n\n"
-            "The budget first holds, in this order: attention weights of all layers, predictors,\n"
-            "norms, the output matrix (the token embedding only when it is the output matrix;\n"
-            "embedding lookups stay on the CPU), the F16 KV cache for -c tokens, and scratch\n"
-            "estimated as 4 * %d * (3 n_embd + n_head*head_dim + 2 n_head_kv*head_dim +\n"
-            "n_head*n_ctx + 4 n_ff + n_vocab) bytes. The rest goes to neurons, most activations\n"
-            "served per byte first; a neuron costs its ffn_gate and ffn_up rows and its ffn_down\n"
-            "column in the file's types.\n",
-            HR_PLACE_SCRATCH_TOKENS);
+            "The accounting is hybrid execution's (docs/hybrid.md): from the budget come the\n"
+            "device's own overhead, then scratch for -b tokens, attention with its F16 KV cache\n"
+            "for -c tokens and -np sequences, predictors (predicted mode), the output matrix, and\n"
+            "allocation rounding; norms and embeddings stay on the CPU. What is left is the neuron\n"
+            "budget: neurons go there most activations served per byte first, a neuron costing its\n"
+            "ffn_gate, ffn_up and ffn_down_t rows. The index stores the neuron budget as\n"
+            "split.vram_capacity. A context with the same --vram-budget, -c, -b, -np, --ffn and\n"
+            "device (hearth run, chat, serve; bench sizes its context from -p and -n) reads it;\n"
+            "any other neuron budget makes a new one in its place.\n");
 }
 
 typedef struct opts {
     hr_place_params p;
+    hearth_ctx_params cp;
     bool json;
-    bool ctx_set;
 } opts;
+
+/* Flags that describe the context the index is for, as hearth run takes them. */
+static int ctx_flag(const char *f, const char *v, hearth_ctx_params *cp) {
+    long l;
+    double x;
+    if (!strcmp(f, "--vram-budget")) {
+        if (!hr_arg_float(CMD, f, v, 1e-9, 1e6, &x)) return 2;
+        cp->vram_budget_gib = x;
+    } else if (!strcmp(f, "-c") || !strcmp(f, "--ctx-size")) {
+        if (!hr_arg_long(CMD, f, v, 0, 1 << 24, &l)) return 2;
+        cp->n_ctx = (int32_t)l;
+    } else if (!strcmp(f, "-b") || !strcmp(f, "--batch-size")) {
+        if (!hr_arg_long(CMD, f, v, 1, 1 << 16, &l)) return 2;
+        cp->n_batch = (int32_t)l;
+    } else if (!strcmp(f, "-np") || !strcmp(f, "--parallel")) {
+        if (!hr_arg_long(CMD, f, v, 1, 256, &l)) return 2;
+        cp->n_seq = (int32_t)l;
+    } else if (!strcmp(f, "--gpu-device")) {
+        if (!hr_arg_long(CMD, f, v, 0, 255, &l)) return 2;
+        cp->gpu_device = (int32_t)l;
+    } else if (!strcmp(f, "--ffn")) {
+        if (hr_arg_ffn_mode(CMD, v, &cp->ffn_mode) < 0) return 2;
+    } else if (!strcmp(f, "--gpu")) {
+        if (hr_arg_gpu_mode(CMD, v, &cp->gpu) < 0) return 2;
+        if (cp->gpu == HEARTH_GPU_OFF) return hr_usage_error(CMD, "--gpu off: placement is for a device");
+    } else return hr_usage_error(CMD, "unknown flag '%s'", f);
+    return -1;
+}
 
 static int parse(int argc, char **argv, opts *o) {
     long l;
-    double x;
-    bool budget_set = false;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
@@ -56,19 +94,16 @@ static int parse(int argc, char **argv, opts *o) {
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) o->p.model_path = v;
         else if (!strcmp(f, "--stats")) o->p.stats_path = v;
         else if (!strcmp(f, "-o") || !strcmp(f, "--output")) o->p.out_path = v;
-        else if (!strcmp(f, "--vram-budget")) {
-            if (!hr_arg_float(CMD, f, v, 1e-9, 1e6, &x)) return 2;
-            o->p.vram_budget_gib = x, budget_set = true;
-        } else if (!strcmp(f, "-c") || !strcmp(f, "--ctx-size")) {
-            if (!hr_arg_long(CMD, f, v, 1, 1 << 24, &l)) return 2;
-            o->p.n_ctx = (int32_t)l, o->ctx_set = true;
-        } else if (!strcmp(f, "--group")) {
+        else if (!strcmp(f, "--group")) {
             if (!hr_arg_long(CMD, f, v, 1, 1 << 24, &l)) return 2;
             o->p.group = (int32_t)l;
-        } else return hr_usage_error(CMD, "unknown flag '%s'", f);
+        } else {
+            int rc = ctx_flag(f, v, &o->cp);
+            if (rc >= 0) return rc;
+        }
     }
     if (!o->p.model_path) return hr_usage_error(CMD, "a model is required (-m MODEL)");
-    if (!budget_set) return hr_usage_error(CMD, "--vram-budget GIB is required");
+    if (!(o->cp.vram_budget_gib > 0)) return hr_usage_error(CMD, "--vram-budget GIB is required");
     return -1;
 }
 
@@ -85,8 +120,13 @@ static void json_str(const char *s) {
     putchar('"');
 }
 
-static void print_json(const opts *o, const hr_place_result *r) {
-    const hr_vram_fixed *f = &r->fixed;
+/* The categories a placement budget holds before neurons (the rest are 0 then). */
+static const hearth_gpu_cat fixed_cats[] = {HEARTH_GPU_CAT_SCRATCH, HEARTH_GPU_CAT_ATTN, HEARTH_GPU_CAT_KV,
+                                            HEARTH_GPU_CAT_PRED, HEARTH_GPU_CAT_NORMS, HEARTH_GPU_CAT_OUTPUT};
+static const char *const json_keys[] = {"scratch", "attention", "kv_cache", "predictors", "norms", "output"};
+#define N_FIXED (sizeof fixed_cats / sizeof *fixed_cats)
+
+static void print_json(const opts *o, const hearth_gpu_budget *b, const hr_place_result *r) {
     uint64_t hot = 0, tot = 0, n_hot = 0;
     printf("{\"model\": ");
     json_str(o->p.model_path);
@@ -94,20 +134,23 @@ static void print_json(const opts *o, const hr_place_result *r) {
     json_str(r->stats_path);
     printf(", \"output\": ");
     json_str(r->out_path);
-    printf(", \"n_layer\": %d, \"n_ff\": %d, \"n_ctx\": %d, \"group\": %d, \"n_tokens\": %llu,\n", r->shape.n_layer,
-           r->shape.n_ff, r->n_ctx, r->group, (unsigned long long)r->n_tokens);
-    printf(" \"budget_bytes\": %llu, \"fixed\": {\"attention\": %llu, \"predictors\": %llu, \"norms\": %llu, "
-           "\"output\": %llu, \"other\": %llu, \"kv_cache\": %llu, \"scratch\": %llu, \"total\": %llu},\n",
-           (unsigned long long)r->budget, (unsigned long long)f->attn, (unsigned long long)f->predictor,
-           (unsigned long long)f->norms, (unsigned long long)f->output, (unsigned long long)f->other,
-           (unsigned long long)f->kv, (unsigned long long)f->scratch, (unsigned long long)f->total);
+    printf(", \"device\": ");
+    json_str(b->device);
+    printf(",\n \"n_layer\": %d, \"n_ff\": %d, \"n_ctx\": %d, \"n_batch\": %d, \"n_seq\": %d, \"ffn_mode\": \"%s\", "
+           "\"group\": %d, \"n_tokens\": %llu,\n",
+           r->n_layer, r->n_ff, b->n_ctx, b->n_batch, b->n_seq, hearth_ffn_mode_name(b->ffn_mode), r->group,
+           (unsigned long long)r->n_tokens);
+    printf(" \"budget_bytes\": %llu, \"overhead_bytes\": %llu, \"fixed\": {", (unsigned long long)b->budget,
+           (unsigned long long)b->overhead);
+    for (size_t k = 0; k < N_FIXED; k++) printf("\"%s\": %llu, ", json_keys[k], (unsigned long long)b->bytes[fixed_cats[k]]);
+    printf("\"total\": %llu},\n", (unsigned long long)b->fixed);
     printf(" \"neuron_budget\": %llu, \"neuron_bytes_used\": %llu, \"ffn_bytes\": %llu,\n \"layers\": [",
            (unsigned long long)r->neuron_budget, (unsigned long long)r->neuron_used, (unsigned long long)r->ffn_bytes);
-    for (int32_t l = 0; l < r->shape.n_layer; l++) {
+    for (int32_t l = 0; l < r->n_layer; l++) {
         const hr_place_layer *s = &r->layers[l];
         printf("%s\n  {\"layer\": %d, \"n_hot\": %d, \"neuron_bytes\": %llu, \"bytes\": %llu, \"hot_count\": %llu, "
                "\"total_count\": %llu, \"share\": %.6f}",
-               l ? "," : "", l, s->n_hot, (unsigned long long)r->neuron_bytes[l], (unsigned long long)s->bytes,
+               l ? "," : "", l, s->n_hot, (unsigned long long)b->neuron_bytes[l], (unsigned long long)s->bytes,
                (unsigned long long)s->hot_count, (unsigned long long)s->total_count, share(s->hot_count, s->total_count));
         hot += s->hot_count, tot += s->total_count, n_hot += (uint64_t)s->n_hot;
     }
@@ -118,40 +161,108 @@ static void print_json(const opts *o, const hr_place_result *r) {
 static const char *human(uint64_t b, char *buf) {
     if (b < 1024 * 1024) snprintf(buf, 32, "%9.1f KiB", (double)b / 1024.0);
     else if (b < (1ull << 30)) snprintf(buf, 32, "%9.1f MiB", (double)b / MIB);
-    else snprintf(buf, 32, "%9.2f GiB", (double)b / (MIB * 1024));
+    else snprintf(buf, 32, "%9.2f GiB", (double)b / GIB);
     return buf;
 }
 
-static void print_text(const opts *o, const hr_place_result *r) {
-    const hr_vram_fixed *f = &r->fixed;
-    char a[10][32];
-    printf("model %s: %d layers, n_ff %d; statistics %s (%llu tokens)\n", o->p.model_path, r->shape.n_layer,
-           r->shape.n_ff, r->stats_path, (unsigned long long)r->n_tokens);
-    printf("VRAM budget %.3f GiB (%llu bytes):\n", (double)r->budget / (MIB * 1024), (unsigned long long)r->budget);
-    printf("  attention    %s\n  predictors   %s\n  norms        %s\n  output       %s\n  other        %s\n"
-           "  KV cache     %s  (%d tokens, f16)\n  scratch      %s\n"
-           "  FFN neurons  %s  of %s left (all neurons: %s)\n",
-           human(f->attn, a[0]), human(f->predictor, a[1]), human(f->norms, a[2]), human(f->output, a[3]),
-           human(f->other, a[4]), human(f->kv, a[5]), r->n_ctx, human(f->scratch, a[6]), human(r->neuron_used, a[7]),
-           human(r->neuron_budget, a[8]), human(r->ffn_bytes, a[9]));
+/* What a category's figure covers. */
+static const char *detail(hearth_gpu_cat c, const hearth_gpu_budget *b, char *buf, size_t cap) {
+    switch (c) {
+    case HEARTH_GPU_CAT_SCRATCH: snprintf(buf, cap, "%d tokens", b->n_batch); break;
+    case HEARTH_GPU_CAT_ATTN: snprintf(buf, cap, "%d layers", b->layers_attn); break;
+    case HEARTH_GPU_CAT_KV: snprintf(buf, cap, "%d tokens x %d sequences, f16", b->n_ctx, b->n_seq); break;
+    case HEARTH_GPU_CAT_PRED: snprintf(buf, cap, "%d layers", b->layers_pred); break;
+    case HEARTH_GPU_CAT_NORMS: snprintf(buf, cap, "on the CPU"); break;
+    default: snprintf(buf, cap, "%s", b->output_on_device ? "on the device" : "on the CPU"); break;
+    }
+    return buf;
+}
+
+static void print_budget(const hearth_gpu_budget *b, const hr_place_result *r) {
+    char a[3][32], d[64];
+    printf("VRAM budget %.6g GiB (%llu bytes) on %s; context %d tokens x %d sequence%s, batch %d, FFN %s:\n",
+           (double)b->budget / GIB, (unsigned long long)b->budget, b->device, b->n_ctx, b->n_seq, b->n_seq > 1 ? "s" : "",
+           b->n_batch, hearth_ffn_mode_name(b->ffn_mode));
+    printf("  %-12s %s\n", "overhead", human(b->overhead, a[0]));
+    for (size_t k = 0; k < N_FIXED; k++)
+        printf("  %-12s %s  (%s)\n", hearth_gpu_cat_name(fixed_cats[k]), human(b->bytes[fixed_cats[k]], a[0]),
+               detail(fixed_cats[k], b, d, sizeof d));
+    printf("  %-12s %s  of %s left (all neurons: %s)\n", "FFN neurons", human(r->neuron_used, a[0]),
+           human(r->neuron_budget, a[1]), human(r->ffn_bytes, a[2]));
+}
+
+static void print_text(const opts *o, const hearth_gpu_budget *b, const hr_place_result *r) {
+    printf("model %s: %d layers, n_ff %d; statistics %s (%llu tokens)\n", o->p.model_path, r->n_layer, r->n_ff,
+           r->stats_path, (unsigned long long)r->n_tokens);
+    print_budget(b, r);
     printf("layer  hot neurons        bytes/neuron  activations served\n");
     uint64_t hot = 0, tot = 0, n_hot = 0;
-    for (int32_t l = 0; l < r->shape.n_layer; l++) {
+    for (int32_t l = 0; l < r->n_layer; l++) {
         const hr_place_layer *s = &r->layers[l];
-        printf("%5d  %7d / %-7d  %12llu  %6.2f%%\n", l, s->n_hot, r->shape.n_ff, (unsigned long long)r->neuron_bytes[l],
+        printf("%5d  %7d / %-7d  %12llu  %6.2f%%\n", l, s->n_hot, r->n_ff, (unsigned long long)b->neuron_bytes[l],
                100.0 * share(s->hot_count, s->total_count));
         hot += s->hot_count, tot += s->total_count, n_hot += (uint64_t)s->n_hot;
     }
-    const uint64_t all = (uint64_t)r->shape.n_layer * (uint64_t)r->shape.n_ff;
+    const uint64_t all = (uint64_t)r->n_layer * (uint64_t)r->n_ff;
     printf("overall: %llu of %llu neurons (%.2f%%) on the GPU serve %.2f%% of activations\n", (unsigned long long)n_hot,
            (unsigned long long)all, 100.0 * share(n_hot, all), 100.0 * share(hot, tot));
-    printf("wrote %s\n", r->out_path);
+    printf("wrote %s (split.vram_capacity %llu: the neuron budget)\n", r->out_path, (unsigned long long)r->neuron_budget);
+}
+
+/* The smallest budget in thousandths of a GiB that leaves a byte for neurons. */
+static double suggest(uint64_t need) {
+    double k = ceil((double)need / GIB * 1000.0);
+    while ((uint64_t)(k / 1000.0 * GIB) <= need) k++;
+    return k / 1000.0;
+}
+
+/* Why this budget and these parameters leave nothing to place. */
+static void no_neurons(const opts *o, const hearth_gpu_budget *b) {
+    if (!b->need) {
+        fprintf(stderr, "hearth place: %s: hybrid execution puts no hot neurons of this model on the GPU in FFN mode %s "
+                        "(that needs a PowerInfer file with ffn_down_t, no FFN biases, and predicted or dense mode), so it "
+                        "reads no GPU index\n", o->p.model_path, hearth_ffn_mode_name(b->ffn_mode));
+        return;
+    }
+    fprintf(stderr, "hearth place: VRAM budget of %.6g GiB (%llu bytes) leaves no bytes for neurons: the device's "
+                    "overhead, scratch for %d tokens, attention with the KV cache for %d tokens x %d sequence(s), "
+                    "predictors and the output take %llu bytes; use --vram-budget %.3f or more (or a smaller -c or -b)\n",
+            (double)b->budget / GIB, (unsigned long long)b->budget, b->n_batch, b->n_ctx, b->n_seq,
+            (unsigned long long)b->need, suggest(b->need));
+}
+
+static int place(const opts *o, hearth_model *m) {
+    hr_err e = {{0}};
+    hearth_gpu_budget b;
+    if (hearth_gpu_plan_budget(m, &o->cp, &b, &e)) {
+        hearth_gpu_budget_free(&b);
+        fprintf(stderr, "hearth place: %s: %s\n", o->p.model_path, e.msg);
+        return 1;
+    }
+    int rc = 1;
+    if (!b.takes_index) no_neurons(o, &b);
+    else {
+        hr_place_params p = o->p;
+        p.n_layer = b.n_layer, p.n_ff = hearth_model_get_info(m)->n_ff;
+        p.neuron_bytes = b.neuron_bytes, p.neuron_budget = b.neuron_budget;
+        hr_place_result r;
+        if (hr_place_model(&p, &r, &e)) fprintf(stderr, "hearth place: %s\n", e.msg);
+        else {
+            if (o->json) print_json(o, &b, &r);
+            else print_text(o, &b, &r);
+            hr_place_result_free(&r);
+            rc = 0;
+        }
+    }
+    hearth_gpu_budget_free(&b);
+    return rc;
 }
 
 int hr_cmd_place(int argc, char **argv) {
     opts o;
     memset(&o, 0, sizeof o);
     o.p.group = 1;
+    o.cp = hearth_ctx_default_params();
     int rc = parse(argc, argv, &o);
     if (rc >= 0) return rc;
     hr_err e = {{0}};
@@ -161,17 +272,7 @@ int hr_cmd_place(int argc, char **argv) {
         fprintf(stderr, "hearth place: %s: %s\n", o.p.model_path, e.msg);
         return 1;
     }
-    const hearth_model_info *mi = hearth_model_get_info(m);
-    hr_place_shape shape = {mi->n_layer, mi->n_ff, mi->n_embd, mi->n_head, mi->n_head_kv, mi->head_dim, mi->n_vocab};
-    if (!o.ctx_set) o.p.n_ctx = mi->n_ctx_train > 0 && mi->n_ctx_train < 4096 ? mi->n_ctx_train : 4096;
+    rc = place(&o, m);
     hearth_model_free(m);
-    hr_place_result r;
-    if (hr_place_model(&o.p, &shape, &r, &e)) {
-        fprintf(stderr, "hearth place: %s\n", e.msg);
-        return 1;
-    }
-    if (o.json) print_json(&o, &r);
-    else print_text(&o, &r);
-    hr_place_result_free(&r);
-    return 0;
+    return rc;
 }

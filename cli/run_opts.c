@@ -13,7 +13,7 @@ static int kv_type(const char *cmd, const char *flag, const char *v, hearth_kv_t
     return 1;
 }
 
-static int ffn_mode(const char *cmd, const char *v, hearth_ffn_mode *out) {
+int hr_arg_ffn_mode(const char *cmd, const char *v, hearth_ffn_mode *out) {
     if (!strcmp(v, "dense")) *out = HEARTH_FFN_DENSE;
     else if (!strcmp(v, "exact")) *out = HEARTH_FFN_EXACT;
     else if (!strcmp(v, "predicted")) *out = HEARTH_FFN_PREDICTED;
@@ -27,7 +27,7 @@ static int ffn_mode(const char *cmd, const char *v, hearth_ffn_mode *out) {
 
 static bool is(const char *a, const char *x, const char *y) { return !strcmp(a, x) || (y && !strcmp(a, y)); }
 
-static int gpu_mode(const char *cmd, const char *v, hearth_gpu_mode *out) {
+int hr_arg_gpu_mode(const char *cmd, const char *v, hearth_gpu_mode *out) {
     if (!strcmp(v, "auto")) *out = HEARTH_GPU_AUTO;
     else if (!strcmp(v, "off")) *out = HEARTH_GPU_OFF;
     else if (!strcmp(v, "cuda")) *out = HEARTH_GPU_CUDA;
@@ -58,7 +58,7 @@ void hr_set_model_path(hr_run_opts *o, const char *model) {
 static int gpu_flag(const char *cmd, const char *a, const char *v, hr_run_opts *o) {
     long l;
     double f;
-    if (is(a, "--gpu", NULL)) return gpu_mode(cmd, v, &o->cp.gpu);
+    if (is(a, "--gpu", NULL)) return hr_arg_gpu_mode(cmd, v, &o->cp.gpu);
     if (is(a, "--gpu-device", NULL)) { if (!hr_arg_long(cmd, a, v, 0, 255, &l)) return -1; o->cp.gpu_device = (int32_t)l; }
     else if (is(a, "--vram-budget", NULL)) { if (!hr_arg_float(cmd, a, v, 0, 1e6, &f)) return -1; o->cp.vram_budget_gib = f; }
     else if (is(a, "-ngl", "--n-gpu-layers")) { if (!hr_arg_long(cmd, a, v, 0, 1 << 20, &l)) return -1; o->cp.n_gpu_layers = (int32_t)l; }
@@ -102,7 +102,7 @@ int hr_parse_common_flag(const char *cmd, int argc, char **argv, int *i, hr_run_
     else if (is(a, "--sparse-threshold", NULL)) {
         if (!hr_arg_float(cmd, a, v, -1e30, 1e30, &f)) return -1;
         o->mp.has_sparse_threshold = true, o->mp.sparse_threshold = (float)f;
-    } else if (is(a, "--ffn", NULL)) return ffn_mode(cmd, v, &o->cp.ffn_mode);
+    } else if (is(a, "--ffn", NULL)) return hr_arg_ffn_mode(cmd, v, &o->cp.ffn_mode);
     else if (is(a, "-ctk", "--cache-type-k")) return kv_type(cmd, a, v, &o->cp.kv_k);
     else if (is(a, "-ctv", "--cache-type-v")) return kv_type(cmd, a, v, &o->cp.kv_v);
     return 1;

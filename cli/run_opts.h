@@ -19,6 +19,9 @@ typedef struct hr_run_opts {
  * Returns 1 if consumed (advancing *i), 0 if not one of these flags, -1 on a bad value. */
 int hr_parse_common_flag(const char *cmd, int argc, char **argv, int *i, hr_run_opts *o);
 void hr_print_common_help(void);
+/* --ffn and --gpu values: 1 when parsed, -1 (a message printed) when not one of them. */
+int hr_arg_ffn_mode(const char *cmd, const char *v, hearth_ffn_mode *out);
+int hr_arg_gpu_mode(const char *cmd, const char *v, hearth_gpu_mode *out);
 /* True for the GPU flags (--gpu, --vram-budget, -ngl, ...), which hr_parse_common_flag takes. */
 bool hr_is_gpu_flag(const char *a);
 /* Sets the default GPU index path from the model path (for commands that parse -m themselves). */

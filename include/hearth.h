@@ -167,6 +167,52 @@ typedef struct hearth_gpu_status {
 } hearth_gpu_status;
 int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out);
 
+/* What the device arena holds, by category (docs/hybrid.md). Norms run on the host, so
+ * their category is always 0 bytes. */
+typedef enum hearth_gpu_cat {
+    HEARTH_GPU_CAT_SCRATCH = 0, /* activations of n_batch tokens */
+    HEARTH_GPU_CAT_ATTN,        /* attention matrices */
+    HEARTH_GPU_CAT_KV,          /* F16 K and V caches of the layers with attention on the device */
+    HEARTH_GPU_CAT_PRED,        /* predictors */
+    HEARTH_GPU_CAT_NORMS,
+    HEARTH_GPU_CAT_OUTPUT,      /* output matrix */
+    HEARTH_GPU_CAT_FFN,         /* whole FFNs (dense files, -ngl) */
+    HEARTH_GPU_CAT_NEURONS,     /* hot neurons' rows */
+    HEARTH_GPU_CAT_COUNT
+} hearth_gpu_cat;
+const char *hearth_gpu_cat_name(hearth_gpu_cat c);
+
+/* The GPU accounting a context with these parameters would use, without making one: the
+ * same plan (hybrid execution's), before any hot neuron is placed. hearth place uses it,
+ * so the GPU index it writes is the one such a context reads. */
+typedef struct hearth_gpu_budget {
+    char device[160];          /* whose overhead was taken off: "standin", "cuda:0", with why when auto fell back */
+    uint64_t budget;           /* p->vram_budget_gib in bytes, converted as hearth_ctx_new converts it */
+    uint64_t overhead;         /* the device's own memory (context, library scratch), outside the arena */
+    int32_t n_ctx, n_batch, n_seq; /* as hearth_ctx_new resolves them */
+    hearth_ffn_mode ffn_mode;  /* resolved (never AUTO) */
+    uint64_t bytes[HEARTH_GPU_CAT_COUNT]; /* placed under this budget (hot neurons: 0) */
+    uint64_t fixed;            /* sum of bytes[] */
+    int32_t layers_attn, layers_pred, layers_whole;
+    bool output_on_device;
+    bool takes_index;          /* a context would read (or make) a GPU index: PowerInfer file, no FFN biases,
+                                  predicted or dense mode, n_gpu_layers 0, every dense part on the device */
+    uint64_t neuron_budget;    /* bytes left for hot neurons (0 unless takes_index): the index's
+                                  split.vram_capacity */
+    uint64_t need;             /* the budget up to which no byte is left for neurons (every dense part
+                                  on the device, allocation rounding set aside); 0 when the file
+                                  takes no hot neurons */
+    int32_t n_layer;
+    uint64_t *neuron_bytes;    /* [n_layer] device bytes of one hot neuron (gate + up + down_t rows) */
+    uint64_t ffn_bytes;        /* bytes of every FFN neuron of every layer */
+} hearth_gpu_budget;
+/* Uses p's n_ctx, n_batch, n_seq, ffn_mode, n_gpu_layers, vram_budget_gib (> 0) and gpu:
+ * standin: the stand-in's overhead; cuda: the device's (it is opened and closed); auto: CUDA
+ * when built in and a GPU answers, else the stand-in's; off: an error. Free *out with
+ * hearth_gpu_budget_free (also after an error). */
+int hearth_gpu_plan_budget(hearth_model *m, const hearth_ctx_params *p, hearth_gpu_budget *out, hr_err *e);
+void hearth_gpu_budget_free(hearth_gpu_budget *b);
+
 /* Evaluates n tokens at positions pos..pos+n-1 (the cache keeps 0..pos-1; later entries
  * are overwritten). n may exceed n_batch: it is split internally. all_logits: keep the
  * logits of every token (else only the last). Errors: pos+n > n_ctx, bad token id. */

@@ -54,8 +54,7 @@ static int alloc_ffn(hearth_ctx *c, hr_err *e) {
     return 0;
 }
 
-static int resolve_ffn_mode(hearth_ctx *c, hearth_ffn_mode want, hr_err *e) {
-    const hearth_model *m = c->m;
+static int resolve_ffn_mode(const hearth_model *m, hearth_ffn_mode want, hearth_ffn_mode *out, hr_err *e) {
     bool preds = hearth_model_has_predictors(m), relu_family = hr_act_relu_family(m->hp.act);
     if (want == HEARTH_FFN_AUTO) want = preds ? HEARTH_FFN_PREDICTED : HEARTH_FFN_DENSE;
     if (want == HEARTH_FFN_PREDICTED && !preds)
@@ -63,8 +62,19 @@ static int resolve_ffn_mode(hearth_ctx *c, hearth_ffn_mode want, hr_err *e) {
     if (want == HEARTH_FFN_EXACT && !relu_family)
         return hr_errf(e, "FFN mode 'exact' needs a ReLU-family FFN (reglu, drelu, relu); this model's is %s", hr_act_name(m->hp.act));
     if (want < HEARTH_FFN_AUTO || want > HEARTH_FFN_PREDICTED) return hr_errf(e, "unknown FFN mode %d", (int)want);
-    c->ffn_mode = want;
+    *out = want;
     return 0;
+}
+
+int hr_ctx_shape_resolve(const hearth_model *m, const hearth_ctx_params *d, hr_ctx_shape *s, hr_err *e) {
+    if (d->n_ctx < 0 || d->n_threads < 0 || d->n_batch < 0 || d->n_threads > 512 || d->n_seq < 0 || d->n_seq > 4096)
+        return hr_errf(e, "bad context parameters (n_ctx %d, threads %d, batch %d, sequences %d)", d->n_ctx, d->n_threads,
+                       d->n_batch, d->n_seq);
+    s->n_ctx = d->n_ctx ? d->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
+    s->n_batch = d->n_batch ? d->n_batch : 512;
+    if (s->n_batch > s->n_ctx) s->n_batch = s->n_ctx;
+    s->n_seq = d->n_seq ? d->n_seq : 1;
+    return resolve_ffn_mode(m, d->ffn_mode, &s->ffn_mode, e);
 }
 
 static int alloc_kv(hearth_ctx *c, hr_err *e) {
@@ -81,26 +91,21 @@ static int alloc_kv(hearth_ctx *c, hr_err *e) {
 
 hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *e) {
     hearth_ctx_params d = p ? *p : hearth_ctx_default_params();
-    if (d.n_ctx < 0 || d.n_threads < 0 || d.n_batch < 0 || d.n_threads > 512 || d.n_seq < 0 || d.n_seq > 4096) {
-        hr_errf(e, "bad context parameters (n_ctx %d, threads %d, batch %d, sequences %d)", d.n_ctx, d.n_threads, d.n_batch, d.n_seq);
-        return NULL;
-    }
+    hr_ctx_shape sh;
+    if (hr_ctx_shape_resolve(m, &d, &sh, e)) return NULL;
     hearth_ctx *c = calloc(1, sizeof *c);
     if (!c) {
         hr_errf(e, "out of memory");
         return NULL;
     }
     c->m = m;
-    c->n_ctx = d.n_ctx ? d.n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
-    c->n_batch = d.n_batch ? d.n_batch : 512;
-    if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx;
-    c->n_seq = d.n_seq ? d.n_seq : 1;
+    c->n_ctx = sh.n_ctx, c->n_batch = sh.n_batch, c->n_seq = sh.n_seq, c->ffn_mode = sh.ffn_mode;
     c->kv_k = d.kv_k, c->kv_v = d.kv_v;
     int nt = d.n_threads ? d.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nt < 1) nt = 1;
     c->ffn_stats_on = d.ffn_stats;
     c->ffn_observer = d.ffn_observer, c->ffn_observer_ud = d.ffn_observer_ud; /* calibration hook */
-    if (resolve_ffn_mode(c, d.ffn_mode, e) || hr_cpu_init(&c->cpu, nt, e) || alloc_kv(c, e) || alloc_scratch(c, e) ||
+    if (hr_cpu_init(&c->cpu, nt, e) || alloc_kv(c, e) || alloc_scratch(c, e) ||
         alloc_ffn(c, e) || hr_sparse_reserve(&c->sparse_ws, &c->cpu, c->n_batch, m->hp.n_embd, e) ||
         hr_hybrid_init(c, &d, e)) {
         hearth_ctx_free(c);

@@ -50,6 +50,14 @@ typedef struct hr_fwd {
 } hr_fwd;
 
 int hr_forward(hearth_ctx *c, const hr_fwd *f, hr_err *e);
+
+/* A context's shape as hearth_ctx_new resolves its parameters (defaults, n_batch capped
+ * at n_ctx, the FFN mode the model allows). */
+typedef struct hr_ctx_shape {
+    int32_t n_ctx, n_batch, n_seq;
+    hearth_ffn_mode ffn_mode; /* never AUTO */
+} hr_ctx_shape;
+int hr_ctx_shape_resolve(const hearth_model *m, const hearth_ctx_params *p, hr_ctx_shape *s, hr_err *e);
 /* Attention for the n tokens of f in layer il, reading q/k/v scratch, writing c->att. */
 void hr_attention(hearth_ctx *c, int il, const hr_fwd *f);
 /* Element index of the first entry of cache cell (seq, layer, pos). */

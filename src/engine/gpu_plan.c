@@ -6,10 +6,10 @@
 
 #define GIB 1073741824.0
 
-const char *hr_gpu_cat_name(hr_gpu_cat c) {
-    static const char *const n[HR_GPU_CAT_COUNT] = {"scratch", "attention", "KV cache", "predictors",
-                                                    "norms", "output", "whole FFNs", "hot neurons"};
-    return c >= 0 && c < HR_GPU_CAT_COUNT ? n[c] : "?";
+const char *hearth_gpu_cat_name(hearth_gpu_cat c) {
+    static const char *const n[HEARTH_GPU_CAT_COUNT] = {"scratch", "attention", "KV cache",   "predictors",
+                                                        "norms",   "output",    "whole FFNs", "hot neurons"};
+    return c >= 0 && c < HEARTH_GPU_CAT_COUNT ? n[c] : "?";
 }
 
 static uint64_t R(uint64_t n) { return hr_dev_round(n); }
@@ -175,33 +175,33 @@ static int layout(planner *q, hr_err *e) {
     hr_gpu_plan *p = q->p;
     const hearth_model *m = q->in->m;
     uint64_t off = scratch_layout(m, q->in->n_batch, &p->sc), *B = p->bytes;
-    B[HR_GPU_SCRATCH] = off;
+    B[HEARTH_GPU_CAT_SCRATCH] = off;
     p->kv_layers = p->n_attn;
     const uint64_t kvb = kv_bytes(q, p->n_attn) / 2;
-    if (kvb) p->k_cache = take(&off, kvb), p->v_cache = take(&off, kvb), B[HR_GPU_KV] = 2 * kvb;
+    if (kvb) p->k_cache = take(&off, kvb), p->v_cache = take(&off, kvb), B[HEARTH_GPU_CAT_KV] = 2 * kvb;
     for (int il = 0; il < q->hp->n_layer; il++) {
         const hr_layer *L = &m->layers[il];
         hr_gpu_layer *g = &p->layers[il];
+        uint64_t *A = &B[HEARTH_GPU_CAT_ATTN], *P = &B[HEARTH_GPU_CAT_PRED];
         if (g->attn) {
-            g->wq = dmat(&L->wq, L->wq.n_out, &off, &B[HR_GPU_ATTN]), g->wk = dmat(&L->wk, L->wk.n_out, &off, &B[HR_GPU_ATTN]);
-            g->wv = dmat(&L->wv, L->wv.n_out, &off, &B[HR_GPU_ATTN]), g->wo = dmat(&L->wo, L->wo.n_out, &off, &B[HR_GPU_ATTN]);
+            g->wq = dmat(&L->wq, L->wq.n_out, &off, A), g->wk = dmat(&L->wk, L->wk.n_out, &off, A);
+            g->wv = dmat(&L->wv, L->wv.n_out, &off, A), g->wo = dmat(&L->wo, L->wo.n_out, &off, A);
         }
-        if (g->pred)
-            g->fc1 = dmat(&L->ffn.fc1, L->ffn.fc1.n_out, &off, &B[HR_GPU_PRED]), g->fc2 = dmat(&L->ffn.fc2, L->ffn.fc2.n_out, &off, &B[HR_GPU_PRED]);
+        if (g->pred) g->fc1 = dmat(&L->ffn.fc1, L->ffn.fc1.n_out, &off, P), g->fc2 = dmat(&L->ffn.fc2, L->ffn.fc2.n_out, &off, P);
         if (g->ffn_dense) {
-            g->gate = dmat(&L->ffn.gate, L->ffn.gate.n_out, &off, &B[HR_GPU_FFN]);
-            g->up = dmat(&L->ffn.up, L->ffn.up.n_out, &off, &B[HR_GPU_FFN]);
-            g->down = dmat(&L->ffn.down, L->ffn.down.n_out, &off, &B[HR_GPU_FFN]);
+            g->gate = dmat(&L->ffn.gate, L->ffn.gate.n_out, &off, &B[HEARTH_GPU_CAT_FFN]);
+            g->up = dmat(&L->ffn.up, L->ffn.up.n_out, &off, &B[HEARTH_GPU_CAT_FFN]);
+            g->down = dmat(&L->ffn.down, L->ffn.down.n_out, &off, &B[HEARTH_GPU_CAT_FFN]);
         } else if (g->n_hot) {
-            uint64_t before = B[HR_GPU_NEURONS];
-            g->gate = dmat(&L->ffn.gate, g->n_hot, &off, &B[HR_GPU_NEURONS]);
-            g->up = dmat(&L->ffn.up, g->n_hot, &off, &B[HR_GPU_NEURONS]);
-            g->down = dmat(&L->ffn.down_t, g->n_hot, &off, &B[HR_GPU_NEURONS]);
-            g->hot_bytes = B[HR_GPU_NEURONS] - before;
+            uint64_t before = B[HEARTH_GPU_CAT_NEURONS];
+            g->gate = dmat(&L->ffn.gate, g->n_hot, &off, &B[HEARTH_GPU_CAT_NEURONS]);
+            g->up = dmat(&L->ffn.up, g->n_hot, &off, &B[HEARTH_GPU_CAT_NEURONS]);
+            g->down = dmat(&L->ffn.down_t, g->n_hot, &off, &B[HEARTH_GPU_CAT_NEURONS]);
+            g->hot_bytes = B[HEARTH_GPU_CAT_NEURONS] - before;
             p->hot_bytes += (uint64_t)g->n_hot * p->neuron_bytes[il], p->n_hot_total += g->n_hot;
         }
     }
-    if (p->output) p->out = dmat(&m->output, m->output.n_out, &off, &B[HR_GPU_OUTPUT]);
+    if (p->output) p->out = dmat(&m->output, m->output.n_out, &off, &B[HEARTH_GPU_CAT_OUTPUT]);
     p->total = off;
     if (off != q->used || off > p->budget) /* the greedy and the layout must agree to the byte */
         return hr_errf(e, "internal error: GPU plan lays out %llu bytes, accounted %llu, budget %llu", (unsigned long long)off,
@@ -284,4 +284,8 @@ void hr_gpu_plan_free(hr_gpu_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
-bool hr_gpu_plan_uses_device(const hr_gpu_plan *p) { return p->total > p->bytes[HR_GPU_SCRATCH]; }
+bool hr_gpu_plan_uses_device(const hr_gpu_plan *p) { return p->total > p->bytes[HEARTH_GPU_CAT_SCRATCH]; }
+
+bool hr_gpu_plan_takes_index(const hr_gpu_plan *p, const hearth_ctx_params *cp) {
+    return p->hot_ok && !cp->disable_gpu_index && cp->n_gpu_layers == 0 && p->neuron_budget > 0;
+}

@@ -19,18 +19,7 @@
 #include "model.h"
 #include "sparse/gpuidx.h"
 
-typedef enum hr_gpu_cat {
-    HR_GPU_SCRATCH = 0,
-    HR_GPU_ATTN,   /* attention matrices */
-    HR_GPU_KV,     /* F16 K and V caches of the layers with attention on the device */
-    HR_GPU_PRED,   /* predictors */
-    HR_GPU_NORMS,  /* always 0: norms run on the host */
-    HR_GPU_OUTPUT, /* output matrix */
-    HR_GPU_FFN,    /* whole FFNs of dense files (gate, up, down) */
-    HR_GPU_NEURONS, /* gathered hot rows (gate, up, down_t) */
-    HR_GPU_CAT_COUNT
-} hr_gpu_cat;
-const char *hr_gpu_cat_name(hr_gpu_cat c);
+/* Categories: hearth_gpu_cat (hearth.h). */
 
 /* Device scratch, each [n_batch][...] F32 unless noted. */
 typedef struct hr_gpu_scratch {
@@ -78,7 +67,7 @@ typedef struct hr_gpu_plan {
     int32_t kv_layers;          /* = n_attn: caches are F16 [n_seq][n_attn][n_ctx][kvd] */
     uint64_t k_cache, v_cache;
     hr_gpu_scratch sc;
-    uint64_t bytes[HR_GPU_CAT_COUNT];
+    uint64_t bytes[HEARTH_GPU_CAT_COUNT];
     uint64_t total, budget;
     bool hot_ok;                /* the model and mode allow hot neurons (PowerInfer file, no FFN biases) */
     uint64_t neuron_budget;     /* bytes left for hot neurons' rows (allocation rounding already set aside) */
@@ -93,4 +82,7 @@ int hr_gpu_plan_make(const hr_gpu_plan_in *in, hr_gpu_plan *p, hr_err *e);
 void hr_gpu_plan_free(hr_gpu_plan *p);
 /* True when anything besides scratch is on the device. */
 bool hr_gpu_plan_uses_device(const hr_gpu_plan *p);
+/* True when a context with this plan (made without an index) and these parameters reads
+ * or makes a GPU index: hot neurons allowed, automatic placement, bytes left for them. */
+bool hr_gpu_plan_takes_index(const hr_gpu_plan *p, const hearth_ctx_params *cp);
 #endif

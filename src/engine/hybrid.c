@@ -11,11 +11,12 @@
 /* The stand-in's memory when no --vram-budget is given: budget = this - margin - overhead. */
 #define HR_STANDIN_DEFAULT_CAPACITY (2ull << 30)
 
-static uint64_t gib_bytes(double g) { return (uint64_t)(g * GIB); }
+uint64_t hr_hybrid_budget_bytes(double gib) { return (uint64_t)(gib * GIB); }
+uint64_t hr_hybrid_arena_bytes(uint64_t budget, uint64_t overhead) { return budget > overhead ? budget - overhead : 0; }
 
 static int open_device(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, hr_err *e) {
     if (p->gpu == HEARTH_GPU_STANDIN) {
-        uint64_t cap = p->vram_budget_gib > 0 ? gib_bytes(p->vram_budget_gib) : HR_STANDIN_DEFAULT_CAPACITY;
+        uint64_t cap = p->vram_budget_gib > 0 ? hr_hybrid_budget_bytes(p->vram_budget_gib) : HR_STANDIN_DEFAULT_CAPACITY;
         h->dev = hr_dev_standin_open(cap, hr_pool_threads(c->cpu.pool), e);
         if (h->dev) snprintf(h->st.device, sizeof h->st.device, "standin");
     } else {
@@ -35,13 +36,13 @@ static int budget(hr_hybrid *h, const hearth_ctx_params *p, uint64_t *out, hr_er
     const uint64_t margin = (uint64_t)HEARTH_VRAM_MARGIN_MIB << 20, over = h->dev->ops->overhead(h->dev);
     uint64_t b;
     if (p->vram_budget_gib > 0) {
-        b = gib_bytes(p->vram_budget_gib);
+        b = hr_hybrid_budget_bytes(p->vram_budget_gib);
         if (b > free_b)
             return hr_errf(e, "--vram-budget %.3f GiB (%llu bytes) is more than the device's free memory (%llu bytes)",
                            p->vram_budget_gib, (unsigned long long)b, (unsigned long long)free_b);
     } else b = free_b > margin ? free_b - margin : 0;
     h->st.budget = b;
-    *out = b > over ? b - over : 0;
+    *out = hr_hybrid_arena_bytes(b, over);
     return 0;
 }
 
@@ -51,7 +52,7 @@ static int make_plan(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, ui
     hr_stats st;
     bool have_st = !hr_hybrid_stats(c->m, p->gpu_index_path, &st, h->st.note, sizeof h->st.note);
     int rc = 0;
-    if (h->plan.hot_ok && !p->disable_gpu_index && p->n_gpu_layers == 0 && h->plan.neuron_budget > 0) {
+    if (hr_gpu_plan_takes_index(&h->plan, p)) {
         hr_gpuidx idx;
         rc = hr_hybrid_index(c->m, p->gpu_index_path, p->reset_gpu_index, &h->plan, have_st ? &st : NULL, &idx, h->st.note,
                              sizeof h->st.note, e);
@@ -110,7 +111,7 @@ static int upload_layer(hr_hybrid *h, const hr_layer *L, const hr_gpu_layer *g, 
 
 /* The KV caches start zeroed, like the host's. */
 static int zero_kv(hr_hybrid *h, hr_err *e) {
-    const uint64_t n = h->plan.bytes[HR_GPU_KV] / 2, chunk = 1 << 20;
+    const uint64_t n = h->plan.bytes[HEARTH_GPU_CAT_KV] / 2, chunk = 1 << 20;
     if (!n) return 0;
     uint8_t *z = calloc(1, chunk);
     if (!z) return hr_errf(e, "out of memory");
@@ -156,10 +157,11 @@ static void fill_status(hr_hybrid *h) {
     hearth_gpu_status *s = &h->st;
     s->active = true;
     s->used = p->total;
-    s->used_attn = p->bytes[HR_GPU_ATTN], s->used_pred = p->bytes[HR_GPU_PRED], s->used_output = p->bytes[HR_GPU_OUTPUT];
-    s->used_fixed = s->used_attn + s->used_pred + p->bytes[HR_GPU_NORMS] + s->used_output;
-    s->used_kv = p->bytes[HR_GPU_KV], s->used_scratch = p->bytes[HR_GPU_SCRATCH];
-    s->used_neurons = p->bytes[HR_GPU_NEURONS] + p->bytes[HR_GPU_FFN];
+    s->used_attn = p->bytes[HEARTH_GPU_CAT_ATTN], s->used_pred = p->bytes[HEARTH_GPU_CAT_PRED];
+    s->used_output = p->bytes[HEARTH_GPU_CAT_OUTPUT];
+    s->used_fixed = s->used_attn + s->used_pred + p->bytes[HEARTH_GPU_CAT_NORMS] + s->used_output;
+    s->used_kv = p->bytes[HEARTH_GPU_CAT_KV], s->used_scratch = p->bytes[HEARTH_GPU_CAT_SCRATCH];
+    s->used_neurons = p->bytes[HEARTH_GPU_CAT_NEURONS] + p->bytes[HEARTH_GPU_CAT_FFN];
     s->layers_attn = p->n_attn, s->layers_whole = p->n_whole, s->output_on_device = p->output;
     uint64_t ffn_dev = p->hot_bytes;
     for (int32_t il = 0; il < p->n_layer; il++) {

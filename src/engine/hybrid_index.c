@@ -77,11 +77,22 @@ static int solve(const hr_gpu_plan *plan, const hr_stats *st, int32_t n_ff, hr_g
     return 0;
 }
 
-/* The file at path when it fits this model and budget; 1 when absent or stale. */
-static int try_read(const hearth_model *m, const char *path, uint64_t budget, hr_gpuidx *out, hr_err *e) {
+/* Bytes of the index's hot neurons under this plan's per-neuron sizes. */
+static uint64_t hot_bytes(const hr_gpuidx *g, const hr_gpu_plan *plan) {
+    uint64_t b = 0;
+    for (int32_t il = 0; il < g->n_layer; il++) b += (uint64_t)hr_gpuidx_bucket(g, il, NULL) * plan->neuron_bytes[il];
+    return b;
+}
+
+/* The file at path when it was made for this model and neuron budget (hearth place and
+ * earlier contexts store the budget as split.vram_capacity) and its neurons fit in it;
+ * 1 when absent or stale. */
+static int try_read(const hearth_model *m, const char *path, const hr_gpu_plan *plan, hr_gpuidx *out, hr_err *e) {
     if (!path || !exists(path)) return 1;
     if (hr_gpuidx_read(path, out, e)) return hr_errctx(e, "GPU index %s", path);
-    if (out->n_layer == m->hp.n_layer && out->n_ff == m->hp.n_ff && out->vram_capacity == budget) return 0;
+    if (out->n_layer == m->hp.n_layer && out->n_ff == m->hp.n_ff && out->vram_capacity == plan->neuron_budget &&
+        hot_bytes(out, plan) <= plan->neuron_budget)
+        return 0;
     hr_gpuidx_free(out);
     return 1;
 }
@@ -90,7 +101,7 @@ int hr_hybrid_index(const hearth_model *m, const char *idx_path, bool reset, con
                     hr_gpuidx *out, char *note, size_t cap, hr_err *e) {
     memset(out, 0, sizeof *out);
     if (!reset) {
-        int r = try_read(m, idx_path, plan->neuron_budget, out, e);
+        int r = try_read(m, idx_path, plan, out, e);
         if (r <= 0) {
             if (!r) snprintf(note, cap, "GPU index read from %s", idx_path);
             return r;

@@ -30,57 +30,32 @@ typedef struct hr_place_layer {
  * layers is non-NULL, the per-layer summary (n_layer entries). */
 int hr_place_solve(const hr_place_problem *p, hr_gpuidx *out, hr_place_layer *layers, hr_err *e);
 
-/* ---- whole-model placement (place_model.c): budget accounting, statistics, solve, write ---- */
+/* ---- whole-model placement (place_model.c): statistics, solve, write ---- */
 
-/* The model's shape, as the engine reports it (hearth_model_info). */
-typedef struct hr_place_shape {
-    int32_t n_layer, n_ff, n_embd, n_head, n_head_kv, head_dim, n_vocab;
-} hr_place_shape;
-
-/* Tokens whose activations the scratch estimate holds at once (a GPU micro-batch). */
-#define HR_PLACE_SCRATCH_TOKENS 32
-
-/* What must be on the GPU before any FFN neuron, in order of value (vram.c). */
-typedef struct hr_vram_fixed {
-    uint64_t attn;      /* attention matrices (q, k, v, output, fused qkv) and their biases, all layers */
-    uint64_t predictor; /* fc1, fc2 */
-    uint64_t norms;     /* every norm weight and bias */
-    uint64_t output;    /* output matrix (token_embd when tied) */
-    uint64_t other;     /* other per-layer tensors that are not per neuron (FFN down bias, router) */
-    uint64_t kv;        /* F16 K and V for n_ctx tokens: 2 * n_layer * n_ctx * n_head_kv * head_dim * 2 */
-    uint64_t scratch;   /* 4 * T * (3 n_embd + n_head head_dim + 2 n_head_kv head_dim + n_head n_ctx
-                           + 4 n_ff + n_vocab), T = HR_PLACE_SCRATCH_TOKENS */
-    uint64_t total;
-} hr_vram_fixed;
-
-/* Fixed bytes and per-layer neuron bytes (n_layer entries) from the file's tensors. */
-int hr_vram_account(const gguf_file *f, const hr_place_shape *s, int32_t n_ctx, hr_vram_fixed *fixed,
-                    uint64_t *neuron_bytes, hr_err *e);
-
+/* The budget and the neuron sizes come from the caller (hearth place takes them from the
+ * engine's GPU plan, hearth_gpu_plan_budget), so the index is the one hybrid execution
+ * with the same parameters reads. */
 typedef struct hr_place_params {
     const char *model_path;
-    const char *stats_path; /* NULL: <model>.stats.gguf */
-    const char *out_path;   /* NULL: <model>.generated.gpuidx */
-    double vram_budget_gib;
-    int32_t n_ctx;          /* tokens of KV cache to reserve (> 0) */
-    int32_t group;          /* >= 1 */
+    const char *stats_path;       /* NULL: <model>.stats.gguf */
+    const char *out_path;         /* NULL: <model>.generated.gpuidx */
+    int32_t n_layer, n_ff;
+    const uint64_t *neuron_bytes; /* [n_layer] GPU bytes of one neuron of the layer (> 0) */
+    uint64_t neuron_budget;       /* bytes for neurons; stored as split.vram_capacity (PowerInfer's meaning) */
+    int32_t group;                /* >= 1 */
 } hr_place_params;
 
 typedef struct hr_place_result {
-    hr_place_shape shape;
-    int32_t n_ctx, group;
-    uint64_t budget;        /* bytes */
-    hr_vram_fixed fixed;
-    uint64_t neuron_budget; /* budget - fixed.total */
-    uint64_t neuron_used;   /* bytes of the placed neurons (stored as split.vram_capacity) */
+    int32_t n_layer, n_ff, group;
+    uint64_t neuron_budget;
+    uint64_t neuron_used;   /* bytes of the placed neurons (<= neuron_budget) */
     uint64_t ffn_bytes;     /* bytes of every neuron of every layer */
-    uint64_t *neuron_bytes; /* [n_layer] */
     hr_place_layer *layers; /* [n_layer] */
     uint64_t n_tokens;      /* tokens the statistics were taken over */
     char *stats_path, *out_path;
 } hr_place_result;
 
-int hr_place_model(const hr_place_params *p, const hr_place_shape *shape, hr_place_result *r, hr_err *e);
+int hr_place_model(const hr_place_params *p, hr_place_result *r, hr_err *e);
 void hr_place_result_free(hr_place_result *r);
 
 #endif

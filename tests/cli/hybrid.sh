@@ -2,7 +2,8 @@
 # GPU flags (hearth run, bench): bad values, --gpu cuda without a GPU (exit 1 and the reason),
 # --gpu auto (silent without CUDA, one line with CUDA and no GPU), the stand-in device end to
 # end (same greedy tokens as the CPU; the plan printed with --verbose; bench --json fields),
-# -ngl on a dense file, and the GPU index file: made from statistics, read back, reset, disabled.
+# -ngl on a dense file, and the GPU index file: made from statistics, read back, reset, disabled,
+# and the one hearth place writes read unchanged by hearth run with the same budget.
 # Usage: hybrid.sh HEARTH_BIN MODELS_DIR
 set -u
 H="$1"
@@ -96,6 +97,32 @@ if [ -f "$MODELS/bible-drelu.powerinfer.gguf" ]; then
     expect 0 " 0 hot neurons" -- "$H" run $B --disable-gpu-index
     # statistics are found beside the model the index path names: none for this one
     expect 0 "spread evenly" -- "$H" run $B --gpu-index "$T/other.generated.gpuidx"
+
+    # hearth place and hearth run account alike: run reads the index place wrote, byte for
+    # byte unchanged, and regenerates it for another budget (as place would have made it)
+    ln -s "$MODELS/bible-drelu.powerinfer.gguf" "$T/pl.gguf" && ln -s "$MODELS/bible-drelu.powerinfer.stats.gguf" "$T/pl.stats.gguf"
+    I="$T/pl.gguf.generated.gpuidx"
+    PL="-m $T/pl.gguf -p In -n 4 --temp 0 -t 2 --gpu standin --verbose"
+    "$H" place -m "$T/pl.gguf" --vram-budget 0.0105 --gpu standin --json >"$T/pj" 2>"$T/err" ||
+        { echo "FAIL: place"; cat "$T/err"; fails=$((fails + 1)); }
+    nbud=$(sed -n 's/.*"neuron_budget": \([0-9]*\),.*/\1/p' "$T/pj")
+    sum0=$(cksum <"$I")
+    expect 0 "GPU index read from $I" -- "$H" run $PL --vram-budget 0.0105
+    grep -q "made from statistics" "$T/out" && { echo "FAIL: run regenerated the index of hearth place"; fails=$((fails + 1)); }
+    grep -q "neuron_budget $nbud " "$T/out" ||
+        { echo "FAIL: run's neuron budget is not place's ($nbud): $(grep 'gpu: bytes' "$T/out")"; fails=$((fails + 1)); }
+    [ -n "$nbud" ] && [ "$(cksum <"$I")" = "$sum0" ] || { echo "FAIL: run changed the index of hearth place"; fails=$((fails + 1)); }
+    expect 0 "made from statistics, written to $I" -- "$H" run $PL --vram-budget 0.012
+    sum1=$(cksum <"$I")
+    [ "$sum1" != "$sum0" ] || { echo "FAIL: another budget left the index unchanged"; fails=$((fails + 1)); }
+    expect 0 "wrote $I" -- "$H" place -m "$T/pl.gguf" --vram-budget 0.012 --gpu standin
+    [ "$(cksum <"$I")" = "$sum1" ] || { echo "FAIL: place and run made different indexes for 0.012 GiB"; fails=$((fails + 1)); }
+    # the context shape is part of the accounting: place for -c 128 is read by run -c 128 only
+    expect 0 "wrote $I" -- "$H" place -m "$T/pl.gguf" --vram-budget 0.0105 --gpu standin -c 128
+    expect 0 "GPU index read from" -- "$H" run $PL --vram-budget 0.0105 -c 128
+    expect 0 "made from statistics" -- "$H" run $PL --vram-budget 0.0105
+    expect 0 "GPU index read from" -- "$H" run $PL --vram-budget 0.0105
+    expect 0 "made from statistics" -- "$H" run $PL --vram-budget 0.0105 --reset-gpu-index
 else
     echo "FAIL: $MODELS/bible-drelu.powerinfer.gguf is missing"; fails=$((fails + 1))
 fi

@@ -1,7 +1,8 @@
 #!/bin/sh
 # `hearth quantize`: an F32 synth model quantized by the command equals the same seed
 # synthesized directly in the type (whole file, byte for byte, PowerInfer files too);
-# exit codes and messages for bad arguments and files. `hearth place` flags.
+# exit codes and messages for bad arguments and files. `hearth place` flags, and the files
+# it refuses (dense files and exact mode take no hot neurons).
 # usage: quantize.sh HEARTH_BINARY
 set -u
 H=$1
@@ -53,6 +54,13 @@ expect 2 "--vram-budget GIB is required" -- "$H" place -m "$T/f32.gguf"
 expect 2 "out of range" -- "$H" place -m "$T/f32.gguf" --vram-budget 1 --group 0
 expect 2 "not a number" -- "$H" place -m "$T/f32.gguf" --vram-budget lots
 expect 1 "f32.gguf.stats.gguf" -- "$H" place -m "$T/f32.gguf" --vram-budget 1
+expect 2 "placement is for a device" -- "$H" place -m "$T/f32.gguf" --vram-budget 1 --gpu off
+expect 2 "mode 'sometimes' is unknown" -- "$H" place -m "$T/f32.gguf" --vram-budget 1 --ffn sometimes
+expect 2 "out of range" -- "$H" place -m "$T/f32.gguf" --vram-budget 1 -b 0
+expect 2 "out of range" -- "$H" place -m "$T/f32.gguf" --vram-budget 1 -np 0
+expect 1 "FFN mode exact" -- "$H" place -m "$T/f32.gguf" --vram-budget 1 --ffn exact
+"$H" synth -o "$T/dense.gguf" $shape || bad "synth dense"
+expect 1 "no hot neurons" -- "$H" place -m "$T/dense.gguf" --vram-budget 1
 expect 0 "usage: hearth place" -- "$H" place --help
 
 [ $fail -eq 0 ] && echo ok

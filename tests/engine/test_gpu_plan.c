@@ -49,10 +49,10 @@ static int cmp_range(const void *a, const void *b) {
 /* Categories sum to the total, total <= budget, every matrix inside and none overlapping. */
 static void check_layout(const hr_gpu_plan *p) {
     uint64_t sum = 0;
-    for (int c = 0; c < HR_GPU_CAT_COUNT; c++) sum += p->bytes[c];
+    for (int c = 0; c < HEARTH_GPU_CAT_COUNT; c++) sum += p->bytes[c];
     CHECKF(sum == p->total && p->total <= p->budget, "categories %llu, total %llu, budget %llu", (unsigned long long)sum,
            (unsigned long long)p->total, (unsigned long long)p->budget);
-    CHECK(p->bytes[HR_GPU_NORMS] == 0);
+    CHECK(p->bytes[HEARTH_GPU_CAT_NORMS] == 0);
     range r[LAYERS * 12 + 4];
     int n = 0;
     for (int il = 0; il < p->n_layer; il++) {
@@ -64,14 +64,15 @@ static void check_layout(const hr_gpu_plan *p) {
     if (p->output) r[n++] = (range){p->out.off, (uint64_t)p->out.n_out * p->out.row_bytes};
     if (p->kv_layers) {
         const uint64_t kvb = (uint64_t)SEQ * p->kv_layers * CTX * KVH * (EMBD / HEADS) * 2;
-        CHECK(p->bytes[HR_GPU_KV] == 2 * R(kvb));
+        CHECK(p->bytes[HEARTH_GPU_CAT_KV] == 2 * R(kvb));
         r[n++] = (range){p->k_cache, kvb}, r[n++] = (range){p->v_cache, kvb};
     }
     qsort(r, (size_t)n, sizeof *r, cmp_range);
     for (int i = 0; i < n; i++) {
-        CHECKF(r[i].off % 256 == 0 && r[i].off >= p->bytes[HR_GPU_SCRATCH] && r[i].off + r[i].n <= p->total,
+        CHECKF(r[i].off % 256 == 0 && r[i].off >= p->bytes[HEARTH_GPU_CAT_SCRATCH] && r[i].off + r[i].n <= p->total,
                "allocation at %llu (+%llu) outside [scratch %llu, total %llu)", (unsigned long long)r[i].off,
-               (unsigned long long)r[i].n, (unsigned long long)p->bytes[HR_GPU_SCRATCH], (unsigned long long)p->total);
+               (unsigned long long)r[i].n, (unsigned long long)p->bytes[HEARTH_GPU_CAT_SCRATCH],
+               (unsigned long long)p->total);
         if (i) CHECKF(r[i - 1].off + r[i - 1].n <= r[i].off, "allocations overlap at %llu", (unsigned long long)r[i].off);
     }
 }
@@ -114,7 +115,7 @@ static void test_sweep(uint32_t type) {
     hr_gpu_plan_free(&p);
     /* exactly the scratch: nothing else */
     CHECKF(!plan(m, S, 0, &idx, HEARTH_FFN_PREDICTED, &p, &e), "%s", e.msg);
-    CHECK(p.total == S && p.bytes[HR_GPU_SCRATCH] == S && !hr_gpu_plan_uses_device(&p));
+    CHECK(p.total == S && p.bytes[HEARTH_GPU_CAT_SCRATCH] == S && !hr_gpu_plan_uses_device(&p));
     hr_gpu_plan_free(&p);
     /* sweep: monotone in every category, order respected, layout sound */
     const uint64_t full = S + 4 * 1024 * 1024;
@@ -142,7 +143,7 @@ static void test_sweep(uint32_t type) {
             if (g->n_hot) nb += 3 * R((uint64_t)g->n_hot * rb);
             CHECK(p.neuron_bytes[il] == 3 * rb);
         }
-        CHECK(p.bytes[HR_GPU_NEURONS] == nb);
+        CHECK(p.bytes[HEARTH_GPU_CAT_NEURONS] == nb);
         hr_gpu_plan_free(&p);
     }
     CHECK(steps > 50 && prev_hot == LAYERS * FF && prev_out && prev_attn == LAYERS);
@@ -185,7 +186,7 @@ static void test_index(void) {
         want_hot += (uint64_t)nb * p.neuron_bytes[il];
     }
     CHECK(p.hot_bytes == want_hot);
-    const uint64_t nbudget_big = p.neuron_budget, dense_total = p.total - p.bytes[HR_GPU_NEURONS];
+    const uint64_t nbudget_big = p.neuron_budget, dense_total = p.total - p.bytes[HEARTH_GPU_CAT_NEURONS];
     hr_gpu_plan_free(&p);
     /* a third of what the index needs */
     const uint64_t budget = dense_total + LAYERS * 3 * 255 + want_hot / 3;
@@ -227,7 +228,7 @@ static void test_layers(void) {
     const uint64_t attn = 2 * R(EMBD * rb) + 2 * R(kvd * rb), ffn = 2 * R(FF * rb) + R(EMBD * rbf);
     const uint64_t two = scratch_rank(1) + 2 * (attn + ffn) + 2 * R((uint64_t)SEQ * 2 * CTX * kvd * 2);
     CHECK(!plan(dm, two, 0, NULL, HEARTH_FFN_DENSE, &p, &e) && p.n_whole == 2 && p.layers[1].ffn_dense && p.total == two);
-    CHECK(p.bytes[HR_GPU_FFN] == 2 * ffn && !p.output);
+    CHECK(p.bytes[HEARTH_GPU_CAT_FFN] == 2 * ffn && !p.output);
     check_layout(&p);
     hr_gpu_plan_free(&p);
     CHECK(!plan(dm, two - 1, 0, NULL, HEARTH_FFN_DENSE, &p, &e) && p.n_whole == 1);
