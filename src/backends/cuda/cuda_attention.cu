@@ -4,13 +4,16 @@
  * sequence. Numerics follow the CPU with an F16 cache: q rounded to F16 for K.q, a
  * softmax with the maximum subtracted and the sum in double, probabilities rounded to
  * F16 for V.p. Three passes (maximum, sum, output): the scores are kept in shared
- * memory when they fit (up to ATT_CACHE cells), else recomputed from the keys, so any
+ * memory when they fit (ATT_SHM_MAX bytes in all), else recomputed from the keys, so any
  * context length runs, and the same values come out either way. */
 #include "cuda_internal.h"
 #include "cuda_numerics.cuh"
 
 #define ATT_WARPS 8
-#define ATT_SHM_MAX (48 << 10) /* the default shared-memory limit of every architecture */
+/* Dynamic shared memory allowed without opting in: the 48 KiB default limit of every
+ * architecture less k_attend's static arrays (wmax, wsum), which count against it too. */
+#define ATT_SHM_STATIC (ATT_WARPS * (sizeof(float) + sizeof(double)))
+#define ATT_SHM_MAX ((48 << 10) - ATT_SHM_STATIC)
 
 typedef struct att_args {
     const float *Q, *K, *V;
@@ -37,7 +40,9 @@ __device__ __forceinline__ float score(const uint16_t *k, const float *q, int hd
     for (int d = lane; d < hd; d += 32) s += hr_cu_h2f(k[d]) * q[d];
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    return s * scale;
+    /* Rounded on its own, as the CPU's x *= s: a plain product could be fused with the
+     * caller's "- mx" when scores are recomputed, and differ from the stored ones. */
+    return __fmul_rn(s, scale);
 }
 
 __global__ void __launch_bounds__(ATT_WARPS * 32) k_attend(const att_args a, const hr_cu_tokpos tp) {

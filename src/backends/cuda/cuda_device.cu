@@ -12,6 +12,9 @@
 #define HR_CU_CONTEXT_BYTES (320ull << 20)
 
 int hr_cu_fail(hr_err *e, const char *op, cudaError_t st) {
+    /* Reported here: clear it, or the next launch check would report it again as its own
+     * (sticky errors stay, as they should). */
+    (void)cudaGetLastError();
     return hr_errf(e, "cuda %s: %s", op, cudaGetErrorString(st));
 }
 
@@ -91,7 +94,7 @@ static void *cu_host_alloc(hr_dev *d, size_t bytes) {
 
 static void cu_host_free(hr_dev *d, void *p) {
     (void)d;
-    if (p) (void)cudaFreeHost(p);
+    if (p && cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError(); /* not a later launch's error */
 }
 
 static int cu_to_dev(hr_dev *d, uint64_t dst, const void *src, uint64_t bytes, hr_err *e) {
@@ -185,6 +188,7 @@ static int cu_init(hr_cuda *c, hr_err *e) {
     /* The kernels use neither printf nor malloc: keep their reservations small. */
     (void)cudaDeviceSetLimit(cudaLimitPrintfFifoSize, 64 << 10);
     (void)cudaDeviceSetLimit(cudaLimitMallocHeapSize, 64 << 10);
+    (void)cudaGetLastError(); /* a refused limit (e.g. under MPS) must not fail the first launch */
     st = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
     if (st != cudaSuccess) return hr_errf(e, "CUDA device %d: cudaStreamCreate: %s", i, cudaGetErrorString(st));
     void *p = NULL;
