@@ -70,7 +70,7 @@ int hr_parse_common_flag(const char *cmd, int argc, char **argv, int *i, hr_run_
     const char *a = argv[*i];
     static const char *const valued[] = {"-m", "--model", "-t", "--threads", "-c", "--ctx-size", "-b", "--batch-size",
                                          "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
-                                         "--repeat-last-n", "--seed", "-ctk", "--cache-type-k", "-ctv", "--cache-type-v", "--ffn", "--sparse-threshold", NULL};
+                                         "--repeat-last-n", "--seed", "-ctk", "--cache-type-k", "-ctv", "--cache-type-v", "--ffn", "--sparse-threshold", "--ffn-act", NULL};
     if (!strcmp(a, "--stats")) {
         o->cp.ffn_stats = true;
         return 1;
@@ -103,6 +103,7 @@ int hr_parse_common_flag(const char *cmd, int argc, char **argv, int *i, hr_run_
         if (!hr_arg_float(cmd, a, v, -1e30, 1e30, &f)) return -1;
         o->mp.has_sparse_threshold = true, o->mp.sparse_threshold = (float)f;
     } else if (is(a, "--ffn", NULL)) return hr_arg_ffn_mode(cmd, v, &o->cp.ffn_mode);
+    else if (is(a, "--ffn-act", NULL)) o->mp.ffn_act = v; /* checked at load, against the architecture */
     else if (is(a, "-ctk", "--cache-type-k")) return kv_type(cmd, a, v, &o->cp.kv_k);
     else if (is(a, "-ctv", "--cache-type-v")) return kv_type(cmd, a, v, &o->cp.kv_v);
     return 1;
@@ -122,6 +123,9 @@ void hr_print_common_help(void) {
            "                            has predictors, else dense\n"
            "  --sparse-threshold X      predictor threshold (default: LLAMA_SPARSE_PRED_THRESHOLD, then the\n"
            "                            file's powerinfer.sparse_threshold, then 0)\n"
+           "  --ffn-act ACT             FFN activation of files that leave it open (swiglu, reglu, drelu,\n"
+           "                            relu, gelu): e.g. a dense ReluLLaMA GGUF without Hearth's\n"
+           "                            hearth.ffn_activation key (default: the file's)\n"
            "  --stats                   print per-layer FFN activity after the run\n"
            "GPU (hybrid execution: hot neurons on the device, cold ones on the CPU; docs/hybrid.md):\n"
            "  --gpu MODE                auto (CUDA when built in and a GPU answers, else the CPU), off,\n"

@@ -25,6 +25,10 @@ typedef struct hearth_model_params {
                                   LLAMA_SPARSE_PRED_THRESHOLD, then the file's
                                   powerinfer.sparse_threshold, then 0) */
     float sparse_threshold;
+    const char *ffn_act;       /* override the FFN activation ("swiglu", "reglu", "drelu", "relu",
+                                  "gelu") of files whose architecture leaves it open, as the
+                                  hearth.ffn_activation key would (e.g. a dense ReluLLaMA GGUF
+                                  that says nothing); NULL: the file's */
 } hearth_model_params;
 
 /* FFN modes: dense computes every neuron; exact computes the gate fully, then only the

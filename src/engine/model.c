@@ -75,6 +75,7 @@ hearth_model *hearth_model_load(const char *path, const hearth_model_params *p, 
         return NULL;
     }
     m->sparse_file = m->file.sparse;
+    m->ffn_act = p ? p->ffn_act : NULL;
     if (hr_load_arch(m, e) || resolve_threshold(m, p, e)) goto fail;
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     if (!m->layers) {

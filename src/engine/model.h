@@ -66,6 +66,7 @@ struct hearth_model {
     char arch[32];
     bool sparse_file;          /* PWRI magic: predictors and down_t */
     float sparse_threshold;    /* predictor threshold (file, env, or flag) */
+    const char *ffn_act;       /* activation override from the load parameters (load time only) */
 };
 
 /* Loads layer il's FFN tensors with names "blk.<il>.<prefix>..." (gate/up/down or

@@ -87,7 +87,20 @@ static int load_hparams(hearth_model *m, const hr_arch *a, hr_err *e) {
     return 0;
 }
 
-/* FFN activation: the architecture's, or the Hearth key where the architecture allows.
+/* Sets the activation named s (from the file's key or the load parameters, `what`). */
+static int set_activation(hearth_model *m, const hr_arch *a, const char *s, size_t len, const char *what, hr_err *e) {
+    int k = hr_act_from_name(s, len);
+    if (k < 0)
+        return hr_errf(e, "%s '%.*s' is unknown (swiglu, reglu, drelu, relu, gelu)", what, (int)(len > 32 ? 32 : len), s);
+    /* ggml's GELU FFN exists in llama.cpp only for falcon-like archs. */
+    if (k == HR_ACT_GELU && strcmp(a->name, "falcon"))
+        return hr_errf(e, "%s 'gelu' is supported for falcon only, not %s", what, a->name);
+    m->hp.act = (hr_act)k;
+    return 0;
+}
+
+/* FFN activation: the architecture's, or the Hearth key (then the --ffn-act override) where
+ * the architecture allows.
  * Falcon without the key: ReLU in PowerInfer (PWRI) files, whose ReluFalcon has no other
  * path; GELU in plain GGUF files, as llama.cpp computes falcon. */
 static int load_activation(hearth_model *m, const hr_arch *a, hr_err *e) {
@@ -98,15 +111,11 @@ static int load_activation(hearth_model *m, const hr_arch *a, hr_err *e) {
     if (!strcmp(a->name, "llama") && m->file.sparse) m->hp.act = HR_ACT_REGLU;
     gguf_str s = {0};
     int r = a->act_fixed ? 1 : gguf_get_str(&m->file, "hearth.ffn_activation", &s, e);
-    if (r < 0) return -1;
-    if (r == 0) {
-        int k = hr_act_from_name(s.ptr, s.len);
-        if (k < 0)
-            return hr_errf(e, "hearth.ffn_activation '%.*s' is unknown (swiglu, reglu, drelu, relu, gelu)", (int)s.len, s.ptr);
-        /* ggml's GELU FFN exists in llama.cpp only for falcon-like archs. */
-        if (k == HR_ACT_GELU && strcmp(a->name, "falcon"))
-            return hr_errf(e, "hearth.ffn_activation 'gelu' is supported for falcon only, not %s", a->name);
-        m->hp.act = (hr_act)k;
+    if (r < 0 || (r == 0 && set_activation(m, a, s.ptr, s.len, "hearth.ffn_activation", e))) return -1;
+    if (m->ffn_act) {
+        if (a->act_fixed)
+            return hr_errf(e, "--ffn-act: the %s architecture fixes its activation (%s)", a->name, hr_act_name(a->act));
+        if (set_activation(m, a, m->ffn_act, strlen(m->ffn_act), "--ffn-act", e)) return -1;
     }
     m->hp.has_gate = m->hp.act != HR_ACT_RELU && m->hp.act != HR_ACT_GELU;
     return 0;

@@ -30,6 +30,8 @@ expect 1 "trunc.gguf" -- "$H" run -m "$T/trunc.gguf" -p hi
 long=$(printf 'word %.0s' $(seq 1 200))
 expect 1 "context holds 32" -- "$H" run -m "$M" -p "$long" -c 32
 expect 1 "cannot read prompt file" -- "$H" run -m "$M" -f "$T/none.txt"
+expect 1 "--ffn-act 'bogus' is unknown" -- "$H" run -m "$M" -p hi --ffn-act bogus
+expect 2 "--ffn-act needs a value" -- "$H" run -m "$M" -p hi --ffn-act
 
 # End to end: greedy output is reproducible; stats go to stderr.
 expect 0 "decode: " -- "$H" run -m "$M" -p "The cat sat" -n 16 --temp 0 -t 2
