@@ -2,7 +2,9 @@
 // The same seeded request (temperature 0.8) served alone and while three different
 // requests run beside it returns identical text: with --parallel 4 (batched together),
 // with --parallel 1 (queued), and with the sparse PowerInfer model (predicted FFN).
-import { SRC, check, health, metric, request, run, sleep, startServer, stream, waitIdle } from './lib.mjs';
+import { check, env, health, metric, request, run, sleep, stream, waitIdle, withServer } from './lib.mjs';
+
+const { src: SRC } = env();
 
 const R = { prompt: 'And God said unto', max_tokens: 24, temperature: 0.8, seed: 4242 };
 const OTHERS = [
@@ -80,8 +82,7 @@ run(async () => {
     [['--parallel', '1'], 'parallel 1'],
     [['--parallel', '4', '--ffn', 'predicted'], 'PowerInfer, predicted FFN', `${SRC}/models/bible-drelu.powerinfer.gguf`],
   ]) {
-    const srv = await startServer([...args, '-c', '512', '-t', '2'], model ? { model } : {});
-    try {
+    await withServer([...args, '-c', '512', '-t', '2'], async (srv) => {
       check(srv.slots === +args[1] && srv.ctx === 512, `${label}: listening line shows slots and context`, srv);
       texts.push(await scenario(srv.port, label, srv.slots));
       if (model) {
@@ -89,9 +90,7 @@ run(async () => {
         const sp = metric(m.text, 'hearth_ffn_sparsity');
         check(sp > 0 && sp < 1, `${label}: /metrics reports the FFN sparsity`, sp);
       }
-    } finally {
-      await srv.stop().then(() => check(true, `${label}: SIGTERM, exit 0`), (e) => check(false, `${label}: SIGTERM, exit 0`, e.message));
-    }
+    }, model ? { model, label } : { label });
   }
   check(texts[0] === texts[1], 'the same text from a 4-slot and a 1-slot server', texts);
 });

@@ -4,8 +4,7 @@
 // the ChatML text the server falls back to for a model without a chat template).
 // Run by ctest (tests/scripts/server_clients.cmake) with HEARTH_BIN and HEARTH_SRC set;
 // the openai package comes from scripts/server-test-setup.sh.
-import { execFileSync } from 'node:child_process';
-import { Runner, SKIP, assert, env, eq, startServer } from './harness.mjs';
+import { SKIP, assert, chatml, countTokens, cutAtChatStops, env, eq, greedy, run, step, withServer } from './lib.mjs';
 
 let OpenAI;
 try {
@@ -15,34 +14,9 @@ try {
     process.exit(SKIP);
 }
 
-const { bin, model } = env();
+env(); // HEARTH_BIN, HEARTH_SRC and the model, else exit 2
 const KEY = 'hearth-test-key';
 const PROMPTS = ['In the beginning God', 'And the LORD said unto Moses,', 'Blessed are the'];
-
-// --- the reference: hearth run and hearth tokenize on the same model --------------------
-function run(prompt, n) {
-    const out = execFileSync(bin, ['run', '-m', model, '-p', prompt, '-n', String(n), '--temp', '0'],
-        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60000 });
-    assert(out.endsWith('\n'), 'hearth run output does not end with a newline');
-    return out.slice(0, -1);
-}
-function nTokens(text) {
-    const out = execFileSync(bin, ['tokenize', '-m', model, '-p', text, '--ids'],
-        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60000 });
-    return out.trim().split(/\s+/).filter(Boolean).length;
-}
-function chatml(messages) {
-    return messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join('') + '<|im_start|>assistant\n';
-}
-// Text before the first ChatML end marker; the server stops generation there.
-function cutAtChatStops(text) {
-    let end = text.length;
-    for (const s of ['<|im_end|>', '<|im_start|>']) {
-        const i = text.indexOf(s);
-        if (i >= 0 && i < end) end = i;
-    }
-    return { text: text.slice(0, end), cut: end < text.length };
-}
 
 async function expectError(promise, Type, status, what) {
     let err = null;
@@ -59,21 +33,13 @@ async function expectError(promise, Type, status, what) {
     return err;
 }
 
-const t = new Runner('openai client');
-let server;
-try {
-    server = await startServer(bin, ['-m', model, '--api-key', KEY, '--parallel', '2']);
-} catch (e) {
-    console.log(`not ok - start hearth serve\n  ${e.message.split('\n').join('\n  ')}`);
-    process.exit(1);
-}
-console.log(`# hearth serve at ${server.base}`);
-const baseURL = `${server.base}/v1`;
-const client = new OpenAI({ baseURL, apiKey: KEY, maxRetries: 0, timeout: 60000 });
-let modelId = 'bible-drelu';
+run(() => withServer(['--api-key', KEY, '--parallel', '2'], async (server) => {
+    console.log(`# hearth serve at ${server.base}`);
+    const baseURL = `${server.base}/v1`;
+    const client = new OpenAI({ baseURL, apiKey: KEY, maxRetries: 0, timeout: 60000 });
+    let modelId = 'bible-drelu';
 
-try {
-    await t.step('models.list: one model, OpenAI shape', async () => {
+    await step('models.list: one model, OpenAI shape', async () => {
         const page = await client.models.list();
         const data = page.data;
         assert(Array.isArray(data) && data.length >= 1, `no models: ${JSON.stringify(data)}`);
@@ -84,7 +50,7 @@ try {
         modelId = data[0].id;
     });
 
-    await t.step('completions: greedy text equals hearth run, usage counts consistent', async () => {
+    await step('completions: greedy text equals hearth run, usage counts consistent', async () => {
         for (const prompt of PROMPTS.slice(0, 2)) {
             const n = 24;
             const r = await client.completions.create({ model: modelId, prompt, max_tokens: n, temperature: 0 });
@@ -92,9 +58,9 @@ try {
             eq(r.choices.length, 1, 'choices');
             const c = r.choices[0];
             eq(c.index, 0, 'choice index');
-            eq(c.text, run(prompt, n), `text for "${prompt}" (reference: hearth run --temp 0)`);
+            eq(c.text, greedy(prompt, n), `text for "${prompt}" (reference: hearth run --temp 0)`);
             const u = r.usage;
-            eq(u.prompt_tokens, nTokens(prompt), 'usage.prompt_tokens (reference: hearth tokenize)');
+            eq(u.prompt_tokens, countTokens(prompt), 'usage.prompt_tokens (reference: hearth tokenize)');
             eq(u.total_tokens, u.prompt_tokens + u.completion_tokens, 'usage.total_tokens');
             assert(u.completion_tokens >= 1 && u.completion_tokens <= n, `completion_tokens ${u.completion_tokens} not in 1..${n}`);
             assert(['length', 'stop'].includes(c.finish_reason), `finish_reason ${c.finish_reason}`);
@@ -103,12 +69,12 @@ try {
         }
     });
 
-    await t.step('completions: max_tokens respected, finish_reason "length"', async () => {
+    await step('completions: max_tokens respected, finish_reason "length"', async () => {
         for (const n of [1, 5]) {
             const r = await client.completions.create({ model: modelId, prompt: PROMPTS[0], max_tokens: n, temperature: 0 });
             eq(r.choices[0].finish_reason, 'length', `finish_reason for max_tokens ${n}`);
             eq(r.usage.completion_tokens, n, `completion_tokens for max_tokens ${n}`);
-            eq(r.choices[0].text, run(PROMPTS[0], n), `text for max_tokens ${n}`);
+            eq(r.choices[0].text, greedy(PROMPTS[0], n), `text for max_tokens ${n}`);
         }
     });
 
@@ -117,7 +83,7 @@ try {
         { role: 'user', content: 'Who made the heaven and the earth?' },
     ];
     let chatText = '';
-    await t.step('chat completions: greedy reply equals hearth run on the ChatML prompt', async () => {
+    await step('chat completions: greedy reply equals hearth run on the ChatML prompt', async () => {
         const n = 24;
         const r = await client.chat.completions.create({ model: modelId, messages: chatMsgs, max_tokens: n, temperature: 0 });
         eq(r.object, 'chat.completion', 'object');
@@ -125,18 +91,18 @@ try {
         const c = r.choices[0];
         eq(c.message.role, 'assistant', 'message.role');
         assert(typeof c.message.content === 'string', 'message.content is not a string');
-        const ref = cutAtChatStops(run(chatml(chatMsgs), n));
+        const ref = cutAtChatStops(greedy(chatml(chatMsgs), n));
         eq(c.message.content, ref.text, 'reply (reference: hearth run --temp 0 on the ChatML text)');
         chatText = c.message.content;
         const u = r.usage;
-        eq(u.prompt_tokens, nTokens(chatml(chatMsgs)), 'usage.prompt_tokens (reference: hearth tokenize of the ChatML text)');
+        eq(u.prompt_tokens, countTokens(chatml(chatMsgs)), 'usage.prompt_tokens (reference: hearth tokenize of the ChatML text)');
         eq(u.total_tokens, u.prompt_tokens + u.completion_tokens, 'usage.total_tokens');
         assert(u.completion_tokens >= 1 && u.completion_tokens <= n, `completion_tokens ${u.completion_tokens}`);
         if (ref.cut) eq(c.finish_reason, 'stop', 'finish_reason at the ChatML end marker');
         else if (c.finish_reason === 'length') eq(u.completion_tokens, n, 'completion_tokens with finish_reason length');
     });
 
-    await t.step('streaming: completion chunks assemble to the non-streamed text', async () => {
+    await step('streaming: completion chunks assemble to the non-streamed text', async () => {
         const req = { model: modelId, prompt: PROMPTS[2], max_tokens: 20, temperature: 0, seed: 7 };
         const whole = await client.completions.create(req);
         const stream = await client.completions.create({ ...req, stream: true, stream_options: { include_usage: true } });
@@ -156,7 +122,7 @@ try {
         eq(usage, whole.usage, 'usage chunk (stream_options.include_usage)');
     });
 
-    await t.step('streaming: chat deltas assemble to the non-streamed reply', async () => {
+    await step('streaming: chat deltas assemble to the non-streamed reply', async () => {
         const req = { model: modelId, messages: chatMsgs, max_tokens: 24, temperature: 0, seed: 7 };
         const stream = await client.chat.completions.create({ ...req, stream: true });
         let text = '', chunks = 0, finish = null, role = null, id = null;
@@ -177,7 +143,7 @@ try {
         assert(chunks >= 2, `only ${chunks} chunk(s)`);
     });
 
-    await t.step('streaming: raw SSE is text/event-stream and ends with data: [DONE]', async () => {
+    await step('streaming: raw SSE is text/event-stream and ends with data: [DONE]', async () => {
         const res = await fetch(`${baseURL}/chat/completions`, {
             method: 'POST',
             headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${KEY}` },
@@ -193,7 +159,7 @@ try {
         for (const ev of events.slice(0, -1)) JSON.parse(ev.slice(6));
     });
 
-    await t.step('stop sequences: text ends before the stop string, finish_reason "stop"', async () => {
+    await step('stop sequences: text ends before the stop string, finish_reason "stop"', async () => {
         const prompt = PROMPTS[1], n = 32;
         const full = (await client.completions.create({ model: modelId, prompt, max_tokens: n, temperature: 0 })).choices[0].text;
         assert(full.length >= 24, `reference text too short to pick a stop string: ${JSON.stringify(full)}`);
@@ -231,7 +197,7 @@ try {
         }
     });
 
-    await t.step('seed: same seed gives the same text at temperature 0.9; other seeds differ', async () => {
+    await step('seed: same seed gives the same text at temperature 0.9; other seeds differ', async () => {
         const req = { model: modelId, prompt: PROMPTS[0], max_tokens: 24, temperature: 0.9, top_p: 0.95 };
         const a = (await client.completions.create({ ...req, seed: 1234 })).choices[0].text;
         const b = (await client.completions.create({ ...req, seed: 1234 })).choices[0].text;
@@ -239,11 +205,11 @@ try {
         const others = [];
         for (const seed of [1, 2, 3]) others.push((await client.completions.create({ ...req, seed })).choices[0].text);
         assert(others.some((o) => o !== a), `seeds 1, 2, 3 all gave the text of seed 1234: ${JSON.stringify(a)}`);
-        const greedy = run(PROMPTS[0], 24);
-        assert([a, ...others].some((o) => o !== greedy), 'temperature 0.9 always gave the greedy text');
+        const ref = greedy(PROMPTS[0], 24);
+        assert([a, ...others].some((o) => o !== ref), 'temperature 0.9 always gave the greedy text');
     });
 
-    await t.step('parallel slots: concurrent requests give their sequential results', async () => {
+    await step('parallel slots: concurrent requests give their sequential results', async () => {
         const reqs = PROMPTS.map((prompt, i) => ({ model: modelId, prompt, max_tokens: 16, temperature: i === 2 ? 0.8 : 0, seed: 99 }));
         const seq = [];
         for (const r of reqs) seq.push((await client.completions.create(r)).choices[0].text);
@@ -251,7 +217,7 @@ try {
         par.forEach((r, i) => eq(r.choices[0].text, seq[i], `concurrent request ${i}`));
     });
 
-    await t.step('logprobs (completions): tokens, token_logprobs, top_logprobs', async () => {
+    await step('logprobs (completions): tokens, token_logprobs, top_logprobs', async () => {
         const top = 3;
         const r = await client.completions.create({ model: modelId, prompt: PROMPTS[0], max_tokens: 8, temperature: 0, logprobs: top });
         const c = r.choices[0], lp = c.logprobs;
@@ -272,7 +238,7 @@ try {
         }
     });
 
-    await t.step('logprobs (chat): content entries with top_logprobs', async () => {
+    await step('logprobs (chat): content entries with top_logprobs', async () => {
         const top = 2;
         const r = await client.chat.completions.create({
             model: modelId, messages: chatMsgs, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: top,
@@ -292,7 +258,7 @@ try {
         }
     });
 
-    await t.step('errors: wrong or missing API key -> AuthenticationError 401', async () => {
+    await step('errors: wrong or missing API key -> AuthenticationError 401', async () => {
         const bad = new OpenAI({ baseURL, apiKey: 'wrong-key', maxRetries: 0, timeout: 30000 });
         await expectError(bad.completions.create({ model: modelId, prompt: 'x', max_tokens: 2 }), OpenAI.AuthenticationError, 401, 'completions, wrong key');
         await expectError(bad.chat.completions.create({ model: modelId, messages: chatMsgs, max_tokens: 2 }), OpenAI.AuthenticationError, 401, 'chat, wrong key');
@@ -304,7 +270,7 @@ try {
         await res.text();
     });
 
-    await t.step('errors: bad parameters -> BadRequestError 400', async () => {
+    await step('errors: bad parameters -> BadRequestError 400', async () => {
         const cases = [
             ['chat without messages', () => client.chat.completions.create({ model: modelId, max_tokens: 2 })],
             ['chat messages not an array', () => client.chat.completions.create({ model: modelId, messages: 'hello', max_tokens: 2 })],
@@ -322,9 +288,9 @@ try {
         assert(j.error && typeof j.error.message === 'string', `malformed JSON: no error.message in ${JSON.stringify(j)}`);
     });
 
-    await t.step('errors: prompt longer than the context -> BadRequestError 400', async () => {
+    await step('errors: prompt longer than the context -> BadRequestError 400', async () => {
         const long = 'And God said, Let there be light: and there was light. '.repeat(60);
-        assert(nTokens(long) > 512, 'the long prompt is not long enough');
+        assert(countTokens(long) > 512, 'the long prompt is not long enough');
         await expectError(client.completions.create({ model: modelId, prompt: long, max_tokens: 4 }), OpenAI.BadRequestError, 400, 'long completion prompt');
         await expectError(client.chat.completions.create({ model: modelId, messages: [{ role: 'user', content: long }], max_tokens: 4 }),
             OpenAI.BadRequestError, 400, 'long chat message');
@@ -332,9 +298,9 @@ try {
             OpenAI.BadRequestError, 400, 'long chat message, streamed');
     });
 
-    await t.step('after the errors the server still answers, /health and /metrics respond', async () => {
+    await step('after the errors the server still answers, /health and /metrics respond', async () => {
         const r = await client.completions.create({ model: modelId, prompt: PROMPTS[0], max_tokens: 6, temperature: 0 });
-        eq(r.choices[0].text, run(PROMPTS[0], 6), 'text');
+        eq(r.choices[0].text, greedy(PROMPTS[0], 6), 'text');
         const h = await fetch(`${server.base}/health`);
         eq(h.status, 200, '/health status');
         await h.text();
@@ -351,10 +317,4 @@ try {
         const gen = /^hearth_generated_tokens_total (\d+)$/m.exec(text);
         assert(gen && Number(gen[1]) > 0, `hearth_generated_tokens_total: ${gen && gen[1]}`);
     });
-} finally {
-    await t.step('SIGTERM: the server exits with status 0', async () => {
-        const r = await server.stop();
-        eq(r, { code: 0, signal: null }, 'exit');
-    });
-}
-process.exit(t.finish());
+}), 'openai client');

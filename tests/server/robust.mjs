@@ -5,7 +5,10 @@
 // then exit 0 on SIGTERM.
 import { spawnSync } from 'node:child_process';
 import net from 'node:net';
-import { BIN, MODEL, check, health, metric, request, run, sleep, startServer, stream, waitIdle, withTimeout } from './lib.mjs';
+import path from 'node:path';
+import { check, env, health, metric, request, run, sleep, stream, waitIdle, withServer, withTimeout } from './lib.mjs';
+
+const { bin: BIN, model: MODEL } = env();
 
 const KEY = 'sesame';
 const MAX_BODY = 65536;
@@ -96,7 +99,7 @@ async function routesAndAuth(port) {
   r = await request(port, 'POST', '/v1/completions', { body: { prompt: 'x' }, key: 'sesame2' });
   check(r.status === 401, 'longer wrong API key: 401', r.text);
   r = await request(port, 'GET', '/v1/models', { key: KEY });
-  check(r.status === 200 && r.json.data[0].id === 'bible-drelu.gguf', 'right API key: 200', r.text);
+  check(r.status === 200 && r.json.data[0].id === path.basename(MODEL), 'right API key: 200 (the model named by its file)', r.text);
   r = await request(port, 'GET', '/metrics');
   check(r.status === 401, '/metrics needs the key', r.status);
   r = await request(port, 'HEAD', '/health');
@@ -278,8 +281,7 @@ function flags(busyPort) {
 
 run(async () => {
   const ctx = 1024;
-  const srv = await startServer(['--parallel', '2', '-c', String(ctx), '--api-key', KEY, '--max-body', String(MAX_BODY), '-t', '2']);
-  try {
+  await withServer(['--parallel', '2', '-c', String(ctx), '--api-key', KEY, '--max-body', String(MAX_BODY), '-t', '2'], async (srv) => {
     flags(srv.port);
     await routesAndAuth(srv.port);
     await badInput(srv.port);
@@ -292,7 +294,5 @@ run(async () => {
     await metricsText(srv.port);
     const r = await request(srv.port, 'POST', '/v1/completions', { body: { prompt: 'And', max_tokens: 3 }, key: KEY });
     check(r.status === 200 && (await health(srv.port)).status === 'ok', 'still serving after all of it', r.status);
-  } finally {
-    await srv.stop().then(() => check(true, 'SIGTERM: clean exit 0'), (e) => check(false, 'SIGTERM: clean exit 0', e.message));
-  }
+  });
 });
