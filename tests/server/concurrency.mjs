@@ -2,6 +2,8 @@
 // The same seeded request (temperature 0.8) served alone and while three different
 // requests run beside it returns identical text: with --parallel 4 (batched together),
 // with --parallel 1 (queued), and with the sparse PowerInfer model (predicted FFN).
+import os from 'node:os';
+import path from 'node:path';
 import { check, env, health, metric, request, run, sleep, stream, waitIdle, withServer } from './lib.mjs';
 
 const { src: SRC } = env();
@@ -81,6 +83,12 @@ run(async () => {
     [['--parallel', '4'], 'parallel 4'],
     [['--parallel', '1'], 'parallel 1'],
     [['--parallel', '4', '--ffn', 'predicted'], 'PowerInfer, predicted FFN', `${SRC}/models/bible-drelu.powerinfer.gguf`],
+    /* hybrid: the CPU standing in for a GPU holds attention and about a quarter of the
+       FFN neurons (hearth place -c 512 -np 4 --vram-budget 0.0196 --gpu standin); the index
+       goes to a temporary file (an even spread: no statistics beside it) */
+    [['--parallel', '4', '--ffn', 'predicted', '--gpu', 'standin', '--vram-budget', '0.0196',
+      '--gpu-index', path.join(os.tmpdir(), `hearth-serve-${process.pid}.gpuidx`)],
+     'PowerInfer, hybrid (stand-in device)', `${SRC}/models/bible-drelu.powerinfer.gguf`],
   ]) {
     await withServer([...args, '-c', '512', '-t', '2'], async (srv) => {
       check(srv.slots === +args[1] && srv.ctx === 512, `${label}: listening line shows slots and context`, srv);
