@@ -155,19 +155,20 @@ static int ensure_logits(hearth_ctx *c, int64_t rows, hr_err *e) {
     return 0;
 }
 
-/* Tokens [done, done+chunk) of a batch through one forward call, logits appended at *row. */
-static int eval_chunk(hearth_ctx *c, const hearth_batch *b, int32_t done, int32_t chunk, int64_t *row, hr_err *e) {
+/* One forward call over tokens[0..n) whose positions, sequences and logit requests are in
+ * c->tok_pos / tok_seq / tok_want; the wanted logits go to rows *row.. of c->logits. */
+static int forward_chunk(hearth_ctx *c, const int32_t *tokens, int32_t n, int64_t *row, hr_err *e) {
     int32_t want = 0;
-    for (int32_t t = 0; t < chunk; t++) {
-        c->tok_pos[t] = b->pos[done + t];
-        c->tok_seq[t] = b->seq ? b->seq[done + t] : 0;
-        c->tok_want[t] = b->logits && b->logits[done + t];
-        want += c->tok_want[t];
-    }
-    hr_fwd f = {.tokens = b->tokens + done, .pos = c->tok_pos, .seq = c->tok_seq, .n = chunk,
+    for (int32_t t = 0; t < n; t++) want += c->tok_want[t];
+    hr_fwd f = {.tokens = tokens, .pos = c->tok_pos, .seq = c->tok_seq, .n = n,
                 .want = want ? c->tok_want : NULL, .logits = want ? c->logits + *row * c->m->hp.n_vocab : NULL};
     *row += want;
     return hr_forward(c, &f, e);
+}
+
+static int check_token(const hearth_ctx *c, int32_t tok, int32_t i, hr_err *e) {
+    if (tok >= 0 && tok < c->m->hp.n_vocab) return 0;
+    return hr_errf(e, "token id %d at index %d is outside the vocabulary [0, %d)", tok, i, c->m->hp.n_vocab);
 }
 
 static int check_batch(const hearth_ctx *c, const hearth_batch *b, int64_t *n_want, hr_err *e) {
@@ -176,8 +177,7 @@ static int check_batch(const hearth_ctx *c, const hearth_batch *b, int64_t *n_wa
     *n_want = 0;
     for (int32_t i = 0; i < b->n; i++) {
         const int32_t s = b->seq ? b->seq[i] : 0;
-        if (b->tokens[i] < 0 || b->tokens[i] >= c->m->hp.n_vocab)
-            return hr_errf(e, "token id %d at index %d is outside the vocabulary [0, %d)", b->tokens[i], i, c->m->hp.n_vocab);
+        if (check_token(c, b->tokens[i], i, e)) return -1;
         if (b->pos[i] < 0 || b->pos[i] >= c->n_ctx)
             return hr_errf(e, "position %d at index %d does not fit in the context of %d tokens", b->pos[i], i, c->n_ctx);
         if (s < 0 || s >= c->n_seq)
@@ -188,13 +188,17 @@ static int check_batch(const hearth_ctx *c, const hearth_batch *b, int64_t *n_wa
 }
 
 int hearth_eval_batch(hearth_ctx *c, const hearth_batch *b, hr_err *e) {
-    int64_t n_want = 0;
+    int64_t n_want = 0, row = 0;
     if (check_batch(c, b, &n_want, e) || ensure_logits(c, n_want, e)) return -1;
     c->n_logits = n_want;
-    int64_t row = 0;
     for (int32_t done = 0; done < b->n;) {
-        int32_t chunk = b->n - done < c->n_batch ? b->n - done : c->n_batch;
-        if (eval_chunk(c, b, done, chunk, &row, e)) return -1;
+        const int32_t chunk = b->n - done < c->n_batch ? b->n - done : c->n_batch;
+        for (int32_t t = 0; t < chunk; t++) {
+            c->tok_pos[t] = b->pos[done + t];
+            c->tok_seq[t] = b->seq ? b->seq[done + t] : 0;
+            c->tok_want[t] = b->logits && b->logits[done + t];
+        }
+        if (forward_chunk(c, b->tokens + done, chunk, &row, e)) return -1;
         done += chunk;
     }
     return 0;
@@ -205,21 +209,17 @@ int hearth_eval(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, bo
     if (pos < 0 || (int64_t)pos + n > c->n_ctx)
         return hr_errf(e, "%d tokens at position %d do not fit in the context of %d tokens", n, pos, c->n_ctx);
     for (int32_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->m->hp.n_vocab)
-            return hr_errf(e, "token id %d at index %d is outside the vocabulary [0, %d)", tokens[i], i, c->m->hp.n_vocab);
+        if (check_token(c, tokens[i], i, e)) return -1;
     if (ensure_logits(c, all_logits ? n : 1, e)) return -1;
     c->n_logits = all_logits ? n : 1;
     int64_t row = 0;
     for (int32_t done = 0; done < n;) {
-        int32_t chunk = n - done < c->n_batch ? n - done : c->n_batch;
+        const int32_t chunk = n - done < c->n_batch ? n - done : c->n_batch;
         for (int32_t t = 0; t < chunk; t++) {
             c->tok_pos[t] = pos + done + t, c->tok_seq[t] = 0;
             c->tok_want[t] = all_logits || done + t == n - 1;
         }
-        hr_fwd f = {.tokens = tokens + done, .pos = c->tok_pos, .seq = c->tok_seq, .n = chunk,
-                    .want = c->tok_want, .logits = c->logits + row * c->m->hp.n_vocab};
-        for (int32_t t = 0; t < chunk; t++) row += c->tok_want[t];
-        if (hr_forward(c, &f, e)) return -1;
+        if (forward_chunk(c, tokens + done, chunk, &row, e)) return -1;
         done += chunk;
     }
     return 0;
