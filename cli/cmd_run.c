@@ -97,7 +97,7 @@ static void verbose_info(const hearth_model *m, const hearth_ctx *c, const hr_ru
             in->arch, in->ffn_act, in->n_layer, in->n_embd, in->n_ff, in->n_head, in->n_head_kv, in->n_vocab,
             hr_type_name(in->weight_type));
     fprintf(stderr, "memory: file %.1f MiB mapped (used in place, not copied); resident beyond the file: "
-                    "KV cache %.2f MiB (%s/%s), buffers %.2f MiB\n",
+                    "host KV cache %.2f MiB (%s/%s), buffers %.2f MiB\n",
             in->file_bytes / 1048576.0, hearth_ctx_kv_bytes(c) / 1048576.0, o->cp.kv_k == HEARTH_KV_F32 ? "f32" : "f16",
             o->cp.kv_v == HEARTH_KV_F32 ? "f32" : "f16", hearth_ctx_scratch_bytes(c) / 1048576.0);
     fprintf(stderr, "context: %d tokens; decode reads %.1f MiB of weights per token (dense); FFN mode %s",

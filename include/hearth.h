@@ -113,7 +113,9 @@ bool hearth_token_is_eog(const hearth_model *m, int32_t id);
 hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *e);
 void hearth_ctx_free(hearth_ctx *c);
 int32_t hearth_ctx_n_ctx(const hearth_ctx *c);
-/* Bytes the context holds beyond the mapped file: KV cache and scratch buffers. */
+/* Host memory the context holds beyond the mapped file: the KV cache of the layers whose
+ * attention runs on the host (a device layer's is in hearth_gpu_status.used_kv), and
+ * scratch buffers. */
 uint64_t hearth_ctx_kv_bytes(const hearth_ctx *c);
 uint64_t hearth_ctx_scratch_bytes(const hearth_ctx *c);
 

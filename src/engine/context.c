@@ -77,12 +77,25 @@ int hr_ctx_shape_resolve(const hearth_model *m, const hearth_ctx_params *d, hr_c
     return resolve_ffn_mode(m, d->ffn_mode, &s->ffn_mode, e);
 }
 
+/* Host cache layers: every layer whose attention the device does not run (the device
+ * keeps those layers' caches itself), so the hybrid plan must be known by now. */
+static int map_kv_layers(hearth_ctx *c, hr_err *e) {
+    const int32_t nl = c->m->hp.n_layer;
+    c->kv_layer = malloc(sizeof(int32_t) * (size_t)(nl ? nl : 1));
+    if (!c->kv_layer) return hr_errf(e, "out of memory");
+    c->n_kv_layer = 0;
+    for (int il = 0; il < nl; il++) c->kv_layer[il] = hr_hybrid_has_attn(c, il) ? -1 : c->n_kv_layer++;
+    return 0;
+}
+
 static int alloc_kv(hearth_ctx *c, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
-    size_t cells = (size_t)c->n_seq * (size_t)hp->n_layer * (size_t)c->n_ctx * (size_t)hp->n_head_kv * (size_t)hp->head_dim;
+    if (map_kv_layers(c, e)) return -1;
+    size_t cells = (size_t)c->n_seq * (size_t)c->n_kv_layer * (size_t)c->n_ctx * (size_t)hp->n_head_kv * (size_t)hp->head_dim;
     c->k_elem = c->kv_k == HEARTH_KV_F32 ? 4 : 2;
     c->v_elem = c->kv_v == HEARTH_KV_F32 ? 4 : 2;
     c->kv_bytes = cells * (c->k_elem + c->v_elem);
+    if (!cells) return 0; /* every layer's cache is on the device */
     c->k_cache = calloc(cells, c->k_elem);
     c->v_cache = calloc(cells, c->v_elem);
     if (!c->k_cache || !c->v_cache) return hr_errf(e, "out of memory allocating a %llu-byte KV cache", (unsigned long long)c->kv_bytes);
@@ -105,9 +118,9 @@ hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *
     if (nt < 1) nt = 1;
     c->ffn_stats_on = d.ffn_stats;
     c->ffn_observer = d.ffn_observer, c->ffn_observer_ud = d.ffn_observer_ud; /* calibration hook */
-    if (hr_cpu_init(&c->cpu, nt, e) || alloc_kv(c, e) || alloc_scratch(c, e) ||
-        alloc_ffn(c, e) || hr_sparse_reserve(&c->sparse_ws, &c->cpu, c->n_batch, m->hp.n_embd, e) ||
-        hr_hybrid_init(c, &d, e)) {
+    /* the device first: the host KV cache leaves out the layers whose attention it runs */
+    if (hr_cpu_init(&c->cpu, nt, e) || hr_hybrid_init(c, &d, e) || alloc_kv(c, e) || alloc_scratch(c, e) ||
+        alloc_ffn(c, e) || hr_sparse_reserve(&c->sparse_ws, &c->cpu, c->n_batch, m->hp.n_embd, e)) {
         hearth_ctx_free(c);
         return NULL;
     }
@@ -119,7 +132,7 @@ void hearth_ctx_free(hearth_ctx *c) {
     hr_hybrid_free(c->hy);
     hr_cpu_free(&c->cpu);
     hr_sparse_ws_free(&c->sparse_ws);
-    free(c->k_cache), free(c->v_cache);
+    free(c->k_cache), free(c->v_cache), free(c->kv_layer);
     free(c->x), free(c->xn), free(c->xb), free(c->tmp), free(c->q), free(c->att), free(c->k), free(c->v);
     free(c->g), free(c->u), free(c->h), free(c->scores), free(c->qprep), free(c->logits);
     free(c->tok_pos), free(c->tok_seq), free(c->tok_want);

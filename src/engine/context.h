@@ -11,7 +11,10 @@ struct hearth_ctx {
     hearth_kv_type kv_k, kv_v;
     hr_cpu cpu;
     hr_sparse_ws sparse_ws; /* partial sums of the sparse down projection */
-    uint8_t *k_cache, *v_cache; /* [n_seq][n_layer][n_ctx][n_head_kv * head_dim] of F16 or F32 */
+    uint8_t *k_cache, *v_cache; /* [n_seq][n_kv_layer][n_ctx][n_head_kv * head_dim] of F16 or F32 */
+    int32_t *kv_layer;          /* [n_layer]: the layer's index in the host caches; -1 when its
+                                   attention, and so its cache, is on the device (hybrid.h) */
+    int32_t n_kv_layer;         /* layers the host caches hold */
     size_t k_elem, v_elem;      /* bytes per cache element */
     /* scratch, sized for n_batch tokens */
     float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *h;
@@ -58,11 +61,13 @@ typedef struct hr_ctx_shape {
     hearth_ffn_mode ffn_mode; /* never AUTO */
 } hr_ctx_shape;
 int hr_ctx_shape_resolve(const hearth_model *m, const hearth_ctx_params *p, hr_ctx_shape *s, hr_err *e);
-/* Attention for the n tokens of f in layer il, reading q/k/v scratch, writing c->att. */
+/* Attention for the n tokens of f in layer il, reading q/k/v scratch, writing c->att; only
+ * for layers with a host cache (forward.c gives the others to the device). */
 void hr_attention(hearth_ctx *c, int il, const hr_fwd *f);
-/* Element index of the first entry of cache cell (seq, layer, pos). */
+/* Element index of the first entry of host cache cell (seq, layer, pos); only for layers
+ * whose attention runs on the host (c->kv_layer[il] >= 0): the device keeps the others. */
 static inline size_t hr_kv_cell(const hearth_ctx *c, int32_t seq, int il, int32_t pos) {
-    return (((size_t)seq * (size_t)c->m->hp.n_layer + (size_t)il) * (size_t)c->n_ctx + (size_t)pos) *
+    return (((size_t)seq * (size_t)c->n_kv_layer + (size_t)c->kv_layer[il]) * (size_t)c->n_ctx + (size_t)pos) *
            (size_t)c->m->hp.n_head_kv * (size_t)c->m->hp.head_dim;
 }
 #endif

@@ -34,6 +34,7 @@ void hr_hybrid_free(hr_hybrid *h);
 static inline const hr_gpu_layer *hr_hybrid_layer(const hearth_ctx *c, int il) {
     return c->hy && c->hy->dev ? &c->hy->plan.layers[il] : NULL;
 }
+/* Attention, and so layer il's KV cache, on the device: the host cache leaves the layer out. */
 static inline bool hr_hybrid_has_attn(const hearth_ctx *c, int il) {
     const hr_gpu_layer *g = hr_hybrid_layer(c, il);
     return g && g->attn;

@@ -12,7 +12,8 @@ S="--n-embd 64 --n-head 4 --n-ff 128 --n-vocab 400"
 while IFS='|' read -r name flags act; do
     expect 0 "wrote" -- "$H" synth -o "$T/$name.gguf" $S $flags
     expect 0 "hearth.ffn_activation = \"$act\"" -- "$H" inspect "$T/$name.gguf"
-    expect 0 "prompt: " -- "$H" run -m "$T/$name.gguf" -p "hello world" -n 4 --temp 0
+    # the CPU forward of each layout (auto would take a GPU; the device path: hybrid.sh)
+    expect 0 "prompt: " -- "$H" run -m "$T/$name.gguf" -p "hello world" -n 4 --temp 0 --gpu off
 done <<EOF2
 bamboo|--arch bamboo|drelu
 falcon7|--arch falcon --n-head-kv 1|gelu

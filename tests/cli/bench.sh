@@ -9,6 +9,9 @@ set -u
 H="$1"
 . "$(dirname "$0")/expect.sh"
 
+# The report models the CPU path's memory traffic: every bench that is measured runs with
+# --gpu off (auto would take a GPU where there is one).
+C="--gpu off"
 M="$T/m.gguf"
 "$H" synth -q -o "$M" --n-embd 64 --n-layer 2 --n-head 4 --n-ff 128 --n-vocab 400 --seed 3 >/dev/null 2>&1 ||
     { echo "FAIL: synth"; exit 1; }
@@ -22,9 +25,9 @@ expect 2 "not an integer" -- "$H" bench -m "$M" -r x
 expect 2 "needs a value" -- "$H" bench -m "$M" -p
 expect 2 "smaller than prompt" -- "$H" bench -m "$M" -p 16 -n 8 -c 20
 expect 1 "/nonexistent.gguf" -- "$H" bench -m /nonexistent.gguf
-expect 0 "decode bandwidth" -- "$H" bench -m "$M" -t 1 -p 8 -n 4 -r 1
+expect 0 "decode bandwidth" -- "$H" bench -m "$M" -t 1 -p 8 -n 4 -r 1 $C
 
-if ! "$H" bench -m "$M" -t 2 -p 16 -n 8 -r 3 --json >"$T/j" 2>"$T/err"; then
+if ! "$H" bench -m "$M" -t 2 -p 16 -n 8 -r 3 --json $C >"$T/j" 2>"$T/err"; then
     echo "FAIL: bench --json"; cat "$T/err"; exit 1
 fi
 [ "$(wc -l <"$T/j")" -eq 1 ] || { echo "FAIL: --json printed more than one line"; fails=$((fails + 1)); }
@@ -55,8 +58,8 @@ expect 2 "needs a value" -- "$H" bench -m "$M" --ffn
 P="$T/p.gguf"
 "$H" synth -q -o "$P" --powerinfer --act reglu --pred-rank 32 --n-embd 64 --n-layer 2 --n-head 4 --n-ff 128 \
     --n-vocab 400 --seed 3 >/dev/null 2>&1 || { echo "FAIL: synth --powerinfer"; exit 1; }
-expect 0 "of neurons computed while decoding" -- "$H" bench -m "$P" -t 1 -p 8 -n 4 -r 1 --ffn predicted
-expect 0 "recall" -- "$H" bench -m "$P" -t 1 -p 8 -n 4 -r 1 --stats
+expect 0 "of neurons computed while decoding" -- "$H" bench -m "$P" -t 1 -p 8 -n 4 -r 1 --ffn predicted $C
+expect 0 "recall" -- "$H" bench -m "$P" -t 1 -p 8 -n 4 -r 1 --stats $C
 
 # sparse_check LABEL WANT_MODE WANT_FRACTION(lo:hi) bench-flags...: one --json run, then the byte sums.
 # f32 sizes of this shape: FFN 2 layers x 3 x 64x128 x 4 B, predictor 2 x (64x32 + 32x128) x 4 B.
@@ -64,7 +67,7 @@ FFN_B=$((2 * 3 * 64 * 128 * 4)) PRED_B=$((2 * (64 * 32 + 32 * 128) * 4))
 sparse_check() {
     label=$1 mode=$2 frac=$3
     shift 3
-    if ! "$H" bench -m "$P" -t 1 -p 8 -n 6 -r 2 --json "$@" >"$T/j" 2>"$T/err"; then
+    if ! "$H" bench -m "$P" -t 1 -p 8 -n 6 -r 2 --json $C "$@" >"$T/j" 2>"$T/err"; then
         echo "FAIL: $label: bench failed"; cat "$T/err"; fails=$((fails + 1)); return
     fi
     grep -q "\"ffn_mode\":\"$mode\"" "$T/j" || { echo "FAIL: $label: mode not $mode: $(cat "$T/j")"; fails=$((fails + 1)); }

@@ -33,22 +33,25 @@ expect 1 "cannot read prompt file" -- "$H" run -m "$M" -f "$T/none.txt"
 expect 1 "--ffn-act 'bogus' is unknown" -- "$H" run -m "$M" -p hi --ffn-act bogus
 expect 2 "--ffn-act needs a value" -- "$H" run -m "$M" -p hi --ffn-act
 
-# End to end: greedy output is reproducible; stats go to stderr.
-expect 0 "decode: " -- "$H" run -m "$M" -p "The cat sat" -n 16 --temp 0 -t 2
-"$H" run -m "$M" -p "The cat sat" -n 16 --temp 0 -t 2 2>/dev/null >"$T/a"
-"$H" run -m "$M" -p "The cat sat" -n 16 --temp 0 -t 1 2>/dev/null >"$T/b"
+# End to end on the CPU (--gpu off: auto would take a GPU where there is one, and the
+# thread-count invariance below is the CPU path's): greedy output is reproducible; stats
+# go to stderr.
+C="--gpu off"
+expect 0 "decode: " -- "$H" run -m "$M" -p "The cat sat" -n 16 --temp 0 -t 2 $C
+"$H" run -m "$M" -p "The cat sat" -n 16 --temp 0 -t 2 $C 2>/dev/null >"$T/a"
+"$H" run -m "$M" -p "The cat sat" -n 16 --temp 0 -t 1 $C 2>/dev/null >"$T/b"
 cmp -s "$T/a" "$T/b" || { echo "FAIL: greedy output differs between runs/thread counts"; fails=$((fails + 1)); }
-"$H" run -m "$M" -p "The cat sat" -n 24 --temp 1 --seed 5 2>/dev/null >"$T/s1"
-"$H" run -m "$M" -p "The cat sat" -n 24 --temp 1 --seed 5 2>/dev/null >"$T/s2"
+"$H" run -m "$M" -p "The cat sat" -n 24 --temp 1 --seed 5 $C 2>/dev/null >"$T/s1"
+"$H" run -m "$M" -p "The cat sat" -n 24 --temp 1 --seed 5 $C 2>/dev/null >"$T/s2"
 cmp -s "$T/s1" "$T/s2" || { echo "FAIL: same seed gave different text"; fails=$((fails + 1)); }
-expect 0 "KV cache" -- "$H" run -m "$M" -p "hi" -n 2 --verbose
-"$H" run -m "$M" -p "The cat" -n 5 --temp 0 --ignore-eos --dump "$T/d.json" >/dev/null 2>&1
+expect 0 "KV cache" -- "$H" run -m "$M" -p "hi" -n 2 --verbose $C
+"$H" run -m "$M" -p "The cat" -n 5 --temp 0 --ignore-eos --dump "$T/d.json" $C >/dev/null 2>&1
 n=$(grep -o '"token":' "$T/d.json" | wc -l)
 [ "$n" = 5 ] || { echo "FAIL: --dump wrote $n steps, want 5"; fails=$((fails + 1)); }
 
 # perplexity
 for i in $(seq 1 60); do echo "The quick brown fox jumps over the lazy dog number $i."; done >"$T/text.txt"
-expect 0 "Final estimate: PPL" -- "$H" perplexity -m "$M" -f "$T/text.txt" -c 64
+expect 0 "Final estimate: PPL" -- "$H" perplexity -m "$M" -f "$T/text.txt" -c 64 $C
 expect 1 "need at least" -- "$H" perplexity -m "$M" -f "$T/text.txt" -c 4096
 expect 2 "a text file is required" -- "$H" perplexity -m "$M"
 

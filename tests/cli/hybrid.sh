@@ -65,14 +65,19 @@ done
 expect 1 "too small" -- "$H" run -m "$P" $R --gpu standin --vram-budget 0.0001
 expect 1 "whole layers" -- "$H" run -m "$P" $R --gpu standin --vram-budget 0.0007 -ngl 2
 
-# -ngl on a dense file
-"$H" run -m "$D" $R --gpu off --dump "$T/dc.json" >/dev/null 2>&1 || { echo "FAIL: dense cpu run"; fails=$((fails + 1)); }
+# -ngl on a dense file; --verbose's host KV cache holds only the layers left on the CPU
+kv_mib() { sed -n 's/.*KV cache \([0-9.]*\) MiB.*/\1/p' "$1"; }
+"$H" run -m "$D" $R --gpu off --verbose --dump "$T/dc.json" >/dev/null 2>"$T/dc.err" || { echo "FAIL: dense cpu run"; fails=$((fails + 1)); }
 for n in 1 4; do
     "$H" run -m "$D" $R --gpu standin --vram-budget 0.05 -ngl $n --verbose --dump "$T/dn.json" >"$T/out" 2>"$T/err" ||
         { echo "FAIL: -ngl $n"; cat "$T/err"; fails=$((fails + 1)); }
     [ "$(toks "$T/dc.json")" = "$(toks "$T/dn.json")" ] || { echo "FAIL: -ngl $n tokens differ"; fails=$((fails + 1)); }
     grep -q "$( [ $n = 1 ] && echo "1 whole layers" || echo "3 whole layers, output on the device")" "$T/err" ||
         { echo "FAIL: -ngl $n: plan"; grep "gpu:" "$T/err"; fails=$((fails + 1)); }
+    host=$([ $n = 1 ] && echo 2 || echo 0) # of 3 layers
+    awk -v c="$(kv_mib "$T/dc.err")" -v g="$(kv_mib "$T/err")" -v h=$host \
+        'BEGIN { d = g - c * h / 3; exit !(c > 0 && g != "" && d < 0.006 && d > -0.006) }' ||
+        { echo "FAIL: -ngl $n: host KV cache $(kv_mib "$T/err") MiB, CPU $(kv_mib "$T/dc.err") MiB, want $host/3 of it"; fails=$((fails + 1)); }
 done
 
 # bench --json with the stand-in: one line, GPU fields

@@ -6,6 +6,7 @@
 #   calibrate) in predicted mode stays within 0.5% of dense: measured +0.008% (22.5747 vs
 #   22.5730); the bound leaves margin for other thread counts and kernels, while a broken
 #   predictor or sparse path moves perplexity by far more (skipping all FFNs: > 100x).
+# All on the CPU (--gpu off): these are the CPU path's numbers, and auto would take a GPU.
 # usage: model.sh HEARTH_BINARY SOURCE_DIR
 set -u
 HEARTH=$1
@@ -13,7 +14,7 @@ SRC=$2
 REF=22.573032
 fail=0
 ppl_of() {
-    out=$("$HEARTH" perplexity -m "$1" -f "$SRC/models/heldout.txt" -c 256 --chunks 16 --ffn "$2" -t 2 2>&1) ||
+    out=$("$HEARTH" perplexity -m "$1" -f "$SRC/models/heldout.txt" -c 256 --chunks 16 --ffn "$2" -t 2 --gpu off 2>&1) ||
         { echo "FAIL: $1 --ffn $2: $out" >&2; return 1; }
     printf '%s\n' "$out" | awk '/Final estimate/ { print $5 }'
 }

@@ -340,7 +340,7 @@ function hearthCase(o, c) {
     const dump = path.join(o.work, `${c.name}.hearth.json`);
     synth(hearth, model, c);
     const hr = run(hearth, ["run", "-m", model, "-p", PROMPT, "-n", String(N_GEN), "--temp", "0",
-        "--ignore-eos", "-t", "2", "-c", "256", "-ctk", "f32", "-ctv", "f32", "--dump", dump]);
+        "--ignore-eos", "-t", "2", "-c", "256", "-ctk", "f32", "-ctv", "f32", "--gpu", "off", "--dump", dump]);
     if (hr.status !== 0) throw new Error(describeFailure("hearth run", hr));
     const h = normalizeDump(JSON.parse(fs.readFileSync(dump, "utf8")));
     if (!Array.isArray(h.prompt_tokens) || h.prompt_tokens.length === 0)
@@ -350,7 +350,7 @@ function hearthCase(o, c) {
         const text = path.join(o.work, "ppl.txt");
         if (!fs.existsSync(text)) fs.writeFileSync(text, pplText());
         const pr = run(hearth, ["perplexity", "-m", model, "-f", text, "-c", String(PPL_CTX),
-            "--chunks", String(PPL_CHUNKS), "-t", "2", "-ctk", "f32", "-ctv", "f32"]);
+            "--chunks", String(PPL_CHUNKS), "-t", "2", "-ctk", "f32", "-ctv", "f32", "--gpu", "off"]);
         const m = (pr.stdout + pr.stderr).match(/PPL\s*=\s*([0-9.eE+-]+)/);
         ppl = pr.status === 0 && m ? {value: Number(m[1]), text}
             : {error: describeFailure("hearth perplexity", pr) + (m ? "" : " (no 'PPL = ' line)")};

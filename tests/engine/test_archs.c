@@ -67,6 +67,7 @@ static bool synth(const hr_synth_params *p, const char *path) {
 static hearth_ctx *make_ctx(hearth_model *m, hearth_ffn_mode mode, int threads, int batch, int n_ctx) {
     hearth_ctx_params cp = hearth_ctx_default_params();
     cp.n_ctx = n_ctx, cp.n_threads = threads, cp.n_batch = batch, cp.kv_k = cp.kv_v = HEARTH_KV_F32, cp.ffn_mode = mode;
+    cp.gpu = HEARTH_GPU_OFF; /* the CPU path's results (the default, auto, would take a GPU) */
     hr_err e;
     hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
     CHECKF(c != NULL, "ctx: %s", e.msg);
@@ -254,7 +255,7 @@ static void check_gelu_exact_rejected(void) {
     hearth_model *m = hearth_model_load(path, NULL, &e);
     CHECKF(m != NULL, "%s", e.msg);
     hearth_ctx_params cp = hearth_ctx_default_params();
-    cp.n_ctx = 16, cp.ffn_mode = HEARTH_FFN_EXACT;
+    cp.n_ctx = 16, cp.ffn_mode = HEARTH_FFN_EXACT, cp.gpu = HEARTH_GPU_OFF;
     hearth_ctx *c = m ? hearth_ctx_new(m, &cp, &e) : NULL;
     CHECKF(m && !c && strstr(e.msg, "gelu"), "exact mode on a GELU model: %s", c ? "accepted" : e.msg);
     hearth_ctx_free(c);

@@ -27,6 +27,7 @@ static void make_script(script *s, int32_t n_vocab, uint64_t seed) {
 static hearth_ctx *new_ctx(hearth_model *m, int n_seq, hearth_ffn_mode mode, hearth_kv_type kv) {
     hearth_ctx_params p = hearth_ctx_default_params();
     p.n_ctx = 32, p.n_threads = 2, p.n_batch = 16, p.n_seq = n_seq, p.ffn_mode = mode, p.kv_k = p.kv_v = kv;
+    p.gpu = HEARTH_GPU_OFF; /* bit-identity of the CPU path (the default, auto, would take a GPU) */
     hr_err e;
     hearth_ctx *c = hearth_ctx_new(m, &p, &e);
     if (!c) fprintf(stderr, "ctx: %s\n", e.msg);
@@ -179,7 +180,7 @@ static void bad_batches(void) {
     expect_err(c, (hearth_batch){2, t, pos, badseq, NULL}, "sequence 2 at index 1 is outside [0, 2)");
     expect_err(c, (hearth_batch){2, NULL, pos, seq, NULL}, "without tokens");
     hearth_ctx_params cp = hearth_ctx_default_params();
-    cp.n_seq = -1;
+    cp.n_seq = -1, cp.gpu = HEARTH_GPU_OFF;
     CHECK(hearth_ctx_new(m, &cp, &e) == NULL && strstr(e.msg, "sequences -1"));
     hearth_ctx_free(c);
     hearth_model_free(m);

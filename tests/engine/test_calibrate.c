@@ -45,7 +45,7 @@ static const float *tensor_f32(const gguf_file *f, const char *fmt, int il) {
 static void exact_totals(hearth_model *m, const int32_t *toks, int n, uint64_t *fired) {
     hearth_ctx_params cp = hearth_ctx_default_params();
     cp.n_ctx = CTX, cp.n_batch = CTX, cp.n_threads = 2, cp.ffn_mode = HEARTH_FFN_EXACT, cp.ffn_stats = true;
-    cp.kv_k = cp.kv_v = HEARTH_KV_F32;
+    cp.kv_k = cp.kv_v = HEARTH_KV_F32, cp.gpu = HEARTH_GPU_OFF; /* the CPU's counters, as calibration's */
     hr_err e;
     hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
     CHECKF(c != NULL, "%s", e.msg);
@@ -195,6 +195,7 @@ static void check_file(const char *in, const char *out, const hr_predictor *pred
 static void run(hearth_model *m, hearth_ffn_mode mode, const int32_t *toks, int n, float *out, hearth_ffn_stats *st) {
     hearth_ctx_params cp = hearth_ctx_default_params();
     cp.n_ctx = 64, cp.n_threads = 2, cp.ffn_mode = mode, cp.ffn_stats = true, cp.kv_k = cp.kv_v = HEARTH_KV_F32;
+    cp.gpu = HEARTH_GPU_OFF; /* the CPU path (the default, auto, would take a GPU) */
     hr_err e;
     hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
     CHECKF(c != NULL, "%s", e.msg);

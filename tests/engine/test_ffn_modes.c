@@ -38,7 +38,7 @@ static hearth_model *load(const char *path, bool thr_set, float thr) {
 static int run(hearth_model *m, hearth_ffn_mode mode, int batch, float *out, hearth_ffn_stats *stats0) {
     hearth_ctx_params cp = hearth_ctx_default_params();
     cp.n_ctx = 32, cp.n_threads = 2, cp.n_batch = batch, cp.ffn_mode = mode, cp.kv_k = cp.kv_v = HEARTH_KV_F32;
-    cp.ffn_stats = stats0 != NULL;
+    cp.ffn_stats = stats0 != NULL, cp.gpu = HEARTH_GPU_OFF; /* the CPU's FFN modes (auto would take a GPU) */
     hr_err e;
     hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
     if (!c) return fprintf(stderr, "ctx: %s\n", e.msg), -1;
@@ -187,7 +187,7 @@ static void check_mode_errors(void) {
     hearth_model *m = load(dense, false, 0), *p = load(pw, false, 0);
     hr_err e = {{0}};
     hearth_ctx_params cp = hearth_ctx_default_params();
-    cp.n_ctx = 16, cp.ffn_mode = HEARTH_FFN_PREDICTED;
+    cp.n_ctx = 16, cp.ffn_mode = HEARTH_FFN_PREDICTED, cp.gpu = HEARTH_GPU_OFF;
     CHECK(hearth_ctx_new(m, &cp, &e) == NULL && strstr(e.msg, "predictors"));
     cp.ffn_mode = HEARTH_FFN_EXACT;
     CHECK(hearth_ctx_new(m, &cp, &e) == NULL && strstr(e.msg, "ReLU-family"));

@@ -60,6 +60,7 @@ static void synth(const fcase *fc, const char *path) {
 static hearth_ctx *make_ctx(hearth_model *m, hearth_kv_type kv, int threads, int batch) {
     hearth_ctx_params cp = hearth_ctx_default_params();
     cp.n_ctx = 64, cp.n_threads = threads, cp.n_batch = batch, cp.kv_k = cp.kv_v = kv;
+    cp.gpu = HEARTH_GPU_OFF; /* the CPU path against the reference (the default, auto, would take a GPU) */
     hr_err e;
     hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
     if (!c) fprintf(stderr, "ctx: %s\n", e.msg);

@@ -4,7 +4,9 @@
  * PowerInfer files, the bundled bible-drelu model, two sequences in one batch, and layer
  * offload (-ngl) of a dense and of a PowerInfer file. Budgets: too small (an error with the
  * numbers), and a sweep in which every context fits the stand-in's capacity (its reserve
- * would fail otherwise). */
+ * would fail otherwise). Throughout, the host KV cache holds only the layers whose attention
+ * stays on the CPU (hearth_ctx_kv_bytes: the CPU path's less their share), and a sequence
+ * rewritten from a middle position reads the right cells on both sides. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +50,9 @@ static int32_t argmax(const float *x, int n) {
     return b;
 }
 
-/* Logits of the prompt (all rows) and of ND greedy decodes into out [(NP + ND)][n_vocab]. */
-static int run(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out, hearth_gpu_status *st) {
+/* Logits of the prompt (all rows) and of ND greedy decodes into out [(NP + ND)][n_vocab];
+ * the GPU status and the host KV cache's bytes when asked for. */
+static int run(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out, hearth_gpu_status *st, uint64_t *kv) {
     hr_err e = {{0}};
     hearth_ctx *c = ctx(m, s, mode, &e);
     if (!c) return fprintf(stderr, "ctx: %s\n", e.msg), -1;
@@ -63,6 +66,7 @@ static int run(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out
     }
     if (rc) fprintf(stderr, "eval: %s\n", e.msg);
     if (st) hearth_ctx_gpu_status(c, st);
+    if (kv) *kv = hearth_ctx_kv_bytes(c);
     hearth_ctx_free(c);
     return rc;
 }
@@ -96,16 +100,26 @@ static double budget_for(hearth_model *m, hearth_ffn_mode mode, double share) {
     return (double)(dense + HR_STANDIN_OVERHEAD + (share > 0 ? slack + (uint64_t)(share * (double)ffn) : 0) + 64) / GIB;
 }
 
+/* The host KV cache holds exactly the layers whose attention stayed on the CPU: the CPU
+ * path's bytes less the offloaded layers' share. */
+static void check_kv(const hearth_model *m, uint64_t kv_cpu, uint64_t kv, int32_t layers_attn, const char *what) {
+    const uint64_t nl = (uint64_t)m->hp.n_layer, want = kv_cpu / nl * (nl - (uint64_t)layers_attn);
+    CHECKF(kv_cpu > 0 && kv_cpu % nl == 0 && kv == want,
+           "%s: host KV cache of %llu bytes, want %llu (CPU %llu, %d of %llu layers' attention on the device)", what,
+           (unsigned long long)kv, (unsigned long long)want, (unsigned long long)kv_cpu, layers_attn, (unsigned long long)nl);
+}
+
 static void check_shares(hearth_model *m, hearth_ffn_mode mode, const char *idx_path, double tol, const char *what) {
     const int nv = m->hp.n_vocab;
     float *ref = malloc(sizeof(float) * (NP + ND) * (size_t)nv), *got = malloc(sizeof(float) * (NP + ND) * (size_t)nv);
     setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false};
-    CHECK(!run(m, &cpu, mode, ref, NULL));
+    uint64_t kv_cpu = 0, kv = 0;
+    CHECK(!run(m, &cpu, mode, ref, NULL, &kv_cpu));
     const double shares[] = {0.0, 0.25, 1.0};
     for (int k = 0; k < 3; k++) {
         setup sd = {HEARTH_GPU_STANDIN, budget_for(m, mode, shares[k]), 0, idx_path, 1, false};
         hearth_gpu_status st;
-        if (run(m, &sd, mode, got, &st)) {
+        if (run(m, &sd, mode, got, &st, &kv)) {
             CHECKF(0, "%s share %.2f: run failed", what, shares[k]);
             continue;
         }
@@ -118,6 +132,7 @@ static void check_shares(hearth_model *m, hearth_ffn_mode mode, const char *idx_
         CHECKF(d <= tol && agree == NP + ND, "%s share %.2f: logits differ by %g (tolerance %g), greedy %d/%d", what,
                shares[k], d, tol, agree, NP + ND);
         CHECK(st.active && st.layers_attn == m->hp.n_layer && st.output_on_device);
+        check_kv(m, kv_cpu, kv, st.layers_attn, what);
         CHECKF(fabs(st.ffn_share - shares[k]) < 0.03, "%s: placed %.3f of the FFN, wanted %.2f", what, st.ffn_share, shares[k]);
         if (k) CHECK(st.act_total > 0 && st.ffn_splits > 0);
         if (k == 0) CHECK(st.act_device == 0 && st.hot_neurons == 0); /* and no split: nothing hot */
@@ -219,7 +234,8 @@ static void test_bible(void) {
 }
 
 /* Two sequences in one batch: each token's logits equal the CPU path's, and (as on the CPU)
- * do not depend on what else is in the batch. */
+ * do not depend on what else is in the batch; also with one layer's attention on the device
+ * and the other's on the host, whose cache then holds that one layer per sequence. */
 static void test_two_sequences(void) {
     char path[256];
     hearth_model *m = synth(hr_test_tmp(path, sizeof path, "seq.gguf"), HR_F32, HR_SYNTH_REGLU, true, 2);
@@ -229,19 +245,29 @@ static void test_two_sequences(void) {
     bool want[8];
     for (int i = 0; i < n; i++) toks[i] = (i * 37 + 5) % nv, seq[i] = i % 2, pos[i] = i / 2, want[i] = true;
     hearth_batch b = {n, toks, pos, seq, want};
-    float *l[2] = {malloc(sizeof(float) * (size_t)(n * nv)), malloc(sizeof(float) * (size_t)(n * nv))};
-    setup s[2] = {{HEARTH_GPU_OFF, 0, 0, NULL, 2, false},
-                  {HEARTH_GPU_STANDIN, budget_for(m, HEARTH_FFN_PREDICTED, 0.25), 0, NULL, 2, false}};
-    for (int k = 0; k < 2; k++) {
+    float *l[3];
+    setup s[3] = {{HEARTH_GPU_OFF, 0, 0, NULL, 2, false},
+                  {HEARTH_GPU_STANDIN, budget_for(m, HEARTH_FFN_PREDICTED, 0.25), 0, NULL, 2, false},
+                  {HEARTH_GPU_STANDIN, 0.05, 1, NULL, 2, false}};
+    uint64_t kv[3] = {0};
+    int32_t layers_attn[3] = {0};
+    for (int k = 0; k < 3; k++) {
         hr_err e = {{0}};
+        hearth_gpu_status st = {0};
+        l[k] = malloc(sizeof(float) * (size_t)(n * nv));
         hearth_ctx *c = ctx(m, &s[k], HEARTH_FFN_PREDICTED, &e);
         CHECKF(c && !hearth_eval_batch(c, &b, &e), "%s", e.msg);
         for (int i = 0; c && i < n; i++) memcpy(l[k] + i * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
+        if (c) kv[k] = hearth_ctx_kv_bytes(c), hearth_ctx_gpu_status(c, &st), layers_attn[k] = st.layers_attn;
         hearth_ctx_free(c);
     }
-    double d = 0;
-    for (int i = 0; i < n * nv; i++) d = fmax(d, fabs((double)l[0][i] - l[1][i]));
-    CHECKF(d <= 1e-4, "two sequences: standin differs from the CPU by %g", d);
+    for (int k = 1; k < 3; k++) {
+        double d = 0;
+        for (int i = 0; i < n * nv; i++) d = fmax(d, fabs((double)l[0][i] - l[k][i]));
+        CHECKF(d <= 1e-4, "two sequences, attention of %d layers on the standin: differs from the CPU by %g", layers_attn[k], d);
+        check_kv(m, kv[0], kv[k], layers_attn[k], "two sequences");
+    }
+    CHECK(layers_attn[1] == 2 && layers_attn[2] == 1);
     /* sequence 0 alone through the hybrid path: bit-identical to its rows of the shared batch */
     int32_t t0[4], p0[4];
     for (int i = 0; i < 4; i++) t0[i] = toks[2 * i], p0[i] = i;
@@ -253,7 +279,40 @@ static void test_two_sequences(void) {
     for (int i = 0; c && i < 4; i++) same += !memcmp(hearth_logits(c, i), l[1] + 2 * i * nv, sizeof(float) * (size_t)nv);
     CHECKF(same == 4, "hybrid: %d of 4 tokens of a sequence decoded alone equal the shared batch's", same);
     hearth_ctx_free(c);
-    free(l[0]), free(l[1]);
+    free(l[0]), free(l[1]), free(l[2]);
+    hearth_model_free(m);
+    remove(path);
+}
+
+/* Chat's prefix reuse and a server slot's next request re-evaluate a sequence from some
+ * position on, over what the caches held: nothing is cleared or copied, on either side.
+ * With layer 0's cache on the device and layer 1's on the host, a sequence rewritten from
+ * position 4 gives the logits of a fresh context that saw only the new tokens. */
+static void test_rewind(void) {
+    char path[256];
+    hearth_model *m = synth(hr_test_tmp(path, sizeof path, "rew.gguf"), HR_F32, HR_SYNTH_REGLU, true, 2);
+    if (!m) return;
+    const int nv = m->hp.n_vocab, keep = 4;
+    int32_t other[NP];
+    for (int i = 0; i < NP; i++) other[i] = i < keep ? prompt[i] : (prompt[i] * 7 + 3) % nv;
+    setup sd = {HEARTH_GPU_STANDIN, 0.05, 1, NULL, 2, false};
+    hr_err e = {{0}};
+    hearth_ctx *a = ctx(m, &sd, HEARTH_FFN_PREDICTED, &e), *b = a ? ctx(m, &sd, HEARTH_FFN_PREDICTED, &e) : NULL;
+    CHECKF(a && b, "%s", e.msg);
+    hearth_gpu_status st = {0};
+    if (a) hearth_ctx_gpu_status(a, &st);
+    CHECK(st.layers_attn == 1);
+    int32_t pos[NP], seq[NP];
+    bool want[NP];
+    for (int i = 0; i < NP; i++) pos[i] = i, seq[i] = 1, want[i] = true;
+    hearth_batch fill = {NP, prompt, pos, seq, NULL}, head = {keep, other, pos, seq, NULL};
+    hearth_batch tail = {NP - keep, other + keep, pos + keep, seq, want};
+    int same = 0;
+    if (a && b && !hearth_eval_batch(a, &fill, &e) && !hearth_eval_batch(a, &tail, &e) && !hearth_eval_batch(b, &head, &e) &&
+        !hearth_eval_batch(b, &tail, &e))
+        for (int i = 0; i < NP - keep; i++) same += !memcmp(hearth_logits(a, i), hearth_logits(b, i), sizeof(float) * (size_t)nv);
+    CHECKF(same == NP - keep, "rewound sequence: %d of %d tokens as a fresh context's (%s)", same, NP - keep, e.msg);
+    hearth_ctx_free(a), hearth_ctx_free(b);
     hearth_model_free(m);
     remove(path);
 }
@@ -266,15 +325,17 @@ static void test_layer_offload(void) {
     const int nv = m->hp.n_vocab;
     float *ref = malloc(sizeof(float) * (NP + ND) * (size_t)nv), *got = malloc(sizeof(float) * (NP + ND) * (size_t)nv);
     setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false};
-    CHECK(!run(m, &cpu, HEARTH_FFN_DENSE, ref, NULL));
+    uint64_t kv_cpu = 0, kv = 0;
+    CHECK(!run(m, &cpu, HEARTH_FFN_DENSE, ref, NULL, &kv_cpu));
     const int ngl[] = {1, 3, 4, 0};
     for (int k = 0; k < 4; k++) {
         setup sd = {HEARTH_GPU_STANDIN, 0.05, ngl[k], NULL, 1, false};
         hearth_gpu_status st;
         int agree;
-        CHECK(!run(m, &sd, HEARTH_FFN_DENSE, got, &st));
+        CHECK(!run(m, &sd, HEARTH_FFN_DENSE, got, &st, &kv));
         double d = compare(ref, got, nv, &agree);
         const int whole = ngl[k] == 0 || ngl[k] > 3 ? 3 : ngl[k];
+        check_kv(m, kv_cpu, kv, whole, "dense swiglu -ngl");
         printf("dense swiglu -ngl %d: %d whole layers, output %d: max |diff| %.3g, greedy %d/%d\n", ngl[k], st.layers_whole,
                st.output_on_device, d, agree, NP + ND);
         CHECKF(d <= 1e-4 && agree == NP + ND, "-ngl %d: logits differ by %g", ngl[k], d);
@@ -286,7 +347,21 @@ static void test_layer_offload(void) {
     remove(path);
 }
 
-/* Budgets: below the scratch, above the device, a sweep that always fits, no CUDA. */
+/* A context that placed the attention of only some layers: logits as the CPU path's. */
+static void check_partial_attn(hearth_model *m, const setup *s, const float *ref, int32_t layers_attn) {
+    const int nv = m->hp.n_vocab;
+    float *got = malloc(sizeof(float) * (NP + ND) * (size_t)nv);
+    int agree = 0;
+    CHECK(!run(m, s, HEARTH_FFN_PREDICTED, got, NULL, NULL));
+    double d = compare(ref, got, nv, &agree);
+    printf("attention of %d of %d layers on the standin: max |diff| %.3g, greedy %d/%d\n", layers_attn, m->hp.n_layer, d,
+           agree, NP + ND);
+    CHECKF(d <= 1e-4 && agree == NP + ND, "attention of %d layers: logits differ by %g", layers_attn, d);
+    free(got);
+}
+
+/* Budgets: below the scratch, above the device, a sweep that always fits (the host KV
+ * cache shrinking with every layer whose attention the device takes), no CUDA. */
 static void test_budgets(void) {
     char path[256];
     hearth_model *m = synth(hr_test_tmp(path, sizeof path, "bud.gguf"), HR_F32, HR_SYNTH_REGLU, true, 2);
@@ -299,7 +374,11 @@ static void test_budgets(void) {
     CHECK(ctx(m, &ngl, HEARTH_FFN_PREDICTED, &e) == NULL && strstr(e.msg, "whole layers"));
     /* every budget from the scratch upwards makes a context that fits the stand-in */
     const double lo = budget_for(m, HEARTH_FFN_PREDICTED, 0) * 0.3, hi = budget_for(m, HEARTH_FFN_PREDICTED, 1.1);
-    int made = 0;
+    float *ref = malloc(sizeof(float) * (NP + ND) * (size_t)m->hp.n_vocab);
+    setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false};
+    uint64_t kv_cpu = 0;
+    CHECK(!run(m, &cpu, HEARTH_FFN_PREDICTED, ref, NULL, &kv_cpu));
+    int made = 0, partial = 0;
     for (int k = 0; k <= 24; k++) {
         setup s = {HEARTH_GPU_STANDIN, lo + (hi - lo) * k / 24, 0, NULL, 1, false};
         hearth_ctx *c = ctx(m, &s, HEARTH_FFN_PREDICTED, &e);
@@ -310,10 +389,13 @@ static void test_budgets(void) {
         hearth_gpu_status st;
         hearth_ctx_gpu_status(c, &st);
         CHECK(st.active && st.used + HR_STANDIN_OVERHEAD <= (uint64_t)(s.budget_gib * GIB));
+        check_kv(m, kv_cpu, hearth_ctx_kv_bytes(c), st.layers_attn, "budget sweep");
         made++;
         hearth_ctx_free(c);
+        if (st.layers_attn > 0 && st.layers_attn < m->hp.n_layer && !partial++) check_partial_attn(m, &s, ref, st.layers_attn);
     }
-    CHECK(made >= 15);
+    CHECK(made >= 15 && partial > 0);
+    free(ref);
     setup off = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false}, aut = {HEARTH_GPU_AUTO, 0, 0, NULL, 1, false};
     setup cuda = {HEARTH_GPU_CUDA, 0, 0, NULL, 1, false};
     hearth_ctx *c = ctx(m, &off, HEARTH_FFN_PREDICTED, &e);
@@ -340,9 +422,11 @@ static void test_layer_offload_falcon(void) {
     setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false}, sd = {HEARTH_GPU_STANDIN, 0.05, 1, NULL, 1, false};
     hearth_gpu_status st;
     int agree;
-    CHECK(!run(m, &cpu, HEARTH_FFN_DENSE, ref, NULL) && !run(m, &sd, HEARTH_FFN_DENSE, got, &st));
+    uint64_t kv_cpu = 0, kv = 0;
+    CHECK(!run(m, &cpu, HEARTH_FFN_DENSE, ref, NULL, &kv_cpu) && !run(m, &sd, HEARTH_FFN_DENSE, got, &st, &kv));
     double d = compare(ref, got, nv, &agree);
     CHECKF(d <= 1e-4 && agree == NP + ND && st.layers_whole == 1, "falcon -ngl 1: logits differ by %g", d);
+    check_kv(m, kv_cpu, kv, 1, "falcon -ngl 1");
     free(ref), free(got);
     hearth_model_free(m);
     remove(path);
@@ -356,15 +440,17 @@ static void test_layer_offload_pwri(void) {
     const int nv = m->hp.n_vocab;
     float *ref = malloc(sizeof(float) * (NP + ND) * (size_t)nv), *got = malloc(sizeof(float) * (NP + ND) * (size_t)nv);
     setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false};
-    CHECK(!run(m, &cpu, HEARTH_FFN_PREDICTED, ref, NULL));
+    uint64_t kv_cpu = 0, kv = 0;
+    CHECK(!run(m, &cpu, HEARTH_FFN_PREDICTED, ref, NULL, &kv_cpu));
     for (int ngl = 1; ngl <= 3; ngl += 2) {
         setup sd = {HEARTH_GPU_STANDIN, 0.05, ngl, NULL, 1, false};
         hearth_gpu_status st;
         int agree;
-        CHECK(!run(m, &sd, HEARTH_FFN_PREDICTED, got, &st));
+        CHECK(!run(m, &sd, HEARTH_FFN_PREDICTED, got, &st, &kv));
         double d = compare(ref, got, nv, &agree);
         CHECKF(d <= 1e-4 && agree == NP + ND, "pwri -ngl %d: logits differ by %g", ngl, d);
         const int whole = ngl > 2 ? 2 : ngl;
+        check_kv(m, kv_cpu, kv, whole, "pwri -ngl");
         CHECK(st.layers_whole == whole && st.layers_pred == whole && st.hot_neurons == (int64_t)whole * m->hp.n_ff);
         CHECK(st.output_on_device == (ngl > 2) && st.act_device > 0 && (whole == 2) == (st.act_device == st.act_total));
     }
@@ -377,6 +463,7 @@ int main(void) {
     for (int i = 0; i < NP; i++) prompt[i] = (int32_t)((i * 37 + 11) % 300);
     test_synthetic();
     test_two_sequences();
+    test_rewind();
     test_layer_offload();
     test_layer_offload_pwri();
     test_layer_offload_falcon();

@@ -84,7 +84,7 @@ static float *logits(const char *path) {
     CHECKF(m, "load %s: %s", path, e.msg);
     if (!m) return NULL;
     hearth_ctx_params cp = hearth_ctx_default_params();
-    cp.n_ctx = 32, cp.n_threads = 2, cp.ffn_mode = HEARTH_FFN_DENSE;
+    cp.n_ctx = 32, cp.n_threads = 2, cp.ffn_mode = HEARTH_FFN_DENSE, cp.gpu = HEARTH_GPU_OFF; /* CPU kernels per type */
     hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
     const int32_t toks[6] = {1, 17, 42, 99, 7, 250};
     float *out = NULL;

@@ -80,9 +80,9 @@ async function scenario(port, label, slots) {
 run(async () => {
   const texts = [];
   for (const [args, label, model] of [
-    [['--parallel', '4'], 'parallel 4'],
-    [['--parallel', '1'], 'parallel 1'],
-    [['--parallel', '4', '--ffn', 'predicted'], 'PowerInfer, predicted FFN', `${SRC}/models/bible-drelu.powerinfer.gguf`],
+    [['--parallel', '4', '--gpu', 'off'], 'parallel 4'],
+    [['--parallel', '1', '--gpu', 'off'], 'parallel 1'],
+    [['--parallel', '4', '--ffn', 'predicted', '--gpu', 'off'], 'PowerInfer, predicted FFN', `${SRC}/models/bible-drelu.powerinfer.gguf`],
     /* hybrid: the CPU standing in for a GPU holds attention and about a quarter of the
        FFN neurons (hearth place -c 512 -np 4 --vram-budget 0.0196 --gpu standin); the index
        goes to a temporary file (an even spread: no statistics beside it) */
