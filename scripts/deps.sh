@@ -13,6 +13,7 @@ need_pkg libmicrohttpd-dev               # hearth serve: HTTP (optional: without
 need_pkg libcjson-dev                    # hearth serve: JSON
 if [ "${1:-build}" = test ]; then
     need_cmd clang clang
+    need_cmd g++ g++                     # the CUDA backend on the CPU emulator (tests/cudaemu) is C++
     need_pkg libclang-rt-14-dev          # libFuzzer runtime for the fuzz tests
     need_cmd node nodejs                 # node-llama-cpp, the llama.cpp reference
     need_cmd npm npm

@@ -18,10 +18,14 @@
 # Budgets are exact: a probe run prints the plan's bytes (hearth run --verbose, "gpu: bytes:"),
 # and the budget for share s is probe budget - probe neuron budget + s x FFN bytes.
 #
-# usage: scripts/gpu-check.sh [--standin] [--layers N] [--build-dir DIR] [--threads N] [--jobs N]
+# usage: scripts/gpu-check.sh [--standin | --emu] [--layers N] [--build-dir DIR] [--threads N] [--jobs N]
 #                             [--gen N] [--tol X] [--tol-pred X]
 #   --standin    dry run without a GPU: a CPU build (-DHEARTH_CUDA=OFF), --gpu standin, the
 #                stand-in's op test, and small models instead of the 7B shape
+#   --emu        the CUDA backend itself without a GPU: built against the CPU emulator
+#                (-DHEARTH_CUDA_EMU=ON, tests/cudaemu), --gpu cuda on an emulated device of
+#                HEARTH_CUDAEMU_VRAM (default 4G), test_cuda_ops, small models; its speeds
+#                mean nothing (every GPU thread is a fiber on one core)
 #   --layers N   layers of the 7B-shaped file (default 32; cached in the build directory)
 #   --build-dir  build directory (default build-gpu, or build-gpu-standin with --standin);
 #                an existing build is reused (cmake --build is incremental)
@@ -32,7 +36,7 @@
 #   --tol-pred X the same for the bundled model in predicted mode (default 0.05; see step 3)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-standin=0 layers=32 build= threads=$(nproc) jobs=16 gen=32 tol=0.05 tol_pred=0.05
+standin=0 emu=0 layers=32 build= threads=$(nproc) jobs=16 gen=32 tol=0.05 tol_pred=0.05
 GIB=1073741824
 
 die() { echo "gpu-check.sh: FAIL: $*" >&2; exit 1; }
@@ -43,6 +47,7 @@ posint() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: '$2' is not a positive integer"
 while [ $# -gt 0 ]; do
     case $1 in
     --standin) standin=1 ;;
+    --emu) emu=1 ;;
     --layers) need "$@"; posint "$1" "$2"; layers=$2; shift ;;
     --build-dir) need "$@"; build=$2; shift ;;
     --threads) need "$@"; posint "$1" "$2"; threads=$2; shift ;;
@@ -55,8 +60,19 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+[ "$standin" = 1 ] && [ "$emu" = 1 ] && die "--standin and --emu exclude each other"
 if [ "$standin" = 1 ]; then dev=standin; else dev=cuda; fi
-[ -n "$build" ] || build=$root/build-gpu$([ "$standin" = 1 ] && echo -standin || true)
+# small: no real GPU behind this run, so small models and budgets
+small=$((standin + emu))
+if [ "$emu" = 1 ]; then
+    export HEARTH_CUDAEMU_VRAM=${HEARTH_CUDAEMU_VRAM:-4G}
+    cuda_flags="-DHEARTH_CUDA_EMU=ON"
+elif [ "$standin" = 1 ]; then
+    cuda_flags="-DHEARTH_CUDA=OFF"
+else
+    cuda_flags="-DHEARTH_CUDA=ON"
+fi
+[ -n "$build" ] || build=$root/build-gpu$([ "$standin" = 1 ] && echo -standin || true)$([ "$emu" = 1 ] && echo -emu || true)
 case $build in /*) ;; *) build=$root/$build ;; esac
 work=$build/gpu-check
 mkdir -p "$work" || die "cannot create $work"
@@ -64,11 +80,13 @@ H=$build/hearth
 command -v awk >/dev/null || die "awk is required"
 
 # --- 1. build -------------------------------------------------------------------------------
-log "configuring $build ($([ "$standin" = 1 ] && echo "CPU build, stand-in device" || echo "CUDA build"))"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DHEARTH_CUDA=$([ "$standin" = 1 ] && echo OFF || echo ON) \
+log "configuring $build ($cuda_flags)"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release $cuda_flags \
     >"$work/cmake.log" 2>&1 || { tail -n 20 "$work/cmake.log" >&2; die "cmake configure"; }
-log "building with -j$jobs"
-cmake --build "$build" -j"$jobs" >"$work/build.log" 2>&1 || { grep -E "error" "$work/build.log" | head -n 20 >&2; die "build"; }
+optbin=$([ "$standin" = 1 ] && echo test_standin || echo test_cuda_ops)
+log "building hearth and $optbin with -j$jobs"
+cmake --build "$build" -j"$jobs" --target hearth "$optbin" >"$work/build.log" 2>&1 ||
+    { grep -E "error" "$work/build.log" | head -n 20 >&2; die "build"; }
 [ -x "$H" ] || die "no hearth binary at $H"
 
 # --- 2. device operation test ------------------------------------------------------------------
@@ -77,13 +95,14 @@ n=$(cd "$build" && ctest -N -R "$optest" | sed -n 's/^Total Tests: //p')
 [ "${n:-0}" -ge 1 ] || die "no test matches $optest in $build (was the CUDA backend built?)"
 log "running $optest"
 (cd "$build" && ctest -R "$optest" --output-on-failure) >"$work/optest.log" 2>&1 || { tail -n 30 "$work/optest.log" >&2; die "$optest"; }
+grep -q "Skipped\|Not Run" "$work/optest.log" && { tail -n 5 "$work/optest.log" >&2; die "$optest was skipped: no usable device"; }
 
 # --- helpers ---------------------------------------------------------------------------------
 # probe MODEL ARGS...: sets P_BUDGET P_NEURON P_FFN from a large-budget run without hot neurons
 probe() {
     local m=$1
     shift
-    local big=$([ "$standin" = 1 ] && echo 1 || echo 24)
+    local big=$([ "$small" -ge 1 ] && echo 1 || echo 24)
     "$H" run -m "$m" -p x -n 1 --temp 0 -t "$threads" --gpu "$dev" --vram-budget "$big" --disable-gpu-index --verbose "$@" \
         >/dev/null 2>"$work/probe.err" || { tail -n 3 "$work/probe.err" >&2; die "probe run on $m"; }
     local line
@@ -169,7 +188,7 @@ done
 log "logit comparisons passed"
 
 # --- 4. decode speed: CPU, hybrid, -ngl ----------------------------------------------------------
-if [ "$standin" = 1 ]; then
+if [ "$small" -ge 1 ]; then
     shape="--type q4_0 --n-embd 512 --n-layer 4 --n-head 8 --n-vocab 2000 --n-ff 1376 --pred-rank 64"
     big=$work/small-q4_0.gguf
 else

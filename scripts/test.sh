@@ -1,6 +1,7 @@
 #!/bin/sh
 # The whole test suite: installs dependencies, builds, runs ctest (unit, CLI, fuzz and
-# llama.cpp conformance tests), then runs the suite again under ASan + UBSan.
+# llama.cpp conformance tests), then runs the suite again under ASan + UBSan, then the CUDA
+# backend on the CPU emulator.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
@@ -13,3 +14,12 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHEARTH_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "conformance|fuzz"
+# CUDA pass without a GPU: the CUDA backend compiled against the CPU emulator
+# (tests/cudaemu, docs/cuda.md) runs its operation test and CLI checks, then the GPU check
+# script itself (hybrid logits and greedy tokens against the CPU on synthetic and shipped
+# models at 0, 25 and 100% of the FFN on the device); its tables go to build-emu/gpu-check.md.
+cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=Release -DHEARTH_CUDA_EMU=ON -DHEARTH_SERVER=OFF >/dev/null
+cmake --build build-emu -j"$jobs" --target hearth test_cuda_ops
+ctest --test-dir build-emu --output-on-failure -j"$jobs" -L cuda
+scripts/gpu-check.sh --emu --build-dir build-emu --jobs "$jobs" >build-emu/gpu-check.md
+cat build-emu/gpu-check.md

@@ -271,8 +271,8 @@ int hr_gpu_plan_make(const hr_gpu_plan_in *in, hr_gpu_plan *p, hr_err *e) {
     p->hot_ok = q.hot_ok;
     q.used = scratch_layout(m, in->n_batch, &p->sc);
     if (q.used > in->budget)
-        return hr_errf(e, "GPU budget of %llu bytes (%.3f GiB) is too small: device scratch for %d tokens needs %llu bytes "
-                          "(raise --vram-budget or lower -b)",
+        return hr_errf(e, "GPU budget too small: it leaves %llu bytes (%.3f GiB) beyond the device's own overhead, and "
+                          "device scratch for %d tokens needs %llu bytes (raise --vram-budget or lower -b)",
                        (unsigned long long)in->budget, in->budget / GIB, in->n_batch, (unsigned long long)q.used);
     return place(&q, e) ? -1 : layout(&q, e);
 }

@@ -26,23 +26,34 @@ static int open_device(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, 
     return h->dev ? 0 : -1;
 }
 
-/* Arena bytes allowed: --vram-budget (or free memory minus the margin), minus the
- * device's own overhead. */
+/* Arena bytes allowed. The device is open, so its own overhead (context, local memory,
+ * scratch) is already out of the free memory it reports: --vram-budget counts everything
+ * Hearth takes, that overhead included, and must leave an arena that fits in free memory;
+ * without one, the arena is free memory less the margin, and the budget that plus the
+ * overhead (not the overhead taken twice). */
 static int budget(hr_hybrid *h, const hearth_ctx_params *p, uint64_t *out, hr_err *e) {
     if (!isfinite(p->vram_budget_gib) || p->vram_budget_gib > 1e6)
         return hr_errf(e, "VRAM budget %g GiB is not a size", p->vram_budget_gib);
     uint64_t free_b = 0, total_b = 0;
     if (h->dev->ops->mem_info(h->dev, &free_b, &total_b, e)) return -1;
     const uint64_t margin = (uint64_t)HEARTH_VRAM_MARGIN_MIB << 20, over = h->dev->ops->overhead(h->dev);
-    uint64_t b;
     if (p->vram_budget_gib > 0) {
-        b = hr_hybrid_budget_bytes(p->vram_budget_gib);
-        if (b > free_b)
-            return hr_errf(e, "--vram-budget %.3f GiB (%llu bytes) is more than the device's free memory (%llu bytes)",
-                           p->vram_budget_gib, (unsigned long long)b, (unsigned long long)free_b);
-    } else b = free_b > margin ? free_b - margin : 0;
-    h->st.budget = b;
-    *out = hr_hybrid_arena_bytes(b, over);
+        const uint64_t b = hr_hybrid_budget_bytes(p->vram_budget_gib);
+        if (b <= over)
+            return hr_errf(e, "--vram-budget %.3f GiB (%llu bytes) is too small: the device itself takes %llu bytes "
+                              "(context, local memory, scratch) before any weight",
+                           p->vram_budget_gib, (unsigned long long)b, (unsigned long long)over);
+        if (b - over > free_b)
+            return hr_errf(e, "--vram-budget %.3f GiB (%llu bytes) is more than the device can give: %llu bytes beyond "
+                              "its own %llu, and %llu are free",
+                           p->vram_budget_gib, (unsigned long long)b, (unsigned long long)(b - over),
+                           (unsigned long long)over, (unsigned long long)free_b);
+        h->st.budget = b;
+        *out = b - over;
+    } else {
+        *out = free_b > margin ? free_b - margin : 0;
+        h->st.budget = *out + over;
+    }
     return 0;
 }
 

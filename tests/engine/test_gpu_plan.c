@@ -109,7 +109,7 @@ static void test_sweep(uint32_t type) {
     CHECK(plan(m, S - 1, 0, &idx, HEARTH_FFN_PREDICTED, &p, &e) == -1);
     char want[64];
     snprintf(want, sizeof want, "needs %llu bytes", (unsigned long long)S);
-    CHECKF(strstr(e.msg, want) && strstr(e.msg, "budget of"), "%s (want '%s')", e.msg, want);
+    CHECKF(strstr(e.msg, want) && strstr(e.msg, "leaves"), "%s (want '%s')", e.msg, want);
     hr_gpu_plan_free(&p);
     CHECK(plan(m, 0, 0, &idx, HEARTH_FFN_PREDICTED, &p, &e) == -1);
     hr_gpu_plan_free(&p);

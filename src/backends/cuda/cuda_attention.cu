@@ -46,7 +46,7 @@ __device__ __forceinline__ float score(const uint16_t *k, const float *q, int hd
 }
 
 __global__ void __launch_bounds__(ATT_WARPS * 32) k_attend(const att_args a, const hr_cu_tokpos tp) {
-    extern __shared__ float sm[]; /* q [hd], one accumulator row [hd] per warp, scores */
+    HR_CU_DYN_SHARED(float, sm); /* q [hd], one accumulator row [hd] per warp, scores */
     __shared__ float wmax[ATT_WARPS];
     __shared__ double wsum[ATT_WARPS];
     const int h = blockIdx.x, t = blockIdx.y, hd = a.hd;
@@ -152,7 +152,7 @@ int hr_cu_attention(hr_dev *d, const hr_dev_attn *a, uint64_t Q, uint64_t K, uin
         const int nt = (int)(a->n_tok - t0 < HR_CU_TOK_CHUNK ? a->n_tok - t0 : HR_CU_TOK_CHUNK);
         g.K = hr_cu_at<const float>(c, K) + t0 * kvd;
         g.V = hr_cu_at<const float>(c, V) + t0 * kvd;
-        k_kv_store<<<(unsigned)nt, 128, 0, c->stream>>>(g, tok_chunk(a, t0, nt));
+        HR_CU_LAUNCH(k_kv_store, (unsigned)nt, 128, 0, c->stream)(g, tok_chunk(a, t0, nt));
         if (hr_cu_launched("attention (KV store)", e)) return -1;
     }
     const size_t base_shm = (size_t)(1 + ATT_WARPS) * (size_t)a->head_dim * sizeof(float);
@@ -164,7 +164,7 @@ int hr_cu_attention(hr_dev *d, const hr_dev_attn *a, uint64_t Q, uint64_t K, uin
         const size_t shm = base_shm + (size_t)g.cache_n * sizeof(float);
         g.Q = hr_cu_at<const float>(c, Q) + t0 * qd;
         g.O = hr_cu_at<float>(c, OUT) + t0 * qd;
-        k_attend<<<dim3((unsigned)a->n_head, (unsigned)nt), ATT_WARPS * 32, shm, c->stream>>>(g, tok_chunk(a, t0, nt));
+        HR_CU_LAUNCH(k_attend, dim3((unsigned)a->n_head, (unsigned)nt), ATT_WARPS * 32, shm, c->stream)(g, tok_chunk(a, t0, nt));
         if (hr_cu_launched("attention", e)) return -1;
     }
     return 0;

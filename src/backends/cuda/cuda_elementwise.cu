@@ -56,7 +56,7 @@ int hr_cu_ffn_act(hr_dev *d, uint64_t G, uint64_t U, int64_t n, int act, uint64_
         (G != UINT64_MAX && hr_cu_span(c, G, bytes, op, "G", e)) || hr_cu_enter(c, op, e))
         return -1;
     const float *g = G == UINT64_MAX ? NULL : hr_cu_at<const float>(c, G);
-    k_act<<<hr_cu_blocks(n, EW_THREADS), EW_THREADS, 0, c->stream>>>(g, hr_cu_at<const float>(c, U), n, act,
+    HR_CU_LAUNCH(k_act, hr_cu_blocks(n, EW_THREADS), EW_THREADS, 0, c->stream)(g, hr_cu_at<const float>(c, U), n, act,
                                                                       hr_cu_at<float>(c, H));
     return hr_cu_launched(op, e);
 }
@@ -72,7 +72,7 @@ int hr_cu_apply_mask(hr_dev *d, uint64_t A, uint64_t mask, int64_t n_tok, int64_
     if (hr_cu_span(c, A, (uint64_t)total * 4, op, "A", e) || hr_cu_span(c, mask, (uint64_t)total, op, "mask", e) ||
         hr_cu_enter(c, op, e))
         return -1;
-    k_mask<<<hr_cu_blocks(total, EW_THREADS), EW_THREADS, 0, c->stream>>>(hr_cu_at<float>(c, A),
+    HR_CU_LAUNCH(k_mask, hr_cu_blocks(total, EW_THREADS), EW_THREADS, 0, c->stream)(hr_cu_at<float>(c, A),
                                                                            hr_cu_at<const uint8_t>(c, mask), total);
     return hr_cu_launched(op, e);
 }

@@ -4,6 +4,16 @@
 #define HR_CUDA_INTERNAL_H
 #include <cuda_runtime.h>
 
+/* Kernel launches and dynamic shared memory go through these, so the same sources also
+ * build against the CPU emulator in tests/cudaemu (HEARTH_CUDA_EMU) and run there. */
+#ifdef HEARTH_CUDA_EMU
+#define HR_CU_LAUNCH(kernel, grid, block, shm, stream) hr_emu_launch(kernel, grid, block, shm, stream)
+#define HR_CU_DYN_SHARED(type, name) type *name = (type *)hr_emu_dyn_shared()
+#else
+#define HR_CU_LAUNCH(kernel, grid, block, shm, stream) kernel<<<grid, block, shm, stream>>>
+#define HR_CU_DYN_SHARED(type, name) extern __shared__ type name[]
+#endif
+
 extern "C" {
 #include "backends/device.h"
 #include "formats/types.h"

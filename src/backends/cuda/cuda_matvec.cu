@@ -128,11 +128,11 @@ int hr_cu_launch_mmv(const hr_cuda *c, uint32_t type, const hr_cu_mm *m, hr_err 
     const unsigned blocks = (unsigned)((m->n_rows + MMV_WARPS - 1) / MMV_WARPS);
     cudaStream_t s = c->stream;
     switch (type) {
-    case HR_F32: k_mmv<HR_F32><<<blocks, MMV_WARPS * 32, 0, s>>>(*m); break;
-    case HR_F16: k_mmv<HR_F16><<<blocks, MMV_WARPS * 32, 0, s>>>(*m); break;
-    case HR_BF16: k_mmv<HR_BF16><<<blocks, MMV_WARPS * 32, 0, s>>>(*m); break;
-    case HR_Q8_0: k_mmv<HR_Q8_0><<<blocks, MMV_WARPS * 32, 0, s>>>(*m); break;
-    case HR_Q4_0: k_mmv<HR_Q4_0><<<blocks, MMV_WARPS * 32, 0, s>>>(*m); break;
+    case HR_F32: HR_CU_LAUNCH(k_mmv<HR_F32>, blocks, MMV_WARPS * 32, 0, s)(*m); break;
+    case HR_F16: HR_CU_LAUNCH(k_mmv<HR_F16>, blocks, MMV_WARPS * 32, 0, s)(*m); break;
+    case HR_BF16: HR_CU_LAUNCH(k_mmv<HR_BF16>, blocks, MMV_WARPS * 32, 0, s)(*m); break;
+    case HR_Q8_0: HR_CU_LAUNCH(k_mmv<HR_Q8_0>, blocks, MMV_WARPS * 32, 0, s)(*m); break;
+    case HR_Q4_0: HR_CU_LAUNCH(k_mmv<HR_Q4_0>, blocks, MMV_WARPS * 32, 0, s)(*m); break;
     default: return hr_errf(e, "cuda matmul: weight type %u is not supported", (unsigned)type);
     }
     return hr_cu_launched("matmul (matrix-vector kernel)", e);

@@ -155,11 +155,11 @@ int hr_cu_launch_mmtile(const hr_cuda *c, uint32_t type, const hr_cu_mm *m, hr_e
     const dim3 grid((unsigned)((m->n_rows + TILE_R - 1) / TILE_R), (unsigned)ty);
     cudaStream_t s = c->stream;
     switch (type) {
-    case HR_F32: k_mm_float<HR_F32><<<grid, TILE_THREADS, 0, s>>>(*m); break;
-    case HR_F16: k_mm_float<HR_F16><<<grid, TILE_THREADS, 0, s>>>(*m); break;
-    case HR_BF16: k_mm_float<HR_BF16><<<grid, TILE_THREADS, 0, s>>>(*m); break;
-    case HR_Q8_0: k_mm_quant<HR_Q8_0><<<grid, TILE_THREADS, 0, s>>>(*m); break;
-    case HR_Q4_0: k_mm_quant<HR_Q4_0><<<grid, TILE_THREADS, 0, s>>>(*m); break;
+    case HR_F32: HR_CU_LAUNCH(k_mm_float<HR_F32>, grid, TILE_THREADS, 0, s)(*m); break;
+    case HR_F16: HR_CU_LAUNCH(k_mm_float<HR_F16>, grid, TILE_THREADS, 0, s)(*m); break;
+    case HR_BF16: HR_CU_LAUNCH(k_mm_float<HR_BF16>, grid, TILE_THREADS, 0, s)(*m); break;
+    case HR_Q8_0: HR_CU_LAUNCH(k_mm_quant<HR_Q8_0>, grid, TILE_THREADS, 0, s)(*m); break;
+    case HR_Q4_0: HR_CU_LAUNCH(k_mm_quant<HR_Q4_0>, grid, TILE_THREADS, 0, s)(*m); break;
     default: return hr_errf(e, "cuda matmul: weight type %u is not supported", (unsigned)type);
     }
     return hr_cu_launched("matmul (tiled kernel)", e);

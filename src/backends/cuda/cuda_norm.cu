@@ -14,7 +14,7 @@ __global__ void __launch_bounds__(NORM_THREADS) k_rmsnorm(const float *X, const 
     part[threadIdx.x] = s;
     __syncthreads();
     for (int o = NORM_THREADS / 2; o > 0; o >>= 1) {
-        if (threadIdx.x < o) part[threadIdx.x] += part[threadIdx.x + o];
+        if ((int)threadIdx.x < o) part[threadIdx.x] += part[threadIdx.x + o];
         __syncthreads();
     }
     const float scale = 1.0f / sqrtf((float)(part[0] / (double)n) + eps);
@@ -33,7 +33,7 @@ int hr_cu_rmsnorm(hr_dev *d, uint64_t X, uint64_t w, int64_t n, int64_t n_tok, f
     if (hr_cu_span(c, X, bytes, op, "X", e) || hr_cu_span(c, Y, bytes, op, "Y", e) ||
         hr_cu_span(c, w, (uint64_t)n * 4, op, "w", e) || hr_cu_enter(c, op, e))
         return -1;
-    k_rmsnorm<<<(unsigned)n_tok, NORM_THREADS, 0, c->stream>>>(hr_cu_at<const float>(c, X), hr_cu_at<const float>(c, w),
+    HR_CU_LAUNCH(k_rmsnorm, (unsigned)n_tok, NORM_THREADS, 0, c->stream)(hr_cu_at<const float>(c, X), hr_cu_at<const float>(c, w),
                                                                n, eps, hr_cu_at<float>(c, Y));
     return hr_cu_launched(op, e);
 }

@@ -24,6 +24,6 @@ __global__ void __launch_bounds__(PREP_WARPS * 32) k_prep_q8(const float *x, int
 }
 
 int hr_cu_prep_q8(const hr_cuda *c, const float *x, int64_t n_blocks, char *dst, hr_err *e) {
-    k_prep_q8<<<hr_cu_blocks(n_blocks, PREP_WARPS), PREP_WARPS * 32, 0, c->stream>>>(x, n_blocks, dst);
+    HR_CU_LAUNCH(k_prep_q8, hr_cu_blocks(n_blocks, PREP_WARPS), PREP_WARPS * 32, 0, c->stream)(x, n_blocks, dst);
     return hr_cu_launched("matmul: activation quantization", e);
 }

@@ -45,7 +45,7 @@ int hr_cu_rope(hr_dev *d, uint64_t X, int64_t n_tok, int32_t n_head, int32_t hea
         hr_cu_tokpos tp = {};
         for (int t = 0; t < nt; t++) tp.pos[t] = pos[t0 + t];
         float *x = hr_cu_at<float>(c, X) + t0 * (int64_t)n_head * head_dim;
-        k_rope<<<(unsigned)nt, ROPE_THREADS, 0, c->stream>>>(x, tp, n_head, head_dim, n_rot, theta_scale, freq_scale,
+        HR_CU_LAUNCH(k_rope, (unsigned)nt, ROPE_THREADS, 0, c->stream)(x, tp, n_head, head_dim, n_rot, theta_scale, freq_scale,
                                                               neox ? 1 : 0);
         if (hr_cu_launched(op, e)) return -1;
     }

@@ -65,11 +65,11 @@ static int ax_launch(const hr_cuda *c, uint32_t type, const ax_args *a, int spli
                     (unsigned)splits);
     cudaStream_t s = c->stream;
     switch (type) {
-    case HR_F32: k_axpy<HR_F32><<<grid, AX_THREADS, 0, s>>>(*a); break;
-    case HR_F16: k_axpy<HR_F16><<<grid, AX_THREADS, 0, s>>>(*a); break;
-    case HR_BF16: k_axpy<HR_BF16><<<grid, AX_THREADS, 0, s>>>(*a); break;
-    case HR_Q8_0: k_axpy<HR_Q8_0><<<grid, AX_THREADS, 0, s>>>(*a); break;
-    case HR_Q4_0: k_axpy<HR_Q4_0><<<grid, AX_THREADS, 0, s>>>(*a); break;
+    case HR_F32: HR_CU_LAUNCH(k_axpy<HR_F32>, grid, AX_THREADS, 0, s)(*a); break;
+    case HR_F16: HR_CU_LAUNCH(k_axpy<HR_F16>, grid, AX_THREADS, 0, s)(*a); break;
+    case HR_BF16: HR_CU_LAUNCH(k_axpy<HR_BF16>, grid, AX_THREADS, 0, s)(*a); break;
+    case HR_Q8_0: HR_CU_LAUNCH(k_axpy<HR_Q8_0>, grid, AX_THREADS, 0, s)(*a); break;
+    case HR_Q4_0: HR_CU_LAUNCH(k_axpy<HR_Q4_0>, grid, AX_THREADS, 0, s)(*a); break;
     default: return hr_errf(e, "cuda sparse_axpy: weight type %u is not supported", (unsigned)type);
     }
     return hr_cu_launched("sparse_axpy", e);
@@ -113,7 +113,7 @@ int hr_cu_sparse_axpy(hr_dev *d, const hr_dmat *Wt, uint64_t A, int64_t n_tok, u
         if (ax_launch(c, Wt->type, &a, splits, e)) return -1;
         if (splits > 1) {
             const int64_t n = a.n_tok * (int64_t)n_cols;
-            k_axpy_sum<<<hr_cu_blocks(n, 256), 256, 0, c->stream>>>((const float *)c->scratch, splits, n, y);
+            HR_CU_LAUNCH(k_axpy_sum, hr_cu_blocks(n, 256), 256, 0, c->stream)((const float *)c->scratch, splits, n, y);
             if (hr_cu_launched("sparse_axpy (sum of splits)", e)) return -1;
         }
     }

@@ -63,7 +63,8 @@ static int check_idx(const int32_t *idx, int64_t n_idx, int64_t n_out, const cha
 static int sd_mem_info(hr_dev *d, uint64_t *free_b, uint64_t *total_b, hr_err *e) {
     (void)e;
     standin *s = S(d);
-    uint64_t used = s->size ? s->size + HR_STANDIN_OVERHEAD : 0;
+    /* Like a CUDA context, the overhead is taken from the moment the device is open. */
+    const uint64_t used = s->size + HR_STANDIN_OVERHEAD;
     *total_b = s->capacity;
     *free_b = used < s->capacity ? s->capacity - used : 0;
     return 0;
