@@ -2,7 +2,9 @@
 # GPU check for a machine with an NVIDIA GPU (written for one H200 and 16 cores; about 5 of its
 # 8 minutes): every step fails loudly and the script stops at the first failure.
 #   1. configure and build a CUDA build (-DHEARTH_CUDA=ON) into build-gpu;
-#   2. run the CUDA operation test (ctest device.test_cuda_ops);
+#   2. run the CUDA operation test (ctest device.test_cuda_ops), then the whole-model hybrid
+#      test on the device (test_hybrid_model with HEARTH_TEST_GPU=cuda; its failure is
+#      reported at the end, so the steps below still run);
 #   3. hybrid (--gpu cuda) against the CPU path, logits of a prompt and greedy decodes, in dense
 #      and predicted FFN modes, on a synthetic F16 PowerInfer model and on the shipped
 #      models/bible-drelu.powerinfer.gguf (with its
@@ -83,9 +85,10 @@ command -v awk >/dev/null || die "awk is required"
 log "configuring $build ($cuda_flags)"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release $cuda_flags \
     >"$work/cmake.log" 2>&1 || { tail -n 20 "$work/cmake.log" >&2; die "cmake configure"; }
-optbin=$([ "$standin" = 1 ] && echo test_standin || echo test_cuda_ops)
+optbin=$([ "$standin" = 1 ] && echo test_standin || echo "test_cuda_ops test_hybrid_model")
 log "building hearth and $optbin with -j$jobs"
-cmake --build "$build" -j"$jobs" --target hearth "$optbin" >"$work/build.log" 2>&1 ||
+# shellcheck disable=SC2086 # optbin is a list of targets
+cmake --build "$build" -j"$jobs" --target hearth $optbin >"$work/build.log" 2>&1 ||
     { grep -E "error" "$work/build.log" | head -n 20 >&2; die "build"; }
 [ -x "$H" ] || die "no hearth binary at $H"
 
@@ -96,6 +99,17 @@ n=$(cd "$build" && ctest -N -R "$optest" | sed -n 's/^Total Tests: //p')
 log "running $optest"
 (cd "$build" && ctest -R "$optest" --output-on-failure) >"$work/optest.log" 2>&1 || { tail -n 30 "$work/optest.log" >&2; die "$optest"; }
 grep -q "Skipped\|Not Run" "$work/optest.log" && { tail -n 5 "$work/optest.log" >&2; die "$optest was skipped: no usable device"; }
+# The whole-model hybrid test on the device (the stand-in's own run is in the suite). A
+# failure here is reported at the end, after the comparisons and timings below have run.
+soft=
+if [ "$standin" = 0 ]; then
+    log "running test_hybrid_model on the device (HEARTH_TEST_GPU=cuda)"
+    if ! (cd "$build/tests" && HEARTH_SRC="$root" HEARTH_TEST_GPU=cuda ./test_hybrid_model) >"$work/hybrid_model.log" 2>&1; then
+        grep -i "fail" "$work/hybrid_model.log" | head -n 20 >&2
+        soft="$soft test_hybrid_model ($work/hybrid_model.log)"
+        log "test_hybrid_model FAILED on the device; going on"
+    fi
+fi
 
 # --- helpers ---------------------------------------------------------------------------------
 # probe MODEL ARGS...: sets P_BUDGET P_NEURON P_FFN from a large-budget run without hot neurons
@@ -235,4 +249,5 @@ if [ "$ngl" -gt 0 ]; then
 else
     echo "| -ngl | $(printf '%.3f' "$b25") | no whole layer fits | - | - | - | - |"
 fi
+[ -z "$soft" ] || die "failed:$soft"
 log "done in ${SECONDS}s"

@@ -9,14 +9,15 @@
  * reaches, a full-warp shuffle after some lanes have left, a launch configuration out of
  * range) stops the kernel with a message instead of passing by luck. A stream is a
  * queue worked by its own host thread, so copies and kernels run asynchronously with
- * the caller as on a GPU, and a caller that reads results before synchronizing sees
- * stale data. Device memory is host memory filled with 0xff bytes (NaN as floats) when
+ * the caller as on a GPU, and a caller that reads results before synchronizing can
+ * see stale data. Device memory is host memory filled with 0xff bytes (NaN as floats) when
  * allocated, so reads of memory nobody wrote show up in results.
  *
  * The device exists only when HEARTH_CUDAEMU_VRAM names its memory ("2G", "512M",
  * bytes); otherwise cudaGetDeviceCount reports no device, as on a machine without a GPU.
  * HEARTH_CUDAEMU_CONTEXT is what the emulated driver's context takes from that memory
- * (default 300M). Not emulated: timing, memory coalescing, bank conflicts, fused
+ * (default 300M). HEARTH_CUDAEMU_LAZY=1 runs a stream's work only when it is waited for:
+ * a missing synchronization then reads stale data every time, not just sometimes. Not emulated: timing, memory coalescing, bank conflicts, fused
  * multiply-add contraction (products and sums round separately here), and the device's
  * own expf/sinf/cosf, which are the host's libm. */
 #ifndef HR_CUDAEMU_H

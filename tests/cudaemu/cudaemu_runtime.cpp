@@ -252,6 +252,9 @@ struct hr_emu_stream {
     pthread_cond_t work, idle;
     emu_op *head, *tail;
     int busy, quit;
+    /* HEARTH_CUDAEMU_LAZY=1: work starts only when someone waits for it (a legal, if slow,
+     * GPU), so every read of a result before its sync sees stale data, every time. */
+    int lazy, waiting;
     hr_emu_exec *ex;
 };
 
@@ -277,7 +280,7 @@ static void *worker(void *arg) {
     hr_emu_stream *s = (hr_emu_stream *)arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (!s->head && !s->quit) pthread_cond_wait(&s->work, &s->mu);
+        while (!s->quit && (!s->head || (s->lazy && !s->waiting))) pthread_cond_wait(&s->work, &s->mu);
         if (!s->head) break;
         emu_op *o = s->head;
         s->head = o->next;
@@ -308,6 +311,8 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned flags) {
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
     pthread_cond_init(&s->idle, NULL);
+    const char *lazy = getenv("HEARTH_CUDAEMU_LAZY");
+    s->lazy = lazy && strcmp(lazy, "1") == 0;
     if (pthread_create(&s->th, NULL, worker, s)) {
         hr_emu_exec_free(s->ex);
         free(s);
@@ -321,7 +326,10 @@ cudaError_t cudaStreamCreate(cudaStream_t *out) { return cudaStreamCreateWithFla
 
 static void stream_drain(hr_emu_stream *s) {
     pthread_mutex_lock(&s->mu);
+    s->waiting++;
+    pthread_cond_signal(&s->work);
     while (s->head || s->busy) pthread_cond_wait(&s->idle, &s->mu);
+    s->waiting--;
     pthread_mutex_unlock(&s->mu);
 }
 

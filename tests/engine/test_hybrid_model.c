@@ -1,4 +1,6 @@
-/* Whole-model hybrid execution on the stand-in device against the CPU path: logits of a
+/* Whole-model hybrid execution on the stand-in device (or, with HEARTH_TEST_GPU=cuda, on
+ * the CUDA backend: a GPU, or the CPU emulator in a -DHEARTH_CUDA_EMU=ON build; every
+ * budget then adds that device's own overhead) against the CPU path: logits of a
  * prompt batch and of decoded tokens within a stated tolerance and the same greedy tokens,
  * at budgets that put 0%, about 25% and 100% of the FFN on the device, on synthetic
  * PowerInfer files, the bundled bible-drelu model, two sequences in one batch, and layer
@@ -25,6 +27,17 @@
 #define ND 6  /* decoded tokens */
 
 static int32_t prompt[NP];
+/* The device under test and its overhead beyond the arena, set once in main. */
+static hearth_gpu_mode dev = HEARTH_GPU_STANDIN;
+static uint64_t dev_over = HR_STANDIN_OVERHEAD;
+#define OVER_GIB ((double)dev_over / GIB)
+
+/* Tolerances are the stand-in's, which sums like the CPU. The CUDA kernels sum in other
+ * orders (test_cuda_ops holds each operation to 1e-5 of its terms), and an attention
+ * probability can then round to the neighbouring F16 value; through a few layers that
+ * reaches about 4e-3 on these models, so a CUDA device gets 1e-2 (greedy tokens must
+ * still agree). */
+static double tol_for(double standin) { return dev == HEARTH_GPU_CUDA && standin < 1e-2 ? 1e-2 : standin; }
 
 typedef struct {
     hearth_gpu_mode gpu;
@@ -97,7 +110,7 @@ static double budget_for(hearth_model *m, hearth_ffn_mode mode, double share) {
     uint64_t dense, ffn;
     sizes(m, mode, &dense, &ffn);
     const uint64_t slack = (uint64_t)m->hp.n_layer * 3 * (HR_DEV_ALIGN - 1);
-    return (double)(dense + HR_STANDIN_OVERHEAD + (share > 0 ? slack + (uint64_t)(share * (double)ffn) : 0) + 64) / GIB;
+    return (double)(dense + dev_over + (share > 0 ? slack + (uint64_t)(share * (double)ffn) : 0) + 64) / GIB;
 }
 
 /* The host KV cache holds exactly the layers whose attention stayed on the CPU: the CPU
@@ -117,7 +130,7 @@ static void check_shares(hearth_model *m, hearth_ffn_mode mode, const char *idx_
     CHECK(!run(m, &cpu, mode, ref, NULL, &kv_cpu));
     const double shares[] = {0.0, 0.25, 1.0};
     for (int k = 0; k < 3; k++) {
-        setup sd = {HEARTH_GPU_STANDIN, budget_for(m, mode, shares[k]), 0, idx_path, 1, false};
+        setup sd = {dev, budget_for(m, mode, shares[k]), 0, idx_path, 1, false};
         hearth_gpu_status st;
         if (run(m, &sd, mode, got, &st, &kv)) {
             CHECKF(0, "%s share %.2f: run failed", what, shares[k]);
@@ -129,8 +142,8 @@ static void check_shares(hearth_model *m, hearth_ffn_mode mode, const char *idx_
                "served %.3f of %llu activations\n",
                what, shares[k], st.ffn_share, st.layers_attn, st.output_on_device, d, agree, NP + ND,
                st.act_total ? (double)st.act_device / st.act_total : 0.0, (unsigned long long)st.act_total);
-        CHECKF(d <= tol && agree == NP + ND, "%s share %.2f: logits differ by %g (tolerance %g), greedy %d/%d", what,
-               shares[k], d, tol, agree, NP + ND);
+        CHECKF(d <= tol_for(tol) && agree == NP + ND, "%s share %.2f: logits differ by %g (tolerance %g), greedy %d/%d",
+               what, shares[k], d, tol_for(tol), agree, NP + ND);
         CHECK(st.active && st.layers_attn == m->hp.n_layer && st.output_on_device);
         check_kv(m, kv_cpu, kv, st.layers_attn, what);
         CHECKF(fabs(st.ffn_share - shares[k]) < 0.03, "%s: placed %.3f of the FFN, wanted %.2f", what, st.ffn_share, shares[k]);
@@ -138,7 +151,7 @@ static void check_shares(hearth_model *m, hearth_ffn_mode mode, const char *idx_
         if (k == 0) CHECK(st.act_device == 0 && st.hot_neurons == 0); /* and no split: nothing hot */
         if (k == 2) CHECK(st.act_device == st.act_total && st.hot_neurons == (int64_t)m->hp.n_layer * m->hp.n_ff);
         if (k == 1) CHECK(st.act_device > 0 && st.act_device < st.act_total);
-        CHECK(st.used == st.used_fixed + st.used_kv + st.used_scratch + st.used_neurons && st.used + HR_STANDIN_OVERHEAD <= st.budget);
+        CHECK(st.used == st.used_fixed + st.used_kv + st.used_scratch + st.used_neurons && st.used + dev_over <= st.budget);
     }
     free(ref), free(got);
 }
@@ -205,7 +218,7 @@ static void test_bible(void) {
         check_shares(m, HEARTH_FFN_PREDICTED, idx, 5e-3, "bible-drelu predicted");
         /* same budget again: the index written by the last context is reused */
         hearth_gpu_status st;
-        setup sd = {HEARTH_GPU_STANDIN, budget_for(m, HEARTH_FFN_PREDICTED, 1.0), 0, idx, 1, false};
+        setup sd = {dev, budget_for(m, HEARTH_FFN_PREDICTED, 1.0), 0, idx, 1, false};
         hearth_ctx *c = ctx(m, &sd, HEARTH_FFN_PREDICTED, &e);
         CHECKF(c && !hearth_ctx_gpu_status(c, &st) && strstr(st.note, "GPU index read from"), "%s", st.note);
         CHECKF(st.act_share > 0.999, "activation share %g with every neuron hot", st.act_share);
@@ -247,8 +260,8 @@ static void test_two_sequences(void) {
     hearth_batch b = {n, toks, pos, seq, want};
     float *l[3];
     setup s[3] = {{HEARTH_GPU_OFF, 0, 0, NULL, 2, false},
-                  {HEARTH_GPU_STANDIN, budget_for(m, HEARTH_FFN_PREDICTED, 0.25), 0, NULL, 2, false},
-                  {HEARTH_GPU_STANDIN, 0.05, 1, NULL, 2, false}};
+                  {dev, budget_for(m, HEARTH_FFN_PREDICTED, 0.25), 0, NULL, 2, false},
+                  {dev, OVER_GIB + 0.05, 1, NULL, 2, false}};
     uint64_t kv[3] = {0};
     int32_t layers_attn[3] = {0};
     for (int k = 0; k < 3; k++) {
@@ -264,7 +277,7 @@ static void test_two_sequences(void) {
     for (int k = 1; k < 3; k++) {
         double d = 0;
         for (int i = 0; i < n * nv; i++) d = fmax(d, fabs((double)l[0][i] - l[k][i]));
-        CHECKF(d <= 1e-4, "two sequences, attention of %d layers on the standin: differs from the CPU by %g", layers_attn[k], d);
+        CHECKF(d <= tol_for(1e-4), "two sequences, attention of %d layers on the device: differs from the CPU by %g", layers_attn[k], d);
         check_kv(m, kv[0], kv[k], layers_attn[k], "two sequences");
     }
     CHECK(layers_attn[1] == 2 && layers_attn[2] == 1);
@@ -295,7 +308,7 @@ static void test_rewind(void) {
     const int nv = m->hp.n_vocab, keep = 4;
     int32_t other[NP];
     for (int i = 0; i < NP; i++) other[i] = i < keep ? prompt[i] : (prompt[i] * 7 + 3) % nv;
-    setup sd = {HEARTH_GPU_STANDIN, 0.05, 1, NULL, 2, false};
+    setup sd = {dev, OVER_GIB + 0.05, 1, NULL, 2, false};
     hr_err e = {{0}};
     hearth_ctx *a = ctx(m, &sd, HEARTH_FFN_PREDICTED, &e), *b = a ? ctx(m, &sd, HEARTH_FFN_PREDICTED, &e) : NULL;
     CHECKF(a && b, "%s", e.msg);
@@ -329,7 +342,7 @@ static void test_layer_offload(void) {
     CHECK(!run(m, &cpu, HEARTH_FFN_DENSE, ref, NULL, &kv_cpu));
     const int ngl[] = {1, 3, 4, 0};
     for (int k = 0; k < 4; k++) {
-        setup sd = {HEARTH_GPU_STANDIN, 0.05, ngl[k], NULL, 1, false};
+        setup sd = {dev, OVER_GIB + 0.05, ngl[k], NULL, 1, false};
         hearth_gpu_status st;
         int agree;
         CHECK(!run(m, &sd, HEARTH_FFN_DENSE, got, &st, &kv));
@@ -338,7 +351,7 @@ static void test_layer_offload(void) {
         check_kv(m, kv_cpu, kv, whole, "dense swiglu -ngl");
         printf("dense swiglu -ngl %d: %d whole layers, output %d: max |diff| %.3g, greedy %d/%d\n", ngl[k], st.layers_whole,
                st.output_on_device, d, agree, NP + ND);
-        CHECKF(d <= 1e-4 && agree == NP + ND, "-ngl %d: logits differ by %g", ngl[k], d);
+        CHECKF(d <= tol_for(1e-4) && agree == NP + ND, "-ngl %d: logits differ by %g", ngl[k], d);
         CHECK(st.layers_whole == whole && st.layers_attn == whole && st.output_on_device == (ngl[k] != 1 && ngl[k] != 3));
         CHECK(st.act_device * 3 == st.act_total * (uint64_t)whole && fabs(st.ffn_share - whole / 3.0) < 1e-9);
     }
@@ -354,9 +367,9 @@ static void check_partial_attn(hearth_model *m, const setup *s, const float *ref
     int agree = 0;
     CHECK(!run(m, s, HEARTH_FFN_PREDICTED, got, NULL, NULL));
     double d = compare(ref, got, nv, &agree);
-    printf("attention of %d of %d layers on the standin: max |diff| %.3g, greedy %d/%d\n", layers_attn, m->hp.n_layer, d,
+    printf("attention of %d of %d layers on the device: max |diff| %.3g, greedy %d/%d\n", layers_attn, m->hp.n_layer, d,
            agree, NP + ND);
-    CHECKF(d <= 1e-4 && agree == NP + ND, "attention of %d layers: logits differ by %g", layers_attn, d);
+    CHECKF(d <= tol_for(1e-4) && agree == NP + ND, "attention of %d layers: logits differ by %g", layers_attn, d);
     free(got);
 }
 
@@ -367,20 +380,20 @@ static void test_budgets(void) {
     hearth_model *m = synth(hr_test_tmp(path, sizeof path, "bud.gguf"), HR_F32, HR_SYNTH_REGLU, true, 2);
     if (!m) return;
     hr_err e = {{0}};
-    setup tiny = {HEARTH_GPU_STANDIN, 1e-4, 0, NULL, 1, false};
+    setup tiny = {dev, OVER_GIB + 1e-4, 0, NULL, 1, false};
     CHECK(ctx(m, &tiny, HEARTH_FFN_PREDICTED, &e) == NULL);
     CHECKF(strstr(e.msg, "too small") && strstr(e.msg, "needs") && strstr(e.msg, "bytes"), "%s", e.msg);
-    setup ngl = {HEARTH_GPU_STANDIN, budget_for(m, HEARTH_FFN_PREDICTED, 0.25), 2, NULL, 1, false};
+    setup ngl = {dev, budget_for(m, HEARTH_FFN_PREDICTED, 0.25), 2, NULL, 1, false};
     CHECK(ctx(m, &ngl, HEARTH_FFN_PREDICTED, &e) == NULL && strstr(e.msg, "whole layers"));
     /* every budget from the scratch upwards makes a context that fits the stand-in */
-    const double lo = budget_for(m, HEARTH_FFN_PREDICTED, 0) * 0.3, hi = budget_for(m, HEARTH_FFN_PREDICTED, 1.1);
+    const double lo = OVER_GIB + (budget_for(m, HEARTH_FFN_PREDICTED, 0) - OVER_GIB) * 0.3, hi = budget_for(m, HEARTH_FFN_PREDICTED, 1.1);
     float *ref = malloc(sizeof(float) * (NP + ND) * (size_t)m->hp.n_vocab);
     setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false};
     uint64_t kv_cpu = 0;
     CHECK(!run(m, &cpu, HEARTH_FFN_PREDICTED, ref, NULL, &kv_cpu));
     int made = 0, partial = 0;
     for (int k = 0; k <= 24; k++) {
-        setup s = {HEARTH_GPU_STANDIN, lo + (hi - lo) * k / 24, 0, NULL, 1, false};
+        setup s = {dev, lo + (hi - lo) * k / 24, 0, NULL, 1, false};
         hearth_ctx *c = ctx(m, &s, HEARTH_FFN_PREDICTED, &e);
         if (!c) {
             CHECKF(strstr(e.msg, "too small"), "budget %g GiB: %s", s.budget_gib, e.msg);
@@ -388,7 +401,7 @@ static void test_budgets(void) {
         }
         hearth_gpu_status st;
         hearth_ctx_gpu_status(c, &st);
-        CHECK(st.active && st.used + HR_STANDIN_OVERHEAD <= (uint64_t)(s.budget_gib * GIB));
+        CHECK(st.active && st.used + dev_over <= (uint64_t)(s.budget_gib * GIB));
         check_kv(m, kv_cpu, hearth_ctx_kv_bytes(c), st.layers_attn, "budget sweep");
         made++;
         hearth_ctx_free(c);
@@ -419,13 +432,13 @@ static void test_layer_offload_falcon(void) {
     if (!m) return;
     const int nv = m->hp.n_vocab;
     float *ref = malloc(sizeof(float) * (NP + ND) * (size_t)nv), *got = malloc(sizeof(float) * (NP + ND) * (size_t)nv);
-    setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false}, sd = {HEARTH_GPU_STANDIN, 0.05, 1, NULL, 1, false};
+    setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false}, sd = {dev, OVER_GIB + 0.05, 1, NULL, 1, false};
     hearth_gpu_status st;
     int agree;
     uint64_t kv_cpu = 0, kv = 0;
     CHECK(!run(m, &cpu, HEARTH_FFN_DENSE, ref, NULL, &kv_cpu) && !run(m, &sd, HEARTH_FFN_DENSE, got, &st, &kv));
     double d = compare(ref, got, nv, &agree);
-    CHECKF(d <= 1e-4 && agree == NP + ND && st.layers_whole == 1, "falcon -ngl 1: logits differ by %g", d);
+    CHECKF(d <= tol_for(1e-4) && agree == NP + ND && st.layers_whole == 1, "falcon -ngl 1: logits differ by %g", d);
     check_kv(m, kv_cpu, kv, 1, "falcon -ngl 1");
     free(ref), free(got);
     hearth_model_free(m);
@@ -443,12 +456,12 @@ static void test_layer_offload_pwri(void) {
     uint64_t kv_cpu = 0, kv = 0;
     CHECK(!run(m, &cpu, HEARTH_FFN_PREDICTED, ref, NULL, &kv_cpu));
     for (int ngl = 1; ngl <= 3; ngl += 2) {
-        setup sd = {HEARTH_GPU_STANDIN, 0.05, ngl, NULL, 1, false};
+        setup sd = {dev, OVER_GIB + 0.05, ngl, NULL, 1, false};
         hearth_gpu_status st;
         int agree;
         CHECK(!run(m, &sd, HEARTH_FFN_PREDICTED, got, &st, &kv));
         double d = compare(ref, got, nv, &agree);
-        CHECKF(d <= 1e-4 && agree == NP + ND, "pwri -ngl %d: logits differ by %g", ngl, d);
+        CHECKF(d <= tol_for(1e-4) && agree == NP + ND, "pwri -ngl %d: logits differ by %g", ngl, d);
         const int whole = ngl > 2 ? 2 : ngl;
         check_kv(m, kv_cpu, kv, whole, "pwri -ngl");
         CHECK(st.layers_whole == whole && st.layers_pred == whole && st.hot_neurons == (int64_t)whole * m->hp.n_ff);
@@ -461,6 +474,14 @@ static void test_layer_offload_pwri(void) {
 
 int main(void) {
     for (int i = 0; i < NP; i++) prompt[i] = (int32_t)((i * 37 + 11) % 300);
+    const char *g = getenv("HEARTH_TEST_GPU");
+    if (g && strcmp(g, "cuda") == 0) {
+        hr_err e = {{0}};
+        hr_dev *d = hr_dev_cuda_open(0, &e);
+        if (!d) return printf("skip: %s\n", e.msg), 77;
+        dev = HEARTH_GPU_CUDA, dev_over = d->ops->overhead(d);
+        hr_dev_close(d);
+    }
     test_synthetic();
     test_two_sequences();
     test_rewind();

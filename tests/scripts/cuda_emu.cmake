@@ -1,0 +1,11 @@
+# Only in a -DHEARTH_CUDA_EMU=ON build, where --gpu cuda reaches an emulated device
+# (tests/cudaemu): the CUDA backend through the CLI (tests/cli/cuda_emu.sh), and the
+# whole-model hybrid test run on it instead of the stand-in, with streams that run only
+# when waited for (a missing sync then fails every time).
+if(HEARTH_CUDA_EMU)
+  add_test(NAME cli.cuda_emu COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/cuda_emu.sh $<TARGET_FILE:hearth>)
+  add_test(NAME engine.test_hybrid_model_cuda COMMAND test_hybrid_model WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(engine.test_hybrid_model_cuda PROPERTIES ENVIRONMENT
+    "HEARTH_SRC=${CMAKE_SOURCE_DIR};HEARTH_TEST_GPU=cuda;HEARTH_CUDAEMU_VRAM=2G;HEARTH_CUDAEMU_LAZY=1")
+  set_tests_properties(cli.cuda_emu engine.test_hybrid_model_cuda PROPERTIES LABELS cuda)
+endif()
