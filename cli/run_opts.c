@@ -188,13 +188,14 @@ void hr_print_gpu_plan(const hearth_ctx *c) {
         else fprintf(stderr, "gpu: none\n");
         return;
     }
-    fprintf(stderr, "gpu: %s, budget %.2f MiB, arena %.2f MiB = attention %.2f + KV %.2f + predictors %.2f + norms 0 + "
+    const uint64_t norms = s.used_fixed - s.used_attn - s.used_pred - s.used_output;
+    fprintf(stderr, "gpu: %s, budget %.2f MiB, arena %.2f MiB = attention %.2f + KV %.2f + predictors %.2f + norms %.2f + "
                     "output %.2f + FFN neurons %.2f + scratch %.2f\n",
-            s.device, mib(s.budget), mib(s.used), mib(s.used_attn), mib(s.used_kv), mib(s.used_pred), mib(s.used_output),
-            mib(s.used_neurons), mib(s.used_scratch));
-    fprintf(stderr, "gpu: attention of %d layers, predictors of %d, %d whole layers, output %s; %lld hot neurons = "
-                    "%.2f%% of FFN bytes",
-            s.layers_attn, s.layers_pred, s.layers_whole, s.output_on_device ? "on the device" : "on the CPU",
+            s.device, mib(s.budget), mib(s.used), mib(s.used_attn), mib(s.used_kv), mib(s.used_pred), mib(norms),
+            mib(s.used_output), mib(s.used_neurons), mib(s.used_scratch));
+    fprintf(stderr, "gpu: attention of %d layers, predictors of %d, %d whole layers (%d device-resident), output %s; %lld hot "
+                    "neurons = %.2f%% of FFN bytes",
+            s.layers_attn, s.layers_pred, s.layers_whole, s.layers_resident, s.output_on_device ? "on the device" : "on the CPU",
             (long long)s.hot_neurons, 100 * s.ffn_share);
     if (s.act_share >= 0) fprintf(stderr, ", serving %.2f%% of activations (statistics)\n", 100 * s.act_share);
     else fprintf(stderr, ", activation share unknown (no statistics)\n");

@@ -159,6 +159,8 @@ typedef struct hearth_gpu_status {
     uint64_t used_attn, used_pred, used_output;
     int32_t layers_pred;      /* layers whose predictor is on the device */
     int32_t layers_whole;     /* whole layers on the device (-ngl, or a dense file) */
+    int32_t layers_resident;  /* of which run device-resident: the residual stream stays on the
+                                 device across them (serial RMSNorm models, dense FFN) */
     bool output_on_device;
     int64_t hot_neurons;      /* FFN neurons resident on the device, all layers */
     uint64_t neuron_budget;   /* bytes the plan had left for hot neurons */
@@ -173,8 +175,8 @@ typedef struct hearth_gpu_status {
 } hearth_gpu_status;
 int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out);
 
-/* What the device arena holds, by category (docs/hybrid.md). Norms run on the host, so
- * their category is always 0 bytes. */
+/* What the device arena holds, by category (docs/hybrid.md). Norms are on the device only
+ * for whole layers that can run device-resident. */
 typedef enum hearth_gpu_cat {
     HEARTH_GPU_CAT_SCRATCH = 0, /* activations of n_batch tokens */
     HEARTH_GPU_CAT_ATTN,        /* attention matrices */

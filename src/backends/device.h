@@ -78,6 +78,8 @@ typedef struct hr_dev_ops {
     int (*ffn_act)(hr_dev *d, uint64_t G, uint64_t U, int64_t n, int act, uint64_t H, hr_err *e);
     /* Zeroes A[t][i] where mask[t][i] == 0 (mask: U8 [n_tok][n] in the arena). */
     int (*apply_mask)(hr_dev *d, uint64_t A, uint64_t mask, int64_t n_tok, int64_t n, hr_err *e);
+    /* Y[i] += X[i] for i < n (F32; X and Y in the arena, X may not overlap Y unless equal). */
+    int (*add)(hr_dev *d, uint64_t X, int64_t n, uint64_t Y, hr_err *e);
     /* Waits until every enqueued operation has finished. */
     int (*sync)(hr_dev *d, hr_err *e);
     void (*free)(hr_dev *d);

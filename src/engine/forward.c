@@ -118,7 +118,15 @@ int hr_forward(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
     if (embed(c, f, e)) return -1;
     for (int il = 0; il < hp->n_layer; il++) {
         const hr_layer *L = &m->layers[il];
-        if (hp->parallel ? parallel_layer(c, L, il, f, e) : serial_layer(c, L, il, f, e)) return -1;
+        if (hr_hybrid_resident(c, il)) { /* x stays on the device until a host layer needs it */
+            if (!hr_hybrid_run_layer(c, il, f, e)) continue;
+            hr_err ignored;
+            hr_hybrid_fetch_x(c, f->n, &ignored); /* the next batch must not find x on the device */
+            return -1;
+        }
+        if (hr_hybrid_fetch_x(c, f->n, e) || (hp->parallel ? parallel_layer(c, L, il, f, e) : serial_layer(c, L, il, f, e)))
+            return -1;
     }
+    if (hr_hybrid_fetch_x(c, f->n, e)) return -1;
     return f->want ? output(c, f, e) : 0;
 }

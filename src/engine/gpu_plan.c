@@ -65,6 +65,15 @@ static uint64_t scratch_layout(const hearth_model *m, int32_t n_batch, hr_gpu_sc
 
 static bool fits(const planner *q, uint64_t more) { return more <= q->in->budget - q->used; }
 
+/* A whole layer can run device-resident: dense FFN (no predictor on the device), serial
+ * blocks, RMSNorm without bias. Its two norm vectors then go with it. */
+static bool resident_ok(const planner *q, int il) {
+    const hr_layer *L = &q->in->m->layers[il];
+    return !q->hot_ok && q->dense_ok && !q->pred_on && !q->hp->parallel && !q->hp->layer_norm && L->attn_norm &&
+           L->ffn_norm && !L->attn_norm_b && !L->ffn_norm_b;
+}
+static uint64_t norm_bytes(const planner *q) { return 2 * R((uint64_t)q->hp->n_embd * 4); }
+
 /* Whole layer il: attention (+KV), predictor, the entire FFN. Returns its bytes. */
 static uint64_t whole_bytes(const planner *q, int il) {
     const hr_layer *L = &q->in->m->layers[il];
@@ -72,6 +81,7 @@ static uint64_t whole_bytes(const planner *q, int il) {
     if (q->pred_on) b += pred_bytes(L);
     if (q->hot_ok) b += hot_rows_bytes(L, q->hp->n_ff);
     else if (q->dense_ok) b += dense_ffn_bytes(L);
+    if (resident_ok(q, il)) b += norm_bytes(q);
     return b;
 }
 
@@ -84,6 +94,7 @@ static int take_whole(planner *q, int il, hr_err *e) {
         for (int32_t j = 0; j < q->hp->n_ff; j++) g->hot_ids[j] = j;
         g->n_hot = q->hp->n_ff;
     } else g->ffn_dense = q->dense_ok;
+    g->norms = resident_ok(q, il);
     q->p->n_attn = il + 1, q->p->n_whole = il + 1;
     return 0;
 }
@@ -188,6 +199,10 @@ static int layout(planner *q, hr_err *e) {
             g->wv = dmat(&L->wv, L->wv.n_out, &off, A), g->wo = dmat(&L->wo, L->wo.n_out, &off, A);
         }
         if (g->pred) g->fc1 = dmat(&L->ffn.fc1, L->ffn.fc1.n_out, &off, P), g->fc2 = dmat(&L->ffn.fc2, L->ffn.fc2.n_out, &off, P);
+        if (g->norms) {
+            const uint64_t nb = (uint64_t)q->hp->n_embd * 4;
+            g->attn_norm = take(&off, nb), g->ffn_norm = take(&off, nb), B[HEARTH_GPU_CAT_NORMS] += norm_bytes(q);
+        }
         if (g->ffn_dense) {
             g->gate = dmat(&L->ffn.gate, L->ffn.gate.n_out, &off, &B[HEARTH_GPU_CAT_FFN]);
             g->up = dmat(&L->ffn.up, L->ffn.up.n_out, &off, &B[HEARTH_GPU_CAT_FFN]);

@@ -9,10 +9,13 @@
  *   the output matrix,
  *   hot neurons: per layer the first k neurons of the index's bucket, gathered into
  *   contiguous device matrices (local row i = neuron hot_ids[i]).
- * Norms run on the host (n_embd floats per token; the host needs the normed rows for
- * its own share anyway), so their category is always 0 bytes.
  * n_gpu_layers > 0, or any dense (non-PowerInfer) file: whole layers instead (attention,
- * KV and the entire FFN of layers 0..N-1), llama.cpp's -ngl; N > n_layer adds the output. */
+ * KV and the entire FFN of layers 0..N-1), llama.cpp's -ngl; N > n_layer adds the output.
+ * Whole layers with a dense FFN of a serial RMSNorm model also hold their two norm
+ * vectors, so a run of them executes device-resident: the residual stream stays on the
+ * device from the first such layer to the last (two transfers per batch, not two per
+ * layer). Elsewhere norms run on the host, which needs the normed rows for its own share
+ * anyway. */
 #ifndef HR_GPU_PLAN_H
 #define HR_GPU_PLAN_H
 #include "backends/device.h"
@@ -24,7 +27,8 @@
 /* Device scratch, each [n_batch][...] F32 unless noted. */
 typedef struct hr_gpu_scratch {
     uint64_t x;      /* n_embd: normed layer input (attention, FFN) */
-    uint64_t xp;     /* n_embd: predictor input */
+    uint64_t xp;     /* n_embd: predictor input; in device-resident layers (never with a
+                        predictor on the device) the residual stream */
     uint64_t q, att; /* n_head * head_dim */
     uint64_t k, v;   /* n_head_kv * head_dim */
     uint64_t o;      /* n_embd: attention output */
@@ -46,6 +50,9 @@ typedef struct hr_gpu_layer {
     int32_t n_hot;              /* hot neurons: gathered gate (if any), up, down_t rows */
     int32_t *hot_ids;           /* [n_hot] ascending neuron ids; local row i is neuron hot_ids[i] */
     hr_dmat gate, up, down;     /* down: ffn_down (dense) or the gathered ffn_down_t rows (hot) */
+    bool norms;                 /* attn_norm and ffn_norm resident (F32 [n_embd]): the layer can
+                                   run device-resident (whole, dense FFN, serial RMSNorm) */
+    uint64_t attn_norm, ffn_norm;
     uint64_t hot_bytes;         /* bytes of this layer's hot neurons */
 } hr_gpu_layer;
 

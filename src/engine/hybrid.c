@@ -111,6 +111,10 @@ static int upload_layer(hr_hybrid *h, const hr_layer *L, const hr_gpu_layer *g, 
                     upload(h, &L->wv, &g->wv, NULL, e) || upload(h, &L->wo, &g->wo, NULL, e)))
         return -1;
     if (g->pred && (upload(h, &L->ffn.fc1, &g->fc1, NULL, e) || upload(h, &L->ffn.fc2, &g->fc2, NULL, e))) return -1;
+    const uint64_t nb = (uint64_t)h->plan.layers[0].wq.n_in * 4; /* n_embd floats */
+    if (g->norms && (h->dev->ops->to_dev(h->dev, g->attn_norm, L->attn_norm, nb, e) ||
+                     h->dev->ops->to_dev(h->dev, g->ffn_norm, L->ffn_norm, nb, e)))
+        return -1;
     if (g->ffn_dense)
         return upload(h, &L->ffn.gate, &g->gate, NULL, e) || upload(h, &L->ffn.up, &g->up, NULL, e) ||
                        upload(h, &L->ffn.down, &g->down, NULL, e) ? -1 : 0;
@@ -163,7 +167,7 @@ static int host_buffers(hearth_ctx *c, hr_hybrid *h, hr_err *e) {
     return 0;
 }
 
-static void fill_status(hr_hybrid *h) {
+static void fill_status(const hearth_ctx *c, hr_hybrid *h) {
     const hr_gpu_plan *p = &h->plan;
     hearth_gpu_status *s = &h->st;
     s->active = true;
@@ -174,6 +178,7 @@ static void fill_status(hr_hybrid *h) {
     s->used_kv = p->bytes[HEARTH_GPU_CAT_KV], s->used_scratch = p->bytes[HEARTH_GPU_CAT_SCRATCH];
     s->used_neurons = p->bytes[HEARTH_GPU_CAT_NEURONS] + p->bytes[HEARTH_GPU_CAT_FFN];
     s->layers_attn = p->n_attn, s->layers_whole = p->n_whole, s->output_on_device = p->output;
+    for (int32_t il = 0; il < p->n_layer; il++) s->layers_resident += hr_hybrid_resident(c, il);
     uint64_t ffn_dev = p->hot_bytes;
     for (int32_t il = 0; il < p->n_layer; il++) {
         s->layers_pred += p->layers[il].pred;
@@ -189,7 +194,7 @@ static int setup(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, hr_err
     if (open_device(c, h, p, e) || budget(h, p, &bytes, e) || make_plan(c, h, p, bytes, e) || upload_all(c, h, e) ||
         host_buffers(c, h, e))
         return -1;
-    fill_status(h);
+    fill_status(c, h);
     return 0;
 }
 

@@ -19,6 +19,7 @@ typedef struct hr_hybrid {
     float *h_y;                 /* [n_batch][n_embd] hot partial output */
     int32_t *h_idx;             /* [n_ff] active local hot rows */
     uint8_t *h_mask;            /* [n_batch][n_ff] mask over h_idx */
+    bool x_dev;                 /* the residual stream of this batch is in scratch xp (device-resident layers) */
 } hr_hybrid;
 
 /* Opens the device the parameters ask for and fills c->hy (NULL when gpu is off, or auto
@@ -53,6 +54,12 @@ static inline bool hr_hybrid_has_dense_ffn(const hearth_ctx *c, int il) {
     return g && g->ffn_dense;
 }
 static inline bool hr_hybrid_has_output(const hearth_ctx *c) { return c->hy && c->hy->dev && c->hy->plan.output; }
+/* Layer il runs device-resident (hr_hybrid_run_layer): whole on the device with its norms, and
+ * nothing asks the host to watch its FFN (predictor, firing statistics, calibration). */
+static inline bool hr_hybrid_resident(const hearth_ctx *c, int il) {
+    const hr_gpu_layer *g = hr_hybrid_layer(c, il);
+    return g && g->norms && c->ffn_mode != HEARTH_FFN_PREDICTED && !c->ffn_stats_on && !c->ffn_observer;
+}
 
 /* out = Wo . attention(in) for the tokens of f, with the device's KV cache. */
 int hr_hybrid_attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, const hr_fwd *f, float *out, hr_err *e);
@@ -63,6 +70,13 @@ int hr_hybrid_predict(hearth_ctx *c, int il, const float *x, int32_t n, float *s
 int hr_hybrid_ffn_split(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e);
 /* The whole dense FFN of layer il on the device. */
 int hr_hybrid_ffn_dense(hearth_ctx *c, int il, const float *xn, int32_t n, float *out, hr_err *e);
+/* The whole serial layer il on the device: x += attention(norm(x)); x += ffn(norm(x)),
+ * with x kept in device scratch from the first resident layer of a run to the last; only
+ * enqueued (hr_hybrid_fetch_x brings x back). */
+int hr_hybrid_run_layer(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e);
+/* Copies the residual stream of n tokens back into c->x after resident layers (no-op
+ * otherwise) and waits for the device. */
+int hr_hybrid_fetch_x(hearth_ctx *c, int32_t n, hr_err *e);
 /* logits [rows][n_vocab] = output . xn on the device. */
 int hr_hybrid_logits(hearth_ctx *c, const float *xn, int32_t rows, float *logits, hr_err *e);
 

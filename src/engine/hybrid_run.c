@@ -1,6 +1,8 @@
 /* The forward pass's device hooks: attention with the device KV cache, the predictor,
- * the whole FFN of a dense file, and the output matrix. Each enqueues its work, copies
- * the result back and waits; the FFN split (hybrid_ffn.c) is where CPU and device overlap. */
+ * the whole FFN of a dense file, whole device-resident layers, and the output matrix.
+ * Each enqueues its work, copies the result back and waits, except resident layers, whose
+ * residual stream stays on the device until hr_hybrid_fetch_x; the FFN split
+ * (hybrid_ffn.c) is where CPU and device overlap. */
 #include <math.h>
 #include <string.h>
 #include "hybrid.h"
@@ -13,7 +15,8 @@ static int send(hr_hybrid *h, uint64_t dst, const float *src, int64_t n_floats, 
     return h->dev->ops->to_dev(h->dev, dst, h->h_in, (uint64_t)n_floats * 4, e);
 }
 
-int hr_hybrid_attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, const hr_fwd *f, float *out, hr_err *e) {
+/* Enqueues out (scratch o) = Wo . attention(scratch x) for the tokens of f. */
+static int enqueue_attention(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
     hr_hybrid *h = c->hy;
     hr_dev *d = h->dev;
     ops_t o = d->ops;
@@ -21,8 +24,8 @@ int hr_hybrid_attention(hearth_ctx *c, const hr_layer *L, int il, const float *i
     const hr_gpu_layer *g = &h->plan.layers[il];
     const hr_gpu_scratch *s = &h->plan.sc;
     const int32_t n = f->n;
-    if (send(h, s->x, in, (int64_t)n * hp->n_embd, e) || o->matmul(d, &g->wq, s->x, n, s->q, e) ||
-        o->matmul(d, &g->wk, s->x, n, s->k, e) || o->matmul(d, &g->wv, s->x, n, s->v, e))
+    if (o->matmul(d, &g->wq, s->x, n, s->q, e) || o->matmul(d, &g->wk, s->x, n, s->k, e) ||
+        o->matmul(d, &g->wv, s->x, n, s->v, e))
         return -1;
     if (L->use_rope && (o->rope(d, s->q, n, hp->n_head, hp->head_dim, hp->n_rot, f->pos, hp->rope_base, hp->rope_freq_scale,
                                 hp->rope_neox, e) ||
@@ -32,10 +35,68 @@ int hr_hybrid_attention(hearth_ctx *c, const hr_layer *L, int il, const float *i
     hr_dev_attn a = {.layer = il, .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
                      .n_ctx = c->n_ctx, .n_layer = h->plan.kv_layers, .k_cache = h->plan.k_cache,
                      .v_cache = h->plan.v_cache, .pos = f->pos, .seq = f->seq, .scale = 1.0f / sqrtf((float)hp->head_dim)};
-    if (o->attention(d, &a, s->q, s->k, s->v, s->att, e) || o->matmul(d, &g->wo, s->att, n, s->o, e) ||
-        o->to_host(d, h->h_y, s->o, (uint64_t)n * hp->n_embd * 4, e) || o->sync(d, e))
+    return o->attention(d, &a, s->q, s->k, s->v, s->att, e) || o->matmul(d, &g->wo, s->att, n, s->o, e) ? -1 : 0;
+}
+
+/* Enqueues scratch y = the whole dense FFN of layer il over scratch x. */
+static int enqueue_ffn_dense(hearth_ctx *c, int il, int32_t n, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    hr_dev *d = h->dev;
+    ops_t o = d->ops;
+    const hr_gpu_layer *g = &h->plan.layers[il];
+    const hr_gpu_scratch *s = &h->plan.sc;
+    const int64_t ff = c->m->hp.n_ff;
+    const bool gate = g->gate.n_out > 0;
+    h->st.act_device += (uint64_t)(n * ff);
+    return (gate && o->matmul(d, &g->gate, s->x, n, s->g, e)) || o->matmul(d, &g->up, s->x, n, s->u, e) ||
+                   o->ffn_act(d, gate ? s->g : UINT64_MAX, s->u, n * ff, c->m->hp.act, s->h, e) ||
+                   o->matmul(d, &g->down, s->h, n, s->y, e)
+               ? -1
+               : 0;
+}
+
+int hr_hybrid_attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, const hr_fwd *f, float *out, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    hr_dev *d = h->dev;
+    const int64_t nd = (int64_t)f->n * c->m->hp.n_embd;
+    if (send(h, h->plan.sc.x, in, nd, e) || enqueue_attention(c, L, il, f, e) ||
+        d->ops->to_host(d, h->h_y, h->plan.sc.o, (uint64_t)nd * 4, e) || d->ops->sync(d, e))
         return -1;
-    memcpy(out, h->h_y, sizeof(float) * (size_t)n * (size_t)hp->n_embd);
+    memcpy(out, h->h_y, sizeof(float) * (size_t)nd);
+    return 0;
+}
+
+int hr_hybrid_run_layer(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    hr_dev *d = h->dev;
+    ops_t o = d->ops;
+    const hr_hparams *hp = &c->m->hp;
+    const hr_layer *L = &c->m->layers[il];
+    const hr_gpu_layer *g = &h->plan.layers[il];
+    const hr_gpu_scratch *s = &h->plan.sc;
+    const int32_t n = f->n;
+    const int64_t nd = (int64_t)n * hp->n_embd;
+    if (!h->x_dev) {
+        if (send(h, s->xp, c->x, nd, e)) return -1;
+        h->x_dev = true;
+    }
+    if (o->rmsnorm(d, s->xp, g->attn_norm, hp->n_embd, n, hp->rms_eps, s->x, e) || enqueue_attention(c, L, il, f, e) ||
+        o->add(d, s->o, nd, s->xp, e) || o->rmsnorm(d, s->xp, g->ffn_norm, hp->n_embd, n, hp->rms_eps, s->x, e) ||
+        enqueue_ffn_dense(c, il, n, e) || o->add(d, s->y, nd, s->xp, e))
+        return -1;
+    hearth_ffn_stats *st = &c->ffn_stats[il]; /* as hr_ffn counts a dense evaluation */
+    st->tokens += (uint64_t)n, st->computed += (uint64_t)n * (uint64_t)hp->n_ff;
+    return 0;
+}
+
+int hr_hybrid_fetch_x(hearth_ctx *c, int32_t n, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    if (!h || !h->x_dev) return 0;
+    hr_dev *d = h->dev;
+    const int64_t nd = (int64_t)n * c->m->hp.n_embd;
+    h->x_dev = false;
+    if (d->ops->to_host(d, h->h_y, h->plan.sc.xp, (uint64_t)nd * 4, e) || d->ops->sync(d, e)) return -1;
+    memcpy(c->x, h->h_y, sizeof(float) * (size_t)nd);
     return 0;
 }
 
@@ -56,17 +117,11 @@ int hr_hybrid_predict(hearth_ctx *c, int il, const float *x, int32_t n, float *s
 int hr_hybrid_ffn_dense(hearth_ctx *c, int il, const float *xn, int32_t n, float *out, hr_err *e) {
     hr_hybrid *h = c->hy;
     hr_dev *d = h->dev;
-    ops_t o = d->ops;
-    const hr_gpu_layer *g = &h->plan.layers[il];
-    const hr_gpu_scratch *s = &h->plan.sc;
-    const int64_t ff = c->m->hp.n_ff, nd = (int64_t)n * c->m->hp.n_embd;
-    const bool gate = g->gate.n_out > 0;
-    if (send(h, s->x, xn, nd, e) || (gate && o->matmul(d, &g->gate, s->x, n, s->g, e)) || o->matmul(d, &g->up, s->x, n, s->u, e) ||
-        o->ffn_act(d, gate ? s->g : UINT64_MAX, s->u, n * ff, c->m->hp.act, s->h, e) ||
-        o->matmul(d, &g->down, s->h, n, s->y, e) || o->to_host(d, h->h_y, s->y, (uint64_t)nd * 4, e) || o->sync(d, e))
+    const int64_t nd = (int64_t)n * c->m->hp.n_embd;
+    if (send(h, h->plan.sc.x, xn, nd, e) || enqueue_ffn_dense(c, il, n, e) ||
+        d->ops->to_host(d, h->h_y, h->plan.sc.y, (uint64_t)nd * 4, e) || d->ops->sync(d, e))
         return -1;
     memcpy(out, h->h_y, sizeof(float) * (size_t)nd);
-    h->st.act_device += (uint64_t)(n * ff);
     return 0;
 }
 

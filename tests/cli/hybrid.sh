@@ -72,7 +72,7 @@ for n in 1 4; do
     "$H" run -m "$D" $R --gpu standin --vram-budget 0.05 -ngl $n --verbose --dump "$T/dn.json" >"$T/out" 2>"$T/err" ||
         { echo "FAIL: -ngl $n"; cat "$T/err"; fails=$((fails + 1)); }
     [ "$(toks "$T/dc.json")" = "$(toks "$T/dn.json")" ] || { echo "FAIL: -ngl $n tokens differ"; fails=$((fails + 1)); }
-    grep -q "$( [ $n = 1 ] && echo "1 whole layers" || echo "3 whole layers, output on the device")" "$T/err" ||
+    grep -q "$( [ $n = 1 ] && echo "1 whole layers (1 device-resident)" || echo "3 whole layers (3 device-resident), output on the device")" "$T/err" ||
         { echo "FAIL: -ngl $n: plan"; grep "gpu:" "$T/err"; fails=$((fails + 1)); }
     host=$([ $n = 1 ] && echo 2 || echo 0) # of 3 layers
     awk -v c="$(kv_mib "$T/dc.err")" -v g="$(kv_mib "$T/err")" -v h=$host \

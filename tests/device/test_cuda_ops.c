@@ -13,7 +13,7 @@
  *     probability across an F16 rounding boundary: one F16 ulp, at most 2^-10 of it,
  *     per probability) + 1e-5; the caches bit for bit.
  *   ffn_act: 1e-5 relative (expf, tanhf ulps); GELU 2e-3 (one F16 ulp after rounding).
- *   apply_mask, transfers: exact. */
+ *   apply_mask, add, transfers: exact. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -428,6 +428,37 @@ static void case_mask(bench *b) {
     free(A), free(got), free(mask);
 }
 
+/* The CPU's add_into, bit for bit: one float addition per element, nothing fused. An odd
+ * length (no vector width divides it), magnitudes far apart so rounding shows, subnormals
+ * (no flush to zero) and signed zeros; then in place, X == Y. */
+static void case_add(bench *b) {
+    b->top = 0;
+    const int64_t n = 4099;
+    float *X = randv(b, n, 1.0f), *Y = randv(b, n, 1.0f), *got = malloc(n * 4), *ref = malloc(n * 4);
+    for (int64_t i = 0; i < n; i += 7) X[i] *= 1e-3f, Y[i] *= 3e4f;
+    X[1] = 1e-40f, Y[1] = 2e-40f, X[2] = -0.0f, Y[2] = -0.0f, X[3] = -Y[3];
+    const uint64_t xo = dput(b, X, n * 4), yo = dput(b, Y, n * 4);
+    hr_err e = {{0}};
+    CHECKF(b->d->ops->add(b->d, xo, n, yo, &e) == 0, "add: %s", e.msg);
+    CHECKF(b->d->ops->add(b->d, xo, 0, yo, &e) == 0, "add of nothing: %s", e.msg);
+    dget(b, got, yo, n * 4);
+    for (int64_t i = 0; i < n; i++) ref[i] = Y[i] + X[i];
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += memcmp(&got[i], &ref[i], 4) != 0;
+    CHECKF(bad == 0, "add: %lld of %lld elements differ", (long long)bad, (long long)n);
+    CHECKF(b->d->ops->add(b->d, yo, n, yo, &e) == 0, "add in place: %s", e.msg);
+    dget(b, got, yo, n * 4);
+    bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float r = ref[i] + ref[i];
+        bad += memcmp(&got[i], &r, 4) != 0;
+    }
+    CHECKF(bad == 0, "add in place: %lld of %lld elements differ", (long long)bad, (long long)n);
+    CHECK(b->d->ops->add(b->d, xo + 2, n, yo, &e) == -1 && strstr(e.msg, "aligned"));
+    CHECK(b->d->ops->add(b->d, xo, -1, yo, &e) == -1);
+    free(X), free(Y), free(got), free(ref);
+}
+
 /* ---- device-level behaviour ---- */
 
 static void case_basics(bench *b) {
@@ -460,6 +491,7 @@ static void case_basics(bench *b) {
     CHECK(b->d->ops->to_dev(b->d, ARENA_BYTES - 4, small, 8, &e) == -1 && strstr(e.msg, "outside"));
     CHECK(b->d->ops->ffn_act(b->d, UINT64_MAX, 0, 16, 99, 0, &e) == -1 && strstr(e.msg, "activation"));
     CHECK(b->d->ops->ffn_act(b->d, UINT64_MAX, 0, 16, 0, 0, &e) == -1 && strstr(e.msg, "gate"));
+    CHECK(b->d->ops->add(b->d, 0, 16, ARENA_BYTES - 32, &e) == -1 && strstr(e.msg, "outside"));
     int32_t bad_pos = 400;
     hr_dev_attn a = {0, 1, 4, 2, 64, 320, 2, 0, 0, &bad_pos, NULL, 0.125f};
     CHECK(b->d->ops->attention(b->d, &a, 0, 0, 0, 0, &e) == -1);
@@ -515,6 +547,7 @@ int main(void) {
         if (act >= 3) case_act(&b, act, false);
     }
     case_mask(&b);
+    case_add(&b);
     hr_dev_close(d);
     return TEST_END();
 }

@@ -192,6 +192,40 @@ static void test_elementwise(void) {
     hr_dev_close(d);
 }
 
+/* add is the CPU's residual add_into: bit for bit y + x in float, also in place. An
+ * odd length, so no vector width divides it; subnormals and signed zeros included. */
+static void test_add(void) {
+    enum { N = 4099 };
+    hr_err e = {{0}};
+    hr_dev *d = hr_dev_standin_open(CAP, 1, &e);
+    if (!d || d->ops->reserve(d, ARENA, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return;
+    }
+    next_off = 0;
+    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N), *ref = malloc(sizeof(float) * N),
+          *got = malloc(sizeof(float) * N);
+    randf(x, N), randf(y, N);
+    for (int i = 0; i < N; i += 7) x[i] *= 1e-3f, y[i] *= 3e4f; /* magnitudes apart: rounding matters */
+    x[1] = 1e-40f, y[1] = 2e-40f, x[2] = -0.0f, y[2] = -0.0f, x[3] = -y[3];
+    uint64_t X = alloc(sizeof(float) * N), Y = alloc(sizeof(float) * N);
+    CHECK(!d->ops->to_dev(d, X, x, sizeof(float) * N, &e) && !d->ops->to_dev(d, Y, y, sizeof(float) * N, &e));
+    for (int i = 0; i < N; i++) ref[i] = y[i] + x[i];
+    CHECKF(!d->ops->add(d, X, N, Y, &e) && !d->ops->to_host(d, got, Y, sizeof(float) * N, &e), "%s", e.msg);
+    CHECK(!memcmp(got, ref, sizeof(float) * N));
+    CHECKF(!d->ops->add(d, Y, N, Y, &e) && !d->ops->to_host(d, got, Y, sizeof(float) * N, &e), "%s", e.msg);
+    for (int i = 0; i < N; i++) ref[i] = ref[i] + ref[i];
+    CHECK(!memcmp(got, ref, sizeof(float) * N));
+    CHECK(!d->ops->add(d, X, 0, Y, &e));
+    CHECK(d->ops->add(d, X, N, ARENA - 4 * N + 4, &e) == -1 && strstr(e.msg, "outside"));
+    CHECK(d->ops->add(d, UINT64_MAX - 3, 1, Y, &e) == -1 && strstr(e.msg, "outside"));
+    CHECK(d->ops->add(d, X + 2, N, Y, &e) == -1 && strstr(e.msg, "aligned"));
+    CHECK(d->ops->add(d, X, N, Y + 1, &e) == -1 && strstr(e.msg, "aligned"));
+    CHECK(d->ops->add(d, X, -1, Y, &e) == -1 && strstr(e.msg, "-1 elements"));
+    free(x), free(y), free(ref), free(got);
+    hr_dev_close(d);
+}
+
 /* Attention over two sequences: tokens of sequence 1 must not see sequence 0. */
 static void test_attention(void) {
     enum { NH = 4, NKV = 2, HD = 16, CTX = 8, NL = 2, NT = 5 };
@@ -251,6 +285,7 @@ int main(void) {
     const uint32_t types[] = {HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0};
     for (int i = 0; i < 5; i++) test_products(types[i]);
     test_elementwise();
+    test_add();
     test_attention();
     hr_err e;
     CHECK(hr_dev_standin_open(CAP, 0, &e) == NULL);

@@ -52,15 +52,19 @@ static void check_layout(const hr_gpu_plan *p) {
     for (int c = 0; c < HEARTH_GPU_CAT_COUNT; c++) sum += p->bytes[c];
     CHECKF(sum == p->total && p->total <= p->budget, "categories %llu, total %llu, budget %llu", (unsigned long long)sum,
            (unsigned long long)p->total, (unsigned long long)p->budget);
-    CHECK(p->bytes[HEARTH_GPU_CAT_NORMS] == 0);
-    range r[LAYERS * 12 + 4];
+    range r[LAYERS * 14 + 4];
     int n = 0;
+    uint64_t norms = 0;
     for (int il = 0; il < p->n_layer; il++) {
         const hr_gpu_layer *g = &p->layers[il];
         const hr_dmat *ms[] = {&g->wq, &g->wk, &g->wv, &g->wo, &g->fc1, &g->fc2, &g->gate, &g->up, &g->down};
         for (int k = 0; k < 9; k++)
             if (ms[k]->n_out) r[n++] = (range){ms[k]->off, (uint64_t)ms[k]->n_out * ms[k]->row_bytes};
+        /* norms only with whole layers whose FFN is dense on the device (resident layers) */
+        CHECK(!g->norms || (g->attn && g->ffn_dense && !g->pred));
+        if (g->norms) r[n++] = (range){g->attn_norm, EMBD * 4}, r[n++] = (range){g->ffn_norm, EMBD * 4}, norms += 2 * R(EMBD * 4);
     }
+    CHECK(p->bytes[HEARTH_GPU_CAT_NORMS] == norms);
     if (p->output) r[n++] = (range){p->out.off, (uint64_t)p->out.n_out * p->out.row_bytes};
     if (p->kv_layers) {
         const uint64_t kvb = (uint64_t)SEQ * p->kv_layers * CTX * KVH * (EMBD / HEADS) * 2;
@@ -218,7 +222,7 @@ static void test_layers(void) {
     hr_gpu_plan p;
     const uint64_t big = 64 << 20;
     CHECK(!plan(pm, big, 2, NULL, HEARTH_FFN_PREDICTED, &p, &e) && p.n_whole == 2 && p.n_attn == 2 && !p.output);
-    CHECK(p.layers[0].n_hot == FF && p.layers[1].pred && p.layers[2].n_hot == 0 && !p.layers[2].attn);
+    CHECK(p.layers[0].n_hot == FF && !p.layers[0].norms && p.layers[1].pred && p.layers[2].n_hot == 0 && !p.layers[2].attn);
     check_layout(&p);
     hr_gpu_plan_free(&p);
     CHECK(!plan(pm, big, LAYERS + 1, NULL, HEARTH_FFN_PREDICTED, &p, &e) && p.n_whole == LAYERS && p.output);
@@ -226,8 +230,10 @@ static void test_layers(void) {
     /* dense file: whole FFN matrices; a budget for exactly two layers */
     const uint64_t rb = hr_row_bytes(HR_Q8_0, EMBD), rbf = hr_row_bytes(HR_Q8_0, FF), kvd = KVH * (EMBD / HEADS);
     const uint64_t attn = 2 * R(EMBD * rb) + 2 * R(kvd * rb), ffn = 2 * R(FF * rb) + R(EMBD * rbf);
-    const uint64_t two = scratch_rank(1) + 2 * (attn + ffn) + 2 * R((uint64_t)SEQ * 2 * CTX * kvd * 2);
+    const uint64_t norms = 2 * R(EMBD * 4); /* whole dense layers of a serial RMSNorm model run device-resident */
+    const uint64_t two = scratch_rank(1) + 2 * (attn + ffn + norms) + 2 * R((uint64_t)SEQ * 2 * CTX * kvd * 2);
     CHECK(!plan(dm, two, 0, NULL, HEARTH_FFN_DENSE, &p, &e) && p.n_whole == 2 && p.layers[1].ffn_dense && p.total == two);
+    CHECK(p.layers[0].norms && p.layers[1].norms && !p.layers[2].norms && p.bytes[HEARTH_GPU_CAT_NORMS] == 2 * norms);
     CHECK(p.bytes[HEARTH_GPU_CAT_FFN] == 2 * ffn && !p.output);
     check_layout(&p);
     hr_gpu_plan_free(&p);

@@ -330,7 +330,8 @@ static void test_rewind(void) {
     remove(path);
 }
 
-/* -ngl on a dense SwiGLU file: whole layers (attention, KV, FFN), then the output. */
+/* -ngl on a dense SwiGLU file: whole layers (attention, KV, FFN), run device-resident
+ * (the residual stream stays on the device across them), then the output. */
 static void test_layer_offload(void) {
     char path[256];
     hearth_model *m = synth(hr_test_tmp(path, sizeof path, "dense.gguf"), HR_F32, HR_SYNTH_SWIGLU, false, 3);
@@ -353,6 +354,7 @@ static void test_layer_offload(void) {
                st.output_on_device, d, agree, NP + ND);
         CHECKF(d <= tol_for(1e-4) && agree == NP + ND, "-ngl %d: logits differ by %g", ngl[k], d);
         CHECK(st.layers_whole == whole && st.layers_attn == whole && st.output_on_device == (ngl[k] != 1 && ngl[k] != 3));
+        CHECK(st.layers_resident == whole); /* serial RMSNorm, dense FFN: x stays on the device across them */
         CHECK(st.act_device * 3 == st.act_total * (uint64_t)whole && fabs(st.ffn_share - whole / 3.0) < 1e-9);
     }
     free(ref), free(got);
@@ -439,6 +441,7 @@ static void test_layer_offload_falcon(void) {
     CHECK(!run(m, &cpu, HEARTH_FFN_DENSE, ref, NULL, &kv_cpu) && !run(m, &sd, HEARTH_FFN_DENSE, got, &st, &kv));
     double d = compare(ref, got, nv, &agree);
     CHECKF(d <= tol_for(1e-4) && agree == NP + ND && st.layers_whole == 1, "falcon -ngl 1: logits differ by %g", d);
+    CHECK(st.layers_resident == 0); /* parallel blocks, LayerNorm: layer by layer through the host */
     check_kv(m, kv_cpu, kv, 1, "falcon -ngl 1");
     free(ref), free(got);
     hearth_model_free(m);
@@ -465,6 +468,7 @@ static void test_layer_offload_pwri(void) {
         const int whole = ngl > 2 ? 2 : ngl;
         check_kv(m, kv_cpu, kv, whole, "pwri -ngl");
         CHECK(st.layers_whole == whole && st.layers_pred == whole && st.hot_neurons == (int64_t)whole * m->hp.n_ff);
+        CHECK(st.layers_resident == 0); /* the predictor's mask is made on the host */
         CHECK(st.output_on_device == (ngl > 2) && st.act_device > 0 && (whole == 2) == (st.act_device == st.act_total));
     }
     free(ref), free(got);

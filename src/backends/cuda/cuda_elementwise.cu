@@ -1,5 +1,5 @@
-/* ffn_act and apply_mask: element-wise, with the CPU's activation formulas (engine/ops.c),
- * including ggml's F16-rounded tanh GELU. */
+/* ffn_act, apply_mask and add: element-wise, with the CPU's activation formulas
+ * (engine/ops.c), including ggml's F16-rounded tanh GELU. */
 #include "cuda_internal.h"
 #include "cuda_numerics.cuh"
 
@@ -41,6 +41,12 @@ __global__ void k_mask(float *A, const uint8_t *mask, int64_t n) {
         if (mask[i] == 0) A[i] = 0.0f;
 }
 
+/* __fadd_rn: the CPU's add_into rounds once per element, so nothing may be fused here. */
+__global__ void k_add(const float *X, int64_t n, float *Y) {
+    for (int64_t i = (int64_t)blockIdx.x * EW_THREADS + threadIdx.x; i < n; i += (int64_t)gridDim.x * EW_THREADS)
+        Y[i] = __fadd_rn(Y[i], X[i]);
+}
+
 int hr_cu_ffn_act(hr_dev *d, uint64_t G, uint64_t U, int64_t n, int act, uint64_t H, hr_err *e) {
     hr_cuda *c = hr_cu(d);
     const char *op = "ffn_act";
@@ -74,6 +80,20 @@ int hr_cu_apply_mask(hr_dev *d, uint64_t A, uint64_t mask, int64_t n_tok, int64_
         return -1;
     HR_CU_LAUNCH(k_mask, hr_cu_blocks(total, EW_THREADS), EW_THREADS, 0, c->stream)(hr_cu_at<float>(c, A),
                                                                            hr_cu_at<const uint8_t>(c, mask), total);
+    return hr_cu_launched(op, e);
+}
+
+int hr_cu_add(hr_dev *d, uint64_t X, int64_t n, uint64_t Y, hr_err *e) {
+    hr_cuda *c = hr_cu(d);
+    const char *op = "add";
+    if (n < 0) return hr_errf(e, "cuda add: negative size");
+    if (n == 0) return 0;
+    if (X % 4 || Y % 4) return hr_errf(e, "cuda add: X and Y must be 4-byte aligned");
+    if ((uint64_t)n > UINT64_MAX / 4) return hr_errf(e, "cuda add: size overflow");
+    const uint64_t bytes = (uint64_t)n * 4;
+    if (hr_cu_span(c, X, bytes, op, "X", e) || hr_cu_span(c, Y, bytes, op, "Y", e) || hr_cu_enter(c, op, e)) return -1;
+    HR_CU_LAUNCH(k_add, hr_cu_blocks(n, EW_THREADS), EW_THREADS, 0, c->stream)(hr_cu_at<const float>(c, X), n,
+                                                                      hr_cu_at<float>(c, Y));
     return hr_cu_launched(op, e);
 }
 

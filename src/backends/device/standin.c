@@ -193,6 +193,16 @@ static int sd_apply_mask(hr_dev *d, uint64_t A, uint64_t mask, int64_t n_tok, in
     return 0;
 }
 
+static int sd_add(hr_dev *d, uint64_t X, int64_t n, uint64_t Y, hr_err *e) {
+    if (n < 0) return hr_errf(e, "standin: add of %lld elements", (long long)n);
+    const float *x = fspan(d, X, (uint64_t)n, "add input", e);
+    float *y = x ? fspan(d, Y, (uint64_t)n, "add output", e) : NULL;
+    if (!y) return -1;
+    /* The CPU's add_into (engine/forward.c) exactly: one float addition per element. */
+    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+    return 0;
+}
+
 static int sd_sync(hr_dev *d, hr_err *e) {
     (void)d, (void)e;
     return 0;
@@ -212,7 +222,7 @@ static const hr_dev_ops standin_ops = {
     .host_alloc = sd_host_alloc, .host_free = sd_host_free, .to_dev = sd_to_dev, .to_host = sd_to_host,
     .matmul = sd_matmul, .gather_matmul = sd_gather, .sparse_axpy = sd_axpy, .rmsnorm = sd_rmsnorm,
     .rope = sd_rope, .attention = hr_standin_attention, .ffn_act = sd_ffn_act, .apply_mask = sd_apply_mask,
-    .sync = sd_sync, .free = sd_free,
+    .add = sd_add, .sync = sd_sync, .free = sd_free,
 };
 
 hr_dev *hr_dev_standin_open(uint64_t capacity, int n_threads, hr_err *e) {
