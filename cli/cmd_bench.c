@@ -198,12 +198,13 @@ static void print_gpu_json(const hearth_gpu_status *g) {
     if (!g->active) return;
     printf(",\"gpu_budget\":%llu,\"gpu_used\":%llu,\"gpu_layers_attn\":%d,\"gpu_layers_whole\":%d,\"gpu_layers_resident\":%d,"
            "\"gpu_ffn_share\":%.6f,\"gpu_act_share_predicted\":%.6f,\"gpu_act_share\":%.6f,"
-           "\"gpu_ffn_splits\":%llu,\"gpu_enqueue_s\":%.6f,\"gpu_cold_s\":%.6f,\"gpu_wait_s\":%.6f",
+           "\"gpu_ffn_splits\":%llu,\"gpu_enqueue_s\":%.6f,\"gpu_cold_s\":%.6f,\"gpu_wait_s\":%.6f,"
+           "\"gpu_syncs\":%llu,\"gpu_bytes_to_dev\":%llu,\"gpu_bytes_to_host\":%llu",
            (unsigned long long)g->budget, (unsigned long long)g->used, g->layers_attn, g->layers_whole, g->layers_resident,
            g->ffn_share,
            g->act_share, g->act_total ? (double)g->act_device / (double)g->act_total : 0.0,
-           (unsigned long long)g->ffn_splits, g->enqueue_s, g->cold_s,
-           g->wait_s);
+           (unsigned long long)g->ffn_splits, g->enqueue_s, g->cold_s, g->wait_s, (unsigned long long)g->syncs,
+           (unsigned long long)g->bytes_to_dev, (unsigned long long)g->bytes_to_host);
 }
 
 static void report(const bench_opts *o, const hearth_model_info *in, const hearth_ctx_params *cp, int n_threads,

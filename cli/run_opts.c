@@ -213,4 +213,6 @@ void hr_print_gpu_overlap(const hearth_ctx *c) {
                     "part %.3f s, waiting for the device %.3f s\n",
             (unsigned long long)s.ffn_splits, s.act_total ? 100.0 * s.act_device / s.act_total : 0.0, s.enqueue_s,
             s.cold_s, s.wait_s);
+    fprintf(stderr, "gpu: %llu round trips (waits for the device), %.2f MiB to it, %.2f MiB back\n",
+            (unsigned long long)s.syncs, mib(s.bytes_to_dev), mib(s.bytes_to_host));
 }

@@ -172,6 +172,8 @@ typedef struct hearth_gpu_status {
     double enqueue_s;         /* time enqueueing device work (the stand-in computes while enqueueing) */
     double cold_s;            /* CPU time on the cold neurons while the device worked */
     double wait_s;            /* time then spent waiting for the device */
+    /* Round trips of the forward pass: waits for the device, bytes copied each way. */
+    uint64_t syncs, bytes_to_dev, bytes_to_host;
 } hearth_gpu_status;
 int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out);
 

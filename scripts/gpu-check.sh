@@ -13,10 +13,12 @@
 #      first differ, greedy agreement, and the shares placed, predicted and measured;
 #   4. decode speed on a 7B-shaped Q4_0 synthetic PowerInfer file (bench/sparse.sh's shape:
 #      n_embd 4096, n_ff 11008, 32 heads, vocab 32000, ReGLU, predictor rank 512, threshold 0.4,
-#      about 19% of neurons active): CPU only, hybrid, and -ngl layer offload at the same budget
-#      (about a quarter of the FFN bytes), one table: mode, budget, GPU share of FFN bytes, GPU
-#      share of activations (predicted from statistics when there are any, and measured),
-#      tokens/s, overlap (CPU cold-neuron time / (that + time waiting for the GPU)).
+#      about 19% of neurons active): CPU only (predicted and dense), hybrid, and -ngl layer
+#      offload at the same budget (about a quarter of the FFN bytes) with a dense FFN (llama.cpp-
+#      style: the issue's baseline) and predicted, one table: mode, budget, GPU share of FFN
+#      bytes, GPU share of activations (predicted from statistics when there are any, and
+#      measured), tokens/s, overlap (CPU cold-neuron time / (that + time waiting for the GPU)),
+#      round trips (waits for the device over the run); then hybrid / llama.cpp-style -ngl.
 # Budgets are exact: a probe run prints the plan's bytes (hearth run --verbose, "gpu: bytes:"),
 # and the budget for share s is probe budget - probe neuron budget + s x FFN bytes.
 #
@@ -218,36 +220,60 @@ fi
 T="--sparse-threshold 0.4 -t $threads -c 64"
 probe "$big" $T
 b25=$(budget_gib 0.25)
-"$H" run -m "$big" -p x -n 1 $T --gpu "$dev" --vram-budget "$b25" -ngl 100000 >/dev/null 2>"$work/ngl.err" &&
-    die "-ngl 100000 fit in a quarter of the FFN bytes"
-ngl=$(grab "$work/ngl.err" '.*it holds \([0-9]*\) whole layers.*')
-[[ $ngl =~ ^[0-9]+$ ]] || { cat "$work/ngl.err" >&2; die "no layer count in the -ngl error"; }
+# whole layers that fit the same budget: dense FFN (llama.cpp-style, the issue's baseline)
+# and predicted (whole layers that are sparse themselves)
+ngl_fit() { # mode
+    "$H" run -m "$big" -p x -n 1 $T --ffn "$1" --gpu "$dev" --vram-budget "$b25" -ngl 100000 >/dev/null 2>"$work/ngl.err" &&
+        die "-ngl 100000 fit in a quarter of the FFN bytes"
+    local n
+    n=$(grab "$work/ngl.err" '.*it holds \([0-9]*\) whole layers.*')
+    [[ $n =~ ^[0-9]+$ ]] || { cat "$work/ngl.err" >&2; die "no layer count in the -ngl error"; }
+    echo "$n"
+}
+ngl_dense=$(ngl_fit dense)
+ngl_pred=$(ngl_fit predicted)
 bench() { # label, flags...
     local label=$1
     shift
     "$H" bench -m "$big" -p 8 -n "$gen" -r 1 --json $T "$@" >"$work/b.json" 2>"$work/b.err" ||
         { tail -n 3 "$work/b.err" >&2; die "bench $label"; }
     num() { sed -n "s/.*\"$1\":\([0-9.e+-]*\).*/\1/p" "$work/b.json"; }
+    TPS=$(num decode_tok_s)
     awk -v l="$label" -v b="${BUDGET:--}" -v fs="$(num gpu_ffn_share)" -v ap="$(num gpu_act_share_predicted)" \
-        -v am="$(num gpu_act_share)" -v tps="$(num decode_tok_s)" -v c="$(num gpu_cold_s)" -v w="$(num gpu_wait_s)" \
-        -v fr="$(num computed_fraction)" -v sp="$(num gpu_ffn_splits)" 'BEGIN {
+        -v am="$(num gpu_act_share)" -v tps="$TPS" -v c="$(num gpu_cold_s)" -v w="$(num gpu_wait_s)" \
+        -v fr="$(num computed_fraction)" -v sp="$(num gpu_ffn_splits)" -v rt="$(num gpu_syncs)" \
+        -v res="$(num gpu_layers_resident)" 'BEGIN {
         f = fs == "" ? "-" : sprintf("%.1f%%", 100 * fs)
         p = (ap == "" || ap < 0) ? "-" : sprintf("%.1f%%", 100 * ap)
         m = am == "" ? "-" : sprintf("%.1f%%", 100 * am)
         o = (sp == "" || sp == 0 || c + w == 0) ? "-" : sprintf("%.0f%% (cold %.3f s, wait %.3f s)", 100 * c / (c + w), c, w)
-        printf "| %s | %s | %s | %s / %s | %.2f | %.1f%% | %s |\n", l, b, f, p, m, tps, 100 * fr, o }'
+        r = rt == "" ? "-" : sprintf("%d (%d resident layers)", rt, res)
+        printf "| %s | %s | %s | %s / %s | %.2f | %.1f%% | %s | %s |\n", l, b, f, p, m, tps, 100 * fr, o, r }'
 }
 echo
 echo "## Decode on $(basename "$big") (threshold 0.4), $gen tokens, $threads threads"
 echo
-echo "| mode | budget GiB | GPU share of FFN bytes | GPU share of activations: predicted / measured | decode tok/s | active neurons | overlap |"
-echo "|---|---|---|---|---|---|---|"
-BUDGET=- bench "CPU only" --gpu off
-BUDGET=$(printf '%.3f' "$b25") bench "hybrid (hot neurons)" --gpu "$dev" --vram-budget "$b25"
-if [ "$ngl" -gt 0 ]; then
-    BUDGET=$(printf '%.3f' "$b25") bench "-ngl $ngl (whole layers)" --gpu "$dev" --vram-budget "$b25" -ngl "$ngl"
-else
-    echo "| -ngl | $(printf '%.3f' "$b25") | no whole layer fits | - | - | - | - |"
-fi
+echo "| mode | budget GiB | GPU share of FFN bytes | GPU share of activations: predicted / measured | decode tok/s | active neurons | overlap | round trips |"
+echo "|---|---|---|---|---|---|---|---|"
+B25=$(printf '%.3f' "$b25")
+BUDGET=- bench "CPU only, predicted" --gpu off
+BUDGET=- bench "CPU only, dense" --gpu off --ffn dense
+BUDGET=$B25 bench "hybrid (hot neurons), predicted" --gpu "$dev" --vram-budget "$b25"
+hybrid_tps=$TPS
+ngl_tps=
+for spec in "dense $ngl_dense" "predicted $ngl_pred"; do
+    set -- $spec
+    if [ "$2" -gt 0 ]; then
+        BUDGET=$B25 bench "-ngl $2 (whole layers), $1$([ "$1" = dense ] && echo ": llama.cpp-style" || true)" \
+            --gpu "$dev" --vram-budget "$b25" -ngl "$2" --ffn "$1"
+        [ "$1" = dense ] && ngl_tps=$TPS
+    else
+        echo "| -ngl, $1 | $B25 | no whole layer fits | - | - | - | - | - |"
+    fi
+done
+echo
+awk -v h="$hybrid_tps" -v n="${ngl_tps:-0}" 'BEGIN {
+    if (n > 0) printf "hybrid decode / llama.cpp-style -ngl decode at the same budget: %.2fx (target: at least 3x)\n", h / n
+    else print "hybrid decode / llama.cpp-style -ngl: no whole layer fits the budget" }'
 [ -z "$soft" ] || die "failed:$soft"
 log "done in ${SECONDS}s"

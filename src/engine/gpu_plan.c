@@ -65,12 +65,14 @@ static uint64_t scratch_layout(const hearth_model *m, int32_t n_batch, hr_gpu_sc
 
 static bool fits(const planner *q, uint64_t more) { return more <= q->in->budget - q->used; }
 
-/* A whole layer can run device-resident: dense FFN (no predictor on the device), serial
- * blocks, RMSNorm without bias. Its two norm vectors then go with it. */
+/* A whole layer can run device-resident: every neuron computed (dense FFN matrices, or a
+ * PowerInfer file's neuron rows in dense mode; never with a predictor), serial blocks,
+ * RMSNorm without bias. Its two norm vectors then go with it. */
 static bool resident_ok(const planner *q, int il) {
     const hr_layer *L = &q->in->m->layers[il];
-    return !q->hot_ok && q->dense_ok && !q->pred_on && !q->hp->parallel && !q->hp->layer_norm && L->attn_norm &&
-           L->ffn_norm && !L->attn_norm_b && !L->ffn_norm_b;
+    const bool all_neurons = q->hot_ok ? q->in->mode == HEARTH_FFN_DENSE : q->dense_ok;
+    return all_neurons && !q->pred_on && !q->hp->parallel && !q->hp->layer_norm && L->attn_norm && L->ffn_norm &&
+           !L->attn_norm_b && !L->ffn_norm_b;
 }
 static uint64_t norm_bytes(const planner *q) { return 2 * R((uint64_t)q->hp->n_embd * 4); }
 

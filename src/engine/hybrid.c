@@ -155,8 +155,11 @@ static int host_buffers(hearth_ctx *c, hr_hybrid *h, hr_err *e) {
     hr_dev *dev = h->dev;
     h->h_in = dev->ops->host_alloc(dev, nb * d * 4), h->h_y = dev->ops->host_alloc(dev, nb * d * 4);
     h->h_idx = dev->ops->host_alloc(dev, ff * 4), h->h_mask = dev->ops->host_alloc(dev, nb * ff);
+    h->h_iota = dev->ops->host_alloc(dev, ff * 4);
     h->local = calloc((size_t)hp->n_layer, sizeof *h->local);
-    if (!h->h_in || !h->h_y || !h->h_idx || !h->h_mask || !h->local) return hr_errf(e, "out of memory for device transfer buffers");
+    if (!h->h_in || !h->h_y || !h->h_idx || !h->h_mask || !h->h_iota || !h->local)
+        return hr_errf(e, "out of memory for device transfer buffers");
+    for (size_t j = 0; j < ff; j++) h->h_iota[j] = (int32_t)j;
     for (int il = 0; il < hp->n_layer; il++) {
         const hr_gpu_layer *g = &h->plan.layers[il];
         if (!g->n_hot) continue;
@@ -202,12 +205,13 @@ static void release(hr_hybrid *h) {
     if (h->dev) {
         hr_dev *d = h->dev;
         d->ops->host_free(d, h->h_in), d->ops->host_free(d, h->h_y), d->ops->host_free(d, h->h_idx), d->ops->host_free(d, h->h_mask);
+        d->ops->host_free(d, h->h_iota);
         hr_dev_close(d);
     }
     for (int32_t il = 0; h->local && il < h->plan.n_layer; il++) free(h->local[il]);
     free(h->local);
     hr_gpu_plan_free(&h->plan);
-    h->dev = NULL, h->local = NULL, h->h_in = h->h_y = NULL, h->h_idx = NULL, h->h_mask = NULL;
+    h->dev = NULL, h->local = NULL, h->h_in = h->h_y = NULL, h->h_idx = h->h_iota = NULL, h->h_mask = NULL;
 }
 
 int hr_hybrid_init(hearth_ctx *c, const hearth_ctx_params *p, hr_err *e) {

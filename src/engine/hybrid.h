@@ -19,8 +19,24 @@ typedef struct hr_hybrid {
     float *h_y;                 /* [n_batch][n_embd] hot partial output */
     int32_t *h_idx;             /* [n_ff] active local hot rows */
     uint8_t *h_mask;            /* [n_batch][n_ff] mask over h_idx */
+    int32_t *h_iota;            /* [n_ff] 0, 1, ...: every row of a whole layer's neurons */
     bool x_dev;                 /* the residual stream of this batch is in scratch xp (device-resident layers) */
 } hr_hybrid;
+
+/* The forward pass's transfers and waits, counted in the status (what a round trip
+ * costs on a real device is latency, so the count is what the design can change). */
+static inline int hr_hy_to_dev(hr_hybrid *h, uint64_t dst, const void *src, uint64_t bytes, hr_err *e) {
+    h->st.bytes_to_dev += bytes;
+    return h->dev->ops->to_dev(h->dev, dst, src, bytes, e);
+}
+static inline int hr_hy_to_host(hr_hybrid *h, void *dst, uint64_t src, uint64_t bytes, hr_err *e) {
+    h->st.bytes_to_host += bytes;
+    return h->dev->ops->to_host(h->dev, dst, src, bytes, e);
+}
+static inline int hr_hy_sync(hr_hybrid *h, hr_err *e) {
+    h->st.syncs++;
+    return h->dev->ops->sync(h->dev, e);
+}
 
 /* Opens the device the parameters ask for and fills c->hy (NULL when gpu is off, or auto
  * finds nothing). Errors only when a device was asked for explicitly (cuda, standin) and

@@ -47,13 +47,13 @@ static int enqueue_hot(hearth_ctx *c, int il, const float *xn, int32_t n, int64_
     const int64_t nd = (int64_t)n * c->m->hp.n_embd;
     const bool gate = g->gate.n_out > 0;
     memcpy(h->h_in, xn, sizeof(float) * (size_t)nd);
-    return o->to_dev(d, s->x, h->h_in, (uint64_t)nd * 4, e) || o->to_dev(d, s->idx, h->h_idx, (uint64_t)nh * 4, e) ||
-                   o->to_dev(d, s->mask, h->h_mask, (uint64_t)(n * nh), e) ||
+    return hr_hy_to_dev(h, s->x, h->h_in, (uint64_t)nd * 4, e) || hr_hy_to_dev(h, s->idx, h->h_idx, (uint64_t)nh * 4, e) ||
+                   hr_hy_to_dev(h, s->mask, h->h_mask, (uint64_t)(n * nh), e) ||
                    (gate && o->gather_matmul(d, &g->gate, s->x, n, s->idx, nh, s->g, e)) ||
                    o->gather_matmul(d, &g->up, s->x, n, s->idx, nh, s->u, e) ||
                    o->ffn_act(d, gate ? s->g : UINT64_MAX, s->u, n * nh, c->m->hp.act, s->h, e) ||
                    o->apply_mask(d, s->h, s->mask, n, nh, e) || o->sparse_axpy(d, &g->down, s->h, n, s->idx, nh, s->y, e) ||
-                   o->to_host(d, h->h_y, s->y, (uint64_t)nd * 4, e)
+                   hr_hy_to_host(h, h->h_y, s->y, (uint64_t)nd * 4, e)
                ? -1
                : 0;
 }
@@ -86,11 +86,11 @@ int hr_hybrid_ffn_split(hearth_ctx *c, const hr_layer *L, int il, const float *x
     const double t1 = now_s();
     if (cold_part(c, L, xn, n, nc, out, e)) {
         hr_err ignored;
-        h->dev->ops->sync(h->dev, &ignored); /* pinned buffers stay in use until the device is done */
+        hr_hy_sync(h, &ignored); /* pinned buffers stay in use until the device is done */
         return -1;
     }
     const double t2 = now_s();
-    if (nh && h->dev->ops->sync(h->dev, e)) return -1;
+    if (nh && hr_hy_sync(h, e)) return -1;
     const double t3 = now_s();
     h->st.ffn_splits++;
     h->st.enqueue_s += t1 - t0, h->st.cold_s += t2 - t1, h->st.wait_s += t3 - t2;

@@ -12,7 +12,7 @@ typedef const hr_dev_ops *ops_t;
 /* Host rows into device scratch through the pinned staging buffer. */
 static int send(hr_hybrid *h, uint64_t dst, const float *src, int64_t n_floats, hr_err *e) {
     memcpy(h->h_in, src, sizeof(float) * (size_t)n_floats);
-    return h->dev->ops->to_dev(h->dev, dst, h->h_in, (uint64_t)n_floats * 4, e);
+    return hr_hy_to_dev(h, dst, h->h_in, (uint64_t)n_floats * 4, e);
 }
 
 /* Enqueues out (scratch o) = Wo . attention(scratch x) for the tokens of f. */
@@ -38,7 +38,9 @@ static int enqueue_attention(hearth_ctx *c, const hr_layer *L, int il, const hr_
     return o->attention(d, &a, s->q, s->k, s->v, s->att, e) || o->matmul(d, &g->wo, s->att, n, s->o, e) ? -1 : 0;
 }
 
-/* Enqueues scratch y = the whole dense FFN of layer il over scratch x. */
+/* Enqueues scratch y = the whole FFN of layer il over scratch x, every neuron: the dense
+ * matrices of a dense file, or a whole layer's neuron rows (local row i = neuron i), whose
+ * down projection is then the axpy over all rows of down_t. */
 static int enqueue_ffn_dense(hearth_ctx *c, int il, int32_t n, hr_err *e) {
     hr_hybrid *h = c->hy;
     hr_dev *d = h->dev;
@@ -48,19 +50,20 @@ static int enqueue_ffn_dense(hearth_ctx *c, int il, int32_t n, hr_err *e) {
     const int64_t ff = c->m->hp.n_ff;
     const bool gate = g->gate.n_out > 0;
     h->st.act_device += (uint64_t)(n * ff);
-    return (gate && o->matmul(d, &g->gate, s->x, n, s->g, e)) || o->matmul(d, &g->up, s->x, n, s->u, e) ||
-                   o->ffn_act(d, gate ? s->g : UINT64_MAX, s->u, n * ff, c->m->hp.act, s->h, e) ||
-                   o->matmul(d, &g->down, s->h, n, s->y, e)
+    if ((gate && o->matmul(d, &g->gate, s->x, n, s->g, e)) || o->matmul(d, &g->up, s->x, n, s->u, e) ||
+        o->ffn_act(d, gate ? s->g : UINT64_MAX, s->u, n * ff, c->m->hp.act, s->h, e))
+        return -1;
+    if (g->ffn_dense) return o->matmul(d, &g->down, s->h, n, s->y, e);
+    return hr_hy_to_dev(h, s->idx, h->h_iota, (uint64_t)ff * 4, e) || o->sparse_axpy(d, &g->down, s->h, n, s->idx, ff, s->y, e)
                ? -1
                : 0;
 }
 
 int hr_hybrid_attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, const hr_fwd *f, float *out, hr_err *e) {
     hr_hybrid *h = c->hy;
-    hr_dev *d = h->dev;
     const int64_t nd = (int64_t)f->n * c->m->hp.n_embd;
     if (send(h, h->plan.sc.x, in, nd, e) || enqueue_attention(c, L, il, f, e) ||
-        d->ops->to_host(d, h->h_y, h->plan.sc.o, (uint64_t)nd * 4, e) || d->ops->sync(d, e))
+        hr_hy_to_host(h, h->h_y, h->plan.sc.o, (uint64_t)nd * 4, e) || hr_hy_sync(h, e))
         return -1;
     memcpy(out, h->h_y, sizeof(float) * (size_t)nd);
     return 0;
@@ -92,10 +95,9 @@ int hr_hybrid_run_layer(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
 int hr_hybrid_fetch_x(hearth_ctx *c, int32_t n, hr_err *e) {
     hr_hybrid *h = c->hy;
     if (!h || !h->x_dev) return 0;
-    hr_dev *d = h->dev;
     const int64_t nd = (int64_t)n * c->m->hp.n_embd;
     h->x_dev = false;
-    if (d->ops->to_host(d, h->h_y, h->plan.sc.xp, (uint64_t)nd * 4, e) || d->ops->sync(d, e)) return -1;
+    if (hr_hy_to_host(h, h->h_y, h->plan.sc.xp, (uint64_t)nd * 4, e) || hr_hy_sync(h, e)) return -1;
     memcpy(c->x, h->h_y, sizeof(float) * (size_t)nd);
     return 0;
 }
@@ -109,17 +111,16 @@ int hr_hybrid_predict(hearth_ctx *c, int il, const float *x, int32_t n, float *s
     const int64_t r = g->fc1.n_out, ff = c->m->hp.n_ff;
     if (send(h, s->xp, x, (int64_t)n * c->m->hp.n_embd, e) || o->matmul(d, &g->fc1, s->xp, n, s->ph, e) ||
         o->ffn_act(d, UINT64_MAX, s->ph, n * r, HR_ACT_RELU, s->ph, e) || o->matmul(d, &g->fc2, s->ph, n, s->s, e) ||
-        o->to_host(d, scores, s->s, (uint64_t)(n * ff) * 4, e) || o->sync(d, e))
+        hr_hy_to_host(h, scores, s->s, (uint64_t)(n * ff) * 4, e) || hr_hy_sync(h, e))
         return -1;
     return 0;
 }
 
 int hr_hybrid_ffn_dense(hearth_ctx *c, int il, const float *xn, int32_t n, float *out, hr_err *e) {
     hr_hybrid *h = c->hy;
-    hr_dev *d = h->dev;
     const int64_t nd = (int64_t)n * c->m->hp.n_embd;
     if (send(h, h->plan.sc.x, xn, nd, e) || enqueue_ffn_dense(c, il, n, e) ||
-        d->ops->to_host(d, h->h_y, h->plan.sc.y, (uint64_t)nd * 4, e) || d->ops->sync(d, e))
+        hr_hy_to_host(h, h->h_y, h->plan.sc.y, (uint64_t)nd * 4, e) || hr_hy_sync(h, e))
         return -1;
     memcpy(out, h->h_y, sizeof(float) * (size_t)nd);
     return 0;
@@ -131,7 +132,7 @@ int hr_hybrid_logits(hearth_ctx *c, const float *xn, int32_t rows, float *logits
     ops_t o = d->ops;
     const hr_gpu_scratch *s = &h->plan.sc;
     return send(h, s->x, xn, (int64_t)rows * c->m->hp.n_embd, e) || o->matmul(d, &h->plan.out, s->x, rows, s->logits, e) ||
-                   o->to_host(d, logits, s->logits, (uint64_t)rows * (uint64_t)c->m->hp.n_vocab * 4, e) || o->sync(d, e)
+                   hr_hy_to_host(h, logits, s->logits, (uint64_t)rows * (uint64_t)c->m->hp.n_vocab * 4, e) || hr_hy_sync(h, e)
                ? -1
                : 0;
 }

@@ -61,7 +61,7 @@ static void check_layout(const hr_gpu_plan *p) {
         for (int k = 0; k < 9; k++)
             if (ms[k]->n_out) r[n++] = (range){ms[k]->off, (uint64_t)ms[k]->n_out * ms[k]->row_bytes};
         /* norms only with whole layers whose FFN is dense on the device (resident layers) */
-        CHECK(!g->norms || (g->attn && g->ffn_dense && !g->pred));
+        CHECK(!g->norms || (g->attn && (g->ffn_dense || g->n_hot == FF) && !g->pred));
         if (g->norms) r[n++] = (range){g->attn_norm, EMBD * 4}, r[n++] = (range){g->ffn_norm, EMBD * 4}, norms += 2 * R(EMBD * 4);
     }
     CHECK(p->bytes[HEARTH_GPU_CAT_NORMS] == norms);
@@ -226,6 +226,11 @@ static void test_layers(void) {
     check_layout(&p);
     hr_gpu_plan_free(&p);
     CHECK(!plan(pm, big, LAYERS + 1, NULL, HEARTH_FFN_PREDICTED, &p, &e) && p.n_whole == LAYERS && p.output);
+    hr_gpu_plan_free(&p);
+    /* dense mode: no predictor, every neuron row, so the whole layers carry their norms */
+    CHECK(!plan(pm, big, 2, NULL, HEARTH_FFN_DENSE, &p, &e) && p.n_whole == 2 && !p.layers[0].pred && p.layers[0].norms &&
+          p.layers[1].norms && !p.layers[2].norms && p.bytes[HEARTH_GPU_CAT_NORMS] == 2 * 2 * R(EMBD * 4));
+    check_layout(&p);
     hr_gpu_plan_free(&p);
     /* dense file: whole FFN matrices; a budget for exactly two layers */
     const uint64_t rb = hr_row_bytes(HR_Q8_0, EMBD), rbf = hr_row_bytes(HR_Q8_0, FF), kvd = KVH * (EMBD / HEADS);

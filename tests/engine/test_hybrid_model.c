@@ -355,6 +355,11 @@ static void test_layer_offload(void) {
         CHECKF(d <= tol_for(1e-4) && agree == NP + ND, "-ngl %d: logits differ by %g", ngl[k], d);
         CHECK(st.layers_whole == whole && st.layers_attn == whole && st.output_on_device == (ngl[k] != 1 && ngl[k] != 3));
         CHECK(st.layers_resident == whole); /* serial RMSNorm, dense FFN: x stays on the device across them */
+        /* one wait per evaluation for x after the resident run, one more for the logits when
+         * the output is on the device (layer by layer it was two per layer) */
+        const uint64_t waits = (uint64_t)(1 + ND) * (st.output_on_device ? 2 : 1);
+        CHECKF(st.syncs == waits && st.bytes_to_host > 0 && st.bytes_to_dev > 0, "-ngl %d: %llu waits for the device, want %llu",
+               ngl[k], (unsigned long long)st.syncs, (unsigned long long)waits);
         CHECK(st.act_device * 3 == st.act_total * (uint64_t)whole && fabs(st.ffn_share - whole / 3.0) < 1e-9);
     }
     free(ref), free(got);
@@ -448,7 +453,9 @@ static void test_layer_offload_falcon(void) {
     remove(path);
 }
 
-/* -ngl on a PowerInfer file: whole layers run the predictor and every neuron on the device. */
+/* -ngl on a PowerInfer file: in predicted mode whole layers run the predictor and every
+ * neuron on the device, layer by layer (the mask is made on the host); in dense mode they
+ * run device-resident over all neuron rows. */
 static void test_layer_offload_pwri(void) {
     char path[256];
     hearth_model *m = synth(hr_test_tmp(path, sizeof path, "ngl.gguf"), HR_F32, HR_SYNTH_REGLU, true, 2);
@@ -456,20 +463,28 @@ static void test_layer_offload_pwri(void) {
     const int nv = m->hp.n_vocab;
     float *ref = malloc(sizeof(float) * (NP + ND) * (size_t)nv), *got = malloc(sizeof(float) * (NP + ND) * (size_t)nv);
     setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 1, false};
-    uint64_t kv_cpu = 0, kv = 0;
-    CHECK(!run(m, &cpu, HEARTH_FFN_PREDICTED, ref, NULL, &kv_cpu));
-    for (int ngl = 1; ngl <= 3; ngl += 2) {
-        setup sd = {dev, OVER_GIB + 0.05, ngl, NULL, 1, false};
-        hearth_gpu_status st;
-        int agree;
-        CHECK(!run(m, &sd, HEARTH_FFN_PREDICTED, got, &st, &kv));
-        double d = compare(ref, got, nv, &agree);
-        CHECKF(d <= tol_for(1e-4) && agree == NP + ND, "pwri -ngl %d: logits differ by %g", ngl, d);
-        const int whole = ngl > 2 ? 2 : ngl;
-        check_kv(m, kv_cpu, kv, whole, "pwri -ngl");
-        CHECK(st.layers_whole == whole && st.layers_pred == whole && st.hot_neurons == (int64_t)whole * m->hp.n_ff);
-        CHECK(st.layers_resident == 0); /* the predictor's mask is made on the host */
-        CHECK(st.output_on_device == (ngl > 2) && st.act_device > 0 && (whole == 2) == (st.act_device == st.act_total));
+    const hearth_ffn_mode modes[2] = {HEARTH_FFN_PREDICTED, HEARTH_FFN_DENSE};
+    for (int mi = 0; mi < 2; mi++) {
+        const bool dense = modes[mi] == HEARTH_FFN_DENSE;
+        uint64_t kv_cpu = 0, kv = 0;
+        CHECK(!run(m, &cpu, modes[mi], ref, NULL, &kv_cpu));
+        for (int ngl = 1; ngl <= 3; ngl += 2) {
+            setup sd = {dev, OVER_GIB + 0.05, ngl, NULL, 1, false};
+            hearth_gpu_status st;
+            int agree;
+            CHECK(!run(m, &sd, modes[mi], got, &st, &kv));
+            double d = compare(ref, got, nv, &agree);
+            CHECKF(d <= tol_for(1e-4) && agree == NP + ND, "pwri %s -ngl %d: logits differ by %g", dense ? "dense" : "predicted",
+                   ngl, d);
+            const int whole = ngl > 2 ? 2 : ngl;
+            check_kv(m, kv_cpu, kv, whole, "pwri -ngl");
+            CHECK(st.layers_whole == whole && st.layers_pred == (dense ? 0 : whole) &&
+                  st.hot_neurons == (int64_t)whole * m->hp.n_ff);
+            CHECKF(st.layers_resident == (dense ? whole : 0), "pwri %s -ngl %d: %d resident layers", dense ? "dense" : "predicted",
+                   ngl, st.layers_resident);
+            CHECK(st.output_on_device == (ngl > 2) && st.act_device > 0 && (whole == 2) == (st.act_device == st.act_total));
+            if (dense) CHECK(st.syncs == (uint64_t)(1 + ND) * (st.output_on_device ? 2 : 1));
+        }
     }
     free(ref), free(got);
     hearth_model_free(m);
