@@ -174,26 +174,16 @@ template <typename T> inline T __shfl_sync(unsigned mask, T v, int src, int widt
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
-inline float __int_as_float(int i) {
-    float f;
-    memcpy(&f, &i, 4);
-    return f;
+template <typename To, typename From> inline To hr_emu_bits(From v) {
+    static_assert(sizeof(To) == sizeof(From), "a reinterpretation keeps the size");
+    To t;
+    memcpy(&t, &v, sizeof t);
+    return t;
 }
-inline float __uint_as_float(unsigned u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-inline int __float_as_int(float f) {
-    int i;
-    memcpy(&i, &f, 4);
-    return i;
-}
-inline unsigned __float_as_uint(float f) {
-    unsigned u;
-    memcpy(&u, &f, 4);
-    return u;
-}
+inline float __int_as_float(int i) { return hr_emu_bits<float>(i); }
+inline float __uint_as_float(unsigned u) { return hr_emu_bits<float>(u); }
+inline int __float_as_int(float f) { return hr_emu_bits<int>(f); }
+inline unsigned __float_as_uint(float f) { return hr_emu_bits<unsigned>(f); }
 inline int __dp4a(int a, int b, int c) {
     const unsigned ua = (unsigned)a, ub = (unsigned)b;
     for (int i = 0; i < 4; i++) c += (int)(int8_t)(uint8_t)(ua >> (8 * i)) * (int)(int8_t)(uint8_t)(ub >> (8 * i));

@@ -72,15 +72,24 @@ static void ref_rows(const hr_mat *W, const float *x, int64_t n_tok, const int32
     free(row);
 }
 
+/* A stand-in with its arena reserved and the bump allocator reset; NULL after a failed check. */
+static hr_dev *open_reserved(int n_threads) {
+    hr_err e = {{0}};
+    hr_dev *d = hr_dev_standin_open(CAP, n_threads, &e);
+    if (!d || d->ops->reserve(d, ARENA, &e)) {
+        CHECKF(0, "%s", e.msg);
+        hr_dev_close(d);
+        return NULL;
+    }
+    next_off = 0;
+    return d;
+}
+
 static void test_products(uint32_t type) {
     enum { NI = 96, NO = 40, NT = 3, NX = 17 };
     hr_err e = {{0}};
-    hr_dev *d = hr_dev_standin_open(CAP, 2, &e);
-    if (!d || d->ops->reserve(d, ARENA, &e)) {
-        CHECKF(0, "%s", e.msg);
-        return;
-    }
-    next_off = 0;
+    hr_dev *d = open_reserved(2);
+    if (!d) return;
     const size_t rb = hr_row_bytes(type, NI);
     float *wf = malloc(sizeof(float) * NI * NO), *x = malloc(sizeof(float) * NT * NI), *y = malloc(sizeof(float) * NT * NO);
     double *ref = malloc(sizeof(double) * NT * NO);
@@ -136,12 +145,8 @@ static void test_products(uint32_t type) {
 static void test_elementwise(void) {
     enum { N = 64, T = 2 };
     hr_err e = {{0}};
-    hr_dev *d = hr_dev_standin_open(CAP, 1, &e);
-    if (!d || d->ops->reserve(d, ARENA, &e)) {
-        CHECKF(0, "%s", e.msg);
-        return;
-    }
-    next_off = 0;
+    hr_dev *d = open_reserved(1);
+    if (!d) return;
     float x[T * N], w[N], y[T * N], u[T * N];
     double ref[T * N];
     randf(x, T * N), randf(w, N), randf(u, T * N);
@@ -197,12 +202,8 @@ static void test_elementwise(void) {
 static void test_add(void) {
     enum { N = 4099 };
     hr_err e = {{0}};
-    hr_dev *d = hr_dev_standin_open(CAP, 1, &e);
-    if (!d || d->ops->reserve(d, ARENA, &e)) {
-        CHECKF(0, "%s", e.msg);
-        return;
-    }
-    next_off = 0;
+    hr_dev *d = open_reserved(1);
+    if (!d) return;
     float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N), *ref = malloc(sizeof(float) * N),
           *got = malloc(sizeof(float) * N);
     randf(x, N), randf(y, N);
@@ -231,12 +232,8 @@ static void test_attention(void) {
     enum { NH = 4, NKV = 2, HD = 16, CTX = 8, NL = 2, NT = 5 };
     const int qd = NH * HD, kvd = NKV * HD;
     hr_err e = {{0}};
-    hr_dev *d = hr_dev_standin_open(CAP, 2, &e);
-    if (!d || d->ops->reserve(d, ARENA, &e)) {
-        CHECKF(0, "%s", e.msg);
-        return;
-    }
-    next_off = 0;
+    hr_dev *d = open_reserved(2);
+    if (!d) return;
     const uint64_t cache = 2ull * NL * CTX * kvd * 2; /* two sequences */
     uint64_t KC = alloc(cache), VC = alloc(cache), Q = alloc(NT * qd * 4), K = alloc(NT * kvd * 4), V = alloc(NT * kvd * 4),
              O = alloc(NT * qd * 4);
