@@ -169,3 +169,10 @@ int hr_cu_attention(hr_dev *d, const hr_dev_attn *a, uint64_t Q, uint64_t K, uin
     }
     return 0;
 }
+
+cudaError_t hr_cu_load_attention(void) {
+    cudaError_t st = cudaSuccess;
+    HR_CU_LOAD(st, k_kv_store);
+    HR_CU_LOAD(st, k_attend);
+    return st;
+}

@@ -186,6 +186,11 @@ static int cu_init(hr_cuda *c, hr_err *e) {
     cudaError_t st = cudaSetDevice(i);
     if (st != cudaSuccess) return hr_errf(e, "CUDA device %d: cudaSetDevice: %s", i, cudaGetErrorString(st));
     if (cu_check_arch(i, e) || hr_cu_probe(i, e)) return -1;
+    cudaError_t (*const load[])(void) = {hr_cu_load_attention, hr_cu_load_elementwise, hr_cu_load_matvec, hr_cu_load_mmtile,
+                                         hr_cu_load_norm,      hr_cu_load_quantize,    hr_cu_load_rope,   hr_cu_load_sparse};
+    for (size_t k = 0; k < sizeof load / sizeof *load; k++)
+        if ((st = load[k]()) != cudaSuccess)
+            return hr_errf(e, "CUDA device %d: loading the kernels: %s", i, cudaGetErrorString(st));
     /* The kernels use neither printf nor malloc: keep their reservations small. */
     (void)cudaDeviceSetLimit(cudaLimitPrintfFifoSize, 64 << 10);
     (void)cudaDeviceSetLimit(cudaLimitMallocHeapSize, 64 << 10);

@@ -105,3 +105,11 @@ int hr_cu_probe(int index, hr_err *e) {
     return hr_errf(e, "CUDA device %d: %s (this build has code for CUDA architectures %s)", index,
                    cudaGetErrorString(st), HR_CUDA_ARCHS);
 }
+
+cudaError_t hr_cu_load_elementwise(void) {
+    cudaError_t st = cudaSuccess;
+    HR_CU_LOAD(st, k_act);
+    HR_CU_LOAD(st, k_mask);
+    HR_CU_LOAD(st, k_add);
+    return st;
+}

@@ -85,6 +85,24 @@ int hr_cu_launch_mmtile(const hr_cuda *c, uint32_t type, const hr_cu_mm *m, hr_e
 /* Fails with a message when this build has no kernel image for the current device. */
 int hr_cu_probe(int index, hr_err *e);
 
+/* Kernel code is loaded at open, before free memory is read for the budget: under CUDA's
+ * lazy loading (the default since 12.2) a kernel's first launch would otherwise take
+ * device memory after the arena was sized to what was free. cudaFuncGetAttributes loads
+ * a kernel; each kernel file loads its own and returns the first error. */
+#define HR_CU_LOAD(st, kernel)                                                                                         \
+    do {                                                                                                               \
+        cudaFuncAttributes fa_;                                                                                        \
+        if ((st) == cudaSuccess) (st) = cudaFuncGetAttributes(&fa_, kernel);                                           \
+    } while (0)
+cudaError_t hr_cu_load_attention(void);
+cudaError_t hr_cu_load_elementwise(void);
+cudaError_t hr_cu_load_matvec(void);
+cudaError_t hr_cu_load_mmtile(void);
+cudaError_t hr_cu_load_norm(void);
+cudaError_t hr_cu_load_quantize(void);
+cudaError_t hr_cu_load_rope(void);
+cudaError_t hr_cu_load_sparse(void);
+
 /* ---- operations (same contracts as hr_dev_ops) ---- */
 int hr_cu_matmul(hr_dev *d, const hr_dmat *W, uint64_t X, int64_t n_tok, uint64_t Y, hr_err *e);
 int hr_cu_gather_matmul(hr_dev *d, const hr_dmat *W, uint64_t X, int64_t n_tok, uint64_t idx, int64_t n_idx,

@@ -137,3 +137,13 @@ int hr_cu_launch_mmv(const hr_cuda *c, uint32_t type, const hr_cu_mm *m, hr_err 
     }
     return hr_cu_launched("matmul (matrix-vector kernel)", e);
 }
+
+cudaError_t hr_cu_load_matvec(void) {
+    cudaError_t st = cudaSuccess;
+    HR_CU_LOAD(st, k_mmv<HR_F32>);
+    HR_CU_LOAD(st, k_mmv<HR_F16>);
+    HR_CU_LOAD(st, k_mmv<HR_BF16>);
+    HR_CU_LOAD(st, k_mmv<HR_Q8_0>);
+    HR_CU_LOAD(st, k_mmv<HR_Q4_0>);
+    return st;
+}

@@ -164,3 +164,13 @@ int hr_cu_launch_mmtile(const hr_cuda *c, uint32_t type, const hr_cu_mm *m, hr_e
     }
     return hr_cu_launched("matmul (tiled kernel)", e);
 }
+
+cudaError_t hr_cu_load_mmtile(void) {
+    cudaError_t st = cudaSuccess;
+    HR_CU_LOAD(st, k_mm_float<HR_F32>);
+    HR_CU_LOAD(st, k_mm_float<HR_F16>);
+    HR_CU_LOAD(st, k_mm_float<HR_BF16>);
+    HR_CU_LOAD(st, k_mm_quant<HR_Q8_0>);
+    HR_CU_LOAD(st, k_mm_quant<HR_Q4_0>);
+    return st;
+}

@@ -37,3 +37,9 @@ int hr_cu_rmsnorm(hr_dev *d, uint64_t X, uint64_t w, int64_t n, int64_t n_tok, f
                                                                n, eps, hr_cu_at<float>(c, Y));
     return hr_cu_launched(op, e);
 }
+
+cudaError_t hr_cu_load_norm(void) {
+    cudaError_t st = cudaSuccess;
+    HR_CU_LOAD(st, k_rmsnorm);
+    return st;
+}

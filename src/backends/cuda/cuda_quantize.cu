@@ -27,3 +27,9 @@ int hr_cu_prep_q8(const hr_cuda *c, const float *x, int64_t n_blocks, char *dst,
     HR_CU_LAUNCH(k_prep_q8, hr_cu_blocks(n_blocks, PREP_WARPS), PREP_WARPS * 32, 0, c->stream)(x, n_blocks, dst);
     return hr_cu_launched("matmul: activation quantization", e);
 }
+
+cudaError_t hr_cu_load_quantize(void) {
+    cudaError_t st = cudaSuccess;
+    HR_CU_LOAD(st, k_prep_q8);
+    return st;
+}

@@ -51,3 +51,9 @@ int hr_cu_rope(hr_dev *d, uint64_t X, int64_t n_tok, int32_t n_head, int32_t hea
     }
     return 0;
 }
+
+cudaError_t hr_cu_load_rope(void) {
+    cudaError_t st = cudaSuccess;
+    HR_CU_LOAD(st, k_rope);
+    return st;
+}

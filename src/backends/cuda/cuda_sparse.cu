@@ -119,3 +119,14 @@ int hr_cu_sparse_axpy(hr_dev *d, const hr_dmat *Wt, uint64_t A, int64_t n_tok, u
     }
     return 0;
 }
+
+cudaError_t hr_cu_load_sparse(void) {
+    cudaError_t st = cudaSuccess;
+    HR_CU_LOAD(st, k_axpy<HR_F32>);
+    HR_CU_LOAD(st, k_axpy<HR_F16>);
+    HR_CU_LOAD(st, k_axpy<HR_BF16>);
+    HR_CU_LOAD(st, k_axpy<HR_Q8_0>);
+    HR_CU_LOAD(st, k_axpy<HR_Q4_0>);
+    HR_CU_LOAD(st, k_axpy_sum);
+    return st;
+}
