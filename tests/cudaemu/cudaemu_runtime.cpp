@@ -204,8 +204,10 @@ static cudaError_t emu_free_mem(void *p, int host) {
     if (!p) return cudaSuccess;
     pthread_once(&g.once, emu_init);
     pthread_mutex_lock(&g.mu);
-    const long i = find(p, 0, host);
-    const bool ok = i >= 0 && g.allocs[i].p == p;
+    long i = -1;
+    for (size_t k = 0; k < g.n_allocs && i < 0; k++)
+        if (g.allocs[k].p == (char *)p && g.allocs[k].host == host) i = (long)k;
+    const bool ok = i >= 0;
     if (ok) {
         if (!host) g.used -= g.allocs[i].n;
         g.allocs[i] = g.allocs[--g.n_allocs];
