@@ -136,7 +136,8 @@ static int predict(const ffn_job *j, const float *x, hr_err *e) {
     hearth_ctx *c = j->c;
     const hr_ffn_weights *f = j->f;
     const int64_t r = f->fc1.n_out;
-    if (hr_hybrid_has_pred(c, j->il)) {
+    if (hr_hybrid_take_scores(c)) { /* computed with the attention, in the same round trip */
+    } else if (hr_hybrid_has_pred(c, j->il)) {
         if (hr_hybrid_predict(c, j->il, x, j->n, c->ffn_s, e)) return -1;
     } else {
         if (hr_matmul(&c->cpu, &f->fc1, x, j->n, c->ffn_ph, e)) return -1;

@@ -47,11 +47,22 @@ static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, 
     return 0;
 }
 
+/* x += attention(norm(x)); x += ffn(ffn_norm(x)), the first half and the predictor in one
+ * device round trip (hybrid_run.c). */
+static int fused_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
+    const int64_t nd = (int64_t)f->n * c->m->hp.n_embd;
+    const int rc = hr_hybrid_attn_pred(c, il, f, e) || hr_ffn(c, L, il, c->x, c->xn, f->n, c->tmp, e) ? -1 : 0;
+    hr_hybrid_layer_done(c);
+    if (!rc) add_into(c->x, c->tmp, nd);
+    return rc;
+}
+
 /* x += attention(norm(x)); x += ffn(ffn_norm(x)). */
 static int serial_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
     const int32_t n = f->n;
     const int64_t nd = (int64_t)n * hp->n_embd;
+    if (hr_hybrid_fused(c, il)) return fused_layer(c, L, il, f, e);
     norm_rows(hp, c->xn, c->x, L->attn_norm, L->attn_norm_b, n);
     if (attention(c, L, il, c->xn, f, c->tmp, e)) return -1;
     add_into(c->x, c->tmp, nd);

@@ -68,11 +68,13 @@ static bool fits(const planner *q, uint64_t more) { return more <= q->in->budget
 /* A whole layer can run device-resident: every neuron computed (dense FFN matrices, or a
  * PowerInfer file's neuron rows in dense mode; never with a predictor), serial blocks,
  * RMSNorm without bias. Its two norm vectors then go with it. */
-static bool resident_ok(const planner *q, int il) {
+static bool norms_ok(const planner *q, int il) {
     const hr_layer *L = &q->in->m->layers[il];
+    return !q->hp->parallel && !q->hp->layer_norm && L->attn_norm && L->ffn_norm && !L->attn_norm_b && !L->ffn_norm_b;
+}
+static bool resident_ok(const planner *q, int il) {
     const bool all_neurons = q->hot_ok ? q->in->mode == HEARTH_FFN_DENSE : q->dense_ok;
-    return all_neurons && !q->pred_on && !q->hp->parallel && !q->hp->layer_norm && L->attn_norm && L->ffn_norm &&
-           !L->attn_norm_b && !L->ffn_norm_b;
+    return all_neurons && !q->pred_on && norms_ok(q, il);
 }
 static uint64_t norm_bytes(const planner *q) { return 2 * R((uint64_t)q->hp->n_embd * 4); }
 
@@ -139,6 +141,14 @@ static bool place_dense_parts(planner *q) {
         uint64_t b = pred_bytes(&m->layers[il]);
         if (!fits(q, b)) return false;
         q->used += b, q->p->layers[il].pred = true;
+    }
+    /* norms of layers with attention and predictor on the device: the two then share one
+     * round trip (norm, attention, residual add, norm, predictor) */
+    for (int il = 0; q->pred_on && il < q->hp->n_layer; il++) {
+        hr_gpu_layer *g = &q->p->layers[il];
+        if (!g->attn || !g->pred || !norms_ok(q, il)) continue;
+        if (!fits(q, norm_bytes(q))) return false;
+        q->used += norm_bytes(q), g->norms = true;
     }
     return place_output(q) || !mat_bytes(&m->output);
 }

@@ -6,6 +6,8 @@
  *   scratch for n_batch tokens (required; a budget below it is an error),
  *   attention layer by layer (q, k, v, output matrices with that layer's F16 KV cache),
  *   predictors layer by layer (fc1, fc2; predicted mode only),
+ *   norms of the layers with both (serial RMSNorm models): attention and predictor then
+ *   share one round trip,
  *   the output matrix,
  *   hot neurons: per layer the first k neurons of the index's bucket, gathered into
  *   contiguous device matrices (local row i = neuron hot_ids[i]).
@@ -14,8 +16,7 @@
  * Whole layers with a dense FFN of a serial RMSNorm model also hold their two norm
  * vectors, so a run of them executes device-resident: the residual stream stays on the
  * device from the first such layer to the last (two transfers per batch, not two per
- * layer). Elsewhere norms run on the host, which needs the normed rows for its own share
- * anyway. */
+ * layer). Elsewhere norms run on the host. */
 #ifndef HR_GPU_PLAN_H
 #define HR_GPU_PLAN_H
 #include "backends/device.h"
@@ -50,8 +51,8 @@ typedef struct hr_gpu_layer {
     int32_t n_hot;              /* hot neurons: gathered gate (if any), up, down_t rows */
     int32_t *hot_ids;           /* [n_hot] ascending neuron ids; local row i is neuron hot_ids[i] */
     hr_dmat gate, up, down;     /* down: ffn_down (dense) or the gathered ffn_down_t rows (hot) */
-    bool norms;                 /* attn_norm and ffn_norm resident (F32 [n_embd]): the layer can
-                                   run device-resident (whole, dense FFN, serial RMSNorm) */
+    bool norms;                 /* attn_norm and ffn_norm resident (F32 [n_embd]): a whole layer
+                                   can run device-resident, a hybrid one fuse attention and predictor */
     uint64_t attn_norm, ffn_norm;
     uint64_t hot_bytes;         /* bytes of this layer's hot neurons */
 } hr_gpu_layer;

@@ -21,6 +21,8 @@ typedef struct hr_hybrid {
     uint8_t *h_mask;            /* [n_batch][n_ff] mask over h_idx */
     int32_t *h_iota;            /* [n_ff] 0, 1, ...: every row of a whole layer's neurons */
     bool x_dev;                 /* the residual stream of this batch is in scratch xp (device-resident layers) */
+    bool scores_ready;          /* hr_hybrid_attn_pred left this layer's predictor scores in c->ffn_s */
+    bool xn_dev;                /* ... and the FFN input in scratch x, so the hot part need not send it */
 } hr_hybrid;
 
 /* The forward pass's transfers and waits, counted in the status (what a round trip
@@ -86,6 +88,26 @@ int hr_hybrid_predict(hearth_ctx *c, int il, const float *x, int32_t n, float *s
 int hr_hybrid_ffn_split(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e);
 /* The whole dense FFN of layer il on the device. */
 int hr_hybrid_ffn_dense(hearth_ctx *c, int il, const float *xn, int32_t n, float *out, hr_err *e);
+/* Layer il's attention and predictor in one round trip: both on the device with the
+ * layer's norms, predicted mode (a whole layer that can run resident never gets here). */
+static inline bool hr_hybrid_fused(const hearth_ctx *c, int il) {
+    const hr_gpu_layer *g = hr_hybrid_layer(c, il);
+    return g && g->norms && g->attn && g->pred && c->ffn_mode == HEARTH_FFN_PREDICTED;
+}
+/* x += attention(norm(x)) on the device, then the predictor's scores over the new x into
+ * c->ffn_s and c->xn = ffn_norm(x), all in one wait; hr_ffn then takes the scores (and the
+ * hot part finds its input on the device) instead of asking again. */
+int hr_hybrid_attn_pred(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e);
+/* True once, after hr_hybrid_attn_pred: the scores in c->ffn_s are this layer's. */
+static inline bool hr_hybrid_take_scores(hearth_ctx *c) {
+    if (!c->hy || !c->hy->scores_ready) return false;
+    c->hy->scores_ready = false;
+    return true;
+}
+/* Forgets what hr_hybrid_attn_pred left on the device for this layer. */
+static inline void hr_hybrid_layer_done(hearth_ctx *c) {
+    if (c->hy) c->hy->scores_ready = c->hy->xn_dev = false;
+}
 /* The whole serial layer il on the device: x += attention(norm(x)); x += ffn(norm(x)),
  * with x kept in device scratch from the first resident layer of a run to the last; only
  * enqueued (hr_hybrid_fetch_x brings x back). */

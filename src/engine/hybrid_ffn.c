@@ -46,8 +46,9 @@ static int enqueue_hot(hearth_ctx *c, int il, const float *xn, int32_t n, int64_
     const hr_gpu_scratch *s = &h->plan.sc;
     const int64_t nd = (int64_t)n * c->m->hp.n_embd;
     const bool gate = g->gate.n_out > 0;
-    memcpy(h->h_in, xn, sizeof(float) * (size_t)nd);
-    return hr_hy_to_dev(h, s->x, h->h_in, (uint64_t)nd * 4, e) || hr_hy_to_dev(h, s->idx, h->h_idx, (uint64_t)nh * 4, e) ||
+    if (!h->xn_dev) memcpy(h->h_in, xn, sizeof(float) * (size_t)nd); /* else scratch x holds it already */
+    return (!h->xn_dev && hr_hy_to_dev(h, s->x, h->h_in, (uint64_t)nd * 4, e)) ||
+                   hr_hy_to_dev(h, s->idx, h->h_idx, (uint64_t)nh * 4, e) ||
                    hr_hy_to_dev(h, s->mask, h->h_mask, (uint64_t)(n * nh), e) ||
                    (gate && o->gather_matmul(d, &g->gate, s->x, n, s->idx, nh, s->g, e)) ||
                    o->gather_matmul(d, &g->up, s->x, n, s->idx, nh, s->u, e) ||

@@ -92,6 +92,29 @@ int hr_hybrid_run_layer(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
     return 0;
 }
 
+int hr_hybrid_attn_pred(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    hr_dev *d = h->dev;
+    ops_t o = d->ops;
+    const hr_hparams *hp = &c->m->hp;
+    const hr_gpu_layer *g = &h->plan.layers[il];
+    const hr_gpu_scratch *s = &h->plan.sc;
+    const int32_t n = f->n;
+    const int64_t nd = (int64_t)n * hp->n_embd, r = g->fc1.n_out, ff = hp->n_ff;
+    /* h_in is read by the first copy and written by a later one: the stream keeps the order */
+    if (send(h, s->xp, c->x, nd, e) || o->rmsnorm(d, s->xp, g->attn_norm, hp->n_embd, n, hp->rms_eps, s->x, e) ||
+        enqueue_attention(c, &c->m->layers[il], il, f, e) || o->add(d, s->o, nd, s->xp, e) ||
+        o->rmsnorm(d, s->xp, g->ffn_norm, hp->n_embd, n, hp->rms_eps, s->x, e) || o->matmul(d, &g->fc1, s->xp, n, s->ph, e) ||
+        o->ffn_act(d, UINT64_MAX, s->ph, n * r, HR_ACT_RELU, s->ph, e) || o->matmul(d, &g->fc2, s->ph, n, s->s, e) ||
+        hr_hy_to_host(h, h->h_y, s->xp, (uint64_t)nd * 4, e) || hr_hy_to_host(h, h->h_in, s->x, (uint64_t)nd * 4, e) ||
+        hr_hy_to_host(h, c->ffn_s, s->s, (uint64_t)(n * ff) * 4, e) || hr_hy_sync(h, e))
+        return -1;
+    memcpy(c->x, h->h_y, sizeof(float) * (size_t)nd);
+    memcpy(c->xn, h->h_in, sizeof(float) * (size_t)nd);
+    h->scores_ready = h->xn_dev = true;
+    return 0;
+}
+
 int hr_hybrid_fetch_x(hearth_ctx *c, int32_t n, hr_err *e) {
     hr_hybrid *h = c->hy;
     if (!h || !h->x_dev) return 0;

@@ -60,8 +60,9 @@ static void check_layout(const hr_gpu_plan *p) {
         const hr_dmat *ms[] = {&g->wq, &g->wk, &g->wv, &g->wo, &g->fc1, &g->fc2, &g->gate, &g->up, &g->down};
         for (int k = 0; k < 9; k++)
             if (ms[k]->n_out) r[n++] = (range){ms[k]->off, (uint64_t)ms[k]->n_out * ms[k]->row_bytes};
-        /* norms only with whole layers whose FFN is dense on the device (resident layers) */
-        CHECK(!g->norms || (g->attn && (g->ffn_dense || g->n_hot == FF) && !g->pred));
+        /* norms only with whole layers that compute every neuron (resident), or with
+         * attention and predictor together (one round trip) */
+        CHECK(!g->norms || (g->attn && (g->pred || g->ffn_dense || g->n_hot == FF)));
         if (g->norms) r[n++] = (range){g->attn_norm, EMBD * 4}, r[n++] = (range){g->ffn_norm, EMBD * 4}, norms += 2 * R(EMBD * 4);
     }
     CHECK(p->bytes[HEARTH_GPU_CAT_NORMS] == norms);

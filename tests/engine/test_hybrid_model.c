@@ -152,6 +152,14 @@ static void check_shares(hearth_model *m, hearth_ffn_mode mode, const char *idx_
         if (k == 2) CHECK(st.act_device == st.act_total && st.hot_neurons == (int64_t)m->hp.n_layer * m->hp.n_ff);
         if (k == 1) CHECK(st.act_device > 0 && st.act_device < st.act_total);
         CHECK(st.used == st.used_fixed + st.used_kv + st.used_scratch + st.used_neurons && st.used + dev_over <= st.budget);
+        if (mode == HEARTH_FFN_PREDICTED && !m->hp.parallel && !m->hp.layer_norm) {
+            /* attention and predictor share a wait (their norms are on the device), the FFN
+             * split at most one more, the logits one: separately it was up to three a layer */
+            const uint64_t most = (uint64_t)(1 + ND) * (2 * (uint64_t)m->hp.n_layer + 1);
+            CHECKF(st.syncs <= most && st.syncs >= (uint64_t)(1 + ND) * ((uint64_t)m->hp.n_layer + 1),
+                   "%s share %.2f: %llu waits for the device, want at most %llu", what, shares[k],
+                   (unsigned long long)st.syncs, (unsigned long long)most);
+        }
     }
     free(ref), free(got);
 }

@@ -38,7 +38,8 @@ static int write_model(const char *path, uint32_t type, bool powerinfer) {
 
 /* The smallest budget leaving a byte for neurons: the stand-in's overhead, 16 scratch
  * buffers for `batch` tokens, every layer's attention matrices and F16 KV cache, the
- * predictors (predicted mode), the output matrix, each allocation rounded to 256 bytes,
+ * predictors and each layer's two norm vectors (predicted mode), the output matrix, each
+ * allocation rounded to 256 bytes,
  * and 255 bytes of rounding per neuron matrix (gate, up, down_t) of every layer. */
 static uint64_t expected_need(uint32_t type, bool pred, int n_ctx, int batch, int n_seq) {
     const uint64_t T = (uint64_t)batch, d = EMBD, kvd = KVH * (EMBD / HEADS), rb = hr_row_bytes(type, EMBD);
@@ -48,7 +49,8 @@ static uint64_t expected_need(uint32_t type, bool pred, int n_ctx, int batch, in
     const uint64_t kv = 2 * R((uint64_t)n_seq * LAYERS * (uint64_t)n_ctx * kvd * 2);
     const uint64_t preds = pred ? LAYERS * (R(RANK * rb) + R(FF * hr_row_bytes(type, RANK))) : 0;
     const uint64_t output = R(VOCAB * rb);
-    return HR_STANDIN_OVERHEAD + scratch + attn + kv + preds + output + LAYERS * 3 * 255;
+    const uint64_t norms = pred ? LAYERS * 2 * R(EMBD * 4) : 0; /* attention and predictor share a round trip */
+    return HR_STANDIN_OVERHEAD + scratch + attn + kv + preds + norms + output + LAYERS * 3 * 255;
 }
 
 static hearth_ctx_params params(double gib, hearth_ffn_mode mode) {
@@ -74,7 +76,8 @@ static void check_budget(hearth_model *m, uint32_t type, hearth_ffn_mode mode, u
         CHECK(b.n_ctx == CTX && b.n_batch == BATCH && b.n_seq == SEQ && b.ffn_mode == mode && b.n_layer == LAYERS);
         CHECKF(b.takes_index == (B > need) && b.neuron_budget == (B > need ? B - need : 0), "B %llu: neuron budget %llu",
                (unsigned long long)B, (unsigned long long)b.neuron_budget);
-        CHECK(b.bytes[HEARTH_GPU_CAT_NORMS] == 0 && b.bytes[HEARTH_GPU_CAT_NEURONS] == 0 && b.bytes[HEARTH_GPU_CAT_FFN] == 0);
+        CHECK(b.bytes[HEARTH_GPU_CAT_NEURONS] == 0 && b.bytes[HEARTH_GPU_CAT_FFN] == 0);
+        if (B >= need) CHECK(b.bytes[HEARTH_GPU_CAT_NORMS] == (pred ? LAYERS * 2 * R(EMBD * 4) : 0));
         if (B >= need) /* every dense part on the device */
             CHECK(b.layers_attn == LAYERS && b.layers_pred == (pred ? LAYERS : 0) && b.output_on_device);
         uint64_t sum = 0;
