@@ -69,45 +69,60 @@ int hr_hybrid_attention(hearth_ctx *c, const hr_layer *L, int il, const float *i
     return 0;
 }
 
-int hr_hybrid_run_layer(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
+/* Enqueues the first half of a serial layer over the residual stream in scratch xp:
+ * xp += attention(attn_norm(xp)), then scratch x = ffn_norm(xp), the FFN's input. */
+static int enqueue_attention_half(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
     hr_hybrid *h = c->hy;
     hr_dev *d = h->dev;
     ops_t o = d->ops;
     const hr_hparams *hp = &c->m->hp;
-    const hr_layer *L = &c->m->layers[il];
     const hr_gpu_layer *g = &h->plan.layers[il];
     const hr_gpu_scratch *s = &h->plan.sc;
     const int32_t n = f->n;
-    const int64_t nd = (int64_t)n * hp->n_embd;
+    return o->rmsnorm(d, s->xp, g->attn_norm, hp->n_embd, n, hp->rms_eps, s->x, e) ||
+                   enqueue_attention(c, &c->m->layers[il], il, f, e) || o->add(d, s->o, (int64_t)n * hp->n_embd, s->xp, e) ||
+                   o->rmsnorm(d, s->xp, g->ffn_norm, hp->n_embd, n, hp->rms_eps, s->x, e)
+               ? -1
+               : 0;
+}
+
+/* Enqueues scratch s = fc2 . relu(fc1 . xp), the predictor's scores. */
+static int enqueue_predictor(hr_hybrid *h, int il, int32_t n, hr_err *e) {
+    hr_dev *d = h->dev;
+    ops_t o = d->ops;
+    const hr_gpu_layer *g = &h->plan.layers[il];
+    const hr_gpu_scratch *s = &h->plan.sc;
+    return o->matmul(d, &g->fc1, s->xp, n, s->ph, e) || o->ffn_act(d, UINT64_MAX, s->ph, n * g->fc1.n_out, HR_ACT_RELU, s->ph, e) ||
+                   o->matmul(d, &g->fc2, s->ph, n, s->s, e)
+               ? -1
+               : 0;
+}
+
+int hr_hybrid_run_layer(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    const hr_gpu_scratch *s = &h->plan.sc;
+    const int32_t n = f->n;
+    const int64_t nd = (int64_t)n * c->m->hp.n_embd;
     if (!h->x_dev) {
         if (send(h, s->xp, c->x, nd, e)) return -1;
         h->x_dev = true;
     }
-    if (o->rmsnorm(d, s->xp, g->attn_norm, hp->n_embd, n, hp->rms_eps, s->x, e) || enqueue_attention(c, L, il, f, e) ||
-        o->add(d, s->o, nd, s->xp, e) || o->rmsnorm(d, s->xp, g->ffn_norm, hp->n_embd, n, hp->rms_eps, s->x, e) ||
-        enqueue_ffn_dense(c, il, n, e) || o->add(d, s->y, nd, s->xp, e))
+    if (enqueue_attention_half(c, il, f, e) || enqueue_ffn_dense(c, il, n, e) || h->dev->ops->add(h->dev, s->y, nd, s->xp, e))
         return -1;
     hearth_ffn_stats *st = &c->ffn_stats[il]; /* as hr_ffn counts a dense evaluation */
-    st->tokens += (uint64_t)n, st->computed += (uint64_t)n * (uint64_t)hp->n_ff;
+    st->tokens += (uint64_t)n, st->computed += (uint64_t)n * (uint64_t)c->m->hp.n_ff;
     return 0;
 }
 
 int hr_hybrid_attn_pred(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
     hr_hybrid *h = c->hy;
-    hr_dev *d = h->dev;
-    ops_t o = d->ops;
-    const hr_hparams *hp = &c->m->hp;
-    const hr_gpu_layer *g = &h->plan.layers[il];
     const hr_gpu_scratch *s = &h->plan.sc;
     const int32_t n = f->n;
-    const int64_t nd = (int64_t)n * hp->n_embd, r = g->fc1.n_out, ff = hp->n_ff;
+    const int64_t nd = (int64_t)n * c->m->hp.n_embd;
     /* h_in is read by the first copy and written by a later one: the stream keeps the order */
-    if (send(h, s->xp, c->x, nd, e) || o->rmsnorm(d, s->xp, g->attn_norm, hp->n_embd, n, hp->rms_eps, s->x, e) ||
-        enqueue_attention(c, &c->m->layers[il], il, f, e) || o->add(d, s->o, nd, s->xp, e) ||
-        o->rmsnorm(d, s->xp, g->ffn_norm, hp->n_embd, n, hp->rms_eps, s->x, e) || o->matmul(d, &g->fc1, s->xp, n, s->ph, e) ||
-        o->ffn_act(d, UINT64_MAX, s->ph, n * r, HR_ACT_RELU, s->ph, e) || o->matmul(d, &g->fc2, s->ph, n, s->s, e) ||
+    if (send(h, s->xp, c->x, nd, e) || enqueue_attention_half(c, il, f, e) || enqueue_predictor(h, il, n, e) ||
         hr_hy_to_host(h, h->h_y, s->xp, (uint64_t)nd * 4, e) || hr_hy_to_host(h, h->h_in, s->x, (uint64_t)nd * 4, e) ||
-        hr_hy_to_host(h, c->ffn_s, s->s, (uint64_t)(n * ff) * 4, e) || hr_hy_sync(h, e))
+        hr_hy_to_host(h, c->ffn_s, s->s, (uint64_t)n * (uint64_t)c->m->hp.n_ff * 4, e) || hr_hy_sync(h, e))
         return -1;
     memcpy(c->x, h->h_y, sizeof(float) * (size_t)nd);
     memcpy(c->xn, h->h_in, sizeof(float) * (size_t)nd);
@@ -127,16 +142,11 @@ int hr_hybrid_fetch_x(hearth_ctx *c, int32_t n, hr_err *e) {
 
 int hr_hybrid_predict(hearth_ctx *c, int il, const float *x, int32_t n, float *scores, hr_err *e) {
     hr_hybrid *h = c->hy;
-    hr_dev *d = h->dev;
-    ops_t o = d->ops;
-    const hr_gpu_layer *g = &h->plan.layers[il];
     const hr_gpu_scratch *s = &h->plan.sc;
-    const int64_t r = g->fc1.n_out, ff = c->m->hp.n_ff;
-    if (send(h, s->xp, x, (int64_t)n * c->m->hp.n_embd, e) || o->matmul(d, &g->fc1, s->xp, n, s->ph, e) ||
-        o->ffn_act(d, UINT64_MAX, s->ph, n * r, HR_ACT_RELU, s->ph, e) || o->matmul(d, &g->fc2, s->ph, n, s->s, e) ||
-        hr_hy_to_host(h, scores, s->s, (uint64_t)(n * ff) * 4, e) || hr_hy_sync(h, e))
-        return -1;
-    return 0;
+    return send(h, s->xp, x, (int64_t)n * c->m->hp.n_embd, e) || enqueue_predictor(h, il, n, e) ||
+                   hr_hy_to_host(h, scores, s->s, (uint64_t)n * (uint64_t)c->m->hp.n_ff * 4, e) || hr_hy_sync(h, e)
+               ? -1
+               : 0;
 }
 
 int hr_hybrid_ffn_dense(hearth_ctx *c, int il, const float *xn, int32_t n, float *out, hr_err *e) {
