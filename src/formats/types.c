@@ -8,8 +8,8 @@
 
 typedef struct {
     const char *name;
-    uint8_t block_elems;
-    uint8_t block_bytes;
+    uint16_t block_elems;
+    uint16_t block_bytes;
     bool weight;
 } type_info;
 
@@ -18,6 +18,19 @@ static const type_info k_types[HR_TYPE_MAX] = {
     [HR_F16] = {"f16", 1, 2, true},
     [HR_Q4_0] = {"q4_0", HR_QK, sizeof(hr_block_q4_0), true},
     [HR_Q8_0] = {"q8_0", HR_QK, sizeof(hr_block_q8_0), true},
+    [HR_Q4_1] = {"q4_1", HR_QK, sizeof(hr_block_q4_1), true},
+    [HR_Q5_0] = {"q5_0", HR_QK, sizeof(hr_block_q5_0), true},
+    [HR_Q5_1] = {"q5_1", HR_QK, sizeof(hr_block_q5_1), true},
+    [HR_Q8_1] = {"q8_1", HR_QK, sizeof(hr_block_q8_1), false},
+    [HR_Q2_K] = {"q2_k", HR_QK_K, sizeof(hr_block_q2_K), true},
+    [HR_Q3_K] = {"q3_k", HR_QK_K, sizeof(hr_block_q3_K), true},
+    [HR_Q4_K] = {"q4_k", HR_QK_K, sizeof(hr_block_q4_K), true},
+    [HR_Q5_K] = {"q5_k", HR_QK_K, sizeof(hr_block_q5_K), true},
+    [HR_Q6_K] = {"q6_k", HR_QK_K, sizeof(hr_block_q6_K), true},
+    [HR_Q8_K] = {"q8_k", HR_QK_K, sizeof(hr_block_q8_K), false},
+    [HR_IQ4_NL] = {"iq4_nl", HR_QK, sizeof(hr_block_iq4_nl), true},
+    [HR_IQ4_XS] = {"iq4_xs", HR_QK_K, sizeof(hr_block_iq4_xs), true},
+    [HR_MXFP4] = {"mxfp4", HR_QK, sizeof(hr_block_mxfp4), true},
     [HR_I32_OLD] = {"i32", 1, 4, false},
     [HR_I8] = {"i8", 1, 1, false},
     [HR_I16] = {"i16", 1, 2, false},
@@ -27,6 +40,13 @@ static const type_info k_types[HR_TYPE_MAX] = {
 
 _Static_assert(sizeof(hr_block_q8_0) == 34, "Q8_0 block must match ggml");
 _Static_assert(sizeof(hr_block_q4_0) == 18, "Q4_0 block must match ggml");
+_Static_assert(sizeof(hr_block_q4_1) == 20 && sizeof(hr_block_q5_0) == 22 && sizeof(hr_block_q5_1) == 24 &&
+               sizeof(hr_block_q8_1) == 36 && sizeof(hr_block_iq4_nl) == 18 && sizeof(hr_block_mxfp4) == 17,
+               "32-element blocks must match ggml");
+_Static_assert(sizeof(hr_block_q2_K) == 84 && sizeof(hr_block_q3_K) == 110 && sizeof(hr_block_q4_K) == 144 &&
+               sizeof(hr_block_q5_K) == 176 && sizeof(hr_block_q6_K) == 210 && sizeof(hr_block_q8_K) == 292 &&
+               sizeof(hr_block_iq4_xs) == 136,
+               "super-blocks must match ggml");
 
 bool hr_type_known(uint32_t t) { return t < HR_TYPE_MAX && k_types[t].name != NULL; }
 
@@ -44,6 +64,7 @@ int hr_type_from_name(const char *name) {
 uint64_t hr_type_block_elems(uint32_t t) { return hr_type_known(t) ? k_types[t].block_elems : 0; }
 uint64_t hr_type_block_bytes(uint32_t t) { return hr_type_known(t) ? k_types[t].block_bytes : 0; }
 bool hr_type_is_weight(uint32_t t) { return hr_type_known(t) && k_types[t].weight; }
+bool hr_type_is_quant(uint32_t t) { return hr_type_known(t) && k_types[t].block_elems > 1; }
 
 uint64_t hr_row_bytes(uint32_t t, uint64_t n) {
     if (!hr_type_known(t)) return 0;
@@ -163,7 +184,7 @@ void hr_dequant_row(uint32_t t, const void *src, float *dst, int64_t n) {
         const int32_t *s = src;
         for (int64_t i = 0; i < n; i++) dst[i] = (float)s[i];
     } break;
-    default: break;
+    default: hr_dequant_row_blocks(t, src, dst, n); break;
     }
 }
 
@@ -180,6 +201,6 @@ void hr_quant_row(uint32_t t, const float *src, void *dst, int64_t n) {
     } break;
     case HR_Q8_0: quant_q8_0_ref(src, dst, n); break;
     case HR_Q4_0: quant_q4_0_ref(src, dst, n); break;
-    default: break;
+    default: hr_quant_row_blocks(t, src, dst, n); break;
     }
 }

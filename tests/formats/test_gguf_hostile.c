@@ -263,8 +263,10 @@ static void test_tensors(void) {
     EXPECT_FAIL(&x, "not a multiple of the alignment");
     one_tensor(&x, "ty", 2, ne, 77, 0, 256);
     EXPECT_FAIL(&x, "unknown type id 77");
-    one_tensor(&x, "ty3", 2, ne, 3, 0, 256); /* Q4_1: not supported by Hearth */
-    EXPECT_FAIL(&x, "unknown type id 3");
+    one_tensor(&x, "ty16", 2, ne, 16, 0, 256); /* IQ2_XXS: not supported by Hearth */
+    EXPECT_FAIL(&x, "unknown type id 16");
+    one_tensor(&x, "k32", 2, ne, HR_Q4_K, 0, 256); /* a row of 32 cannot hold a 256-element super-block */
+    EXPECT_FAIL(&x, "ne0 = 32 is not a multiple");
     uint64_t ne33[1] = {33};
     one_tensor(&x, "blk", 1, ne33, HR_Q8_0, 0, 64);
     EXPECT_FAIL(&x, "ne0 = 33 is not a multiple");
