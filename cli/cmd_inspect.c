@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "formats/gguf.h"
+#include "formats/type_mix.h"
 #include "formats/types.h"
 
 #define ARRAY_HEAD 8    /* array elements shown before abbreviating */
@@ -210,6 +211,27 @@ static void print_tensors(const ictx *c, const gguf_file *f, uint64_t *elems, ui
     }
 }
 
+/* The type mix: a Q4_K_M file is mostly q4_k with q6_k and f32; users check it here. */
+static void print_types(const ictx *c, const gguf_file *f) {
+    hr_type_share mix[HR_TYPE_MIX_MAX];
+    int n = hr_type_mix(f, mix);
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++) total += mix[i].bytes;
+    if (!c->json) fprintf(c->o, "types:\n");
+    for (int i = 0; i < n; i++) {
+        const hr_type_share *s = &mix[i];
+        double pct = total ? 100.0 * (double)s->bytes / (double)total : 0.0;
+        if (c->json)
+            fprintf(c->o, "%s\n    {\"type\": \"%s\", \"type_id\": %u, \"tensors\": %u, \"elements\": %llu, "
+                          "\"bytes\": %llu, \"bits_per_weight\": %.4f}",
+                    i ? "," : "", hr_type_name(s->type), s->type, s->n_tensors, (unsigned long long)s->elems,
+                    (unsigned long long)s->bytes, hr_type_share_bpw(s));
+        else
+            fprintf(c->o, "  %-7s %4u tensors  %12llu bytes  %5.1f%%  %6.3f bits/weight\n", hr_type_name(s->type),
+                    s->n_tensors, (unsigned long long)s->bytes, pct, hr_type_share_bpw(s));
+    }
+}
+
 static void print_file(const ictx *c, const char *path, const gguf_file *f) {
     uint64_t elems = 0, bytes = 0;
     const char *magic = f->sparse ? "PWRI" : "GGUF";
@@ -224,6 +246,8 @@ static void print_file(const ictx *c, const char *path, const gguf_file *f) {
         print_kvs(c, f);
         fputs("],\n  \"tensors\": [", c->o);
         print_tensors(c, f, &elems, &bytes);
+        fputs("],\n  \"types\": [", c->o);
+        print_types(c, f);
         fprintf(c->o, "],\n  \"n_kv\": %llu, \"n_tensors\": %llu, \"total_elements\": %llu, \"total_bytes\": %llu}\n",
                 (unsigned long long)f->n_kv, (unsigned long long)f->n_tensors, (unsigned long long)elems,
                 (unsigned long long)bytes);
@@ -234,6 +258,7 @@ static void print_file(const ictx *c, const char *path, const gguf_file *f) {
             (unsigned long long)f->size);
     print_kvs(c, f);
     print_tensors(c, f, &elems, &bytes);
+    print_types(c, f);
     fprintf(c->o, "total: %llu tensors, %llu elements, %llu bytes\n", (unsigned long long)f->n_tensors,
             (unsigned long long)elems, (unsigned long long)bytes);
 }

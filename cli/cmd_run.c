@@ -96,6 +96,12 @@ static void verbose_info(const hearth_model *m, const hearth_ctx *c, const hr_ru
     fprintf(stderr, "model: arch %s, ffn %s, %d layers, n_embd %d, n_ff %d, heads %d/%d, vocab %d, weights %s\n",
             in->arch, in->ffn_act, in->n_layer, in->n_embd, in->n_ff, in->n_head, in->n_head_kv, in->n_vocab,
             hr_type_name(in->weight_type));
+    fprintf(stderr, "types:");
+    for (int i = 0; i < in->n_types; i++)
+        fprintf(stderr, "%s %s %.1f%% (%u tensors, %.2f MiB)", i ? "," : "", hr_type_name(in->types[i].type),
+                in->weight_bytes ? 100.0 * (double)in->types[i].bytes / (double)in->weight_bytes : 0.0,
+                in->types[i].n_tensors, in->types[i].bytes / 1048576.0);
+    fprintf(stderr, "\n");
     fprintf(stderr, "memory: file %.1f MiB mapped (used in place, not copied); resident beyond the file: "
                     "host KV cache %.2f MiB (%s/%s), buffers %.2f MiB\n",
             in->file_bytes / 1048576.0, hearth_ctx_kv_bytes(c) / 1048576.0, o->cp.kv_k == HEARTH_KV_F32 ? "f32" : "f16",

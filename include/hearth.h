@@ -87,7 +87,9 @@ typedef struct hearth_model_info {
     const char *arch;        /* "llama", "exaone", "smallthinker", "bamboo", "falcon", "opt" */
     const char *ffn_act;     /* "swiglu", "reglu", "drelu", "relu", "gelu" */
     int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff, head_dim;
-    uint32_t weight_type;    /* dominant weight type (ggml id) */
+    uint32_t weight_type;    /* dominant weight type (ggml id): the most bytes among the matrices */
+    int32_t n_types;         /* the file's type mix, most bytes first */
+    struct { uint32_t type, n_tensors; uint64_t bytes; } types[16];
     uint64_t weight_bytes;   /* tensor bytes in the file */
     uint64_t decode_bytes;   /* bytes one densely decoded token reads (all matrices, embedding row; no predictor) */
     uint64_t ffn_bytes;      /* of which FFN matrices (gate, up, down or down_t), all layers */

@@ -1,6 +1,7 @@
 /* Model lifetime and the public model/tokenizer API. */
 #include <stdlib.h>
 #include <string.h>
+#include "formats/type_mix.h"
 #include "formats/types.h"
 #include "model.h"
 
@@ -10,6 +11,24 @@ int hr_load_tensors(hearth_model *m, hr_err *e);
 hearth_model_params hearth_model_default_params(void) { return (hearth_model_params){0}; }
 
 static uint64_t mat_bytes(const hr_mat *w) { return w->data ? w->row_bytes * (uint64_t)w->n_out : 0; }
+
+/* The mix by bytes; the dominant weight type is the first of it that is a weight type
+ * (a Q4_K_M file's q4_k even where its f32 norms are many). */
+_Static_assert(sizeof(((hearth_model_info *)0)->types) / sizeof(((hearth_model_info *)0)->types[0]) == HR_TYPE_MIX_MAX,
+               "the public type mix holds every entry hr_type_mix returns");
+static void fill_types(hearth_model *m, hearth_model_info *in) {
+    hr_type_share mix[HR_TYPE_MIX_MAX];
+    int n = hr_type_mix(&m->file, mix);
+    in->n_types = n;
+    in->weight_type = m->layers[0].ffn.up.type;
+    bool found = false;
+    for (int i = 0; i < n; i++) {
+        in->types[i].type = mix[i].type;
+        in->types[i].n_tensors = mix[i].n_tensors;
+        in->types[i].bytes = mix[i].bytes;
+        if (!found && mix[i].type != HR_F32 && hr_type_is_weight(mix[i].type)) in->weight_type = mix[i].type, found = true;
+    }
+}
 
 static void fill_info(hearth_model *m) {
     const hr_hparams *hp = &m->hp;
@@ -31,6 +50,7 @@ static void fill_info(hearth_model *m) {
                               .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .n_ff = hp->n_ff,
                               .head_dim = hp->head_dim, .weight_type = m->layers[0].ffn.up.type,
                               .weight_bytes = wbytes, .decode_bytes = dec, .ffn_bytes = ffn, .predictor_bytes = pred, .file_bytes = m->file.size};
+    fill_types(m, in);
 }
 
 static int check_vocab(hearth_model *m, hr_err *e) {

@@ -24,7 +24,7 @@ int hr_get_mat(const hearth_model *m, const char *name, int64_t n_in, int64_t n_
     if ((int64_t)t->ne[0] != n_in || (int64_t)t->ne[1] != n_out || t->ne[2] != 1 || t->ne[3] != 1)
         return shape_error(t, name, n_in, n_out, e);
     if (!hr_type_is_weight(t->type))
-        return hr_errf(e, "tensor '%s' has type %s, which Hearth cannot compute with (f32, f16, bf16, q8_0, q4_0)", name,
+        return hr_errf(e, "tensor '%s' has type %s, which is not a weight type Hearth computes with", name,
                        hr_type_name(t->type) ? hr_type_name(t->type) : "unknown");
     *out = (hr_mat){.type = t->type, .n_in = n_in, .n_out = n_out, .row_bytes = hr_row_bytes(t->type, (uint64_t)n_in), .data = t->data};
     return 0;

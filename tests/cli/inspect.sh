@@ -26,7 +26,9 @@ for s in 'magic GGUF, version 3, alignment 32' 'general.architecture = "llama"' 
          'general.name = "tiny \"quoted\"\n model"' 'llama.context_length = 128' \
          'tokenizer.ggml.tokens (12) = ["<unk>", "<s>"' '... (12 items)]' \
          'blk.0.attn_q.weight  q8_0  [32, 4]  offset 768  bytes 136' 'output_norm.weight' \
-         'total: 4 tensors, 672 elements, 1104 bytes'; do
+         'total: 4 tensors, 672 elements, 1104 bytes' 'types:' \
+         '  f16        1 tensors           768 bytes   69.6%  16.000 bits/weight' \
+         '  q4_0       1 tensors            72 bytes    6.5%   4.500 bits/weight'; do
     has out "$s"
 done
 
@@ -40,6 +42,7 @@ has out 'split.vram_capacity = 123456789012'
 expect 0 "inspect --json" -- "$HEARTH" inspect --json "$SEED"
 has out '"n_tensors": 4'
 has out '{"name": "blk.0.ffn_up.weight", "type": "q4_0", "type_id": 2, "shape": [32, 4]'
+has out '{"type": "q4_0", "type_id": 2, "tensors": 1, "elements": 128, "bytes": 72, "bits_per_weight": 4.5000}'
 if command -v python3 >/dev/null 2>&1; then
     python3 -m json.tool "$TMP/out" >/dev/null || bad "--json output is not valid JSON"
 fi
