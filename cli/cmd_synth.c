@@ -18,7 +18,10 @@ static void usage(FILE *f) {
             "                        attention+FFN, fused QKV, NEOX RoPE, no gate) | opt (LayerNorm,\n"
             "                        learned positions, biases, tied output)        [llama]\n"
             "  --falcon-40b          falcon: attn_norm_2 for the attention input (40B layout)\n"
-            "  --type T              f32 | f16 | bf16 | q8_0 | q4_0                  [f32]\n"
+            "  --type T              f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 |\n"
+            "                        q2_k | q3_k | q4_k | q5_k | q6_k | iq4_nl | iq4_xs |\n"
+            "                        mxfp4 (one type for every matrix; llama.cpp's mixes:\n"
+            "                        hearth quantize)                               [f32]\n"
             "  --n-embd N            embedding size                                 [256]\n"
             "  --n-layer N           layers                                         [2]\n"
             "  --n-head N            attention heads                                [8]\n"
@@ -43,7 +46,7 @@ static void usage(FILE *f) {
             "  -q, --quiet           no progress output\n"
             "  -h, --help            this help\n"
             "Sizes that are row lengths (n-embd, n-head*head-dim, n-ff, pred-rank) must be\n"
-            "multiples of 32 for q8_0 and q4_0.\n");
+            "multiples of the type's block: 32, or 256 for q2_k..q6_k and iq4_xs.\n");
 }
 
 /* Prints when the whole percentage changes; ud holds the last one printed. */
@@ -75,7 +78,7 @@ static int value_flag(hr_synth_params *p, const char *f, const char *v, const ch
     } else if (!strcmp(f, "--type")) {
         k = hr_type_from_name(v);
         if (k < 0 || !hr_type_is_weight((uint32_t)k))
-            return hr_usage_error(CMD, "--type: '%s' is not one of f32, f16, bf16, q8_0, q4_0", v);
+            return hr_usage_error(CMD, "--type: '%s' is not a weight type (hearth synth --help lists them)", v);
         p->type = (uint32_t)k;
     } else if (!strcmp(f, "--act")) {
         if ((k = hr_synth_act_from_name(v)) < 0) return hr_usage_error(CMD, "--act: unknown activation '%s'", v);

@@ -37,6 +37,18 @@ uint32_t hr_synth_ftype(uint32_t type) {
     case HR_Q4_0: return 2;
     case HR_Q8_0: return 7;
     case HR_BF16: return 32;
+    /* One type throughout: the llama.cpp file type whose main type it is (the _S mixes). */
+    case HR_Q4_1: return 3;
+    case HR_Q5_0: return 8;
+    case HR_Q5_1: return 9;
+    case HR_Q2_K: return 10;
+    case HR_Q3_K: return 11;
+    case HR_Q4_K: return 14;
+    case HR_Q5_K: return 16;
+    case HR_Q6_K: return 18;
+    case HR_IQ4_NL: return 25;
+    case HR_IQ4_XS: return 30;
+    case HR_MXFP4: return 38;
     default: return UINT32_MAX;
     }
 }
@@ -46,7 +58,7 @@ static int in_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi, hr_e
     return 0;
 }
 
-/* Block types store rows in whole 32-element blocks. */
+/* Block types store rows in whole blocks (32 elements, 256 for the K-quants and IQ4_XS). */
 static int row_ok(const hr_synth_params *p, const char *what, uint32_t len, hr_err *e) {
     const uint64_t blk = hr_type_block_elems(p->type);
     if (blk > 1 && len % blk)
@@ -108,7 +120,7 @@ static int check_shape(const hr_synth_params *p, hr_err *e) {
 int hr_synth_validate(const hr_synth_params *p, hr_err *e) {
     if (!p) return hr_errf(e, "no parameters");
     if (!hr_type_is_weight(p->type) || hr_synth_ftype(p->type) == UINT32_MAX)
-        return hr_errf(e, "weight type %u is not one of f32, f16, bf16, q8_0, q4_0", p->type);
+        return hr_errf(e, "weight type %u is not a type hearth synth writes", p->type);
     if ((unsigned)p->tokenizer > HR_TOK_BPE) return hr_errf(e, "unknown tokenizer kind %d", (int)p->tokenizer);
     if (check_arch(p, e) || check_shape(p, e)) return -1;
     if (!(p->rope_base > 0) || !isfinite(p->rope_base)) return hr_errf(e, "rope_base = %g must be positive", p->rope_base);
