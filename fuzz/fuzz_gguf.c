@@ -9,6 +9,25 @@
 #include <unistd.h>
 
 #include "formats/gguf.h"
+#include "formats/types.h"
+
+/* A weight tensor's first row through the dequantizer and back through the quantizer:
+ * hostile scales (NaN, Inf, subnormal) and whatever values they make must not crash.
+ * Rows are bounded so one input stays fast. */
+static unsigned touch_row(const gguf_tensor *t) {
+    enum { MAX_ROW = 4096 };
+    _Static_assert(MAX_ROW % 256 == 0, "a whole number of super-blocks");
+    if (!hr_type_is_weight(t->type) || t->ne[0] == 0 || t->ne[0] > MAX_ROW) return 0;
+    const uint64_t rb = hr_row_bytes(t->type, t->ne[0]);
+    if (!rb || rb > t->nbytes) return 0;
+    float x[MAX_ROW];
+    uint8_t q[MAX_ROW * 4] = {0};
+    hr_dequant_row(t->type, t->data, x, (int64_t)t->ne[0]);
+    hr_quant_row(t->type, x, q, (int64_t)t->ne[0]);
+    unsigned h = 0;
+    for (uint64_t i = 0; i < rb; i++) h = h * 31 + q[i];
+    return h;
+}
 
 static unsigned touch_value(const gguf_value *v) {
     unsigned h = v->type;
@@ -62,6 +81,7 @@ static bool touch_all(const gguf_file *f) {
         const gguf_tensor *t = &f->tensors[i];
         const uint8_t *d = t->data;
         if (t->nbytes) sink += d[0] + d[t->nbytes - 1];
+        sink += touch_row(t);
         if (!cstr(t->name, key, sizeof key)) {
             plain = false;
             continue;

@@ -113,6 +113,16 @@ uint16_t hr_f32_to_bf16(float f) {
     return (uint16_t)((u + (0x7fffu + ((u >> 16) & 1))) >> 16);
 }
 
+/* The int8 conversion of a rounded quant, defined for every input: finite in-range values
+ * convert as a cast does (so bytes equal ggml's), out-of-range saturate, NaN (from NaN or
+ * Inf weights) becomes 0. ggml leaves those cases undefined. */
+static int8_t sat_i8(float v) {
+    if (v != v) return 0;
+    if (v >= 127.0f) return 127;
+    if (v <= -128.0f) return -128;
+    return (int8_t)v;
+}
+
 static void quant_q8_0_ref(const float *x, hr_block_q8_0 *y, int64_t n) {
     for (int64_t i = 0; i < n / HR_QK; i++, x += HR_QK) {
         float amax = 0.0f;
@@ -123,7 +133,7 @@ static void quant_q8_0_ref(const float *x, hr_block_q8_0 *y, int64_t n) {
         const float d = amax / 127;
         const float id = d ? 1.0f / d : 0.0f;
         y[i].d = hr_f32_to_f16(d);
-        for (int j = 0; j < HR_QK; j++) y[i].qs[j] = (int8_t)roundf(x[j] * id);
+        for (int j = 0; j < HR_QK; j++) y[i].qs[j] = sat_i8(roundf(x[j] * id));
     }
 }
 
@@ -137,7 +147,7 @@ static void quant_q4_0_ref(const float *x, hr_block_q4_0 *y, int64_t n) {
         const float id = d ? 1.0f / d : 0.0f;
         y[i].d = hr_f32_to_f16(d);
         for (int j = 0; j < HR_QK / 2; j++) {
-            int8_t a = (int8_t)(x[j] * id + 8.5f), b = (int8_t)(x[j + HR_QK / 2] * id + 8.5f);
+            int8_t a = sat_i8(x[j] * id + 8.5f), b = sat_i8(x[j + HR_QK / 2] * id + 8.5f);
             uint8_t q0 = (uint8_t)(a < 15 ? a : 15), q1 = (uint8_t)(b < 15 ? b : 15);
             y[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
         }

@@ -11,7 +11,7 @@
 #include "testutil.h"
 
 typedef struct {
-    uint8_t buf[4][2048];
+    uint8_t buf[16][2048];
     int used;
 } pool;
 
@@ -90,6 +90,27 @@ static gguf_writer *seed_kinds(pool *p) {
     return w;
 }
 
+/* One small tensor of every quantized weight type, random bytes: scales that are NaN, Inf or
+ * subnormal included, for the fuzzer's dequantize / requantize pass. */
+static const uint32_t quant_types[] = {HR_Q4_1, HR_Q5_0, HR_Q5_1, HR_Q2_K, HR_Q3_K, HR_Q4_K, HR_Q5_K,
+                                       HR_Q6_K, HR_IQ4_NL, HR_IQ4_XS, HR_MXFP4};
+#define N_QUANT_TYPES (sizeof quant_types / sizeof quant_types[0])
+
+static gguf_writer *seed_quants(pool *p) {
+    hr_rng r = {4};
+    gguf_writer *w = gguf_writer_new(false);
+    gguf_w_str(w, "general.architecture", "llama");
+    for (size_t i = 0; i < N_QUANT_TYPES; i++) {
+        const uint32_t t = quant_types[i];
+        char name[32];
+        snprintf(name, sizeof name, "q.%s", hr_type_name(t));
+        uint64_t ne[2] = {hr_type_block_elems(t), 2};
+        size_t nb = (size_t)(2 * hr_type_block_bytes(t));
+        gguf_w_tensor(w, name, t, 2, ne, rand_bytes(p, &r, nb), nb);
+    }
+    return w;
+}
+
 typedef struct {
     const char *name;
     gguf_writer *(*make)(pool *);
@@ -101,6 +122,7 @@ static const seed seeds[] = {
     {"basic", seed_basic, 11, 4, "blk.0.attn_q.weight"},
     {"sparse", seed_sparse, 2, 3, "blk.0.gpu_idx"},
     {"kinds", seed_kinds, 16, 3, "t.i16"},
+    {"quants", seed_quants, 1, N_QUANT_TYPES, "q.q4_k"},
 };
 
 static uint8_t *slurp(const char *path, size_t *n) {
