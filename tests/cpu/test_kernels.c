@@ -6,27 +6,25 @@
 #include <string.h>
 
 #include "backends/cpu/kernels_impl.h"
+#include "kernel_rows.h"
 #include "testutil.h"
 
-static const uint32_t k_types[] = {HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0};
+static const uint32_t k_types[] = {HR_F32,  HR_F16,  HR_BF16, HR_Q8_0, HR_Q4_0,   HR_Q4_1,
+                                   HR_Q5_0, HR_Q5_1, HR_IQ4_NL, HR_MXFP4, HR_Q2_K, HR_Q3_K,
+                                   HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS};
+/* K-quants and IQ4_XS: their SIMD kernels come from another file; a table may lack them */
+static int is_k256(uint32_t t) { return kt_block(t) == HR_QK_K; }
 static const int64_t k_len_block[] = {32, 64, 96, 160, 4096 + 32, 4096 + 64};
+static const int64_t k_len_k256[] = {256, 512, 768, 2304, 4096 + 256};
 static const int64_t k_len_plain[] = {1, 7, 8, 15, 16, 17, 33, 1023, 4096 + 33};
-
-static int is_block(uint32_t t) { return t == HR_Q8_0 || t == HR_Q4_0; }
-
-/* Prepared activations as floats (the values vec_dot sees). */
-static void act_values(uint32_t t, const void *xq, float *out, int64_t n) {
-    hr_dequant_row(is_block(t) ? HR_Q8_0 : t, xq, out, n);
-}
 
 static void fill(hr_rng *r, float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = hr_rng_normal(r) * (i % 5 == 0 ? 4.0f : 1.0f);
 }
 
-/* Weight row of type t from random floats. */
 static void make_row(hr_rng *r, uint32_t t, void *w, int64_t n, float *tmp) {
-    fill(r, tmp, n);
-    hr_quant_row(t, tmp, w, n);
+    (void)tmp;
+    kt_weight_row(r, t, w, n);
 }
 
 /* Bound for a float accumulation: each SIMD lane chains about n/8 additions (quant types:
@@ -39,25 +37,20 @@ static double tol(int64_t n, double abs_sum) { return 2.0 * ((double)n / 8 + 32)
 static void check_dot(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
     size_t wb = hr_row_bytes(t, (uint64_t)n), xb = hr_act_bytes(t, n);
     void *w = malloc(wb), *xq = malloc(xb), *xs = malloc(xb);
-    float *x = malloc(n * sizeof *x), *wf = malloc(n * sizeof *wf), *xf = malloc(n * sizeof *xf);
+    float *x = malloc(n * sizeof *x);
     make_row(r, t, w, n, x);
     fill(r, x, n);
     k->act_prep[t](x, xq, n);
     hr_kernels_scalar()->act_prep[t](x, xs, n);
     CHECKF(memcmp(xq, xs, xb) == 0, "%s act_prep %s n=%lld differs from scalar", k->name, hr_type_name(t), (long long)n);
-    hr_dequant_row(t, w, wf, n);
-    act_values(t, xs, xf, n);
-    double ref = 0, abs_sum = 0;
-    for (int64_t i = 0; i < n; i++) {
-        ref += (double)wf[i] * xf[i];
-        abs_sum += fabs((double)wf[i] * xf[i]);
-    }
+    double abs_sum;
+    const double ref = kt_ref_dot(t, w, xs, n, &abs_sum);
     float s = NAN, s0 = NAN;
     k->vec_dot[t](n, &s, w, xq);
     hr_kernels_scalar()->vec_dot[t](n, &s0, w, xs);
     CHECKF(fabs(s - ref) <= tol(n, abs_sum), "%s dot %s n=%lld: %.9g vs ref %.9g", k->name, hr_type_name(t), (long long)n, s, ref);
     CHECKF(fabs(s0 - ref) <= tol(n, abs_sum), "scalar dot %s n=%lld: %.9g vs ref %.9g", hr_type_name(t), (long long)n, s0, ref);
-    free(w); free(xq); free(xs); free(x); free(wf); free(xf);
+    free(w); free(xq); free(xs); free(x);
 }
 
 /* Tile and rows2 outputs equal vec_dot's, bit for bit (matmul relies on it for batch invariance). */
@@ -116,6 +109,79 @@ static void check_q8_ties(const hr_kernels *k) {
     for (int i = 0; i < 32; i++) CHECK(b[0].qs[i] == 0);
 }
 
+/* Q8_1 (ggml's x86 quantize_row_q8_1): per block q = x*127/amax rounded to nearest (ties
+ * to even), d = F16(amax/127), s = F16 of the float product (amax/127) * sum(q). */
+static void check_prep_q8_1(const hr_kernels *k, hr_rng *r) {
+    if (!k->act_prep[HR_Q4_1]) return; /* reported as missing in main */
+    enum { NB = 5 };
+    float x[NB * HR_QK];
+    fill(r, x, NB * HR_QK);
+    for (int j = 0; j < HR_QK; j++) x[2 * HR_QK + j] = 0.0f; /* an all-zero block */
+    for (int j = 0; j < HR_QK; j++) x[3 * HR_QK + j] = (float)(j % 16) * 0.5f * ((j & 16) ? -1 : 1);
+    x[3 * HR_QK + 31] = 127.0f; /* amax 127: x*id are exact halves, ties to even */
+    hr_block_q8_1 b[NB];
+    k->act_prep[HR_Q4_1](x, b, NB * HR_QK);
+    for (int i = 0; i < NB; i++) {
+        const float *xb = x + i * HR_QK;
+        float amax = 0;
+        int sum = 0;
+        for (int j = 0; j < HR_QK; j++) amax = fmaxf(amax, fabsf(xb[j]));
+        for (int j = 0; j < HR_QK; j++) {
+            double want = amax > 0 ? (double)xb[j] * 127.0 / amax : 0.0;
+            CHECKF(fabs(b[i].qs[j] - want) <= 0.5 + 1e-5, "%s q8_1 block %d elem %d: %d for %g", k->name, i, j, b[i].qs[j], want);
+            if (i == 3 && j != 31) CHECKF(b[i].qs[j] == (int)nearbyintf(xb[j]), "%s q8_1 tie %g -> %d", k->name, xb[j], b[i].qs[j]);
+            sum += b[i].qs[j];
+        }
+        const float d = amax / 127.f;
+        CHECKF(b[i].d == hr_f32_to_f16(d), "%s q8_1 block %d: d", k->name, i);
+        CHECKF(b[i].s == hr_f32_to_f16(d * (float)sum), "%s q8_1 block %d: s %g vs d*sum %g", k->name, i,
+               hr_f16_to_f32(b[i].s), d * (float)sum);
+    }
+    CHECK(b[2].d == 0 && b[2].s == 0);
+}
+
+/* Q8_K (ggml's quantize_row_q8_K_ref): scale from the element of largest magnitude, which
+ * becomes -127; q = x * (-127/max) to nearest (ties to even), at most 127; d = 1/iscale;
+ * bsums the sums of 16. An all-zero block is all zero. */
+static void check_prep_q8_K(const hr_kernels *k, hr_rng *r) {
+    if (!k->act_prep[HR_Q4_K]) return;
+    enum { NB = 4 };
+    float x[NB * HR_QK_K];
+    fill(r, x, NB * HR_QK_K);
+    for (int j = 0; j < HR_QK_K; j++) x[HR_QK_K + j] = 0.0f;
+    for (int j = 0; j < HR_QK_K; j++) x[2 * HR_QK_K + j] = (float)(j % 50) * 0.5f * ((j & 64) ? -1 : 1);
+    x[2 * HR_QK_K + 77] = -127.0f; /* iscale = 1: exact halves, ties to even */
+    x[3 * HR_QK_K + 5] = 50.0f, x[3 * HR_QK_K + 9] = -50.0f; /* a tie of magnitudes: the first wins */
+    hr_block_q8_K b[NB];
+    memset(b, 0x5a, sizeof b);
+    k->act_prep[HR_Q4_K](x, b, NB * HR_QK_K);
+    for (int i = 0; i < NB; i++) {
+        const float *xb = x + i * HR_QK_K;
+        int im = 0;
+        for (int j = 1; j < HR_QK_K; j++) im = fabsf(xb[j]) > fabsf(xb[im]) ? j : im;
+        if (xb[im] == 0.0f) {
+            CHECK(b[i].d == 0.0f);
+            for (int j = 0; j < HR_QK_K; j++) CHECK(b[i].qs[j] == 0);
+            for (int j = 0; j < 16; j++) CHECK(b[i].bsums[j] == 0);
+            continue;
+        }
+        CHECKF(b[i].qs[im] == -127, "%s q8_K block %d: max elem -> %d", k->name, i, b[i].qs[im]);
+        const double iscale = -127.0 / xb[im];
+        CHECKF(fabs(b[i].d * iscale - 1.0) < 1e-6, "%s q8_K block %d: d %g", k->name, i, b[i].d);
+        for (int j = 0; j < HR_QK_K; j++) {
+            double want = (double)xb[j] * iscale;
+            CHECKF(fabs(b[i].qs[j] - want) <= 0.5 + 1e-5 && b[i].qs[j] <= 127, "%s q8_K block %d elem %d: %d for %g", k->name, i, j, b[i].qs[j], want);
+            if (i == 2) CHECKF(b[i].qs[j] == (int)nearbyintf(-xb[j] * (-127.0f / xb[im]) * -1.0f),
+                               "%s q8_K tie %g -> %d", k->name, xb[j], b[i].qs[j]);
+        }
+        for (int g = 0; g < 16; g++) {
+            int sum = 0;
+            for (int j = 0; j < 16; j++) sum += b[i].qs[16 * g + j];
+            CHECKF(b[i].bsums[g] == sum, "%s q8_K block %d bsum %d", k->name, i, g);
+        }
+    }
+}
+
 int main(void) {
     const hr_kernels *all[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_neon()};
     hr_rng r = {2024};
@@ -124,12 +190,20 @@ int main(void) {
         if (!k) continue;
         printf("checking %s\n", k->name);
         check_q8_ties(k);
+        check_prep_q8_1(k, &r);
+        check_prep_q8_K(k, &r);
         for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
             uint32_t t = k_types[ti];
+            if (is_k256(t) && v != 0 && !k->vec_dot[t]) {
+                printf("  %s: no %s kernel\n", k->name, hr_type_name(t));
+                continue;
+            }
             CHECKF(k->vec_dot[t] && k->act_prep[t], "%s lacks %s", k->name, hr_type_name(t));
             if (!k->vec_dot[t]) continue;
-            const int64_t *lens = is_block(t) ? k_len_block : k_len_plain;
-            size_t nl = is_block(t) ? sizeof k_len_block / sizeof *k_len_block : sizeof k_len_plain / sizeof *k_len_plain;
+            const int64_t *lens = is_k256(t) ? k_len_k256 : kt_block(t) > 1 ? k_len_block : k_len_plain;
+            size_t nl = is_k256(t) ? sizeof k_len_k256 / sizeof *k_len_k256
+                      : kt_block(t) > 1 ? sizeof k_len_block / sizeof *k_len_block
+                                        : sizeof k_len_plain / sizeof *k_len_plain;
             for (size_t li = 0; li < nl; li++) {
                 for (int rep = 0; rep < 3; rep++) check_dot(k, t, lens[li], &r);
                 check_tile(k, t, lens[li], &r);
@@ -144,5 +218,9 @@ int main(void) {
     unsetenv("HEARTH_KERNELS");
     CHECK(b == hr_kernels_best());
     CHECK(hr_act_bytes(HR_Q4_0, 64) == 68 && hr_act_bytes(HR_F16, 7) == 14 && hr_act_bytes(HR_I32, 8) == 0);
+    CHECK(hr_act_bytes(HR_Q5_0, 64) == 68 && hr_act_bytes(HR_IQ4_NL, 32) == 34 && hr_act_bytes(HR_MXFP4, 96) == 102);
+    CHECK(hr_act_bytes(HR_Q4_1, 64) == 72 && hr_act_bytes(HR_Q5_1, 32) == 36);
+    CHECK(hr_act_bytes(HR_Q4_K, 512) == 584 && hr_act_bytes(HR_Q2_K, 256) == 292 && hr_act_bytes(HR_IQ4_XS, 256) == 292);
+    CHECK(hr_act_bytes(HR_Q8_K, 256) == 0 && hr_act_bytes(HR_Q8_1, 32) == 0); /* activation types, not weights */
     return TEST_END();
 }

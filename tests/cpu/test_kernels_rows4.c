@@ -6,13 +6,15 @@
 #include <string.h>
 
 #include "backends/cpu/kernels_impl.h"
+#include "kernel_rows.h"
 #include "testutil.h"
 
-static const uint32_t k_types[] = {HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0};
+static const uint32_t k_types[] = {HR_F32,  HR_F16,  HR_BF16, HR_Q8_0, HR_Q4_0,   HR_Q4_1,
+                                   HR_Q5_0, HR_Q5_1, HR_IQ4_NL, HR_MXFP4, HR_Q2_K, HR_Q3_K,
+                                   HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS};
 static const int64_t k_len_block[] = {32, 96, 256, 288, 4096, 4096 + 224};
+static const int64_t k_len_k256[] = {256, 512, 768, 2304, 4096, 4096 + 256};
 static const int64_t k_len_plain[] = {1, 17, 33, 256, 1023, 4096 + 33};
-
-static int is_block(uint32_t t) { return t == HR_Q8_0 || t == HR_Q4_0; }
 
 static void fill(hr_rng *r, float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = hr_rng_normal(r) * (i % 7 == 0 ? 3.0f : 1.0f);
@@ -24,10 +26,7 @@ static void check_rows4(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
     size_t wb = hr_row_bytes(t, (uint64_t)n), ws = wb + 10; /* odd stride catches stride bugs */
     char *w = malloc(ws * 4), *xq = malloc(hr_act_bytes(t, n) + 64);
     float *x = malloc(n * sizeof *x);
-    for (int i = 0; i < 4; i++) {
-        fill(r, x, n);
-        hr_quant_row(t, x, w + i * ws, n);
-    }
+    for (int i = 0; i < 4; i++) kt_weight_row(r, t, w + i * ws, n);
     fill(r, x, n);
     k->act_prep[t](x, xq, n);
     float y[5] = {-1234.5f, -1234.5f, -1234.5f, -1234.5f, -1234.5f};
@@ -51,13 +50,14 @@ int main(void) {
         if (!k) continue;
         for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
             uint32_t t = k_types[ti];
-            const int64_t *lens = is_block(t) ? k_len_block : k_len_plain;
+            const int64_t *lens = kt_block(t) == HR_QK_K ? k_len_k256 : kt_block(t) > 1 ? k_len_block : k_len_plain;
             for (int li = 0; li < 6; li++) check_rows4(k, t, lens[li], &r);
             tested += hr_kernels_ext_of(k)->rows4[t] != NULL;
         }
     }
 #if defined(__x86_64__)
-    if (hr_kernels_avx2()) CHECK(tested >= 5); /* the AVX2 table has rows4 for every type */
+    /* the AVX2 table has rows4 for every type but (maybe) the K-quants and IQ4_XS */
+    if (hr_kernels_avx2()) CHECK(tested >= 10);
 #endif
     return TEST_END();
 }

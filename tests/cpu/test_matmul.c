@@ -6,9 +6,8 @@
 #include <string.h>
 
 #include "backends/cpu/matmul.h"
+#include "kernel_rows.h"
 #include "testutil.h"
-
-static int is_block(uint32_t t) { return t == HR_Q8_0 || t == HR_Q4_0; }
 
 typedef struct {
     uint32_t t;
@@ -20,31 +19,18 @@ static void run_case(shape s, hr_rng *r) {
     const int64_t max_tok = 17;
     size_t rb = hr_row_bytes(s.t, (uint64_t)s.n_in);
     char *w = malloc(rb * s.n_out);
-    float *tmp = malloc(s.n_in * sizeof *tmp), *wf = malloc(s.n_in * s.n_out * sizeof *wf);
-    float *X = malloc(max_tok * s.n_in * sizeof *X), *xf = malloc(s.n_in * sizeof *xf);
+    float *X = malloc(max_tok * s.n_in * sizeof *X);
     double *ref = malloc(max_tok * s.n_out * sizeof *ref), *abs_ref = malloc(max_tok * s.n_out * sizeof *abs_ref);
     float *Y = malloc(max_tok * s.n_out * sizeof *Y), *Y1 = malloc(max_tok * s.n_out * sizeof *Y1);
     float *Yt1 = malloc(max_tok * s.n_out * sizeof *Yt1);
     void *xq = malloc(hr_act_bytes(s.t, s.n_in) + 64);
-    for (int64_t o = 0; o < s.n_out; o++) {
-        for (int64_t i = 0; i < s.n_in; i++) tmp[i] = hr_rng_normal(r);
-        hr_quant_row(s.t, tmp, w + o * rb, s.n_in);
-        hr_dequant_row(s.t, w + o * rb, wf + o * s.n_in, s.n_in);
-    }
+    for (int64_t o = 0; o < s.n_out; o++) kt_weight_row(r, s.t, w + o * rb, s.n_in);
     for (int64_t i = 0; i < max_tok * s.n_in; i++) X[i] = hr_rng_normal(r);
     /* reference from the activations as prepared (the scalar prep is the tested twin) */
     for (int64_t t = 0; t < max_tok; t++) {
         hr_kernels_scalar()->act_prep[s.t](X + t * s.n_in, xq, s.n_in);
-        hr_dequant_row(is_block(s.t) ? HR_Q8_0 : s.t, xq, xf, s.n_in);
-        for (int64_t o = 0; o < s.n_out; o++) {
-            double a = 0, b = 0;
-            for (int64_t i = 0; i < s.n_in; i++) {
-                a += (double)wf[o * s.n_in + i] * xf[i];
-                b += fabs((double)wf[o * s.n_in + i] * xf[i]);
-            }
-            ref[t * s.n_out + o] = a;
-            abs_ref[t * s.n_out + o] = b;
-        }
+        for (int64_t o = 0; o < s.n_out; o++)
+            ref[t * s.n_out + o] = kt_ref_dot(s.t, w + o * rb, xq, s.n_in, &abs_ref[t * s.n_out + o]);
     }
     hr_mat W = {.type = s.t, .n_in = s.n_in, .n_out = s.n_out, .row_bytes = rb, .data = w};
     for (int nth = 1; nth <= 3; nth++) {
@@ -53,7 +39,7 @@ static void run_case(shape s, hr_rng *r) {
         CHECK(hr_cpu_init(&c, nth, &e) == 0);
         for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
             int64_t nt = toks[k];
-            CHECK(hr_matmul(&c, &W, X, nt, Y, &e) == 0);
+            CHECKF(hr_matmul(&c, &W, X, nt, Y, &e) == 0, "%s: %s", hr_type_name(s.t), e.msg);
             /* float accumulation bound, as in test_kernels.c */
             int bad = 0;
             for (int64_t i = 0; i < nt * s.n_out; i++) {
@@ -88,7 +74,7 @@ static void run_case(shape s, hr_rng *r) {
     CHECK(hr_matmul(&c, &bad, X, 1, Y, &e) < 0);
     CHECK(hr_matmul(&c, &W, X, 0, Y, &e) < 0);
     hr_cpu_free(&c);
-    free(w); free(tmp); free(wf); free(X); free(xf); free(ref); free(abs_ref); free(Y); free(Y1); free(Yt1); free(xq);
+    free(w); free(X); free(ref); free(abs_ref); free(Y); free(Y1); free(Yt1); free(xq);
 }
 
 int main(void) {
@@ -96,6 +82,10 @@ int main(void) {
     const shape shapes[] = {
         {HR_F32, 33, 37}, {HR_F32, 256, 16}, {HR_F16, 33, 37}, {HR_F16, 160, 20}, {HR_BF16, 47, 9},
         {HR_BF16, 128, 31}, {HR_Q8_0, 96, 37}, {HR_Q8_0, 512, 18}, {HR_Q4_0, 96, 37}, {HR_Q4_0, 544, 19},
+        {HR_Q4_1, 96, 37}, {HR_Q4_1, 544, 19}, {HR_Q5_0, 32, 21}, {HR_Q5_0, 288, 22}, {HR_Q5_1, 160, 37},
+        {HR_IQ4_NL, 96, 37}, {HR_IQ4_NL, 544, 18}, {HR_MXFP4, 64, 29}, {HR_MXFP4, 320, 19},
+        {HR_Q2_K, 256, 37}, {HR_Q3_K, 512, 19}, {HR_Q4_K, 256, 22}, {HR_Q4_K, 768, 37},
+        {HR_Q5_K, 512, 21}, {HR_Q6_K, 256, 37}, {HR_Q6_K, 1280, 18}, {HR_IQ4_XS, 256, 29}, {HR_IQ4_XS, 768, 17},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) run_case(shapes[i], &r);
     /* the other tables through the same paths (an unavailable one falls back to the best) */

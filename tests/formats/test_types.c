@@ -38,6 +38,42 @@ static double ref_f16_value(uint16_t h) {
     return s * ldexp(1024 + man, exp - 25);
 }
 
+/* The block types beyond Q8_0/Q4_0: ggml's ids, block sizes in bytes and elements, names
+ * (ggml's, lower-case), and which are weight types (Q8_1, Q8_K only ever hold activations). */
+static void test_table_blocks(void) {
+    static const struct { uint32_t id, want_id; const char *name; uint64_t elems, bytes; bool weight; } kt[] = {
+        {HR_Q4_1, 3, "q4_1", 32, 20, true},     {HR_Q5_0, 6, "q5_0", 32, 22, true},
+        {HR_Q5_1, 7, "q5_1", 32, 24, true},     {HR_Q8_1, 9, "q8_1", 32, 36, false},
+        {HR_Q2_K, 10, "q2_k", 256, 84, true},   {HR_Q3_K, 11, "q3_k", 256, 110, true},
+        {HR_Q4_K, 12, "q4_k", 256, 144, true},  {HR_Q5_K, 13, "q5_k", 256, 176, true},
+        {HR_Q6_K, 14, "q6_k", 256, 210, true},  {HR_Q8_K, 15, "q8_k", 256, 292, false},
+        {HR_IQ4_NL, 20, "iq4_nl", 32, 18, true}, {HR_IQ4_XS, 23, "iq4_xs", 256, 136, true},
+        {HR_MXFP4, 39, "mxfp4", 32, 17, true},
+    };
+    for (size_t i = 0; i < sizeof kt / sizeof kt[0]; i++) {
+        const uint32_t t = kt[i].id;
+        CHECKF(t == kt[i].want_id, "%s has id %u, ggml's is %u", kt[i].name, t, kt[i].want_id);
+        CHECKF(hr_type_known(t) && hr_type_is_quant(t), "%s", kt[i].name);
+        CHECKF(hr_type_name(t) && strcmp(hr_type_name(t), kt[i].name) == 0, "%s", kt[i].name);
+        CHECKF(hr_type_block_elems(t) == kt[i].elems && hr_type_block_bytes(t) == kt[i].bytes, "%s: %llu/%llu",
+               kt[i].name, (unsigned long long)hr_type_block_elems(t), (unsigned long long)hr_type_block_bytes(t));
+        CHECKF(hr_type_is_weight(t) == kt[i].weight, "%s weight flag", kt[i].name);
+        char upper[16];
+        size_t k = 0;
+        for (; kt[i].name[k] && k + 1 < sizeof upper; k++)
+            upper[k] = (char)(kt[i].name[k] >= 'a' && kt[i].name[k] <= 'z' ? kt[i].name[k] - 32 : kt[i].name[k]);
+        upper[k] = 0;
+        CHECKF(hr_type_from_name(kt[i].name) == (int)t && hr_type_from_name(upper) == (int)t, "%s", kt[i].name);
+        CHECK(hr_row_bytes(t, 4096) == 4096 / kt[i].elems * kt[i].bytes);
+        CHECK(hr_row_bytes(t, kt[i].elems + 16) == 0); /* not a whole number of blocks */
+    }
+    /* ids ggml uses for types Hearth does not hold stay unknown */
+    static const uint32_t unknown[] = {4, 5, 16, 17, 19, 21, 22, 27, 28, 29, 31, 34, 35, 38};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+        CHECKF(!hr_type_known(unknown[i]) && hr_type_block_bytes(unknown[i]) == 0, "id %u", unknown[i]);
+    CHECK(!hr_type_is_quant(HR_F16) && !hr_type_is_quant(HR_I8));
+}
+
 static void test_table(void) {
     CHECK(hr_type_block_bytes(HR_Q8_0) == 34 && hr_type_block_elems(HR_Q8_0) == 32);
     CHECK(hr_type_block_bytes(HR_Q4_0) == 18 && hr_type_block_elems(HR_Q4_0) == 32);
@@ -53,6 +89,7 @@ static void test_table(void) {
     CHECK(hr_row_bytes(HR_Q8_0, 33) == 0 && hr_row_bytes(HR_F16, 33) == 66);
     CHECK(hr_row_bytes(HR_F32, UINT64_MAX / 2) == 0 && hr_row_bytes(5, 32) == 0);
     CHECK(hr_type_is_weight(HR_Q4_0) && hr_type_is_weight(HR_BF16) && !hr_type_is_weight(HR_I32));
+    test_table_blocks();
 }
 
 static void test_f16_known(void) {

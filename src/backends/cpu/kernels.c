@@ -61,7 +61,11 @@ size_t hr_act_bytes(uint32_t wt, int64_t n) {
     switch (wt) {
     case HR_F32: return (size_t)n * 4;
     case HR_F16: case HR_BF16: return (size_t)n * 2;
-    case HR_Q8_0: case HR_Q4_0: return (size_t)(n / HR_QK) * sizeof(hr_block_q8_0);
+    case HR_Q8_0: case HR_Q4_0: case HR_Q5_0: case HR_IQ4_NL: case HR_MXFP4:
+        return (size_t)(n / HR_QK) * sizeof(hr_block_q8_0);
+    case HR_Q4_1: case HR_Q5_1: return (size_t)(n / HR_QK) * sizeof(hr_block_q8_1);
+    case HR_Q2_K: case HR_Q3_K: case HR_Q4_K: case HR_Q5_K: case HR_Q6_K: case HR_IQ4_XS:
+        return (size_t)(n / HR_QK_K) * sizeof(hr_block_q8_K);
     default: return 0;
     }
 }

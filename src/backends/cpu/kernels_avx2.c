@@ -6,6 +6,7 @@
  * scaled by d_w*d_x per lane, alternating between two accumulators (groups of 8
  * blocks, see below). Weight rows are prefetched ahead (decode streams them from DRAM). */
 #include "kernels_impl.h"
+#include "kquant_legacy_simd.h"
 
 #if defined(HR_X86) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
@@ -324,16 +325,23 @@ static const hr_kernels_ext k_avx2 = {
     .k = {
         .name = "avx2",
         .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16,
-                    [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0},
+                    [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0,
+                    HR_KQ_ENTRIES(dot, avx2),
+                    HR_KQL_ENTRIES(dot, avx2)},
         .act_prep = {[HR_F32] = prep_f32, [HR_F16] = hr_prep_f16_avx2, [HR_BF16] = hr_prep_bf16_avx2,
-                     [HR_Q8_0] = hr_prep_q8_0_avx2, [HR_Q4_0] = hr_prep_q8_0_avx2},
+                     [HR_Q8_0] = hr_prep_q8_0_avx2, [HR_Q4_0] = hr_prep_q8_0_avx2,
+                     HR_KQ_PREP(hr_prep_q8_K_avx2), HR_KQL_PREPS},
     },
     .tile = {[HR_F32] = tile_f32, [HR_F16] = tile_f16, [HR_BF16] = tile_bf16,
-             [HR_Q8_0] = tile_q8_0, [HR_Q4_0] = tile_q4_0},
+             [HR_Q8_0] = tile_q8_0, [HR_Q4_0] = tile_q4_0,
+             HR_KQ_ENTRIES(tile, avx2),
+             HR_KQL_ENTRIES(tile, avx2)},
     .rows2 = {[HR_F32] = rows2_f32, [HR_F16] = rows2_f16, [HR_BF16] = rows2_bf16,
               [HR_Q8_0] = rows2_q8_0, [HR_Q4_0] = rows2_q4_0},
     .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16,
-              [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0},
+              [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
+              HR_KQ_ENTRIES(rows4, avx2),
+              HR_KQL_ENTRIES(rows4, avx2)},
 };
 
 const hr_kernels_ext *hr_kext_avx2(void) { return &k_avx2; }

@@ -6,6 +6,7 @@
  * streams them from DRAM). Tiles and the 2- and 4-row decode kernels repeat vec_dot's
  * arithmetic per pair, so they agree with it bit for bit. Activation preps are AVX2's. */
 #include "kernels_impl.h"
+#include "kquant_legacy_simd.h"
 
 #if defined(HR_X86) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #include <immintrin.h>
@@ -325,16 +326,23 @@ static const hr_kernels_ext k_avx512 = {
     .k = {
         .name = "avx512",
         .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16,
-                    [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0},
+                    [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0,
+                    HR_KQ_ENTRIES(dot, avx2),
+                    HR_KQL_ENTRIES(dot, avx512)},
         .act_prep = {[HR_F32] = prep_f32, [HR_F16] = hr_prep_f16_avx2, [HR_BF16] = hr_prep_bf16_avx2,
-                     [HR_Q8_0] = hr_prep_q8_0_avx2, [HR_Q4_0] = hr_prep_q8_0_avx2},
+                     [HR_Q8_0] = hr_prep_q8_0_avx2, [HR_Q4_0] = hr_prep_q8_0_avx2,
+                     HR_KQ_PREP(hr_prep_q8_K_avx2), HR_KQL_PREPS},
     },
     .tile = {[HR_F32] = tile_f32, [HR_F16] = tile_f16, [HR_BF16] = tile_bf16,
-             [HR_Q8_0] = tile_q8_0, [HR_Q4_0] = tile_q4_0},
+             [HR_Q8_0] = tile_q8_0, [HR_Q4_0] = tile_q4_0,
+             HR_KQ_ENTRIES(tile, avx2),
+             HR_KQL_ENTRIES(tile, avx512)},
     .rows2 = {[HR_F32] = rows2_f32, [HR_F16] = rows2_f16, [HR_BF16] = rows2_bf16,
               [HR_Q8_0] = rows2_q8_0, [HR_Q4_0] = rows2_q4_0},
     .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16,
-              [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0},
+              [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
+              HR_KQ_ENTRIES(rows4, avx2),
+              HR_KQL_ENTRIES(rows4, avx512)},
 };
 
 const hr_kernels_ext *hr_kext_avx512(void) { return &k_avx512; }

@@ -38,8 +38,48 @@ const hr_kernels_ext *hr_kext_neon(void);
 void hr_prep_f16_scalar(const float *x, void *xq, int64_t n);
 void hr_prep_bf16_scalar(const float *x, void *xq, int64_t n);
 void hr_prep_q8_0_scalar(const float *x, void *xq, int64_t n);
+/* Activation preps of the newer weight types (kernels_scalar_quant.c): Q8_K as ggml's
+ * quantize_row_q8_K_ref (what its x86 build runs), Q8_1 as ggml's x86 AVX2 quantize_row_q8_1. */
+void hr_prep_q8_K_scalar(const float *x, void *xq, int64_t n);
+void hr_prep_q8_1_scalar(const float *x, void *xq, int64_t n);
+/* Scalar vec_dots of the newer weight types against their prepared activations (Q8_1 for
+ * Q4_1/Q5_1; Q8_0 for Q5_0, IQ4_NL, MXFP4; Q8_K for the K-quants and IQ4_XS), with the
+ * integer arithmetic of ggml's generic kernels: the SIMD versions' twins. */
+void hr_dot_q4_1_scalar(int64_t n, float *s, const void *w, const void *x);
+void hr_dot_q5_0_scalar(int64_t n, float *s, const void *w, const void *x);
+void hr_dot_q5_1_scalar(int64_t n, float *s, const void *w, const void *x);
+void hr_dot_iq4_nl_scalar(int64_t n, float *s, const void *w, const void *x);
+void hr_dot_mxfp4_scalar(int64_t n, float *s, const void *w, const void *x);
+void hr_dot_q2_K_scalar(int64_t n, float *s, const void *w, const void *x);
+void hr_dot_q3_K_scalar(int64_t n, float *s, const void *w, const void *x);
+void hr_dot_q4_K_scalar(int64_t n, float *s, const void *w, const void *x);
+void hr_dot_q5_K_scalar(int64_t n, float *s, const void *w, const void *x);
+void hr_dot_q6_K_scalar(int64_t n, float *s, const void *w, const void *x);
+void hr_dot_iq4_xs_scalar(int64_t n, float *s, const void *w, const void *x);
 /* AVX2 preps, shared with the AVX-512 table (only called where AVX2 runs). */
 void hr_prep_f16_avx2(const float *x, void *xq, int64_t n);
 void hr_prep_bf16_avx2(const float *x, void *xq, int64_t n);
 void hr_prep_q8_0_avx2(const float *x, void *xq, int64_t n);
+void hr_prep_q8_1_avx2(const float *x, void *xq, int64_t n); /* kquant_legacy_avx2.c */
+void hr_prep_q8_K_avx2(const float *x, void *xq, int64_t n); /* kquant_k_avx2.c */
+/* K-quant and IQ4_XS kernels against Q8_K (kquant_k_avx2.c, kquant_k_avx512.c): vec_dot,
+ * rows4 (4 rows x 1 token) and tile, each bit-identical to its ISA's vec_dot. */
+#define HR_KQ_DECL(T, ISA)                                                                      \
+    void hr_dot_##T##_##ISA(int64_t n, float *s, const void *w, const void *x);                 \
+    void hr_rows4_##T##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs,    \
+                              float *y, size_t ys);                                             \
+    void hr_tile_##T##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs,     \
+                             float *y, size_t ys);
+#define HR_KQ_DECL_ALL(ISA) \
+    HR_KQ_DECL(q2_K, ISA) HR_KQ_DECL(q3_K, ISA) HR_KQ_DECL(q4_K, ISA) \
+    HR_KQ_DECL(q5_K, ISA) HR_KQ_DECL(q6_K, ISA) HR_KQ_DECL(iq4_xs, ISA)
+HR_KQ_DECL_ALL(avx2)
+HR_KQ_DECL_ALL(avx512)
+/* Their table entries: KIND is dot, rows4 or tile; all six types take Q8_K activations. */
+#define HR_KQ_ENTRIES(KIND, ISA)                                                          \
+    [HR_Q2_K] = hr_##KIND##_q2_K_##ISA, [HR_Q3_K] = hr_##KIND##_q3_K_##ISA,               \
+    [HR_Q4_K] = hr_##KIND##_q4_K_##ISA, [HR_Q5_K] = hr_##KIND##_q5_K_##ISA,               \
+    [HR_Q6_K] = hr_##KIND##_q6_K_##ISA, [HR_IQ4_XS] = hr_##KIND##_iq4_xs_##ISA
+#define HR_KQ_PREP(FN) \
+    [HR_Q2_K] = FN, [HR_Q3_K] = FN, [HR_Q4_K] = FN, [HR_Q5_K] = FN, [HR_Q6_K] = FN, [HR_IQ4_XS] = FN
 #endif

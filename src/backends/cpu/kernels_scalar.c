@@ -94,10 +94,23 @@ static const hr_kernels_ext k_scalar = {
     .k = {
         .name = "scalar",
         .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16,
-                    [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0},
+                    [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0,
+                    /* kernels_scalar_quant.c */
+                    [HR_Q4_1] = hr_dot_q4_1_scalar, [HR_Q5_0] = hr_dot_q5_0_scalar,
+                    [HR_Q5_1] = hr_dot_q5_1_scalar, [HR_IQ4_NL] = hr_dot_iq4_nl_scalar,
+                    [HR_MXFP4] = hr_dot_mxfp4_scalar, [HR_Q2_K] = hr_dot_q2_K_scalar,
+                    [HR_Q3_K] = hr_dot_q3_K_scalar, [HR_Q4_K] = hr_dot_q4_K_scalar,
+                    [HR_Q5_K] = hr_dot_q5_K_scalar, [HR_Q6_K] = hr_dot_q6_K_scalar,
+                    [HR_IQ4_XS] = hr_dot_iq4_xs_scalar},
         .act_prep = {[HR_F32] = prep_f32, [HR_F16] = hr_prep_f16_scalar,
                      [HR_BF16] = hr_prep_bf16_scalar, [HR_Q8_0] = hr_prep_q8_0_scalar,
-                     [HR_Q4_0] = hr_prep_q8_0_scalar},
+                     [HR_Q4_0] = hr_prep_q8_0_scalar,
+                     [HR_Q4_1] = hr_prep_q8_1_scalar, [HR_Q5_1] = hr_prep_q8_1_scalar,
+                     [HR_Q5_0] = hr_prep_q8_0_scalar, [HR_IQ4_NL] = hr_prep_q8_0_scalar,
+                     [HR_MXFP4] = hr_prep_q8_0_scalar,
+                     [HR_Q2_K] = hr_prep_q8_K_scalar, [HR_Q3_K] = hr_prep_q8_K_scalar,
+                     [HR_Q4_K] = hr_prep_q8_K_scalar, [HR_Q5_K] = hr_prep_q8_K_scalar,
+                     [HR_Q6_K] = hr_prep_q8_K_scalar, [HR_IQ4_XS] = hr_prep_q8_K_scalar},
     },
 };
 

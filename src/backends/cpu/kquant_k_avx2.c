@@ -1,0 +1,284 @@
+/* AVX2 + FMA + F16C kernels of the K-quants (Q2_K ... Q6_K) and IQ4_XS against Q8_K
+ * activations, and the Q8_K activation prep.
+ *
+ * Per 256-element super-block the product is exact integer arithmetic: the weights'
+ * small unsigned codes times the int8 activations with maddubs (16-bit pairs, no
+ * overflow at these ranges), times the sub-block scales with madd (32-bit lanes). Offsets
+ * that do not depend on the element (the mins of Q2_K/Q4_K/Q5_K, the -4 of Q3_K, the -32
+ * of Q6_K) are applied once per super-block from the activation's 16-element sums
+ * (bsums), so the inner loops stay on unsigned codes. Each super-block then adds
+ * d_x*d_w*int (and -d_x*dmin*mins) to one 8-lane float accumulator per (row, token).
+ *
+ * vec_dot, rows4 (decode: 4 rows x 1 token) and tile (HR_TILE_R x HR_TILE_C) all run the
+ * same inline super-block function per (row, token) in the same order, so they agree bit
+ * for bit (batch independence). The AVX-512 table uses these functions where 512-bit
+ * code gains nothing (kquant_k_avx512.c). */
+#include "kernels_impl.h"
+
+#if defined(HR_X86) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+#include <string.h>
+
+#define INLINE static inline __attribute__((always_inline))
+#include "kquant_k_x86.h"
+/* constant loop indices: shifts, bit positions and shuffle patterns become immediates */
+#define UNROLL _Pragma("GCC unroll 8")
+
+INLINE float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+INLINE __m256i bcast16(int v) { return _mm256_set1_epi16((short)v); }
+/* 16 int16: scale s[2g] in lanes 0-7, s[2g+1] in lanes 8-15, from 16 int8 scales s: the
+ * layout of maddubs pairs over 32 elements covering two 16-element sub-blocks. */
+INLINE __m256i scale_pair16(__m128i s, int g) {
+    const __m128i pat = _mm_setr_epi8((char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g),
+                                      (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g + 1), (char)(2 * g + 1),
+                                      (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1),
+                                      (char)(2 * g + 1), (char)(2 * g + 1));
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s, pat));
+}
+/* Bit b of every byte (other bits clear) moved to bit t: a 16-bit shift cannot carry a
+ * lone bit across its byte when only that bit is set. */
+INLINE __m256i move_bit(__m256i v, int b, int t) {
+    return b > t ? _mm256_srli_epi16(v, b - t) : b < t ? _mm256_slli_epi16(v, t - b) : v;
+}
+INLINE __m256i sel_bit(__m256i v, int b, int t) { return move_bit(_mm256_and_si256(v, _mm256_set1_epi8((char)(1 << b))), b, t); }
+
+/* acc += d * int lanes */
+INLINE __m256 fma_int(__m256 acc, float d, __m256i v) { return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(v), acc); }
+
+/* ---- Q2_K: 2-bit codes, 16 sub-blocks of 16 with a 4-bit scale and a 4-bit min ---- */
+INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc) {
+    const __m128i sm = ld128(w->scales), m4 = _mm_set1_epi8(0x0f);
+    const __m128i sc = _mm_and_si128(sm, m4), mn = _mm_and_si128(_mm_srli_epi16(sm, 4), m4);
+    const __m256i mins = _mm256_madd_epi16(_mm256_cvtepu8_epi16(mn), ld256(x->bsums));
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256i sumi = _mm256_setzero_si256();
+    UNROLL for (int j = 0; j < 2; j++) {
+        const __m256i q = ld256(w->qs + 32 * j);
+        UNROLL for (int k = 0; k < 4; k++) {
+            const __m256i c = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
+            const __m256i p = _mm256_maddubs_epi16(c, ld256(x->qs + 128 * j + 32 * k));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(sc, 4 * j + k)));
+        }
+    }
+    const float dx = x->d;
+    acc = fma_int(acc, dx * _cvtsh_ss(w->d), sumi);
+    return fma_int(acc, -dx * _cvtsh_ss(w->dmin), mins);
+}
+
+/* ---- Q3_K: 2 low bits + a high bit (set: +0, clear: -4), 16 six-bit signed scales ---- */
+/* Code c = low | high << 2 in 0..7 is the value + 4, so the -4 goes into the bsums term. */
+INLINE __m256 sb_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *x, __m256 acc) {
+    const __m128i sc = q3_scales(w->scales);
+    const __m256i hb = ld256(w->hmask), m3 = _mm256_set1_epi8(3);
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), ld256(x->bsums)), 2);
+    __m256i sumi = _mm256_setzero_si256();
+    UNROLL for (int j = 0; j < 2; j++) {
+        const __m256i q = ld256(w->qs + 32 * j);
+        UNROLL for (int k = 0; k < 4; k++) {
+            const __m256i c = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3), sel_bit(hb, 4 * j + k, 2));
+            const __m256i p = _mm256_maddubs_epi16(c, ld256(x->qs + 128 * j + 32 * k));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(sc, 4 * j + k)));
+        }
+    }
+    return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm256_sub_epi32(sumi, off));
+}
+
+/* ---- Q4_K / Q5_K: 8 sub-blocks of 32, 6-bit scales and mins (k4_scales_mins) ---- */
+INLINE __m256i bcast_scale(__m256i sc2, int k) { /* sc2: the 8 scales in both 128-bit halves */
+    return _mm256_shuffle_epi8(sc2, bcast16((2 * k + 1) << 8 | 2 * k));
+}
+
+#define K45_BODY(HIGH)                                                                                   \
+    const __m256i scm = k4_scales_mins(w->scales);                                                       \
+    const __m256i sc2 = dup128(_mm256_castsi256_si128(scm));                                             \
+    const __m256i m4 = _mm256_set1_epi8(0x0f);                                                           \
+    __m256i sumi = _mm256_setzero_si256();                                                               \
+    UNROLL for (int j = 0; j < 4; j++) {                                                                 \
+        const __m256i q = ld256(w->qs + 32 * j);                                                         \
+        __m256i c0 = _mm256_and_si256(q, m4), c1 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);        \
+        HIGH                                                                                             \
+        const __m256i p0 = _mm256_maddubs_epi16(c0, ld256(x->qs + 64 * j));                              \
+        const __m256i p1 = _mm256_maddubs_epi16(c1, ld256(x->qs + 64 * j + 32));                         \
+        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_madd_epi16(p0, bcast_scale(sc2, 2 * j)),   \
+                                                       _mm256_madd_epi16(p1, bcast_scale(sc2, 2 * j + 1)))); \
+    }                                                                                                    \
+    const float dx = x->d;                                                                               \
+    acc = fma_int(acc, dx * _cvtsh_ss(w->d), sumi);                                                      \
+    return fma_int(acc, -dx * _cvtsh_ss(w->dmin), k4_mins(scm, x));
+
+INLINE __m256 sb_q4_K(const hr_block_q4_K *w, const hr_block_q8_K *x, __m256 acc) { K45_BODY() }
+
+/* Q5_K: bit 2j of qh[l] is element 64j+l's fifth bit, bit 2j+1 element 64j+32+l's. */
+INLINE __m256 sb_q5_K(const hr_block_q5_K *w, const hr_block_q8_K *x, __m256 acc) {
+    const __m256i hb = ld256(w->qh);
+    K45_BODY(c0 = _mm256_or_si256(c0, sel_bit(hb, 2 * j, 4)); c1 = _mm256_or_si256(c1, sel_bit(hb, 2 * j + 1, 4));)
+}
+
+/* ---- Q6_K: 6-bit codes (value + 32), 16 signed 8-bit scales ---- */
+INLINE __m256 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m256 acc) {
+    const __m128i sc = ld128(w->scales);
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), ld256(x->bsums)), 5);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    __m256i sumi = _mm256_setzero_si256();
+    UNROLL for (int h = 0; h < 2; h++) {
+        const __m256i l0 = ld256(w->ql + 64 * h), l1 = ld256(w->ql + 64 * h + 32), qh = ld256(w->qh + 32 * h);
+        UNROLL for (int k = 0; k < 4; k++) {
+            const __m256i lo = k & 1 ? l1 : l0;
+            const __m256i nib = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(lo, 4) : lo, m4);
+            const __m256i top = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), m3), 4);
+            const __m256i p = _mm256_maddubs_epi16(_mm256_or_si256(nib, top), ld256(x->qs + 128 * h + 32 * k));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(sc, 4 * h + k)));
+        }
+    }
+    return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm256_sub_epi32(sumi, off));
+}
+
+/* ---- IQ4_XS: 4-bit indices into the IQ4_NL levels, 8 sub-blocks of 32, 6-bit scales ---- */
+/* Two sub-blocks (2p, 2p+1) per step: 128-bit half 0 holds sub-block 2p, half 1 2p+1, so
+ * the low nibbles pair with x elements 0-15 of each and the high nibbles with 16-31. */
+INLINE __m256 sb_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x, __m256 acc) {
+    const __m256i lv = dup128(ld128(hr_kvalues_iq4nl)), m4 = _mm256_set1_epi8(0x0f);
+    const __m256i ls32 = iq4xs_scales32(w);
+    const __m256i ls = _mm256_permute4x64_epi64(_mm256_packs_epi32(ls32, ls32), 0x88); /* int16, both halves */
+    __m256i sumi = _mm256_setzero_si256();
+    UNROLL for (int p = 0; p < 4; p++) {
+        const __m256i q = ld256(w->qs + 32 * p);
+        const __m256i vl = _mm256_shuffle_epi8(lv, _mm256_and_si256(q, m4));
+        const __m256i vh = _mm256_shuffle_epi8(lv, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+        const __m256i xa = ld256(x->qs + 64 * p), xb = ld256(x->qs + 64 * p + 32);
+        const __m256i xl = _mm256_permute2x128_si256(xa, xb, 0x20), xh = _mm256_permute2x128_si256(xa, xb, 0x31);
+        /* signed x signed: |v| into maddubs' unsigned side, v's sign onto x */
+        const __m256i pl = _mm256_maddubs_epi16(_mm256_sign_epi8(vl, vl), _mm256_sign_epi8(xl, vl));
+        const __m256i ph = _mm256_maddubs_epi16(_mm256_sign_epi8(vh, vh), _mm256_sign_epi8(xh, vh));
+        const __m256i sc = _mm256_shuffle_epi8(ls, _mm256_setr_epi8(4 * p, 4 * p + 1, 4 * p, 4 * p + 1, 4 * p, 4 * p + 1,
+            4 * p, 4 * p + 1, 4 * p, 4 * p + 1, 4 * p, 4 * p + 1, 4 * p, 4 * p + 1, 4 * p, 4 * p + 1, 4 * p + 2, 4 * p + 3,
+            4 * p + 2, 4 * p + 3, 4 * p + 2, 4 * p + 3, 4 * p + 2, 4 * p + 3, 4 * p + 2, 4 * p + 3, 4 * p + 2, 4 * p + 3,
+            4 * p + 2, 4 * p + 3, 4 * p + 2, 4 * p + 3));
+        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_madd_epi16(pl, sc), _mm256_madd_epi16(ph, sc)));
+    }
+    return fma_int(acc, x->d * _cvtsh_ss(w->d), sumi);
+}
+
+/* ---- drivers: the same super-block function per (row, token) in every shape ---- */
+/* Decode streams weight rows from DRAM: rows4 prefetches the same offset 4 rows on (the
+ * rows its next call reads), others PF_AHEAD bytes ahead in the row. */
+#define PF_AHEAD 1536
+INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + ahead + o, _MM_HINT_T0);
+    _mm_prefetch(p + ahead + bytes - 1, _MM_HINT_T0);
+}
+
+#define KQ_FUNCS(T, BLK)                                                                                    \
+    void hr_dot_##T##_avx2(int64_t n, float *s, const void *w, const void *x) {                             \
+        const BLK *W = w;                                                                                   \
+        const hr_block_q8_K *X = x;                                                                         \
+        __m256 acc = _mm256_setzero_ps();                                                                   \
+        for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                         \
+            pf_block((const char *)&W[i], sizeof(BLK), PF_AHEAD);                                           \
+            acc = sb_##T(&W[i], &X[i], acc);                                                                \
+        }                                                                                                   \
+        *s = hsum8(acc);                                                                                    \
+    }                                                                                                       \
+    void hr_rows4_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,       \
+                             size_t ys) {                                                                   \
+        const char *W = w;                                                                                  \
+        const hr_block_q8_K *X = x;                                                                         \
+        __m256 acc[4];                                                                                      \
+        (void)xs;                                                                                           \
+        (void)ys;                                                                                           \
+        UNROLL for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();                                    \
+        for (int64_t i = 0; i < n / HR_QK_K; i++)                                                           \
+            UNROLL for (int r = 0; r < 4; r++) {                                                            \
+                const BLK *b = (const BLK *)(W + r * ws) + i;                                               \
+                pf_block((const char *)b, sizeof(BLK), 4 * ws);                                             \
+                acc[r] = sb_##T(b, &X[i], acc[r]);                                                          \
+            }                                                                                               \
+        UNROLL for (int r = 0; r < 4; r++) y[r] = hsum8(acc[r]);                                            \
+    }                                                                                                       \
+    void hr_tile_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,        \
+                            size_t ys) {                                                                    \
+        const char *W = w, *X = x;                                                                          \
+        __m256 acc[HR_TILE_R][HR_TILE_C];                                                                   \
+        UNROLL for (int r = 0; r < HR_TILE_R; r++)                                                          \
+            UNROLL for (int c = 0; c < HR_TILE_C; c++) acc[r][c] = _mm256_setzero_ps();                     \
+        for (int64_t i = 0; i < n / HR_QK_K; i++)                                                           \
+            UNROLL for (int r = 0; r < HR_TILE_R; r++) {                                                    \
+                const BLK *b = (const BLK *)(W + r * ws) + i;                                               \
+                pf_block((const char *)b, sizeof(BLK), PF_AHEAD);                                           \
+                UNROLL for (int c = 0; c < HR_TILE_C; c++)                                                  \
+                    acc[r][c] = sb_##T(b, (const hr_block_q8_K *)(X + c * xs) + i, acc[r][c]);              \
+            }                                                                                               \
+        UNROLL for (int r = 0; r < HR_TILE_R; r++)                                                          \
+            UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = hsum8(acc[r][c]);                    \
+    }
+
+KQ_FUNCS(q2_K, hr_block_q2_K)
+KQ_FUNCS(q3_K, hr_block_q3_K)
+KQ_FUNCS(q4_K, hr_block_q4_K)
+KQ_FUNCS(q5_K, hr_block_q5_K)
+KQ_FUNCS(q6_K, hr_block_q6_K)
+KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
+
+/* ---- Q8_K prep: byte-identical to hr_prep_q8_K_scalar (ggml's quantize_row_q8_K_ref) ----
+ * The scale comes from the first element of largest magnitude, sign included
+ * (iscale = -127/max), values round half to even by the 1.5*2^23 trick and keep only the
+ * low byte after min(127, v), as the scalar int8 store does. NaNs are skipped by the
+ * maximum (max_ps returns its second operand when either is NaN, and that operand is the
+ * running maximum), as the scalar loop's comparison skips them. */
+void hr_prep_q8_K_avx2(const float *x, void *xq, int64_t n) {
+    hr_block_q8_K *y = xq;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < n / HR_QK_K; b++, x += HR_QK_K) {
+        __m256 m = _mm256_setzero_ps();
+        for (int j = 0; j < HR_QK_K; j += 8) m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), m);
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(m, 1), _mm256_castps256_ps128(m));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        if (amax == 0.0f) {
+            memset(&y[b], 0, sizeof y[b]);
+            continue;
+        }
+        float mx = 0.0f; /* first element whose magnitude equals amax */
+        const __m256 va = _mm256_set1_ps(amax);
+        for (int j = 0; j < HR_QK_K; j += 8) {
+            const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), va, _CMP_EQ_OQ));
+            if (hit) {
+                mx = x[j + __builtin_ctz((unsigned)hit)];
+                break;
+            }
+        }
+        const float iscale = -127.f / mx;
+        const __m256 vs = _mm256_set1_ps(iscale), big = _mm256_set1_ps(12582912.f);
+        const __m256i mant = _mm256_set1_epi32(0x007fffff), half = _mm256_set1_epi32(0x00400000);
+        const __m256i c127 = _mm256_set1_epi32(127);
+        /* low byte of each 32-bit lane into the low 4 bytes of each 128-bit half */
+        const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
+                                              -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+        for (int j = 0; j < HR_QK_K; j += 8) {
+            const __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j), vs), big);
+            __m256i q = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(v), mant), half);
+            q = _mm256_shuffle_epi8(_mm256_min_epi32(q, c127), pick);
+            const uint32_t lo = (uint32_t)_mm256_extract_epi32(q, 0), hi = (uint32_t)_mm256_extract_epi32(q, 4);
+            memcpy(y[b].qs + j, &lo, 4);
+            memcpy(y[b].qs + j + 4, &hi, 4);
+        }
+        const __m256i ones = _mm256_set1_epi8(1);
+        for (int j = 0; j < HR_QK_K / 16; j += 2) {
+            /* sums of 16 int8: maddubs(1, q) gives pair sums, then 8 pairs per half */
+            const __m256i p = _mm256_maddubs_epi16(ones, ld256(y[b].qs + 16 * j));
+            const __m256i s = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+            const __m256i t = _mm256_hadd_epi32(s, s); /* per half: [a+b, c+d, a+b, c+d] */
+            const __m256i u = _mm256_hadd_epi32(t, t);
+            y[b].bsums[j] = (int16_t)_mm256_extract_epi32(u, 0);
+            y[b].bsums[j + 1] = (int16_t)_mm256_extract_epi32(u, 4);
+        }
+        y[b].d = 1 / iscale;
+    }
+}
+#endif

@@ -1,0 +1,27 @@
+/* SIMD kernels of Q4_1, Q5_0, Q5_1, IQ4_NL and MXFP4 (kquant_legacy_avx2.c,
+ * kquant_legacy_avx512.c), and the table entries kernels_avx2.c / kernels_avx512.c take
+ * from here. Per ISA, tile and rows4 outputs are bit-identical to that ISA's vec_dot. */
+#ifndef HR_KQUANT_LEGACY_SIMD_H
+#define HR_KQUANT_LEGACY_SIMD_H
+#include "kernels_impl.h"
+
+#define HR_KQL_DECL(NAME, ISA)                                                                        \
+    void hr_dot_##NAME##_##ISA(int64_t n, float *s, const void *w, const void *x);                    \
+    void hr_tile_##NAME##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
+                                size_t ys);                                                           \
+    void hr_rows4_##NAME##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
+                                 size_t ys);
+#define HR_KQL_DECLS(ISA) \
+    HR_KQL_DECL(q4_1, ISA) HR_KQL_DECL(q5_1, ISA) HR_KQL_DECL(q5_0, ISA) HR_KQL_DECL(iq4_nl, ISA) HR_KQL_DECL(mxfp4, ISA)
+HR_KQL_DECLS(avx2)
+HR_KQL_DECLS(avx512)
+
+/* designated initializers for the tables; the AVX-512 table shares AVX2's preps */
+#define HR_KQL_ENTRIES(KIND, ISA)                                                                \
+    [HR_Q4_1] = hr_##KIND##_q4_1_##ISA, [HR_Q5_1] = hr_##KIND##_q5_1_##ISA,                     \
+    [HR_Q5_0] = hr_##KIND##_q5_0_##ISA, [HR_IQ4_NL] = hr_##KIND##_iq4_nl_##ISA,                 \
+    [HR_MXFP4] = hr_##KIND##_mxfp4_##ISA
+#define HR_KQL_PREPS                                                                             \
+    [HR_Q4_1] = hr_prep_q8_1_avx2, [HR_Q5_1] = hr_prep_q8_1_avx2, [HR_Q5_0] = hr_prep_q8_0_avx2, \
+    [HR_IQ4_NL] = hr_prep_q8_0_avx2, [HR_MXFP4] = hr_prep_q8_0_avx2
+#endif
