@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Decode and prompt speed of Hearth next to llama.cpp on synthetic models too large for the
 # caches (shape of the reference baseline figures for llama.cpp: n_embd 2048, 8 layers, 16 heads, n_ff
-# 5632, vocab 32000), in F16, Q8_0 and Q4_0, at 1 and 2 threads. Both engines run in the same
+# 5632, vocab 32000), in F16, Q8_0 and Q4_0 (written by hearth synth) and in llama.cpp's mixes
+# Q4_K_M, Q5_K_M, Q6_K, IQ4_XS, Q4_1 ... (made from the F16 model by llama.cpp's own quantizer,
+# the llama-quantize-ref tool built with the tests), at 1 and 2 threads. Both engines run in the same
 # session, interleaved round by round (order alternating), and the medians over all runs are
 # compared; the memory read bandwidth is measured by the same script (bench/membw) so each
 # Hearth figure is also given as a share of what the memory can deliver.
@@ -9,7 +11,11 @@
 #
 # usage: bench/decode.sh [--quick] [--types f16,q8_0,q4_0] [--threads 1,2] [--rounds 3]
 #                        [--runs 3] [--prompt 64] [--gen 64] [--layers 8] [--no-llama]
-#                        [--hearth BIN] [--membw BIN] [--dir CACHE]
+#                        [--hearth BIN] [--membw BIN] [--quantize BIN] [--dir CACHE]
+#   --types      f32, f16, bf16, q8_0, q4_0 (hearth synth), or a llama.cpp mix: Q4_K_M, Q4_K_S,
+#                Q5_K_M, Q5_K_S, Q6_K, Q3_K_M, Q2_K, IQ4_XS, IQ4_NL, Q4_1, Q5_0, Q5_1
+#                (default f16,q8_0,q4_0,Q4_K_M,Q5_K_M,Q6_K,IQ4_XS,Q4_1)
+#   --quantize   the llama-quantize-ref tool (default: build*/tests/llama-quantize-ref)
 #   --quick      q8_0 and q4_0 only, 1 round of 2 runs (a few minutes)
 #   --rounds R   interleaved rounds; each round runs each engine once with --runs runs
 #   --no-llama   Hearth only (also the fallback when node-llama-cpp cannot be installed)
@@ -17,8 +23,8 @@
 # Not a ctest: it takes minutes and its numbers depend on what else the machine is doing.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-types=f16,q8_0,q4_0 threads=1,2 rounds=3 runs=3 n_prompt=64 n_gen=64 layers=8 llama=1
-hearth=${HEARTH_BIN:-} membw= cache=${HEARTH_BENCH_DIR:-$root/build-bench}
+types=f16,q8_0,q4_0,Q4_K_M,Q5_K_M,Q6_K,IQ4_XS,Q4_1 threads=1,2 rounds=3 runs=3 n_prompt=64 n_gen=64 layers=8 llama=1
+hearth=${HEARTH_BIN:-} membw= quantize= cache=${HEARTH_BENCH_DIR:-$root/build-bench}
 
 die() { echo "decode.sh: $*" >&2; exit 2; }
 log() { echo "[decode.sh $(date +%H:%M:%S)] $*" >&2; }
@@ -38,6 +44,7 @@ while [ $# -gt 0 ]; do
     --no-llama) llama=0 ;;
     --hearth) need "$@"; hearth=$2; shift ;;
     --membw) need "$@"; membw=$2; shift ;;
+    --quantize) need "$@"; quantize=$2; shift ;;
     --dir) need "$@"; cache=$2; shift ;;
     -h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown flag '$1' (try --help)" ;;
@@ -46,7 +53,9 @@ while [ $# -gt 0 ]; do
 done
 IFS=, read -r -a type_list <<<"$types"
 IFS=, read -r -a thread_list <<<"$threads"
-for t in "${type_list[@]}"; do [[ $t =~ ^(f16|q8_0|q4_0|f32|bf16)$ ]] || die "--types: unknown type '$t'"; done
+synth_type() { [[ $1 =~ ^(f16|q8_0|q4_0|f32|bf16)$ ]]; }
+mix_type() { [[ $1 =~ ^(Q4_K_M|Q4_K_S|Q5_K_M|Q5_K_S|Q6_K|Q3_K_M|Q3_K_S|Q3_K_L|Q2_K|IQ4_XS|IQ4_NL|Q4_1|Q5_0|Q5_1)$ ]]; }
+for t in "${type_list[@]}"; do synth_type "$t" || mix_type "$t" || die "--types: unknown type '$t'"; done
 for t in "${thread_list[@]}"; do posint --threads "$t"; done
 mkdir -p "$cache" || die "cannot create $cache"
 
@@ -85,13 +94,30 @@ fmt() { awk -v a="$1" -v d="${2:-1}" 'BEGIN { if (a == "") print "-"; else print
 # --- models --------------------------------------------------------------------------------
 shape="--n-embd 2048 --n-layer $layers --n-head 16 --n-ff 5632 --n-vocab 32000"
 model_path() { echo "$cache/synth-$1-e2048-l$layers-h16-ff5632-v32000.gguf"; }
-for t in "${type_list[@]}"; do
-    m=$(model_path "$t")
-    [ -s "$m" ] && continue
+make_synth() { # type: written under a temporary name, so an interrupted run never leaves a truncated model
+    local m; m=$(model_path "$1")
+    [ -s "$m" ] && return 0
     log "generating $m"
-    # written under a temporary name, so an interrupted run never leaves a truncated model
-    "$hearth" synth -q -o "$m.part" --type "$t" $shape --seed 1 >&2 && mv "$m.part" "$m" ||
-        { rm -f "$m.part"; die "hearth synth failed for $t"; }
+    "$hearth" synth -q -o "$m.part" --type "$1" $shape --seed 1 >&2 && mv "$m.part" "$m" ||
+        { rm -f "$m.part"; die "hearth synth failed for $1"; }
+}
+make_mix() { # mix: llama.cpp's quantizer on the F16 model
+    local m; m=$(model_path "$1")
+    [ -s "$m" ] && return 0
+    make_synth f16
+    log "quantizing $(model_path f16) to $1 with llama.cpp's quantizer"
+    "$quantize" "$(model_path f16)" "$m.part" "$1" 2 >"$cache/err" 2>&1 && mv "$m.part" "$m" ||
+        { rm -f "$m.part"; die "llama-quantize-ref $1 failed: $(tail -n 2 "$cache/err")"; }
+}
+for t in "${type_list[@]}"; do
+    if synth_type "$t"; then make_synth "$t"; continue; fi
+    if [ -z "$quantize" ]; then
+        for c in "$root"/build/tests/llama-quantize-ref $(ls -t "$root"/build*/tests/llama-quantize-ref 2>/dev/null); do
+            [ -x "$c" ] && { quantize=$c; break; }
+        done
+    fi
+    [ -n "$quantize" ] && [ -x "$quantize" ] || die "$t needs llama.cpp's quantizer: build the tests (llama-quantize-ref) or pass --quantize BIN"
+    make_mix "$t"
 done
 
 # --- memory bandwidth ------------------------------------------------------------------------

@@ -22,7 +22,10 @@ static void help(void) {
            "  -n, --n-predict N         tokens to generate (default 128)\n"
            "  --ignore-eos              keep generating after end-of-sequence\n"
            "  --verbose                 print model, memory, kernel and GPU plan details to stderr\n"
-           "  --dump FILE               write prompt tokens, generated tokens and each step's logits as JSON\n");
+           "  --dump FILE               write prompt tokens, generated tokens and each step's logits as JSON\n"
+           "  --force-tokens \"ID ...\"   teacher forcing: after each step feed these token ids in turn instead of\n"
+           "                            the sampled ones (the dump still records the sampled ones); comparing\n"
+           "                            two engines' logits on one history\n");
     hr_print_common_help();
 }
 
@@ -57,12 +60,14 @@ static int parse(int argc, char **argv, hr_run_opts *o) {
         else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = true;
         else if (!strcmp(a, "--verbose")) o->verbose = true;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt") || !strcmp(a, "-f") || !strcmp(a, "--file") ||
-                 !strcmp(a, "--dump") || !strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
+                 !strcmp(a, "--dump") || !strcmp(a, "-n") || !strcmp(a, "--n-predict") ||
+                 !strcmp(a, "--force-tokens")) {
             if (!hr_arg_need("run", argc, argv, i)) return 2;
             const char *v = argv[++i];
             if (a[1] == 'p' || !strcmp(a, "--prompt")) o->prompt = v;
             else if (a[1] == 'f' || !strcmp(a, "--file")) o->prompt_file = v;
             else if (!strcmp(a, "--dump")) o->dump = v;
+            else if (!strcmp(a, "--force-tokens")) o->force_tokens = v;
             else if (!hr_arg_long("run", a, v, -1, 1 << 24, &l)) return 2;
             else o->n_predict = l;
         } else return hr_usage_error("run", "unknown flag '%s'", a);
@@ -112,6 +117,33 @@ static void verbose_info(const hearth_model *m, const hearth_ctx *c, const hr_ru
     fprintf(stderr, "\n");
 }
 
+/* --force-tokens: whitespace-separated ids, each within the vocabulary. Returns the count, or
+ * -1 with the message printed. *out is malloc'ed. */
+static long parse_forced(const char *s, int32_t n_vocab, int32_t **out) {
+    long n = 0, cap = 0;
+    int32_t *v = NULL;
+    for (;;) {
+        while (*s == ' ' || *s == '\t' || *s == '\n' || *s == ',') s++;
+        if (!*s) break;
+        char *end;
+        long x = strtol(s, &end, 10);
+        if (end == s || x < 0 || x >= n_vocab) {
+            fprintf(stderr, "hearth run: --force-tokens: '%.20s' is not a token id in [0, %d)\n", s, n_vocab);
+            free(v);
+            return -1;
+        }
+        if (n == cap) {
+            int32_t *g = realloc(v, (size_t)(cap = cap * 2 + 64) * sizeof *v);
+            if (!g) { free(v); fprintf(stderr, "hearth run: out of memory\n"); return -1; }
+            v = g;
+        }
+        v[n++] = (int32_t)x;
+        s = end;
+    }
+    *out = v;
+    return n;
+}
+
 static int generate(hearth_model *m, hearth_ctx *c, hr_run_opts *o, const int32_t *toks, size_t n_toks) {
     hr_err e = {{0}};
     int32_t n_vocab = hearth_model_get_info(m)->n_vocab, n_ctx = hearth_ctx_n_ctx(c);
@@ -119,11 +151,14 @@ static int generate(hearth_model *m, hearth_ctx *c, hr_run_opts *o, const int32_
         fprintf(stderr, "hearth run: the prompt has %zu tokens but the context holds %d (raise -c)\n", n_toks, n_ctx);
         return 1;
     }
+    int32_t *forced = NULL;
+    long n_forced = o->force_tokens ? parse_forced(o->force_tokens, n_vocab, &forced) : 0;
+    if (n_forced < 0) return 1;
     hr_sampler *s = hr_sampler_new(&o->sp, n_vocab, &e);
-    if (!s) { fprintf(stderr, "hearth run: %s\n", e.msg); return 1; }
+    if (!s) { fprintf(stderr, "hearth run: %s\n", e.msg); free(forced); return 1; }
     for (size_t i = 0; i < n_toks; i++) hr_sampler_accept(s, toks[i]);
     dumper d = {NULL, n_vocab, 0};
-    if (o->dump && !(d.f = fopen(o->dump, "w"))) { fprintf(stderr, "hearth run: cannot write %s\n", o->dump); hr_sampler_free(s); return 1; }
+    if (o->dump && !(d.f = fopen(o->dump, "w"))) { fprintf(stderr, "hearth run: cannot write %s\n", o->dump); hr_sampler_free(s); free(forced); return 1; }
     if (d.f) dump_begin(&d, toks, n_toks);
     double t0 = now_s();
     int rc = hearth_eval(c, toks, (int32_t)n_toks, 0, false, &e) ? 1 : 0;
@@ -135,6 +170,7 @@ static int generate(hearth_model *m, hearth_ctx *c, hr_run_opts *o, const int32_
         const float *lg = hearth_logits(c, -1);
         int32_t tok = hr_sampler_sample(s, lg);
         if (d.f) dump_step(&d, tok, lg);
+        if (n_gen < n_forced) tok = forced[n_gen];
         hr_sampler_accept(s, tok);
         n_gen++;
         if (!o->ignore_eos && hearth_token_is_eog(m, tok)) break;
@@ -156,6 +192,7 @@ static int generate(hearth_model *m, hearth_ctx *c, hr_run_opts *o, const int32_
     fprintf(stderr, "prompt: %zu tokens in %.3f s (%.2f tok/s) | decode: %d tokens in %.3f s (%.2f tok/s)\n", n_toks,
             t1 - t0, n_toks / (t1 - t0), n_dec, t_dec, t_dec > 0 ? n_dec / t_dec : 0.0);
     hr_sampler_free(s);
+    free(forced);
     return rc;
 }
 

@@ -6,6 +6,7 @@
 
 typedef struct hr_run_opts {
     const char *model, *prompt, *prompt_file, *dump;
+    const char *force_tokens; /* run: "id id ...", fed instead of the sampled tokens */
     long n_predict;
     bool ignore_eos, verbose;
     hearth_model_params mp;
