@@ -49,6 +49,19 @@ expect 0 "KV cache" -- "$H" run -m "$M" -p "hi" -n 2 --verbose $C
 n=$(grep -o '"token":' "$T/d.json" | wc -l)
 [ "$n" = 5 ] || { echo "FAIL: --dump wrote $n steps, want 5"; fails=$((fails + 1)); }
 
+# --force-tokens: forcing the model's own greedy picks changes nothing; forcing others
+# changes every later step but not the first (its logits come before any forced token).
+toks=$(grep -o '"token": *[0-9]*' "$T/d.json" | grep -o '[0-9]*$' | tr '\n' ' ')
+"$H" run -m "$M" -p "The cat" -n 5 --temp 0 --ignore-eos --dump "$T/f.json" --force-tokens "$toks" $C >/dev/null 2>&1
+cmp -s "$T/d.json" "$T/f.json" || { echo "FAIL: forcing the greedy tokens changed the dump"; fails=$((fails + 1)); }
+"$H" run -m "$M" -p "The cat" -n 5 --temp 0 --ignore-eos --dump "$T/g.json" --force-tokens "9 9 9 9" $C >/dev/null 2>&1
+first() { sed -n "$2p" "$1"; } # the dump has one line per step after the header line
+[ "$(first "$T/d.json" 2)" = "$(first "$T/g.json" 2)" ] || { echo "FAIL: forcing changed step 0"; fails=$((fails + 1)); }
+[ "$(first "$T/d.json" 3)" != "$(first "$T/g.json" 3)" ] || { echo "FAIL: forced tokens were not fed"; fails=$((fails + 1)); }
+expect 1 "--force-tokens: 'x' is not a token id in .0, 400)" -- "$H" run -m "$M" -p hi -n 2 --force-tokens "1 x" $C
+expect 1 "--force-tokens: '400' is not a token id" -- "$H" run -m "$M" -p hi -n 2 --force-tokens "400" $C
+expect 2 "--force-tokens needs a value" -- "$H" run -m "$M" -p hi --force-tokens
+
 # perplexity
 for i in $(seq 1 60); do echo "The quick brown fox jumps over the lazy dog number $i."; done >"$T/text.txt"
 expect 0 "Final estimate: PPL" -- "$H" perplexity -m "$M" -f "$T/text.txt" -c 64 $C
