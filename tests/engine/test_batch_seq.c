@@ -101,13 +101,17 @@ static void check_model(const char *path, hearth_ffn_mode mode, hearth_kv_type k
 }
 
 static void synth_models(void) {
-    const uint32_t types[] = {HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0};
+    const uint32_t types[] = {HR_F32,  HR_F16,  HR_BF16, HR_Q8_0, HR_Q4_0,   HR_Q4_1,   HR_Q5_0,  HR_Q5_1,
+                              HR_Q2_K, HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_NL, HR_IQ4_XS, HR_MXFP4};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         for (int pwri = 0; pwri < 2; pwri++) {
             hr_synth_params p;
             hr_synth_defaults(&p);
-            p.type = types[i], p.act = HR_SYNTH_REGLU, p.powerinfer = pwri, p.pred_rank = 32;
-            p.n_embd = 64, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 160, p.n_vocab = 300, p.n_layer = 2, p.seed = 5;
+            /* Super-block types need rows of 256; the others keep the small shape. */
+            const bool sb = hr_type_block_elems(types[i]) > 32;
+            p.type = types[i], p.act = HR_SYNTH_REGLU, p.powerinfer = pwri, p.pred_rank = sb ? 256 : 32;
+            p.n_embd = sb ? 256 : 64, p.n_head = 4, p.n_head_kv = 2, p.n_ff = sb ? 256 : 160, p.n_vocab = 300;
+            p.n_layer = 2, p.seed = 5;
             char path[256], what[96];
             hr_err e;
             CHECKF(hr_synth_write(&p, hr_test_tmp(path, sizeof path, "batch_seq.gguf"), &e) == 0, "synth: %s", e.msg);

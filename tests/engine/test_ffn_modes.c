@@ -19,8 +19,10 @@ static int32_t toks[N_TOK];
 static void synth(const char *path, uint32_t type, hr_synth_act act, bool pwri) {
     hr_synth_params p;
     hr_synth_defaults(&p);
-    p.type = type, p.act = act, p.powerinfer = pwri, p.pred_rank = 32;
-    p.n_embd = N_EMBD, p.n_head = 4, p.n_head_kv = 2, p.n_ff = N_FF, p.n_vocab = 300, p.n_layer = 2, p.seed = 11;
+    p.type = type, p.act = act, p.powerinfer = pwri, p.pred_rank = hr_type_block_elems(type) > 32 ? 256 : 32;
+    /* Rows hold whole super-blocks for the K-quants and IQ4_XS (256), else the smaller shape. */
+    p.n_embd = hr_type_block_elems(type) > 32 ? 256 : N_EMBD;
+    p.n_head = 4, p.n_head_kv = 2, p.n_ff = N_FF, p.n_vocab = 300, p.n_layer = 2, p.seed = 11;
     hr_err e;
     if (hr_synth_write(&p, path, &e)) fprintf(stderr, "synth: %s\n", e.msg), exit(1);
 }
@@ -203,8 +205,9 @@ static void check_mode_errors(void) {
 int main(void) {
     hr_rng rng = {5};
     for (int i = 0; i < N_TOK; i++) toks[i] = (int32_t)(hr_rng_next(&rng) % 300);
-    const uint32_t types[] = {HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0};
-    for (int i = 0; i < 5; i++) check_modes(types[i], HR_SYNTH_REGLU, true);
+    const uint32_t types[] = {HR_F32,  HR_F16,  HR_BF16, HR_Q8_0, HR_Q4_0,   HR_Q4_1,   HR_Q5_0,  HR_Q5_1,
+                              HR_Q2_K, HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_NL, HR_IQ4_XS, HR_MXFP4};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_modes(types[i], HR_SYNTH_REGLU, true);
     check_modes(HR_F32, HR_SYNTH_REGLU, false);
     check_modes(HR_F32, HR_SYNTH_DRELU, false);
     check_modes(HR_F32, HR_SYNTH_RELU, false);
