@@ -2,7 +2,9 @@
  * for every weight type and axpy table (scalar twin and SIMD), awkward row lengths,
  * index lists of 0, 1, 7, all and many (repeats, unsorted) rows, 1..17 tokens and
  * 1..3 threads; results repeat bit for bit for a given thread count; a NaN row with
- * a zero coefficient leaves the output clean; bad input fails.
+ * a zero coefficient leaves the output clean; bad input fails. Weights of the block types are
+ * random bytes with finite moderate scales (tests/randw.h), so every quant, packed scale
+ * and high-bit pattern is exercised.
  *
  * Tolerance: each output is a sum of m products a*w (w exact in F32), each rounded
  * once, added one at a time in F32 (within a chunk, then chunk partials in order):
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "backends/cpu/sparse.h"
+#include "randw.h"
 #include "testutil.h"
 
 #define MAX_TOK 17
@@ -76,11 +79,7 @@ static void run_case(shape s, hr_rng *r) {
     double *ref = malloc(len * sizeof *ref), *mag = malloc(len * sizeof *mag);
     int32_t buf[MAX_IDX];
     idx_list L[8];
-    for (int64_t o = 0; o < s.n_out; o++) {
-        float scale = 0.25f + 2.0f * hr_rng_uniform(r); /* rows of different size */
-        for (int64_t i = 0; i < s.n_in; i++) wf[i] = scale * hr_rng_normal(r);
-        hr_quant_row(s.t, wf, w + o * rb, s.n_in);
-    }
+    randw_mat(s.t, w, rb, s.n_in, s.n_out, r); /* rows of different size */
     for (int64_t o = 0; o < s.n_out; o++) hr_dequant_row(s.t, w + o * rb, wf + o * s.n_in, s.n_in);
     int64_t nl = make_lists(s.n_out, r, buf, L);
     hr_mat Wt = {.type = s.t, .n_in = s.n_in, .n_out = s.n_out, .row_bytes = rb, .data = w};
@@ -146,25 +145,12 @@ static void run_case(shape s, hr_rng *r) {
 
 /* A row of NaN weights with coefficient 0 must not reach the output; with a non-zero
  * coefficient it must (the term is not silently dropped). */
-static void nan_row(uint32_t t) {
-    const int64_t n = 64, rows = 9;
+static void nan_row(uint32_t t, hr_rng *r) {
+    const int64_t n = hr_type_block_elems(t) > 64 ? (int64_t)hr_type_block_elems(t) : 64, rows = 9;
     const size_t rb = hr_row_bytes(t, n);
     char *w = calloc(rows, rb);
-    float *tmp = malloc(n * sizeof *tmp);
-    for (int64_t o = 0; o < rows; o++) {
-        for (int64_t i = 0; i < n; i++) tmp[i] = (float)((o + i) % 5) - 2.0f;
-        hr_quant_row(t, tmp, w + o * rb, n);
-    }
-    char *bad = w + 4 * rb;
-    const uint16_t h_nan = 0x7e00, b_nan = 0x7fc0;
-    const float f_nan = NAN;
-    for (int64_t i = 0; i < n; i++) {
-        if (t == HR_F32) memcpy(bad + 4 * i, &f_nan, 4);
-        if (t == HR_F16) memcpy(bad + 2 * i, &h_nan, 2);
-        if (t == HR_BF16) memcpy(bad + 2 * i, &b_nan, 2);
-    }
-    if (t == HR_Q8_0 || t == HR_Q4_0) /* every block's scale NaN */
-        for (int64_t b = 0; b < n / HR_QK; b++) memcpy(bad + b * hr_type_block_bytes(t), &h_nan, 2);
+    randw_mat(t, w, rb, n, rows, r);
+    randw_poison(t, w + 4 * rb, n); /* every block's scale NaN (MXFP4: infinite values) */
     hr_mat Wt = {.type = t, .n_in = n, .n_out = rows, .row_bytes = rb, .data = w};
     /* the NaN row in the middle of a group of four non-zero rows */
     int32_t idx[] = {0, 1, 2, 4, 3, 5, 6, 7, 8};
@@ -172,7 +158,7 @@ static void nan_row(uint32_t t) {
     for (int i = 0; i < 9; i++) A[i] = A[9 + i] = 0.5f + (float)i;
     A[3] = 0.0f;   /* token 0: NaN row skipped */
     A[9 + 3] = -0.0f; /* token 1: also skipped (negative zero) */
-    float Y[2 * 64];
+    float Y[2 * 256];
     const hr_axpy_kernels *tabs[] = {hr_axpy_scalar(), hr_axpy_avx2(), hr_axpy_avx512()};
     for (size_t k = 0; k < 3; k++) {
         if (!tabs[k]) continue;
@@ -186,7 +172,7 @@ static void nan_row(uint32_t t) {
             for (int64_t nt = 1; nt <= 2; nt++) {
                 CHECK(hr_sparse_axpy_ws(&c, &ws, &Wt, A, nt, idx, 9, Y, &e) == 0);
                 int nans = 0;
-                for (int64_t i = 0; i < nt * n; i++) nans += isnan(Y[i]) != 0;
+                for (int64_t i = 0; i < nt * n; i++) nans += !isfinite(Y[i]);
                 CHECKF(nans == 0, "%s %s tok=%lld: zero coefficient let a NaN row through", tabs[k]->name,
                        hr_type_name(t), (long long)nt);
             }
@@ -196,7 +182,7 @@ static void nan_row(uint32_t t) {
             A2[9 + 3] = 1.0f;
             CHECK(hr_sparse_axpy_ws(&c, &ws, &Wt, A2, 2, idx, 9, Y, &e) == 0);
             int nan0 = 0, nan1 = 0;
-            for (int64_t i = 0; i < n; i++) nan0 += isnan(Y[i]) != 0, nan1 += isnan(Y[n + i]) != 0;
+            for (int64_t i = 0; i < n; i++) nan0 += !isfinite(Y[i]), nan1 += !isfinite(Y[n + i]);
             CHECKF(nan0 == 0 && nan1 == n, "%s %s: token 0 has %d NaN (want 0), token 1 %d (want %lld)",
                    tabs[k]->name, hr_type_name(t), nan0, nan1, (long long)n);
             hr_sparse_ws_free(&ws);
@@ -204,7 +190,39 @@ static void nan_row(uint32_t t) {
         }
     }
     free(w);
-    free(tmp);
+}
+
+/* One row with coefficient 1 onto zeros is the row itself: every table's decoders give
+ * hr_dequant_row's values exactly (0 + 1 * w == w; compared as values, so -0 == +0). */
+static void exact_rows(uint32_t t, hr_rng *r) {
+    const int64_t n = 8 * (int64_t)hr_type_block_elems(t), rows = 5;
+    const size_t rb = hr_row_bytes(t, n);
+    char *w = malloc(rows * rb);
+    float *ref = malloc(n * sizeof *ref), *Y = malloc(n * sizeof *Y);
+    randw_mat(t, w, rb, n, rows, r);
+    hr_mat Wt = {.type = t, .n_in = n, .n_out = rows, .row_bytes = rb, .data = w};
+    const hr_axpy_kernels *tabs[] = {hr_axpy_scalar(), hr_axpy_avx2(), hr_axpy_avx512()};
+    hr_cpu c;
+    hr_err e = {{0}};
+    CHECK(hr_cpu_init(&c, 1, &e) == 0);
+    for (size_t k = 0; k < 3; k++) {
+        if (!tabs[k]) continue;
+        hr_sparse_ws ws;
+        hr_sparse_ws_init(&ws);
+        ws.ax = tabs[k];
+        for (int32_t o = 0; o < rows; o++) {
+            const float one = 1.0f;
+            hr_dequant_row(t, w + o * rb, ref, n);
+            CHECK(hr_sparse_axpy_ws(&c, &ws, &Wt, &one, 1, &o, 1, Y, &e) == 0);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < n; i++) bad += !(Y[i] == ref[i]);
+            CHECKF(bad == 0, "%s %s row %d: %lld weights differ from hr_dequant_row", tabs[k]->name, hr_type_name(t),
+                   (int)o, (long long)bad);
+        }
+        hr_sparse_ws_free(&ws);
+    }
+    hr_cpu_free(&c);
+    free(w), free(ref), free(Y);
 }
 
 /* hr_sparse_reserve sizes the workspace for the largest case, so later calls keep it. */
@@ -263,10 +281,26 @@ int main(void) {
         {HR_F32, 33, 41}, {HR_F32, 96, 20}, {HR_F16, 32, 41}, {HR_F16, 47, 23}, {HR_F16, 4128, 40},
         {HR_BF16, 96, 41}, {HR_BF16, 50, 17}, {HR_Q8_0, 32, 41}, {HR_Q8_0, 96, 23}, {HR_Q8_0, 4128, 40},
         {HR_Q4_0, 32, 41}, {HR_Q4_0, 96, 23}, {HR_Q4_0, 4128, 40}, {HR_F32, 4128, 12}, {HR_BF16, 4128, 12},
+        /* the newer types: one block, an odd block count, a long row (4128 = 129 x 32) */
+        {HR_Q4_1, 32, 41}, {HR_Q4_1, 96, 23}, {HR_Q4_1, 4128, 17}, {HR_Q5_0, 32, 41}, {HR_Q5_0, 96, 23},
+        {HR_Q5_0, 4128, 17}, {HR_Q5_1, 32, 41}, {HR_Q5_1, 160, 23}, {HR_IQ4_NL, 32, 41}, {HR_IQ4_NL, 96, 23},
+        {HR_MXFP4, 32, 41}, {HR_MXFP4, 96, 23}, {HR_MXFP4, 4128, 17},
+        /* 256-element types: one super-block, three, a long row (4352 = 17 x 256) */
+        {HR_Q2_K, 256, 41}, {HR_Q2_K, 768, 23}, {HR_Q3_K, 256, 41}, {HR_Q3_K, 768, 23}, {HR_Q4_K, 256, 41},
+        {HR_Q4_K, 768, 23}, {HR_Q4_K, 4352, 17}, {HR_Q5_K, 256, 41}, {HR_Q5_K, 768, 23}, {HR_Q5_K, 4352, 17},
+        {HR_Q6_K, 256, 41}, {HR_Q6_K, 768, 23}, {HR_Q6_K, 4352, 17}, {HR_IQ4_XS, 256, 41}, {HR_IQ4_XS, 768, 23},
+        {HR_IQ4_XS, 4352, 17},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) run_case(shapes[i], &r);
-    const uint32_t types[] = {HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0};
-    for (size_t i = 0; i < 5; i++) nan_row(types[i]);
+    const uint32_t types[] = {HR_F32,   HR_F16,  HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0, HR_Q5_1,
+                              HR_IQ4_NL, HR_MXFP4, HR_Q2_K, HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) nan_row(types[i], &r);
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) exact_rows(types[i], &r);
+    /* every weight type has a kernel in every table */
+    const hr_axpy_kernels *all[] = {hr_axpy_scalar(), hr_axpy_avx2(), hr_axpy_avx512()};
+    for (uint32_t t = 0; t < HR_TYPE_MAX; t++)
+        for (size_t k = 0; k < 3; k++)
+            if (all[k] && hr_type_is_weight(t)) CHECKF(all[k]->axpy[t] != NULL, "%s: no %s kernel", all[k]->name, hr_type_name(t));
     reserve();
     bad_input();
     return TEST_END();

@@ -7,19 +7,15 @@
 
 #include "backends/cpu/sparse.h"
 #include "formats/types.h"
+#include "randw.h"
 #include "testutil.h"
 
-#define N_IN 96
+#define N_IN 512 /* two K-quant super-blocks, 16 blocks of the 32-element types */
 #define N_OUT 700
 #define N_TOK 21
 
-static void fill_weights(uint32_t type, uint8_t *w, size_t rb, hr_rng *r) {
-    float row[N_IN];
-    for (int64_t o = 0; o < N_OUT; o++) {
-        for (int i = 0; i < N_IN; i++) row[i] = hr_rng_normal(r);
-        hr_quant_row(type, row, w + o * rb, N_IN);
-    }
-}
+/* Block types: random bytes with finite moderate scales (tests/randw.h). */
+static void fill_weights(uint32_t type, uint8_t *w, size_t rb, hr_rng *r) { randw_mat(type, w, rb, N_IN, N_OUT, r); }
 
 static void check_type(uint32_t type, int nth) {
     hr_rng r = {7 + type};
@@ -62,7 +58,8 @@ static void check_type(uint32_t type, int nth) {
 }
 
 int main(void) {
-    const uint32_t types[] = {HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0};
+    const uint32_t types[] = {HR_F32,   HR_F16,  HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0, HR_Q5_1,
+                              HR_IQ4_NL, HR_MXFP4, HR_Q2_K, HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         for (int nth = 1; nth <= 3; nth++) check_type(types[i], nth);
     TEST_END();

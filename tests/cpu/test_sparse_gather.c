@@ -2,12 +2,15 @@
  * hr_matmul and the table's own vec_dot on that row and the prepared activations
  * (computed here), for every kernel table, thread count, batch size and index list
  * (empty, one, unsorted with repeats, all rows forwards and backwards); SIMD tables
- * agree with the scalar one within the float accumulation bound; bad input fails. */
+ * agree with the scalar one within the float accumulation bound; bad input fails. Every
+ * weight type whose table has a vec_dot is covered (the list is printed); weights of the
+ * block types are random bytes with finite moderate scales (tests/randw.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/sparse.h"
+#include "randw.h"
 #include "testutil.h"
 
 typedef struct {
@@ -45,6 +48,16 @@ static int64_t make_lists(int64_t n_out, hr_rng *r, int32_t *buf, idx_list *L) {
     return k;
 }
 
+/* The block type act_prep writes for weight type t (ggml's vec_dot_type). */
+static uint32_t act_type(uint32_t t) {
+    switch (t) {
+    case HR_Q8_0: case HR_Q4_0: case HR_Q5_0: case HR_IQ4_NL: case HR_MXFP4: return HR_Q8_0;
+    case HR_Q4_1: case HR_Q5_1: return HR_Q8_1;
+    case HR_Q2_K: case HR_Q3_K: case HR_Q4_K: case HR_Q5_K: case HR_Q6_K: case HR_IQ4_XS: return HR_Q8_K;
+    default: return t; /* float types: F32 kept, F16 / BF16 rounded */
+    }
+}
+
 static void run_case(shape s, const hr_kernels *k, hr_rng *r) {
     size_t rb = hr_row_bytes(s.t, (uint64_t)s.n_in);
     char *w = malloc(rb * s.n_out);
@@ -58,10 +71,7 @@ static void run_case(shape s, const hr_kernels *k, hr_rng *r) {
     float *xf = malloc(s.n_in * sizeof *xf);
     int32_t buf[MAX_IDX];
     idx_list L[8];
-    for (int64_t o = 0; o < s.n_out; o++) {
-        for (int64_t i = 0; i < s.n_in; i++) tmp[i] = hr_rng_normal(r);
-        hr_quant_row(s.t, tmp, w + o * rb, s.n_in);
-    }
+    randw_mat(s.t, w, rb, s.n_in, s.n_out, r);
     for (int64_t i = 0; i < MAX_TOK * s.n_in; i++) X[i] = hr_rng_normal(r);
     /* the definition: this table's vec_dot on its own prepared activations */
     for (int64_t t = 0; t < MAX_TOK; t++) {
@@ -69,7 +79,7 @@ static void run_case(shape s, const hr_kernels *k, hr_rng *r) {
         for (int64_t o = 0; o < s.n_out; o++) k->vec_dot[s.t](s.n_in, &dots[t * s.n_out + o], w + o * rb, xq);
         /* sum |w x| over the prepared activations (both tables prepare identically),
          * for the SIMD-vs-scalar bound */
-        hr_dequant_row(s.t == HR_Q4_0 ? HR_Q8_0 : s.t, xq, xf, s.n_in);
+        hr_dequant_row(act_type(s.t), xq, xf, s.n_in);
         for (int64_t o = 0; o < s.n_out; o++) {
             hr_dequant_row(s.t, w + o * rb, tmp, s.n_in);
             double m = 0;
@@ -149,11 +159,28 @@ int main(void) {
     const shape shapes[] = {
         {HR_F32, 33, 37}, {HR_F32, 256, 16}, {HR_F16, 47, 29}, {HR_F16, 160, 41}, {HR_BF16, 47, 9},
         {HR_BF16, 128, 31}, {HR_Q8_0, 96, 37}, {HR_Q8_0, 512, 18}, {HR_Q4_0, 32, 7}, {HR_Q4_0, 544, 19},
+        {HR_Q4_1, 32, 7}, {HR_Q4_1, 544, 19}, {HR_Q5_0, 96, 37}, {HR_Q5_0, 544, 19}, {HR_Q5_1, 32, 7},
+        {HR_Q5_1, 544, 19}, {HR_IQ4_NL, 96, 37}, {HR_IQ4_NL, 544, 19}, {HR_MXFP4, 32, 7}, {HR_MXFP4, 544, 19},
+        {HR_Q2_K, 256, 37}, {HR_Q2_K, 1280, 19}, {HR_Q3_K, 256, 37}, {HR_Q3_K, 1280, 19}, {HR_Q4_K, 256, 37},
+        {HR_Q4_K, 1280, 19}, {HR_Q5_K, 256, 37}, {HR_Q5_K, 1280, 19}, {HR_Q6_K, 256, 37}, {HR_Q6_K, 1280, 19},
+        {HR_IQ4_XS, 256, 37}, {HR_IQ4_XS, 1280, 19},
     };
     const hr_kernels *tabs[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_neon()};
     for (size_t ti = 0; ti < sizeof tabs / sizeof tabs[0]; ti++) {
         if (!tabs[ti]) continue;
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) run_case(shapes[i], tabs[ti], &r);
+        char covered[512] = "", missing[512] = "";
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            const uint32_t t = shapes[i].t;
+            const int have = tabs[ti]->vec_dot[t] && tabs[ti]->act_prep[t];
+            /* each type once in the lists, at its first shape */
+            if (i == 0 || shapes[i - 1].t != t) {
+                char *list = have ? covered : missing;
+                strncat(list, " ", sizeof covered - strlen(list) - 1);
+                strncat(list, hr_type_name(t), sizeof covered - strlen(list) - 1);
+            }
+            if (have) run_case(shapes[i], tabs[ti], &r);
+        }
+        fprintf(stderr, "%s: covered%s; no vec_dot yet:%s\n", tabs[ti]->name, covered, missing[0] ? missing : " none");
     }
     bad_input();
     return TEST_END();

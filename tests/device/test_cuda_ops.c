@@ -5,7 +5,11 @@
  * Tolerances, relative to the sum of |terms| of each output (so cancellation does not
  * inflate them), and why:
  *   matmul / gather_matmul, all types: 1e-5. The reference is the CPU's scalar kernel
- *     (same activation preparation); the GPU sums in F32 in another order.
+ *     (same activation preparation); the GPU sums in F32 in another order. The newer block
+ *     types (Q4_1 ... IQ4_XS, MXFP4) run on CUDA with F32 activations against the exactly
+ *     dequantized weights, so their reference is that product in double (hr_dequant_row
+ *     weights); on the stand-in (CPU kernels, quantized activations) it stays the CPU's
+ *     scalar kernel. Their weights are random bytes with finite scales (tests/randw.h).
  *   sparse_axpy: 1e-5 (F32 sums, split partials added in another order).
  *   rmsnorm: 1e-6 of |y| (double sums in another order).
  *   rope: 1e-5 absolute (CUDA's cosf/sinf are within 2 ulp, not glibc's).
@@ -22,6 +26,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/device.h"
 #include "formats/types.h"
+#include "randw.h"
 #include "testutil.h"
 
 #define ARENA_BYTES (64ull << 20)
@@ -89,14 +94,19 @@ typedef struct {
     float *deq;    /* dequantized, for magnitudes */
 } hmat;
 
+/* The block types beyond Q8_0 and Q4_0. */
+static bool newer_quant(uint32_t t) { return hr_type_is_quant(t) && t != HR_Q8_0 && t != HR_Q4_0; }
+
 static hmat make_mat(bench *b, uint32_t type, int64_t n_in, int64_t n_out) {
     hmat m = {type, n_in, n_out, (size_t)hr_row_bytes(type, (uint64_t)n_in), NULL, NULL};
     float *w = randv(b, n_in * n_out, 0.5f);
     m.q = malloc(m.row_bytes * (size_t)n_out);
     m.deq = malloc((size_t)(n_in * n_out) * sizeof(float));
     for (int64_t r = 0; r < n_out; r++) {
-        hr_quant_row(type, w + r * n_in, m.q + (size_t)r * m.row_bytes, n_in);
-        hr_dequant_row(type, m.q + (size_t)r * m.row_bytes, m.deq + r * n_in, n_in);
+        uint8_t *row = m.q + (size_t)r * m.row_bytes;
+        if (newer_quant(type)) randw_row(type, row, n_in, 0.5f, &b->rng);
+        else hr_quant_row(type, w + r * n_in, row, n_in);
+        hr_dequant_row(type, row, m.deq + r * n_in, n_in);
     }
     free(w);
     return m;
@@ -107,19 +117,24 @@ static void free_mat(hmat *m) {
     free(m->deq);
 }
 
-/* The CPU engine's numbers: scalar activation preparation and dot product. */
+/* The CPU engine's numbers: scalar activation preparation and dot product; with f32_act
+ * (CUDA's newer block types) the dequantized rows against F32 X, in double. */
 static void ref_rows(const hmat *m, const float *X, int64_t n_tok, const int32_t *idx, int64_t n_rows, float *Y,
-                     float *mag) {
+                     float *mag, bool f32_act) {
     const hr_kernels *k = hr_kernels_scalar();
     void *xq = malloc(hr_act_bytes(m->type, m->n_in));
     for (int64_t t = 0; t < n_tok; t++) {
-        k->act_prep[m->type](X + t * m->n_in, xq, m->n_in);
+        if (!f32_act) k->act_prep[m->type](X + t * m->n_in, xq, m->n_in);
         for (int64_t i = 0; i < n_rows; i++) {
             const int64_t r = idx ? idx[i] : i;
-            k->vec_dot[m->type](m->n_in, &Y[t * n_rows + i], m->q + (size_t)r * m->row_bytes, xq);
-            double s = 0;
-            for (int64_t j = 0; j < m->n_in; j++) s += fabs((double)m->deq[r * m->n_in + j] * X[t * m->n_in + j]);
+            if (!f32_act) k->vec_dot[m->type](m->n_in, &Y[t * n_rows + i], m->q + (size_t)r * m->row_bytes, xq);
+            double s = 0, d = 0;
+            for (int64_t j = 0; j < m->n_in; j++) {
+                const double p = (double)m->deq[r * m->n_in + j] * X[t * m->n_in + j];
+                s += fabs(p), d += p;
+            }
             mag[t * n_rows + i] = (float)s;
+            if (f32_act) Y[t * n_rows + i] = (float)d;
         }
     }
     free(xq);
@@ -145,7 +160,7 @@ static void case_matmul(bench *b, uint32_t type, int64_t n_in, int64_t n_tok, bo
     float *got = malloc((size_t)(n_tok * n_rows) * 4), *ref = malloc((size_t)(n_tok * n_rows) * 4),
           *mag = malloc((size_t)(n_tok * n_rows) * 4);
     dget(b, got, yo, (uint64_t)(n_tok * n_rows) * 4);
-    ref_rows(&m, X, n_tok, gather ? idx : NULL, n_rows, ref, mag);
+    ref_rows(&m, X, n_tok, gather ? idx : NULL, n_rows, ref, mag, b->cuda && newer_quant(type));
     char what[96];
     snprintf(what, sizeof what, "%s %s n_in=%lld n_tok=%lld shift=%llu", gather ? "gather_matmul" : "matmul",
              hr_type_name(type), (long long)n_in, (long long)n_tok, (unsigned long long)x_shift);
@@ -190,6 +205,29 @@ static void case_axpy(bench *b, uint32_t type, int64_t n_cols, int64_t n_idx, in
              (long long)n_cols, (long long)n_idx, (long long)n_tok);
     expect_close(what, got, ref, mag, n_tok * n_cols, 1e-5, 1e-6);
     free(got), free(ref), free(mag), free(A), free(idx), free(junk);
+    free_mat(&m);
+}
+
+/* One row with coefficient 1: the device's weights are hr_dequant_row's values exactly
+ * (0 + 1 * w == w; compared as values). */
+static void case_dequant_exact(bench *b, uint32_t type, int64_t n_cols) {
+    b->top = 0;
+    const int64_t n_rows = 6;
+    hmat m = make_mat(b, type, n_cols, n_rows);
+    hr_dmat W = {type, n_cols, n_rows, m.row_bytes, dput(b, m.q, m.row_bytes * (size_t)n_rows)};
+    const float one = 1.0f;
+    const uint64_t ao = dput(b, &one, 4), yo = dalloc(b, (uint64_t)n_cols * 4);
+    float *got = malloc((size_t)n_cols * 4);
+    hr_err e = {{0}};
+    for (int32_t r = 0; r < n_rows; r++) {
+        const uint64_t io = dput(b, &r, 4);
+        CHECKF(b->d->ops->sparse_axpy(b->d, &W, ao, 1, io, 1, yo, &e) == 0, "sparse_axpy: %s", e.msg);
+        dget(b, got, yo, (uint64_t)n_cols * 4);
+        int64_t bad = 0;
+        for (int64_t k = 0; k < n_cols; k++) bad += !(got[k] == m.deq[r * n_cols + k]);
+        CHECKF(bad == 0, "%s row %d: %lld weights differ from hr_dequant_row", hr_type_name(type), (int)r, (long long)bad);
+    }
+    free(got);
     free_mat(&m);
 }
 
@@ -514,23 +552,32 @@ int main(void) {
     CHECKF(d->ops->reserve(d, ARENA_BYTES, &e) == 0, "reserve: %s", e.msg);
     case_basics(&b);
 
-    const uint32_t types[] = {HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0};
+    const uint32_t types[] = {HR_F32,   HR_F16,  HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0, HR_Q5_1,
+                              HR_IQ4_NL, HR_MXFP4, HR_Q2_K, HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS};
     const int64_t toks[] = {1, 3, 17, 40};
-    for (int ti = 0; ti < 5; ti++) {
-        const bool quant = types[ti] == HR_Q8_0 || types[ti] == HR_Q4_0;
-        /* 800: 25 blocks, not a multiple of 256; 96: 3 blocks; 45: odd, no vector loads */
-        const int64_t sizes[2] = {800, quant ? 96 : 45};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const uint32_t t = types[ti];
+        if (!cuda && !hr_kernels_best()->vec_dot[t]) { /* the stand-in runs the CPU's best kernels */
+            printf("note: the CPU's %s kernels have no %s vec_dot yet: not compared\n", hr_kernels_best()->name,
+                   hr_type_name(t));
+            continue;
+        }
+        const bool quant = hr_type_is_quant(t), k256 = hr_type_block_elems(t) == 256;
+        /* 800: 25 blocks, not a multiple of 256; 96: 3 blocks; 45: odd, no vector loads;
+         * 256-element types: 768 (3 super-blocks) and one. MXFP4 at 800 has odd rows (25 x 17). */
+        const int64_t sizes[2] = {k256 ? 768 : 800, k256 ? 256 : quant ? 96 : 45};
         for (int si = 0; si < 2; si++)
             for (int k = 0; k < 4; k++) {
-                case_matmul(&b, types[ti], sizes[si], toks[k], false, 0);
-                case_matmul(&b, types[ti], sizes[si], toks[k], true, 0);
+                case_matmul(&b, t, sizes[si], toks[k], false, 0);
+                case_matmul(&b, t, sizes[si], toks[k], true, 0);
             }
-        case_matmul(&b, types[ti], 800, 3, false, 4); /* X not 16-byte aligned */
+        case_matmul(&b, t, sizes[0], 3, false, 4); /* X not 16-byte aligned */
         for (int k = 0; k < 3; k++) {
-            case_axpy(&b, types[ti], sizes[1], 37, toks[k]);
-            case_axpy(&b, types[ti], 800, 600, toks[k]); /* several splits */
+            case_axpy(&b, t, sizes[1], 37, toks[k]);
+            case_axpy(&b, t, sizes[0], 600, toks[k]); /* several splits */
         }
-        case_axpy(&b, types[ti], 800, 0, 3); /* no rows: Y zeroed */
+        case_axpy(&b, t, sizes[0], 0, 3); /* no rows: Y zeroed */
+        case_dequant_exact(&b, t, sizes[0]);
     }
     for (int k = 0; k < 2; k++) {
         case_rmsnorm(&b, 1000, 3, k);

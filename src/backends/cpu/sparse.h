@@ -35,7 +35,7 @@ typedef void (*hr_axpy_fn)(int64_t n, int n_rows, const void *const *w, const fl
 
 typedef struct hr_axpy_kernels {
     const char *name;             /* "scalar", "avx2", "avx512" */
-    hr_axpy_fn axpy[HR_TYPE_MAX]; /* F32, F16, BF16, Q8_0, Q4_0 */
+    hr_axpy_fn axpy[HR_TYPE_MAX]; /* every weight type (hr_type_is_weight) */
 } hr_axpy_kernels;
 
 const hr_axpy_kernels *hr_axpy_scalar(void);

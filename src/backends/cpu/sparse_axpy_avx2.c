@@ -2,7 +2,8 @@
  * the accumulator's four registers are loaded once, each row's 32-element block is
  * dequantized into registers (q * d, exact) and fused-multiply-added in row order,
  * then stored, so HR_AXPY_ROWS rows cost one load and store of the accumulator.
- * Several tokens: each row block is dequantized once and applied to every token. */
+ * Several tokens: each row block is dequantized once and applied to every token.
+ * The 256-element types go by their 32-element sub-blocks (sparse_axpy_dq_avx2.h). */
 #include "sparse_axpy_impl.h"
 
 #if defined(HR_X86) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -12,6 +13,8 @@
 
 #define INLINE static inline __attribute__((always_inline))
 #define BLK 32
+
+#include "sparse_axpy_dq_avx2.h" /* the newer block types */
 
 /* ---- 32 weights of block b as four registers, and one weight as a float ---- */
 INLINE void dq_f32(const void *w, int64_t b, __m256 v[4]) {
@@ -172,11 +175,24 @@ AXPY_FUNCS(f16, dq_f16, sc_f16, 64)
 AXPY_FUNCS(bf16, dq_bf16, sc_bf16, 64)
 AXPY_FUNCS(q8_0, dq_q8_0, sc_none, sizeof(hr_block_q8_0))
 AXPY_FUNCS(q4_0, dq_q4_0, sc_none, sizeof(hr_block_q4_0))
+AXPY_FUNCS(q4_1, dqk_q4_1, sc_none, sizeof(hr_block_q4_1))
+AXPY_FUNCS(q5_0, dqk_q5_0, sc_none, sizeof(hr_block_q5_0))
+AXPY_FUNCS(q5_1, dqk_q5_1, sc_none, sizeof(hr_block_q5_1))
+AXPY_FUNCS(iq4_nl, dqk_iq4_nl, sc_none, sizeof(hr_block_iq4_nl))
+AXPY_FUNCS(mxfp4, dqk_mxfp4, sc_none, sizeof(hr_block_mxfp4))
+AXPY_FUNCS(q2_K, dqk_q2_K, sc_none, sizeof(hr_block_q2_K)/8)
+AXPY_FUNCS(q3_K, dqk_q3_K, sc_none, sizeof(hr_block_q3_K)/8)
+AXPY_FUNCS(q4_K, dqk_q4_K, sc_none, sizeof(hr_block_q4_K)/8)
+AXPY_FUNCS(q5_K, dqk_q5_K, sc_none, sizeof(hr_block_q5_K)/8)
+AXPY_FUNCS(q6_K, dqk_q6_K, sc_none, sizeof(hr_block_q6_K)/8)
+AXPY_FUNCS(iq4_xs, dqk_iq4_xs, sc_none, sizeof(hr_block_iq4_xs)/8)
 
 static const hr_axpy_kernels ax_avx2 = {
     .name = "avx2",
     .axpy = {[HR_F32] = axpy_f32, [HR_F16] = axpy_f16, [HR_BF16] = axpy_bf16, [HR_Q8_0] = axpy_q8_0,
-             [HR_Q4_0] = axpy_q4_0},
+             [HR_Q4_0] = axpy_q4_0, [HR_Q4_1] = axpy_q4_1, [HR_Q5_0] = axpy_q5_0, [HR_Q5_1] = axpy_q5_1,
+             [HR_IQ4_NL] = axpy_iq4_nl, [HR_MXFP4] = axpy_mxfp4, [HR_Q2_K] = axpy_q2_K, [HR_Q3_K] = axpy_q3_K,
+             [HR_Q4_K] = axpy_q4_K, [HR_Q5_K] = axpy_q5_K, [HR_Q6_K] = axpy_q6_K, [HR_IQ4_XS] = axpy_iq4_xs},
 };
 
 const hr_axpy_kernels *hr_axpy_table_avx2(void) { return &ax_avx2; }

@@ -14,6 +14,27 @@
 #define BLK 32
 #define NV 2 /* registers per block */
 
+/* The newer block types: the AVX2 decoders, halves joined into 512-bit registers. */
+#include "sparse_axpy_dq_avx2.h"
+#define DQ512(NAME)                                                                              \
+    INLINE void dq5_##NAME(const void *w, int64_t b, __m512 v[2]) {                              \
+        __m256 h[4];                                                                             \
+        dqk_##NAME(w, b, h);                                                                     \
+        v[0] = _mm512_insertf32x8(_mm512_castps256_ps512(h[0]), h[1], 1);                        \
+        v[1] = _mm512_insertf32x8(_mm512_castps256_ps512(h[2]), h[3], 1);                        \
+    }
+DQ512(q4_1)
+DQ512(q5_0)
+DQ512(q5_1)
+DQ512(iq4_nl)
+DQ512(mxfp4)
+DQ512(q2_K)
+DQ512(q3_K)
+DQ512(q4_K)
+DQ512(q5_K)
+DQ512(q6_K)
+DQ512(iq4_xs)
+
 /* ---- 32 weights of block b as two registers, and one weight as a float ---- */
 INLINE void dq_f32(const void *w, int64_t b, __m512 v[2]) {
     const float *p = (const float *)w + b * BLK;
@@ -171,11 +192,24 @@ AXPY_FUNCS(f16, dq_f16, sc_f16, 64)
 AXPY_FUNCS(bf16, dq_bf16, sc_bf16, 64)
 AXPY_FUNCS(q8_0, dq_q8_0, sc_none, sizeof(hr_block_q8_0))
 AXPY_FUNCS(q4_0, dq_q4_0, sc_none, sizeof(hr_block_q4_0))
+AXPY_FUNCS(q4_1, dq5_q4_1, sc_none, sizeof(hr_block_q4_1))
+AXPY_FUNCS(q5_0, dq5_q5_0, sc_none, sizeof(hr_block_q5_0))
+AXPY_FUNCS(q5_1, dq5_q5_1, sc_none, sizeof(hr_block_q5_1))
+AXPY_FUNCS(iq4_nl, dq5_iq4_nl, sc_none, sizeof(hr_block_iq4_nl))
+AXPY_FUNCS(mxfp4, dq5_mxfp4, sc_none, sizeof(hr_block_mxfp4))
+AXPY_FUNCS(q2_K, dq5_q2_K, sc_none, sizeof(hr_block_q2_K)/8)
+AXPY_FUNCS(q3_K, dq5_q3_K, sc_none, sizeof(hr_block_q3_K)/8)
+AXPY_FUNCS(q4_K, dq5_q4_K, sc_none, sizeof(hr_block_q4_K)/8)
+AXPY_FUNCS(q5_K, dq5_q5_K, sc_none, sizeof(hr_block_q5_K)/8)
+AXPY_FUNCS(q6_K, dq5_q6_K, sc_none, sizeof(hr_block_q6_K)/8)
+AXPY_FUNCS(iq4_xs, dq5_iq4_xs, sc_none, sizeof(hr_block_iq4_xs)/8)
 
 static const hr_axpy_kernels ax_avx512 = {
     .name = "avx512",
     .axpy = {[HR_F32] = axpy_f32, [HR_F16] = axpy_f16, [HR_BF16] = axpy_bf16, [HR_Q8_0] = axpy_q8_0,
-             [HR_Q4_0] = axpy_q4_0},
+             [HR_Q4_0] = axpy_q4_0, [HR_Q4_1] = axpy_q4_1, [HR_Q5_0] = axpy_q5_0, [HR_Q5_1] = axpy_q5_1,
+             [HR_IQ4_NL] = axpy_iq4_nl, [HR_MXFP4] = axpy_mxfp4, [HR_Q2_K] = axpy_q2_K, [HR_Q3_K] = axpy_q3_K,
+             [HR_Q4_K] = axpy_q4_K, [HR_Q5_K] = axpy_q5_K, [HR_Q6_K] = axpy_q6_K, [HR_IQ4_XS] = axpy_iq4_xs},
 };
 
 const hr_axpy_kernels *hr_axpy_table_avx512(void) { return &ax_avx512; }

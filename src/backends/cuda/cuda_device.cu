@@ -45,7 +45,11 @@ int hr_cu_check_mat(const hr_cuda *c, const hr_dmat *W, const char *op, hr_err *
     if (rb == 0 || W->row_bytes < rb)
         return hr_errf(e, "cuda %s: rows of %lld %s elements need %llu bytes, got row_bytes %zu", op,
                        (long long)W->n_in, hr_type_name(W->type), (unsigned long long)rb, W->row_bytes);
-    if (W->row_bytes % 2 || W->off % 2 || (W->type == HR_F32 && (W->row_bytes % 4 || W->off % 4)))
+    /* F16, BF16, Q8_0 and Q4_0 rows are read in 16-bit pieces, F32 in 32-bit ones; the newer
+     * block types by bytes (MXFP4 rows of an odd block count have an odd length). */
+    const bool by_bytes = W->type != HR_F32 && W->type != HR_F16 && W->type != HR_BF16 && W->type != HR_Q8_0 &&
+                          W->type != HR_Q4_0;
+    if ((!by_bytes && (W->row_bytes % 2 || W->off % 2)) || (W->type == HR_F32 && (W->row_bytes % 4 || W->off % 4)))
         return hr_errf(e, "cuda %s: weight rows are misaligned (offset %llu, row_bytes %zu)", op,
                        (unsigned long long)W->off, W->row_bytes);
     return hr_cu_span(c, W->off, (uint64_t)(W->n_out - 1) * W->row_bytes + rb, op, "weights", e);

@@ -4,7 +4,10 @@
  * which changes nothing in any token's result. */
 #include "cuda_internal.h"
 
+/* Q8_0 and Q4_0 take X as Q8_0 blocks; every other type (float types, and the newer
+ * block types, dequantized in the kernels) takes it as F32. */
 static bool is_quant(uint32_t t) { return t == HR_Q8_0 || t == HR_Q4_0; }
+static bool is_float(uint32_t t) { return t == HR_F32 || t == HR_F16 || t == HR_BF16; }
 
 static int mm_run(hr_cuda *c, const hr_dmat *W, uint64_t X, int64_t n_tok, const int32_t *idx, int64_t n_rows,
                   uint64_t Y, const char *op, hr_err *e) {
@@ -28,7 +31,7 @@ static int mm_run(hr_cuda *c, const hr_dmat *W, uint64_t X, int64_t n_tok, const
     m.n_out = W->n_out;
     m.n_rows = n_rows;
     m.idx = idx;
-    m.vec = !is_quant(W->type) && W->off % 16 == 0 && W->row_bytes % 16 == 0 && W->n_in % 8 == 0 && X % 16 == 0;
+    m.vec = is_float(W->type) && W->off % 16 == 0 && W->row_bytes % 16 == 0 && W->n_in % 8 == 0 && X % 16 == 0;
     for (int64_t t0 = 0; t0 < n_tok; t0 += chunk) {
         m.n_tok = n_tok - t0 < chunk ? n_tok - t0 : chunk;
         m.X = hr_cu_at<const float>(c, X) + t0 * W->n_in;

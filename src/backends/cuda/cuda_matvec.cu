@@ -101,6 +101,24 @@ __device__ void row_q4(const hr_cu_mm &m, const char *row, int lane, float *acc)
     }
 }
 
+/* The newer block types (cuda_dequant.cuh): F32 activations against the exactly
+ * dequantized weights; each lane takes 4 consecutive elements (one scale group) per step,
+ * so a warp covers 128 consecutive elements and its X reads are coalesced. */
+template <int T> __device__ void row_dq(const hr_cu_mm &m, const char *row, int lane, float *acc) {
+    const int64_t n = m.n_in;
+    for (int64_t k = 4 * lane; k < n; k += 128) {
+        float w[4];
+        hr_cu_dq4<T>(row, k, w);
+#pragma unroll
+        for (int t = 0; t < TOK; t++) {
+            if (t >= m.n_tok) break;
+            const float *x = m.X + t * n + k;
+#pragma unroll
+            for (int j = 0; j < 4; j++) acc[t] += w[j] * x[j];
+        }
+    }
+}
+
 template <int T> __global__ void __launch_bounds__(MMV_WARPS * 32) k_mmv(const hr_cu_mm m) {
     const int lane = threadIdx.x & 31;
     const int64_t r = (int64_t)blockIdx.x * MMV_WARPS + (threadIdx.x >> 5);
@@ -114,6 +132,7 @@ template <int T> __global__ void __launch_bounds__(MMV_WARPS * 32) k_mmv(const h
         const char *row = m.W + wr * (int64_t)m.row_bytes;
         if (T == HR_Q8_0) row_q8(m, row, lane, acc);
         else if (T == HR_Q4_0) row_q4(m, row, lane, acc);
+        else if (hr_cu_is_dq(T)) row_dq<T>(m, row, lane, acc);
         else row_float<T>(m, row, lane, acc);
     }
 #pragma unroll
@@ -133,6 +152,9 @@ int hr_cu_launch_mmv(const hr_cuda *c, uint32_t type, const hr_cu_mm *m, hr_err 
     case HR_BF16: HR_CU_LAUNCH(k_mmv<HR_BF16>, blocks, MMV_WARPS * 32, 0, s)(*m); break;
     case HR_Q8_0: HR_CU_LAUNCH(k_mmv<HR_Q8_0>, blocks, MMV_WARPS * 32, 0, s)(*m); break;
     case HR_Q4_0: HR_CU_LAUNCH(k_mmv<HR_Q4_0>, blocks, MMV_WARPS * 32, 0, s)(*m); break;
+#define MMV_CASE(T) case T: HR_CU_LAUNCH(k_mmv<T>, blocks, MMV_WARPS * 32, 0, s)(*m); break;
+        HR_CU_DQ_TYPES(MMV_CASE)
+#undef MMV_CASE
     default: return hr_errf(e, "cuda matmul: weight type %u is not supported", (unsigned)type);
     }
     return hr_cu_launched("matmul (matrix-vector kernel)", e);
@@ -145,5 +167,8 @@ cudaError_t hr_cu_load_matvec(void) {
     HR_CU_LOAD(st, k_mmv<HR_BF16>);
     HR_CU_LOAD(st, k_mmv<HR_Q8_0>);
     HR_CU_LOAD(st, k_mmv<HR_Q4_0>);
+#define MMV_LOAD(T) HR_CU_LOAD(st, k_mmv<T>);
+    HR_CU_DQ_TYPES(MMV_LOAD)
+#undef MMV_LOAD
     return st;
 }

@@ -2,7 +2,9 @@
  * 32 tokens, so each weight loaded into shared memory serves 32 tokens. The K dimension
  * advances one 32-element block at a time. Quantized weights stay integers: each output
  * accumulates (float)isum * (dw * dx) per block in block order with separate multiply
- * and add, exactly the CPU's scalar dot product. Float types accumulate in F32. */
+ * and add, exactly the CPU's scalar dot product. Float types accumulate in F32, and so do
+ * the newer block types (cuda_dequant.cuh): their weights enter the float tile dequantized
+ * exactly, against F32 activations. */
 #include "cuda_internal.h"
 #include "cuda_numerics.cuh"
 
@@ -160,6 +162,10 @@ int hr_cu_launch_mmtile(const hr_cuda *c, uint32_t type, const hr_cu_mm *m, hr_e
     case HR_BF16: HR_CU_LAUNCH(k_mm_float<HR_BF16>, grid, TILE_THREADS, 0, s)(*m); break;
     case HR_Q8_0: HR_CU_LAUNCH(k_mm_quant<HR_Q8_0>, grid, TILE_THREADS, 0, s)(*m); break;
     case HR_Q4_0: HR_CU_LAUNCH(k_mm_quant<HR_Q4_0>, grid, TILE_THREADS, 0, s)(*m); break;
+        /* the newer block types: F32 tiles of the dequantized weights against F32 X */
+#define TILE_CASE(T) case T: HR_CU_LAUNCH(k_mm_float<T>, grid, TILE_THREADS, 0, s)(*m); break;
+        HR_CU_DQ_TYPES(TILE_CASE)
+#undef TILE_CASE
     default: return hr_errf(e, "cuda matmul: weight type %u is not supported", (unsigned)type);
     }
     return hr_cu_launched("matmul (tiled kernel)", e);
@@ -172,5 +178,8 @@ cudaError_t hr_cu_load_mmtile(void) {
     HR_CU_LOAD(st, k_mm_float<HR_BF16>);
     HR_CU_LOAD(st, k_mm_quant<HR_Q8_0>);
     HR_CU_LOAD(st, k_mm_quant<HR_Q4_0>);
+#define TILE_LOAD(T) HR_CU_LOAD(st, k_mm_float<T>);
+    HR_CU_DQ_TYPES(TILE_LOAD)
+#undef TILE_LOAD
     return st;
 }

@@ -48,6 +48,9 @@ template <> __device__ __forceinline__ float hr_cu_weight<HR_Q4_0>(const char *r
     return (float)(q - 8) * hr_cu_h2f(hr_cu_u16(b));
 }
 
+/* The newer block types (Q4_1 ... IQ4_XS, MXFP4): hr_cu_weight specializations and more. */
+#include "cuda_dequant.cuh"
+
 /* An activation as the CPU prepares it for a float-type weight (F32 kept, F16 / BF16
  * rounded). */
 template <int T> __device__ __forceinline__ float hr_cu_prep(float x) {

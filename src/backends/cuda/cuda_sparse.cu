@@ -70,6 +70,10 @@ static int ax_launch(const hr_cuda *c, uint32_t type, const ax_args *a, int spli
     case HR_BF16: HR_CU_LAUNCH(k_axpy<HR_BF16>, grid, AX_THREADS, 0, s)(*a); break;
     case HR_Q8_0: HR_CU_LAUNCH(k_axpy<HR_Q8_0>, grid, AX_THREADS, 0, s)(*a); break;
     case HR_Q4_0: HR_CU_LAUNCH(k_axpy<HR_Q4_0>, grid, AX_THREADS, 0, s)(*a); break;
+        /* the newer block types: hr_cu_weight dequantizes each element (cuda_dequant.cuh) */
+#define AX_CASE(T) case T: HR_CU_LAUNCH(k_axpy<T>, grid, AX_THREADS, 0, s)(*a); break;
+        HR_CU_DQ_TYPES(AX_CASE)
+#undef AX_CASE
     default: return hr_errf(e, "cuda sparse_axpy: weight type %u is not supported", (unsigned)type);
     }
     return hr_cu_launched("sparse_axpy", e);
@@ -127,6 +131,9 @@ cudaError_t hr_cu_load_sparse(void) {
     HR_CU_LOAD(st, k_axpy<HR_BF16>);
     HR_CU_LOAD(st, k_axpy<HR_Q8_0>);
     HR_CU_LOAD(st, k_axpy<HR_Q4_0>);
+#define AX_LOAD(T) HR_CU_LOAD(st, k_axpy<T>);
+    HR_CU_DQ_TYPES(AX_LOAD)
+#undef AX_LOAD
     HR_CU_LOAD(st, k_axpy_sum);
     return st;
 }
