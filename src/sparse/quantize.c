@@ -1,36 +1,15 @@
 /* Whole-file weight conversion (quantize.h). */
 #include "quantize.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "formats/gguf.h"
-#include "formats/types.h"
+#include "formats/quant_internal.h"
 
 uint32_t hr_quantize_ftype(uint32_t type) {
-    switch (type) {
-    case HR_F32: return 0;
-    case HR_F16: return 1;
-    case HR_Q4_0: return 2;
-    case HR_Q8_0: return 7;
-    case HR_BF16: return 32;
-    default: return UINT32_MAX;
-    }
-}
-
-static bool ends_with(gguf_str s, const char *suf) {
-    size_t n = strlen(suf);
-    return s.len >= n && !memcmp(s.ptr + s.len - n, suf, n);
-}
-
-typedef enum action { KEEP, CONVERT, UNFIT } action;
-
-/* llama.cpp leaves the MoE router and learned positions unquantized; vectors stay as they are. */
-static action choose(const gguf_tensor *t, uint32_t type) {
-    if (!ends_with(t->name, ".weight") || t->n_dims < 2 || !hr_type_is_weight(t->type)) return KEEP;
-    if (ends_with(t->name, "ffn_gate_inp.weight") || gguf_str_eq(t->name, "position_embd.weight")) return KEEP;
-    if (t->type == type) return KEEP;
-    if (t->ne[0] % hr_type_block_elems(type)) return UNFIT;
-    return CONVERT;
+    const hr_qmix *m = hr_type_is_weight(type) ? hr_qmix_for_type(type) : NULL;
+    return m ? m->ftype : UINT32_MAX;
 }
 
 static int same_file(const char *a, const char *b) {
@@ -38,6 +17,77 @@ static int same_file(const char *a, const char *b) {
     if (!strcmp(a, b)) return 1;
     if (stat(a, &sa) || stat(b, &sb)) return 0;
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* A u32 hyper-parameter "ARCH.suffix"; the first element of a per-layer array; def if absent. */
+static uint32_t arch_u32(const gguf_file *f, const char *arch, const char *suffix, uint32_t def) {
+    char key[160];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    const gguf_kv *kv = gguf_find_kv(f, key);
+    if (!kv) return def;
+    if (kv->val.type == GGUF_VT_ARRAY) {
+        const gguf_array *a = &kv->val.v.a;
+        return a->n && !a->items ? (uint32_t)gguf_arr_num(a, 0) : def;
+    }
+    uint32_t v = def;
+    return gguf_get_u32(f, key, &v, NULL) == 0 ? v : def;
+}
+
+/* What the mix rules need: architecture, layers, heads, experts (llama.cpp's defaults when a
+ * key is absent: as many KV heads as heads, no experts). */
+static void model_info(const gguf_file *f, hr_qmix_model *m) {
+    char arch[64] = "";
+    gguf_str s;
+    if (gguf_get_str(f, "general.architecture", &s, NULL) == 0 && s.len < sizeof arch) {
+        memcpy(arch, s.ptr, s.len);
+        arch[s.len] = 0;
+    }
+    const uint32_t n_head = arch_u32(f, arch, "attention.head_count", 0);
+    hr_qmix_model_init(m, arch, arch_u32(f, arch, "block_count", 0), n_head,
+                       arch_u32(f, arch, "attention.head_count_kv", n_head), arch_u32(f, arch, "expert_count", 0));
+}
+
+/* NUL-terminated copies of the tensor names (the mapping's are not), in one block. */
+static hr_qmix_tensor *tensor_table(const gguf_file *f, char **names) {
+    uint64_t chars = 0;
+    for (uint64_t i = 0; i < f->n_tensors; i++) chars += f->tensors[i].name.len + 1;
+    hr_qmix_tensor *ts = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *ts);
+    char *buf = malloc(chars ? chars : 1);
+    if (!ts || !buf) {
+        free(ts), free(buf);
+        return NULL;
+    }
+    char *p = buf;
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        memcpy(p, t->name.ptr, t->name.len);
+        p[t->name.len] = 0;
+        ts[i] = (hr_qmix_tensor){.name = p, .n_dims = t->n_dims, .type = t->type};
+        memcpy(ts[i].ne, t->ne, sizeof ts[i].ne);
+        p += t->name.len + 1;
+    }
+    *names = buf;
+    return ts;
+}
+
+/* llama.cpp quantizes files through ggml_quantize_chunk, which for IQ4_NL (only) is not the
+ * row reference hr_quant_row follows: it tries 15 more scales per block (ggml's ntry = 7, as
+ * IQ4_XS does) and then re-picks every level at the chosen scale. The same search as
+ * quant_legacy.c's, with that ending, so Hearth's files equal llama.cpp's byte for byte. */
+static void quant_iq4_nl_file(const float *x, hr_block_iq4_nl *y, int64_t n) {
+    for (int64_t i = 0; i < n / HR_QK; i++, x += HR_QK) {
+        uint8_t L[HR_QK];
+        const float d = hr_qsearch_iq4(x, L, 7);
+        const float id = d ? 1 / d : 0.0f;
+        y[i].d = hr_f32_to_f16(d);
+        for (int j = 0; j < HR_QK; j++) L[j] = (uint8_t)hr_qbest_index(hr_kvalues_iq4nl, id * x[j]);
+        for (int j = 0; j < HR_QK / 2; j++) y[i].qs[j] = (uint8_t)(L[j] | L[j + 16] << 4);
+    }
+}
+
+static void quant_row_file(uint32_t type, const float *src, void *dst, int64_t n) {
+    if (type == HR_IQ4_NL) quant_iq4_nl_file(src, dst, n);
+    else hr_quant_row(type, src, dst, n);
 }
 
 static void *convert(const gguf_tensor *t, uint32_t type, uint64_t *nbytes, float *row) {
@@ -48,7 +98,7 @@ static void *convert(const gguf_tensor *t, uint32_t type, uint64_t *nbytes, floa
     if (!out) return NULL;
     for (uint64_t r = 0; r < rows; r++) {
         hr_dequant_row(t->type, (const uint8_t *)t->data + r * in_rb, row, (int64_t)ne0);
-        hr_quant_row(type, row, out + r * out_rb, (int64_t)ne0);
+        quant_row_file(type, row, out + r * out_rb, (int64_t)ne0);
     }
     *nbytes = size;
     return out;
@@ -71,9 +121,10 @@ static uint64_t max_row(const gguf_file *f) {
     return m;
 }
 
-/* Adds every tensor to w; converted data goes to bufs[i] (freed by the caller). */
-static int add_tensors(gguf_writer *w, const gguf_file *f, uint32_t type, void **bufs, hr_quantize_progress_fn progress,
-                       void *ud, hr_quantize_result *res, hr_err *e) {
+/* Adds every tensor to w in its planned type; converted data goes to bufs[i] (freed by the
+ * caller). A tensor Hearth cannot read as floats (integer types) is copied. */
+static int add_tensors(gguf_writer *w, const gguf_file *f, const hr_qmix_tensor *ts, const uint32_t *types, void **bufs,
+                       hr_quantize_progress_fn progress, void *ud, hr_quantize_result *res, hr_err *e) {
     float *row = malloc(max_row(f) * sizeof *row);
     if (!row) return hr_errf(e, "out of memory");
     uint64_t total = 0, done = 0;
@@ -82,23 +133,18 @@ static int add_tensors(gguf_writer *w, const gguf_file *f, uint32_t type, void *
     int rc = 0;
     for (uint64_t i = 0; i < f->n_tensors && !rc; i++) {
         const gguf_tensor *t = &f->tensors[i];
-        char name[256];
-        size_t nl = t->name.len < sizeof name - 1 ? (size_t)t->name.len : sizeof name - 1;
-        memcpy(name, t->name.ptr, nl);
-        name[nl] = 0;
-        action a = choose(t, type);
         const void *data = t->data;
         uint64_t nbytes = t->nbytes;
         uint32_t out_type = t->type;
-        if (a == CONVERT) {
-            if (!(bufs[i] = convert(t, type, &nbytes, row))) rc = hr_errf(e, "out of memory converting '%s'", name);
-            data = bufs[i], out_type = type;
+        if (types[i] != t->type && hr_type_is_weight(t->type)) {
+            if (!(bufs[i] = convert(t, types[i], &nbytes, row))) rc = hr_errf(e, "out of memory converting '%s'", ts[i].name);
+            data = bufs[i], out_type = types[i];
             res->n_converted++;
-            res->n_requant += t->type == HR_Q8_0 || t->type == HR_Q4_0;
-        } else if (a == UNFIT) res->n_unfit++;
-        else res->n_copied++;
+            res->n_requant += hr_type_is_quant(t->type);
+        } else res->n_copied++;
         /* Empty tensors still need a non-NULL pointer for the writer. */
-        if (!rc) gguf_w_tensor(w, name, out_type, t->n_dims, t->ne, data ? data : (const void *)row, nbytes);
+        if (!rc) gguf_w_tensor(w, ts[i].name, out_type, t->n_dims, t->ne, data ? data : (const void *)row, nbytes);
+        res->n_of_type[out_type < HR_TYPE_MAX ? out_type : 0]++;
         res->out_bytes += nbytes;
         done += t->nbytes;
         if (progress) progress(ud, done, total);
@@ -107,27 +153,38 @@ static int add_tensors(gguf_writer *w, const gguf_file *f, uint32_t type, void *
     return rc;
 }
 
-int hr_quantize_file(const char *in_path, const char *out_path, uint32_t type, hr_quantize_progress_fn progress,
-                     void *ud, hr_quantize_result *res, hr_err *e) {
+/* Plans every tensor's type, then writes the file. */
+static int quantize_open(const gguf_file *f, const char *out_path, const hr_qmix *mix, bool pure,
+                         hr_quantize_progress_fn progress, void *ud, hr_quantize_result *res, hr_err *e) {
+    char *names = NULL;
+    hr_qmix_tensor *ts = tensor_table(f, &names);
+    uint32_t *types = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *types);
+    void **bufs = calloc(f->n_tensors ? f->n_tensors : 1, sizeof *bufs);
+    gguf_writer *w = ts && types && bufs ? gguf_writer_new(f->sparse) : NULL;
+    int rc = w ? 0 : hr_errf(e, "out of memory");
+    hr_qmix_model m;
+    model_info(f, &m);
+    if (!rc) rc = hr_qmix_plan(mix, pure, &m, ts, f->n_tensors, types, &res->n_fallback, e);
+    if (!rc) {
+        write_kvs(w, f, mix->ftype);
+        rc = add_tensors(w, f, ts, types, bufs, progress, ud, res, e);
+    }
+    if (!rc && gguf_w_write(w, out_path, e)) rc = hr_errctx(e, "writing %s", out_path);
+    gguf_writer_free(w);
+    for (uint64_t i = 0; bufs && i < f->n_tensors; i++) free(bufs[i]);
+    free(bufs), free(types), free(ts), free(names);
+    return rc;
+}
+
+int hr_quantize_file(const char *in_path, const char *out_path, const hr_qmix *mix, bool pure,
+                     hr_quantize_progress_fn progress, void *ud, hr_quantize_result *res, hr_err *e) {
     memset(res, 0, sizeof *res);
-    if (hr_quantize_ftype(type) == UINT32_MAX)
-        return hr_errf(e, "cannot convert to type %s (supported: f32, f16, bf16, q8_0, q4_0)",
-                       hr_type_name(type) ? hr_type_name(type) : "?");
+    if (!mix) return hr_errf(e, "no quantization type given");
     if (same_file(in_path, out_path)) return hr_errf(e, "input and output are the same file (%s)", out_path);
     gguf_file f;
     if (gguf_open(&f, in_path, e)) return hr_errctx(e, "%s", in_path);
     res->sparse = f.sparse;
-    void **bufs = calloc(f.n_tensors ? f.n_tensors : 1, sizeof *bufs);
-    gguf_writer *w = bufs ? gguf_writer_new(f.sparse) : NULL;
-    int rc = w ? 0 : hr_errf(e, "out of memory");
-    if (!rc) {
-        write_kvs(w, &f, hr_quantize_ftype(type));
-        rc = add_tensors(w, &f, type, bufs, progress, ud, res, e);
-    }
-    if (!rc && gguf_w_write(w, out_path, e)) rc = hr_errctx(e, "writing %s", out_path);
-    gguf_writer_free(w);
-    for (uint64_t i = 0; bufs && i < f.n_tensors; i++) free(bufs[i]);
-    free(bufs);
+    int rc = quantize_open(&f, out_path, mix, pure, progress, ud, res, e);
     gguf_close(&f);
     return rc;
 }

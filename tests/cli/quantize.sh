@@ -1,6 +1,7 @@
 #!/bin/sh
-# `hearth quantize`: an F32 synth model quantized by the command equals the same seed
-# synthesized directly in the type (whole file, byte for byte, PowerInfer files too);
+# `hearth quantize`: an F32 synth model quantized by the command with --pure equals the same
+# seed synthesized directly in the type (whole file, byte for byte, PowerInfer files too); a
+# llama.cpp mix name keeps a PowerInfer file PowerInfer (the mixes themselves: test_quant_mix);
 # exit codes and messages for bad arguments and files. `hearth place` flags, and the files
 # it refuses (dense files and exact mode take no hot neurons).
 # usage: quantize.sh HEARTH_BINARY
@@ -28,7 +29,7 @@ for pi in "" "--powerinfer --act reglu --pred-rank 32"; do
     "$H" synth -o "$T/f32.gguf" $shape $pi || { echo "FAIL: synth"; exit 1; }
     for t in q8_0 q4_0 f16 bf16; do
         "$H" synth -o "$T/direct.gguf" --type $t $shape $pi || bad "synth $t"
-        expect 0 "matrices converted" -- "$H" quantize "$T/f32.gguf" "$T/conv.gguf" $t
+        expect 0 "matrices converted" -- "$H" quantize --pure "$T/f32.gguf" "$T/conv.gguf" $t
         cmp -s "$T/direct.gguf" "$T/conv.gguf" || bad "quantize $t ${pi:+(powerinfer)} differs from synth --type $t"
     done
     # f32 -> f16 -> f32 keeps the shape and the magic; values become f16-rounded
@@ -38,8 +39,12 @@ for pi in "" "--powerinfer --act reglu --pred-rank 32"; do
     expect 0 "" -- "$H" run -m "$T/back.gguf" -p "hello" -n 2 --temp 0
 done
 head -c 4 "$T/back.gguf" | grep -q PWRI || bad "powerinfer magic lost"
+expect 0 "tensor types:" -- "$H" quantize "$T/f32.gguf" "$T/mix.gguf" q4_k_m
+head -c 4 "$T/mix.gguf" | grep -q PWRI || bad "powerinfer magic lost under a mix"
+expect 0 "15  or  Q4_K_M" -- "$H" quantize --help
 
-expect 2 "unknown type 'q5_k'" -- "$H" quantize "$T/f32.gguf" "$T/x.gguf" q5_k
+expect 2 "unknown type 'q5_k_x'" -- "$H" quantize "$T/f32.gguf" "$T/x.gguf" q5_k_x
+expect 2 "unknown type 'i8'" -- "$H" quantize "$T/f32.gguf" "$T/x.gguf" i8
 expect 2 "needs IN.gguf OUT.gguf TYPE" -- "$H" quantize "$T/f32.gguf" "$T/x.gguf"
 expect 2 "unexpected argument" -- "$H" quantize "$T/f32.gguf" "$T/x.gguf" q8_0 extra
 expect 2 "unknown flag '--bogus'" -- "$H" quantize --bogus "$T/f32.gguf" "$T/x.gguf" q8_0

@@ -1,7 +1,8 @@
-/* hearth quantize (library): a quantized F32 model equals the same seed synthesized
- * directly in the type, and each converted tensor equals hr_quant_row of the F32 rows;
- * vectors stay F32; PowerInfer files keep magic, predictors and ffn_down_t; quantized
- * models load and give logits close to the F32 model's; bad inputs fail clearly. */
+/* hearth quantize (library), one type throughout (--pure; the llama.cpp mixes are
+ * test_quant_mix.c): a quantized F32 model equals the same seed synthesized directly in the
+ * type, and each converted tensor equals hr_quant_row of the F32 rows; vectors stay F32;
+ * PowerInfer files keep magic, predictors and ffn_down_t; quantized models load and give
+ * logits close to the F32 model's; bad inputs fail clearly. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,10 +123,10 @@ static void test_types(const char *dir, bool powerinfer) {
         snprintf(conv, sizeof conv, "%s/conv-%s-%d.gguf", dir, tn, powerinfer);
         hr_quantize_result r;
         hr_err e = {{0}};
-        int rc = hr_quantize_file(f32, conv, types[k], NULL, NULL, &r, &e);
+        int rc = hr_quantize_file(f32, conv, hr_qmix_for_type(types[k]), true, NULL, NULL, &r, &e);
         CHECKF(rc == 0, "%s: %s", tn, e.msg);
         if (rc) continue;
-        CHECK(r.sparse == powerinfer && r.n_unfit == 0 && r.n_requant == 0);
+        CHECK(r.sparse == powerinfer && r.n_fallback == 0 && r.n_requant == 0);
         CHECK(r.n_converted == (powerinfer ? 2 + 2 * 9 : 2 + 2 * 7)); /* embd, output; q k v o gate up down (fc1 fc2) */
         if (!synth(direct, types[k], powerinfer, 64))
             CHECKF(same_bytes(direct, conv), "%s%s: quantized file differs from the directly synthesized one", tn,
@@ -153,7 +154,7 @@ static void test_powerinfer_layout(const char *dir) {
     if (synth(f32, HR_F32, true, 64)) return;
     hr_quantize_result r;
     hr_err e = {{0}};
-    CHECKF(hr_quantize_file(f32, q, HR_Q4_0, NULL, NULL, &r, &e) == 0, "%s", e.msg);
+    CHECKF(hr_quantize_file(f32, q, hr_qmix_for_type(HR_Q4_0), true, NULL, NULL, &r, &e) == 0, "%s", e.msg);
     FILE *fp = fopen(q, "rb");
     char magic[4] = {0};
     CHECK(fp && fread(magic, 1, 4, fp) == 4 && !memcmp(magic, "PWRI", 4));
@@ -175,12 +176,13 @@ static void test_powerinfer_layout(const char *dir) {
     /* q4_0 -> q8_0 again: allowed, counted as requantization */
     char q8[512];
     snprintf(q8, sizeof q8, "%s/pi-q8.gguf", dir);
-    CHECK(hr_quantize_file(q, q8, HR_Q8_0, NULL, NULL, &r, &e) == 0 && r.n_requant == r.n_converted && r.n_converted > 0);
+    CHECK(hr_quantize_file(q, q8, hr_qmix_for_type(HR_Q8_0), true, NULL, NULL, &r, &e) == 0 && r.n_requant == r.n_converted &&
+          r.n_converted > 0);
     remove(f32), remove(q), remove(q8);
 }
 
-/* Rows of 48 are not whole q8_0 blocks: those matrices stay F32, the rest convert, and the
- * mixed file still loads. */
+/* Rows of 48 are not whole q8_0 blocks: those matrices fall back to F16 as in llama.cpp, the
+ * rest convert to q8_0, and the mixed file still loads. */
 static void test_unfit_rows(const char *dir) {
     char f32[512], q[512];
     snprintf(f32, sizeof f32, "%s/u.gguf", dir);
@@ -188,9 +190,9 @@ static void test_unfit_rows(const char *dir) {
     if (synth(f32, HR_F32, false, 48)) return;
     hr_quantize_result r;
     hr_err e = {{0}};
-    CHECKF(hr_quantize_file(f32, q, HR_Q8_0, NULL, NULL, &r, &e) == 0, "%s", e.msg);
-    CHECKF(r.n_unfit == 14 && r.n_converted == 2, "unfit %llu converted %llu", (unsigned long long)r.n_unfit,
-           (unsigned long long)r.n_converted);
+    CHECKF(hr_quantize_file(f32, q, hr_qmix_for_type(HR_Q8_0), true, NULL, NULL, &r, &e) == 0, "%s", e.msg);
+    CHECKF(r.n_fallback == 14 && r.n_converted == 16 && r.n_of_type[HR_F16] == 14 && r.n_of_type[HR_Q8_0] == 2,
+           "fallback %u converted %llu", r.n_fallback, (unsigned long long)r.n_converted);
     float *a = logits(f32), *b = logits(q);
     if (a && b) CHECK(logit_err(a, b, 320) < 0.02);
     free(a), free(b);
@@ -210,15 +212,17 @@ static void test_bad_inputs(const char *dir) {
     snprintf(out, sizeof out, "%s/b-out.gguf", dir);
     snprintf(link_path, sizeof link_path, "%s/b-link.gguf", dir);
     if (synth(f32, HR_F32, false, 64)) return;
+    const hr_qmix *q8m = hr_qmix_for_type(HR_Q8_0);
     hr_quantize_result r;
     hr_err e = {{0}};
-    CHECK(hr_quantize_file(f32, out, HR_I8, NULL, NULL, &r, &e) < 0 && strstr(e.msg, "cannot convert to type i8"));
-    CHECK(hr_quantize_file(f32, f32, HR_Q8_0, NULL, NULL, &r, &e) < 0 && strstr(e.msg, "same file"));
+    CHECK(!hr_qmix_for_type(HR_I8));
+    CHECK(hr_quantize_file(f32, out, NULL, false, NULL, NULL, &r, &e) < 0 && strstr(e.msg, "no quantization type"));
+    CHECK(hr_quantize_file(f32, f32, q8m, true, NULL, NULL, &r, &e) < 0 && strstr(e.msg, "same file"));
     CHECK(link(f32, link_path) == 0);
-    CHECK(hr_quantize_file(f32, link_path, HR_Q8_0, NULL, NULL, &r, &e) < 0 && strstr(e.msg, "same file"));
-    CHECK(hr_quantize_file("/nonexistent/in.gguf", out, HR_Q8_0, NULL, NULL, &r, &e) < 0 &&
+    CHECK(hr_quantize_file(f32, link_path, q8m, true, NULL, NULL, &r, &e) < 0 && strstr(e.msg, "same file"));
+    CHECK(hr_quantize_file("/nonexistent/in.gguf", out, q8m, true, NULL, NULL, &r, &e) < 0 &&
           strstr(e.msg, "/nonexistent/in.gguf"));
-    CHECK(hr_quantize_file(f32, "/nonexistent/dir/out.gguf", HR_Q8_0, NULL, NULL, &r, &e) < 0 &&
+    CHECK(hr_quantize_file(f32, "/nonexistent/dir/out.gguf", q8m, true, NULL, NULL, &r, &e) < 0 &&
           strstr(e.msg, "/nonexistent/dir/out.gguf"));
     /* truncated input */
     FILE *in = fopen(f32, "rb"), *tr = fopen(out, "wb");
@@ -227,10 +231,10 @@ static void test_bad_inputs(const char *dir) {
     if (tr) fwrite(buf, 1, n, tr);
     if (in) fclose(in);
     if (tr) fclose(tr);
-    CHECK(hr_quantize_file(out, link_path, HR_Q8_0, NULL, NULL, &r, &e) < 0 && strstr(e.msg, "b-out.gguf"));
+    CHECK(hr_quantize_file(out, link_path, q8m, true, NULL, NULL, &r, &e) < 0 && strstr(e.msg, "b-out.gguf"));
     remove(link_path);
     last_done = calls = 0;
-    CHECK(hr_quantize_file(f32, out, HR_Q4_0, progress, NULL, &r, &e) == 0);
+    CHECK(hr_quantize_file(f32, out, hr_qmix_for_type(HR_Q4_0), true, progress, NULL, &r, &e) == 0);
     CHECK(calls > 10 && last_done == r.in_bytes);
     remove(f32), remove(out);
 }

@@ -15,6 +15,15 @@ if(HEARTH_NODE)
     set_tests_properties(conformance.${group} PROPERTIES
       FIXTURES_REQUIRED llama_ref SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS conformance)
   endforeach()
+  # Files quantized by llama.cpp's own quantizer (tests/tools/llama_quantize_ref.c, target
+  # defined in quant_mix.cmake) in every named mix, read by Hearth.
+  add_test(NAME conformance.quantized
+           COMMAND ${HEARTH_NODE} ${CMAKE_SOURCE_DIR}/tests/conformance/run_conformance.mjs
+                   quantized --hearth $<TARGET_FILE:hearth> --quantize $<TARGET_FILE:llama-quantize-ref>
+                   --work ${CMAKE_CURRENT_BINARY_DIR}/conformance-quantized)
+  set_tests_properties(conformance.quantized PROPERTIES
+    FIXTURES_REQUIRED llama_ref SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS conformance
+    ENVIRONMENT "HEARTH_SRC=${CMAKE_SOURCE_DIR}")
 else()
   message(STATUS "node not found: conformance tests with llama.cpp are not registered")
 endif()
