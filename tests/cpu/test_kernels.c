@@ -182,6 +182,34 @@ static void check_prep_q8_K(const hr_kernels *k, hr_rng *r) {
     }
 }
 
+/* Activations with NaN and infinities (what NaN weights make): every prep completes with a
+ * defined result (the sanitizer pass checks float-to-int conversions), and blocks whose
+ * inputs are all finite get the scalar twin's bytes. NaN blocks may differ between twins:
+ * SIMD max instructions order NaN operands in their own way. */
+static void check_prep_nonfinite(const hr_kernels *k) {
+    const uint32_t wts[] = {HR_Q8_0, HR_Q4_1, HR_Q4_K};
+    enum { N = 1024 }; /* Q8_K: blocks 2 and 3 finite */
+    float x[N];
+    for (int i = 0; i < N; i++) x[i] = (float)((i * 37) % 19) - 9.0f;
+    x[3] = NAN, x[40] = -NAN, x[77] = INFINITY, x[300] = -INFINITY;
+    for (int i = 256; i < 288; i++) x[i] = NAN; /* a block that is all NaN */
+    for (size_t w = 0; w < sizeof wts / sizeof wts[0]; w++) {
+        uint8_t a[N * 2], b[N * 2];
+        const int64_t be = wts[w] == HR_Q4_K ? HR_QK_K : HR_QK;
+        const size_t bb = hr_act_bytes(wts[w], be);
+        memset(a, 0x5a, sizeof a), memset(b, 0x5a, sizeof b);
+        k->act_prep[wts[w]](x, a, N);
+        hr_kernels_scalar()->act_prep[wts[w]](x, b, N);
+        for (int64_t blk = 0; blk < N / be; blk++) {
+            bool finite = true;
+            for (int64_t i = blk * be; i < (blk + 1) * be; i++) finite = finite && isfinite(x[i]);
+            if (finite)
+                CHECKF(memcmp(a + blk * bb, b + blk * bb, bb) == 0, "%s prep for %s: finite block %lld differs",
+                       k->name, hr_type_name(wts[w]), (long long)blk);
+        }
+    }
+}
+
 int main(void) {
     const hr_kernels *all[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_neon()};
     hr_rng r = {2024};
@@ -192,6 +220,7 @@ int main(void) {
         check_q8_ties(k);
         check_prep_q8_1(k, &r);
         check_prep_q8_K(k, &r);
+        check_prep_nonfinite(k);
         for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
             uint32_t t = k_types[ti];
             if (is_k256(t) && v != 0 && !k->vec_dot[t]) {

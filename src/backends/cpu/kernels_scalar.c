@@ -38,7 +38,8 @@ void hr_prep_q8_0_scalar(const float *x, void *xq, int64_t n) {
         y[i].d = hr_f32_to_f16(d);
         for (int j = 0; j < HR_QK; j++) {
             float r = round_even(x[j] * id);
-            y[i].qs[j] = (int8_t)(r > 127.f ? 127 : r < -128.f ? -128 : (int)r);
+            /* NaN (from NaN weights) as the SIMD twin's cvtps gives it: INT_MIN, saturated. */
+            y[i].qs[j] = (int8_t)(r > 127.f ? 127 : r < -128.f || r != r ? -128 : (int)r);
         }
     }
 }

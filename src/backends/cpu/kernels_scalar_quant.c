@@ -33,7 +33,8 @@ void hr_prep_q8_1_scalar(const float *x, void *xq, int64_t n) {
         int sum = 0;
         for (int j = 0; j < HR_QK; j++) {
             float r = round_even(x[j] * id);
-            int q = r > 127.f ? 127 : r < -128.f ? -128 : (int)r;
+            /* NaN (from NaN weights) as the SIMD twin's cvtps gives it: INT_MIN, saturated. */
+            int q = r > 127.f ? 127 : r < -128.f || r != r ? -128 : (int)r;
             y[i].qs[j] = (int8_t)q;
             sum += q;
         }
@@ -61,8 +62,10 @@ void hr_prep_q8_K_scalar(const float *x, void *xq, int64_t n) {
         if (amax == 0.0f) continue;
         const float iscale = -127.f / max;
         for (int j = 0; j < HR_QK_K; j++) {
-            int v = (int)round_even(iscale * x[j]);
-            y[i].qs[j] = (int8_t)(v > 127 ? 127 : v);
+            /* ggml's bit-trick rounding turns NaN into 0; a float-to-int cast of it is undefined. */
+            const float r = round_even(iscale * x[j]);
+            int v = r != r ? 0 : r > 127.f ? 127 : r < -128.f ? -128 : (int)r;
+            y[i].qs[j] = (int8_t)v;
         }
         for (int j = 0; j < HR_QK_K / 16; j++) {
             int sum = 0;
