@@ -20,3 +20,8 @@ bool hr_quant_row_blocks(uint32_t t, const float *src, void *dst, int64_t n) {
     default: return false;
     }
 }
+
+void hr_quant_row_file(uint32_t t, const float *src, void *dst, int64_t n) {
+    if (t == HR_IQ4_NL) hr_quant_iq4_nl_file(src, dst, n);
+    else hr_quant_row(t, src, dst, n);
+}

@@ -62,6 +62,7 @@ float hr_qsearch_min(int n, int nmax, const float *x, const float *w, uint8_t *L
  * (0 for an all-zero block, leaving L untouched) and, when ntry > 0, tries 2*ntry+1 more
  * scales (IQ4_XS); with ntry <= 0 L holds the levels of the first guess. */
 float hr_qsearch_iq4(const float *x, uint8_t *L, int ntry);
+void hr_quant_iq4_nl_file(const float *x, hr_block_iq4_nl *y, int64_t n);
 
 /* Per-type quantizers, n a multiple of the block. */
 void hr_quant_q4_1(const float *x, hr_block_q4_1 *y, int64_t n);

@@ -118,6 +118,21 @@ void hr_quant_iq4_nl(const float *x, hr_block_iq4_nl *y, int64_t n) {
     }
 }
 
+/* llama.cpp quantizes files through ggml_quantize_chunk, which for IQ4_NL (only) is not the
+ * row reference above: it tries 15 more scales per block (ntry = 7, as IQ4_XS does) and then
+ * re-picks every level at the chosen scale. */
+void hr_quant_iq4_nl_file(const float *x, hr_block_iq4_nl *y, int64_t n) {
+    for (int64_t i = 0; i < n / HR_QK; i++, x += HR_QK) {
+        uint8_t L[HR_QK];
+        memset(L, 8, sizeof L);
+        const float d = hr_qsearch_iq4(x, L, 7);
+        const float id = d ? 1 / d : 0.0f;
+        y[i].d = hr_f32_to_f16(d);
+        for (int j = 0; j < HR_QK; j++) L[j] = (uint8_t)hr_qbest_index(hr_kvalues_iq4nl, id * x[j]);
+        for (int j = 0; j < HR_QK / 2; j++) y[i].qs[j] = (uint8_t)(L[j] | L[j + 16] << 4);
+    }
+}
+
 /* Nearest of MXFP4's 16 doubled E2M1 values at half-scale e; the first on ties. */
 static uint8_t mxfp4_index(float v, float e) {
     int best = 0;

@@ -85,6 +85,11 @@ uint16_t hr_f32_to_bf16(float f);
 void hr_dequant_row(uint32_t t, const void *src, float *dst, int64_t n);
 void hr_quant_row(uint32_t t, const float *src, void *dst, int64_t n);
 
+/* What llama.cpp's file quantizer (llama_model_quantize, without an importance matrix)
+ * writes for a row: hr_quant_row's bytes, except IQ4_NL, where it searches more scales than
+ * ggml's row reference. Files Hearth writes use this one. */
+void hr_quant_row_file(uint32_t t, const float *src, void *dst, int64_t n);
+
 /* Per-type dequantizers of the block types other than Q8_0/Q4_0 (dequant.c). Return false
  * for a type they do not hold. */
 bool hr_dequant_row_blocks(uint32_t t, const void *src, float *dst, int64_t n);

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "formats/gguf.h"
-#include "formats/quant_internal.h"
 
 uint32_t hr_quantize_ftype(uint32_t type) {
     const hr_qmix *m = hr_type_is_weight(type) ? hr_qmix_for_type(type) : NULL;
@@ -70,26 +69,6 @@ static hr_qmix_tensor *tensor_table(const gguf_file *f, char **names) {
     return ts;
 }
 
-/* llama.cpp quantizes files through ggml_quantize_chunk, which for IQ4_NL (only) is not the
- * row reference hr_quant_row follows: it tries 15 more scales per block (ggml's ntry = 7, as
- * IQ4_XS does) and then re-picks every level at the chosen scale. The same search as
- * quant_legacy.c's, with that ending, so Hearth's files equal llama.cpp's byte for byte. */
-static void quant_iq4_nl_file(const float *x, hr_block_iq4_nl *y, int64_t n) {
-    for (int64_t i = 0; i < n / HR_QK; i++, x += HR_QK) {
-        uint8_t L[HR_QK];
-        const float d = hr_qsearch_iq4(x, L, 7);
-        const float id = d ? 1 / d : 0.0f;
-        y[i].d = hr_f32_to_f16(d);
-        for (int j = 0; j < HR_QK; j++) L[j] = (uint8_t)hr_qbest_index(hr_kvalues_iq4nl, id * x[j]);
-        for (int j = 0; j < HR_QK / 2; j++) y[i].qs[j] = (uint8_t)(L[j] | L[j + 16] << 4);
-    }
-}
-
-static void quant_row_file(uint32_t type, const float *src, void *dst, int64_t n) {
-    if (type == HR_IQ4_NL) quant_iq4_nl_file(src, dst, n);
-    else hr_quant_row(type, src, dst, n);
-}
-
 static void *convert(const gguf_tensor *t, uint32_t type, uint64_t *nbytes, float *row) {
     const uint64_t ne0 = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
     const uint64_t in_rb = hr_row_bytes(t->type, ne0), out_rb = hr_row_bytes(type, ne0);
@@ -98,7 +77,7 @@ static void *convert(const gguf_tensor *t, uint32_t type, uint64_t *nbytes, floa
     if (!out) return NULL;
     for (uint64_t r = 0; r < rows; r++) {
         hr_dequant_row(t->type, (const uint8_t *)t->data + r * in_rb, row, (int64_t)ne0);
-        quant_row_file(type, row, out + r * out_rb, (int64_t)ne0);
+        hr_quant_row_file(type, row, out + r * out_rb, (int64_t)ne0);
     }
     *nbytes = size;
     return out;

@@ -44,7 +44,7 @@ int synth_fill_tensor(const synth_tensor *t, uint64_t seed, void *dst, hr_err *e
             const float z = approx_normal(key, idx);
             row[i] = t->fill == SYNTH_FILL_NORM ? 1.0f + HR_SYNTH_NORM_NOISE * z : t->std * z;
         }
-        hr_quant_row(t->type, row, (uint8_t *)dst + r * row_bytes, (int64_t)ne0);
+        hr_quant_row_file(t->type, row, (uint8_t *)dst + r * row_bytes, (int64_t)ne0);
     }
     free(row);
     return 0;
