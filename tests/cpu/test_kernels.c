@@ -210,6 +210,47 @@ static void check_prep_nonfinite(const hr_kernels *k) {
     }
 }
 
+/* MXFP4 scales at the ends of E8M0: e = 0 and 1 give a subnormal F32 scale (2^-128,
+ * 2^-127), which SIMD kernels build differently from the plain exponent shift. Rows whose
+ * blocks all share one e, x scaled so the dot stays a normal float: vec_dot against the
+ * dequantized reference with no absolute floor, rows4/rows2 bit-identical to vec_dot. */
+static void check_mxfp4_exponents(const hr_kernels *k, hr_rng *r) {
+    if (!k->vec_dot[HR_MXFP4]) return;
+    enum { N = 4096 + 96, NB = N / HR_QK };
+    static const uint8_t es[] = {0, 1, 2, 3, 64, 127, 128, 190};
+    const size_t wb = hr_row_bytes(HR_MXFP4, N);
+    uint8_t *w = malloc(4 * wb), *xq = malloc(hr_act_bytes(HR_MXFP4, N));
+    float *x = malloc(N * sizeof *x);
+    for (size_t ei = 0; ei < sizeof es / sizeof es[0]; ei++) {
+        for (int i = 0; i < 4; i++) {
+            kt_weight_row(r, HR_MXFP4, w + i * wb, N);
+            for (int b = 0; b < NB; b++) w[i * wb + b * sizeof(hr_block_mxfp4)] = es[ei];
+        }
+        const float xs = es[ei] < 8 ? 3.0e5f : 1.0f; /* d_x = F16(amax / 127) must stay finite */
+        for (int i = 0; i < N; i++) x[i] = hr_rng_normal(r) * xs;
+        k->act_prep[HR_MXFP4](x, xq, N);
+        double mag;
+        const double ref = kt_ref_dot(HR_MXFP4, w, xq, N, &mag);
+        float s = NAN;
+        k->vec_dot[HR_MXFP4](N, &s, w, xq);
+        CHECKF(fabs(s - ref) <= 2.0 * (N / 8 + 32) * 0x1p-24 * mag && mag > 0, "%s mxfp4 e=%u: %.9g vs ref %.9g",
+               k->name, es[ei], s, ref);
+        float y[4];
+        hr_tile_fn fs[2] = {hr_kernels_ext_of(k)->rows4[HR_MXFP4], hr_kernels_ext_of(k)->rows2[HR_MXFP4]};
+        for (int f = 0; f < 2; f++) {
+            if (!fs[f]) continue;
+            fs[f](N, w, wb, xq, 0, y, 0);
+            for (int i = 0; i < (f ? 2 : 4); i++) {
+                float si;
+                k->vec_dot[HR_MXFP4](N, &si, w + i * wb, xq);
+                CHECKF(memcmp(&si, &y[i], 4) == 0, "%s mxfp4 e=%u rows%d row %d: %.9g vs %.9g", k->name, es[ei],
+                       f ? 2 : 4, i, y[i], si);
+            }
+        }
+    }
+    free(w); free(xq); free(x);
+}
+
 int main(void) {
     const hr_kernels *all[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_neon()};
     hr_rng r = {2024};
@@ -221,6 +262,7 @@ int main(void) {
         check_prep_q8_1(k, &r);
         check_prep_q8_K(k, &r);
         check_prep_nonfinite(k);
+        check_mxfp4_exponents(k, &r);
         for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
             uint32_t t = k_types[ti];
             if (is_k256(t) && v != 0 && !k->vec_dot[t]) {

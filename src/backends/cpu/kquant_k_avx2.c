@@ -11,8 +11,8 @@
  *
  * vec_dot, rows4 (decode: 4 rows x 1 token) and tile (HR_TILE_R x HR_TILE_C) all run the
  * same inline super-block function per (row, token) in the same order, so they agree bit
- * for bit (batch independence). The AVX-512 table uses these functions where 512-bit
- * code gains nothing (kquant_k_avx512.c). */
+ * for bit (batch independence). The AVX-512 table has its own kernels
+ * (kquant_k_avx512.c) and shares the prep. */
 #include "kernels_impl.h"
 
 #if defined(HR_X86) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -31,14 +31,21 @@ INLINE float hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 INLINE __m256i bcast16(int v) { return _mm256_set1_epi16((short)v); }
-/* 16 int16: scale s[2g] in lanes 0-7, s[2g+1] in lanes 8-15, from 16 int8 scales s: the
- * layout of maddubs pairs over 32 elements covering two 16-element sub-blocks. */
-INLINE __m256i scale_pair16(__m128i s, int g) {
-    const __m128i pat = _mm_setr_epi8((char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g),
-                                      (char)(2 * g), (char)(2 * g), (char)(2 * g), (char)(2 * g + 1), (char)(2 * g + 1),
-                                      (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1), (char)(2 * g + 1),
-                                      (char)(2 * g + 1), (char)(2 * g + 1));
-    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s, pat));
+/* The 16 int16 sub-block scales of a super-block as two registers holding 8 of them in
+ * both 128-bit halves (v[0]: 0-7, v[1]: 8-15), so one in-lane byte shuffle gives a group's
+ * pair. */
+typedef struct { __m256i v[2]; } scales16;
+INLINE scales16 scales16_of(__m256i s16) {
+    scales16 s = {{_mm256_permute4x64_epi64(s16, 0x44), _mm256_permute4x64_epi64(s16, 0xee)}};
+    return s;
+}
+INLINE int pat16(int a) { return (2 * a) | (2 * a + 1) << 8 | (2 * a) << 16 | (2 * a + 1) << 24; }
+/* group g of 32 elements (maddubs pairs over sub-blocks 2g, 2g+1): scale 2g in int16
+ * lanes 0-7, 2g+1 in lanes 8-15 */
+INLINE __m256i scale_pair16(const scales16 *s, int g) {
+    const int a = 2 * (g & 3);
+    return _mm256_shuffle_epi8(s->v[g >> 2], _mm256_setr_epi32(pat16(a), pat16(a), pat16(a), pat16(a), pat16(a + 1),
+                                                                pat16(a + 1), pat16(a + 1), pat16(a + 1)));
 }
 /* Bit b of every byte (other bits clear) moved to bit t: a 16-bit shift cannot carry a
  * lone bit across its byte when only that bit is set. */
@@ -53,7 +60,8 @@ INLINE __m256 fma_int(__m256 acc, float d, __m256i v) { return _mm256_fmadd_ps(_
 /* ---- Q2_K: 2-bit codes, 16 sub-blocks of 16 with a 4-bit scale and a 4-bit min ---- */
 INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc) {
     const __m128i sm = ld128(w->scales), m4 = _mm_set1_epi8(0x0f);
-    const __m128i sc = _mm_and_si128(sm, m4), mn = _mm_and_si128(_mm_srli_epi16(sm, 4), m4);
+    const scales16 sc = scales16_of(_mm256_cvtepu8_epi16(_mm_and_si128(sm, m4)));
+    const __m128i mn = _mm_and_si128(_mm_srli_epi16(sm, 4), m4);
     const __m256i mins = _mm256_madd_epi16(_mm256_cvtepu8_epi16(mn), ld256(x->bsums));
     const __m256i m3 = _mm256_set1_epi8(3);
     __m256i sumi = _mm256_setzero_si256();
@@ -62,7 +70,7 @@ INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc
         UNROLL for (int k = 0; k < 4; k++) {
             const __m256i c = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
             const __m256i p = _mm256_maddubs_epi16(c, ld256(x->qs + 128 * j + 32 * k));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(sc, 4 * j + k)));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(&sc, 4 * j + k)));
         }
     }
     const float dx = x->d;
@@ -73,16 +81,17 @@ INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc
 /* ---- Q3_K: 2 low bits + a high bit (set: +0, clear: -4), 16 six-bit signed scales ---- */
 /* Code c = low | high << 2 in 0..7 is the value + 4, so the -4 goes into the bsums term. */
 INLINE __m256 sb_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *x, __m256 acc) {
-    const __m128i sc = q3_scales(w->scales);
+    const __m256i s16 = _mm256_cvtepi8_epi16(q3_scales(w->scales));
+    const scales16 sc = scales16_of(s16);
     const __m256i hb = ld256(w->hmask), m3 = _mm256_set1_epi8(3);
-    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), ld256(x->bsums)), 2);
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x->bsums)), 2);
     __m256i sumi = _mm256_setzero_si256();
     UNROLL for (int j = 0; j < 2; j++) {
         const __m256i q = ld256(w->qs + 32 * j);
         UNROLL for (int k = 0; k < 4; k++) {
             const __m256i c = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3), sel_bit(hb, 4 * j + k, 2));
             const __m256i p = _mm256_maddubs_epi16(c, ld256(x->qs + 128 * j + 32 * k));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(sc, 4 * j + k)));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(&sc, 4 * j + k)));
         }
     }
     return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm256_sub_epi32(sumi, off));
@@ -121,8 +130,9 @@ INLINE __m256 sb_q5_K(const hr_block_q5_K *w, const hr_block_q8_K *x, __m256 acc
 
 /* ---- Q6_K: 6-bit codes (value + 32), 16 signed 8-bit scales ---- */
 INLINE __m256 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m256 acc) {
-    const __m128i sc = ld128(w->scales);
-    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), ld256(x->bsums)), 5);
+    const __m256i s16 = _mm256_cvtepi8_epi16(ld128(w->scales));
+    const scales16 sc = scales16_of(s16);
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x->bsums)), 5);
     const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
     __m256i sumi = _mm256_setzero_si256();
     UNROLL for (int h = 0; h < 2; h++) {
@@ -132,7 +142,7 @@ INLINE __m256 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m256 acc
             const __m256i nib = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(lo, 4) : lo, m4);
             const __m256i top = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), m3), 4);
             const __m256i p = _mm256_maddubs_epi16(_mm256_or_si256(nib, top), ld256(x->qs + 128 * h + 32 * k));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(sc, 4 * h + k)));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(&sc, 4 * h + k)));
         }
     }
     return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm256_sub_epi32(sumi, off));

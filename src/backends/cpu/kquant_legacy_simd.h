@@ -1,6 +1,6 @@
 /* SIMD kernels of Q4_1, Q5_0, Q5_1, IQ4_NL and MXFP4 (kquant_legacy_avx2.c,
  * kquant_legacy_avx512.c), and the table entries kernels_avx2.c / kernels_avx512.c take
- * from here. Per ISA, tile and rows4 outputs are bit-identical to that ISA's vec_dot. */
+ * from here. Per ISA, tile, rows2 and rows4 outputs are bit-identical to that ISA's vec_dot. */
 #ifndef HR_KQUANT_LEGACY_SIMD_H
 #define HR_KQUANT_LEGACY_SIMD_H
 #include "kernels_impl.h"
@@ -10,6 +10,8 @@
     void hr_tile_##NAME##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
                                 size_t ys);                                                           \
     void hr_rows4_##NAME##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
+                                 size_t ys);                                                          \
+    void hr_rows2_##NAME##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
                                  size_t ys);
 #define HR_KQL_DECLS(ISA) \
     HR_KQL_DECL(q4_1, ISA) HR_KQL_DECL(q5_1, ISA) HR_KQL_DECL(q5_0, ISA) HR_KQL_DECL(iq4_nl, ISA) HR_KQL_DECL(mxfp4, ISA)

@@ -1,0 +1,220 @@
+/* AVX-512 (F/BW/VL/DQ + VNNI) kernels of the K-quants and IQ4_XS against Q8_K.
+ *
+ * The scheme of kquant_k_avx2.c, 64 bytes at a time: maddubs forms 16-bit pair sums of
+ * unsigned codes times int8 activations and vpdpwssd multiplies them by the 16-bit
+ * sub-block scales and adds them into 32-bit lanes in one step. IQ4_XS, whose levels are
+ * signed, uses vpdpbusd on the levels + 128 (exact 32-bit sums) and takes 128 * sum(x)
+ * back out through the bsums. Offsets (mins, Q3_K's -4, Q6_K's -32) come from the bsums
+ * once per super-block, as in AVX2. One 16-lane float accumulator per (row, token); vec_dot,
+ * rows4 and tile run the same super-block function in the same order, so they agree bit
+ * for bit. Where a 512-bit register of codes holds elements that are not contiguous in
+ * x, the activation side is permuted to match (a lane shuffle), not the weights. */
+#include "kernels_impl.h"
+
+#if defined(HR_X86) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#include <immintrin.h>
+#include <string.h>
+
+#define TGT __attribute__((target("avx512vnni")))
+#define INLINE static inline __attribute__((always_inline)) TGT
+#define UNROLL _Pragma("GCC unroll 8")
+#include "kquant_k_x86.h"
+
+INLINE __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
+/* two 32-byte pieces as one register: a in the low half */
+INLINE __m512i join256(const void *a, const void *b) { return _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a)), ld256(b), 1); }
+INLINE __m512 fma_int(__m512 acc, float d, __m512i v) { return _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(v), acc); }
+INLINE __m512 fma_int8(__m512 acc, float d, __m256i v) { return fma_int(acc, d, _mm512_zextsi256_si512(v)); }
+/* 32 int16: 128-bit lane i takes int16 a_i of the same lane of b (an in-lane byte shuffle:
+ * cheaper than a cross-lane word permute, so b is laid out per super-block to suit) */
+INLINE int pat16(int a) { return (2 * a) | (2 * a + 1) << 8 | (2 * a) << 16 | (2 * a + 1) << 24; }
+INLINE __m512i pick16(__m512i b, int a0, int a1, int a2, int a3) {
+    const __m512i idx = _mm512_setr_epi32(pat16(a0), pat16(a0), pat16(a0), pat16(a0), pat16(a1), pat16(a1), pat16(a1),
+                                          pat16(a1), pat16(a2), pat16(a2), pat16(a2), pat16(a2), pat16(a3), pat16(a3),
+                                          pat16(a3), pat16(a3));
+    return _mm512_shuffle_epi8(b, idx);
+}
+/* the 8 int16 at v in every 128-bit lane */
+INLINE __m512i bcast8x16(__m128i v) { return _mm512_broadcast_i32x4(v); }
+/* codes c (bytes) + add where bit b0 (low 256 bits) / b1 (high 256 bits) of hb is set */
+INLINE __m512i add_bit(__m512i c, __m512i hb, int b0, int b1, int add) {
+    const __m512i m = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << b0)), _mm256_set1_epi8((char)(1 << b1)), 1);
+    return _mm512_mask_add_epi8(c, _mm512_test_epi8_mask(hb, m), c, _mm512_set1_epi8((char)add));
+}
+/* sumi += (codes . x) * scales, codes unsigned */
+INLINE __m512i dot_scaled(__m512i sumi, __m512i codes, __m512i x, __m512i sc) {
+    return _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(codes, x), sc);
+}
+
+/* ---- Q2_K / Q3_K: register k holds shift 2k of both 32-byte halves of qs: elements
+ * 32k.. (sub-blocks 2k, 2k+1) and 128+32k.. (8+2k, 9+2k) ---- */
+INLINE __m512i q23_sum(const uint8_t *qs, __m256i sc16, const uint8_t *hmask, const hr_block_q8_K *x) {
+    const __m512i q = ld512(qs), m3 = _mm512_set1_epi8(3);
+    const __m512i hb = hmask ? _mm512_broadcast_i64x4(ld256(hmask)) : _mm512_setzero_si512();
+    /* lanes: scales 0-7, 0-7, 8-15, 8-15 */
+    const __m512i sc = _mm512_shuffle_i64x2(_mm512_castsi256_si512(sc16), _mm512_castsi256_si512(sc16), 0x50);
+    __m512i sumi = _mm512_setzero_si512();
+    UNROLL for (int k = 0; k < 4; k++) {
+        __m512i c = _mm512_and_si512(_mm512_srli_epi16(q, 2 * k), m3);
+        if (hmask) c = add_bit(c, hb, k, 4 + k, 4);
+        const __m512i xv = join256(x->qs + 32 * k, x->qs + 128 + 32 * k);
+        sumi = dot_scaled(sumi, c, xv, pick16(sc, 2 * k, 2 * k + 1, 2 * k, 2 * k + 1));
+    }
+    return sumi;
+}
+
+INLINE __m512 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m512 acc) {
+    const __m128i sm = ld128(w->scales), m4 = _mm_set1_epi8(0x0f);
+    const __m256i sc = _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4));
+    const __m256i mins = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4)), ld256(x->bsums));
+    const float dx = x->d;
+    acc = fma_int(acc, dx * _cvtsh_ss(w->d), q23_sum(w->qs, sc, NULL, x));
+    return fma_int8(acc, -dx * _cvtsh_ss(w->dmin), mins);
+}
+
+/* code = low | high << 2 is the value + 4: the -4 goes into the bsums term */
+INLINE __m512 sb_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *x, __m512 acc) {
+    const __m256i sc = _mm256_cvtepi8_epi16(q3_scales(w->scales));
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc, ld256(x->bsums)), 2);
+    const __m512i sumi = _mm512_sub_epi32(q23_sum(w->qs, sc, w->hmask, x), _mm512_zextsi256_si512(off));
+    return fma_int(acc, x->d * _cvtsh_ss(w->d), sumi);
+}
+
+/* ---- Q4_K / Q5_K: register h holds qs[64h..]: low nibbles are sub-blocks 4h (low half)
+ * and 4h+2 (high half), high nibbles 4h+1 and 4h+3 ---- */
+INLINE __m512 k45(const uint8_t *qs, const uint8_t *qh, const uint8_t *scales, uint16_t d, uint16_t dmin,
+                  const hr_block_q8_K *x, __m512 acc) {
+    const __m256i scm = k4_scales_mins(scales);
+    const __m512i sc = bcast8x16(_mm256_castsi256_si128(scm)), m4 = _mm512_set1_epi8(0x0f);
+    const __m512i hb = qh ? _mm512_broadcast_i64x4(ld256(qh)) : _mm512_setzero_si512();
+    __m512i sumi = _mm512_setzero_si512();
+    UNROLL for (int h = 0; h < 2; h++) {
+        const __m512i q = ld512(qs + 64 * h);
+        __m512i c0 = _mm512_and_si512(q, m4), c1 = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+        if (qh) {
+            c0 = add_bit(c0, hb, 4 * h, 4 * h + 2, 16);
+            c1 = add_bit(c1, hb, 4 * h + 1, 4 * h + 3, 16);
+        }
+        const __m512i xa = ld512(x->qs + 128 * h), xb = ld512(x->qs + 128 * h + 64);
+        const __m512i x0 = _mm512_shuffle_i64x2(xa, xb, 0x44), x1 = _mm512_shuffle_i64x2(xa, xb, 0xee);
+        sumi = dot_scaled(sumi, c0, x0, pick16(sc, 4 * h, 4 * h, 4 * h + 2, 4 * h + 2));
+        sumi = dot_scaled(sumi, c1, x1, pick16(sc, 4 * h + 1, 4 * h + 1, 4 * h + 3, 4 * h + 3));
+    }
+    const float dx = x->d;
+    acc = fma_int(acc, dx * _cvtsh_ss(d), sumi);
+    return fma_int8(acc, -dx * _cvtsh_ss(dmin), k4_mins(scm, x));
+}
+INLINE __m512 sb_q4_K(const hr_block_q4_K *w, const hr_block_q8_K *x, __m512 acc) {
+    return k45(w->qs, NULL, w->scales, w->d, w->dmin, x, acc);
+}
+INLINE __m512 sb_q5_K(const hr_block_q5_K *w, const hr_block_q8_K *x, __m512 acc) {
+    return k45(w->qs, w->qh, w->scales, w->d, w->dmin, x, acc);
+}
+
+/* ---- Q6_K: per 128 elements, the low nibbles of ql[0..63] are elements 0-63 in order and
+ * the high nibbles 64-127; 128-bit lane i of each is one 16-element sub-block ---- */
+INLINE __m512 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m512 acc) {
+    const __m256i sc = _mm256_cvtepi8_epi16(ld128(w->scales));
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc, ld256(x->bsums)), 5);
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+    /* the 2 high bits of element group k sit at bits 2k of qh: rotate them to bits 4-5 */
+    const __m512i rot_lo = _mm512_inserti64x4(_mm512_set1_epi32(4), _mm256_set1_epi32(2), 1);
+    const __m512i rot_hi = _mm512_inserti64x4(_mm512_set1_epi32(0), _mm256_set1_epi32(30), 1);
+    __m512i sumi = _mm512_setzero_si512();
+    UNROLL for (int n = 0; n < 2; n++) {
+        const __m512i q = ld512(w->ql + 64 * n), hb = _mm512_broadcast_i64x4(ld256(w->qh + 32 * n));
+        const __m512i sn = bcast8x16(n ? _mm256_extracti128_si256(sc, 1) : _mm256_castsi256_si128(sc)); /* 8n..8n+7 */
+        const __m512i c0 = _mm512_or_si512(_mm512_and_si512(q, m4), _mm512_and_si512(_mm512_rolv_epi32(hb, rot_lo), m30));
+        const __m512i c1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), m4),
+                                           _mm512_and_si512(_mm512_rolv_epi32(hb, rot_hi), m30));
+        sumi = dot_scaled(sumi, c0, ld512(x->qs + 128 * n), pick16(sn, 0, 1, 2, 3));
+        sumi = dot_scaled(sumi, c1, ld512(x->qs + 128 * n + 64), pick16(sn, 4, 5, 6, 7));
+    }
+    return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(off)));
+}
+
+/* ---- IQ4_XS: register p holds sub-blocks 4p..4p+3, one per 128-bit lane ---- */
+INLINE __m512 sb_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x, __m512 acc) {
+    /* levels + 128: unsigned for vpdpbusd */
+    const __m512i lv = _mm512_broadcast_i32x4(_mm_add_epi8(ld128(hr_kvalues_iq4nl), _mm_set1_epi8((char)0x80)));
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m256i ls = iq4xs_scales32(w);
+    /* 128 * sum over each sub-block of ls * x, from the bsums (two per sub-block) */
+    const __m256i ls16 = _mm256_packs_epi32(ls, ls); /* per half: ls0-3 ls0-3 | ls4-7 ls4-7 */
+    const __m256i lsd = _mm256_unpacklo_epi16(ls16, ls16);   /* ls0 ls0 ls1 ls1 ... ls7 ls7 */
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(lsd, ld256(x->bsums)), 7);
+    __m512i sumi = _mm512_setzero_si512();
+    UNROLL for (int p = 0; p < 2; p++) {
+        const __m512i q = ld512(w->qs + 64 * p);
+        const __m512i vl = _mm512_shuffle_epi8(lv, _mm512_and_si512(q, m4));
+        const __m512i vh = _mm512_shuffle_epi8(lv, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4));
+        const __m512i xa = ld512(x->qs + 128 * p), xb = ld512(x->qs + 128 * p + 64);
+        const __m512i xl = _mm512_shuffle_i64x2(xa, xb, 0x88), xh = _mm512_shuffle_i64x2(xa, xb, 0xdd);
+        const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), vl, xl), vh, xh);
+        const __m512i sc = _mm512_permutexvar_epi32(
+            _mm512_setr_epi32(4 * p, 4 * p, 4 * p, 4 * p, 4 * p + 1, 4 * p + 1, 4 * p + 1, 4 * p + 1, 4 * p + 2, 4 * p + 2,
+                              4 * p + 2, 4 * p + 2, 4 * p + 3, 4 * p + 3, 4 * p + 3, 4 * p + 3),
+            _mm512_zextsi256_si512(ls));
+        sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(s, sc));
+    }
+    return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(off)));
+}
+
+/* ---- drivers, as in AVX2 ---- */
+#define PF_AHEAD 1536
+INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + ahead + o, _MM_HINT_T0);
+    _mm_prefetch(p + ahead + bytes - 1, _MM_HINT_T0);
+}
+
+#define KQ_FUNCS(T, BLK)                                                                                   \
+    TGT void hr_dot_##T##_avx512(int64_t n, float *s, const void *w, const void *x) {                      \
+        const BLK *W = w;                                                                                  \
+        const hr_block_q8_K *X = x;                                                                        \
+        __m512 acc = _mm512_setzero_ps();                                                                  \
+        for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                        \
+            pf_block((const char *)&W[i], sizeof(BLK), PF_AHEAD);                                          \
+            acc = sb_##T(&W[i], &X[i], acc);                                                               \
+        }                                                                                                  \
+        *s = _mm512_reduce_add_ps(acc);                                                                    \
+    }                                                                                                      \
+    TGT void hr_rows4_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,          \
+                                   float *y, size_t ys) {                                                  \
+        const char *W = w;                                                                                 \
+        const hr_block_q8_K *X = x;                                                                        \
+        __m512 acc[4];                                                                                     \
+        (void)xs;                                                                                          \
+        (void)ys;                                                                                          \
+        UNROLL for (int r = 0; r < 4; r++) acc[r] = _mm512_setzero_ps();                                   \
+        for (int64_t i = 0; i < n / HR_QK_K; i++)                                                          \
+            UNROLL for (int r = 0; r < 4; r++) {                                                           \
+                const BLK *b = (const BLK *)(W + r * ws) + i;                                              \
+                pf_block((const char *)b, sizeof(BLK), 4 * ws);                                            \
+                acc[r] = sb_##T(b, &X[i], acc[r]);                                                         \
+            }                                                                                              \
+        UNROLL for (int r = 0; r < 4; r++) y[r] = _mm512_reduce_add_ps(acc[r]);                            \
+    }                                                                                                      \
+    TGT void hr_tile_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,           \
+                                  float *y, size_t ys) {                                                   \
+        const char *W = w, *X = x;                                                                         \
+        __m512 acc[HR_TILE_R][HR_TILE_C];                                                                  \
+        UNROLL for (int r = 0; r < HR_TILE_R; r++)                                                         \
+            UNROLL for (int c = 0; c < HR_TILE_C; c++) acc[r][c] = _mm512_setzero_ps();                    \
+        for (int64_t i = 0; i < n / HR_QK_K; i++)                                                          \
+            UNROLL for (int r = 0; r < HR_TILE_R; r++) {                                                   \
+                const BLK *b = (const BLK *)(W + r * ws) + i;                                              \
+                pf_block((const char *)b, sizeof(BLK), PF_AHEAD);                                          \
+                UNROLL for (int c = 0; c < HR_TILE_C; c++)                                                 \
+                    acc[r][c] = sb_##T(b, (const hr_block_q8_K *)(X + c * xs) + i, acc[r][c]);             \
+            }                                                                                              \
+        UNROLL for (int r = 0; r < HR_TILE_R; r++)                                                         \
+            UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]);    \
+    }
+
+KQ_FUNCS(q2_K, hr_block_q2_K)
+KQ_FUNCS(q3_K, hr_block_q3_K)
+KQ_FUNCS(q4_K, hr_block_q4_K)
+KQ_FUNCS(q5_K, hr_block_q5_K)
+KQ_FUNCS(q6_K, hr_block_q6_K)
+KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
+#endif
