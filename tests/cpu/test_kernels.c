@@ -58,7 +58,10 @@ static void check_tile(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
     hr_tile_fn tile = hr_kernels_ext_of(k)->tile[t];
     if (!tile && !hr_kernels_ext_of(k)->rows2[t]) return;
     size_t wb = hr_row_bytes(t, (uint64_t)n), xb = hr_act_bytes(t, n);
-    size_t ws = wb + 6, xs = xb + 10; /* strides not multiples of anything, to catch stride bugs */
+    /* strides not multiples of a block or a cache line, to catch stride bugs; they keep the
+     * alignment the block structs need (2 bytes for F16 scales, 4 for Q8_K's float d), as
+     * hr_matmul's 64-byte strides do */
+    size_t ws = wb + 6, xs = xb + 12;
     char *w = malloc(ws * HR_TILE_R), *xq = malloc(xs * HR_TILE_C);
     float *x = malloc(n * sizeof *x);
     for (int i = 0; i < HR_TILE_R; i++) make_row(r, t, w + i * ws, n, x);
@@ -194,7 +197,7 @@ static void check_prep_nonfinite(const hr_kernels *k) {
     x[3] = NAN, x[40] = -NAN, x[77] = INFINITY, x[300] = -INFINITY;
     for (int i = 256; i < 288; i++) x[i] = NAN; /* a block that is all NaN */
     for (size_t w = 0; w < sizeof wts / sizeof wts[0]; w++) {
-        uint8_t a[N * 2], b[N * 2];
+        _Alignas(64) uint8_t a[N * 2], b[N * 2]; /* blocks hold floats (Q8_K d) */
         const int64_t be = wts[w] == HR_Q4_K ? HR_QK_K : HR_QK;
         const size_t bb = hr_act_bytes(wts[w], be);
         memset(a, 0x5a, sizeof a), memset(b, 0x5a, sizeof b);

@@ -29,9 +29,12 @@ int hr_sparse_axpy(hr_cpu *c, const hr_mat *Wt, const float *A, int64_t n_tok, c
 /* For t < n_tok, then r < n_rows (1..HR_AXPY_ROWS) in that order, skipping a == 0:
  *   y[t*ys + k] += a[t*HR_AXPY_ROWS + r] * dequant(w[r])[k]   for k < n.
  * Each output element sees its terms in row order, so variants differ only by
- * rounding (SIMD fuses the multiply-add, the scalar twin does not). */
-typedef void (*hr_axpy_fn)(int64_t n, int n_rows, const void *const *w, const float *a, int64_t n_tok,
-                           float *y, size_t ys);
+ * rounding (SIMD fuses the multiply-add, the scalar twin does not).
+ * next: NULL, or HR_AXPY_ROWS rows (of the same length) the caller passes next; the
+ * kernel fetches them into cache as it goes (rows are scattered: no hardware stream
+ * finds them in time), so the next call finds its rows there. Never read for values. */
+typedef void (*hr_axpy_fn)(int64_t n, int n_rows, const void *const *w, const void *const *next, const float *a,
+                           int64_t n_tok, float *y, size_t ys);
 
 typedef struct hr_axpy_kernels {
     const char *name;             /* "scalar", "avx2", "avx512" */

@@ -2,7 +2,10 @@
  * per 32-element block. A pass over the output loads the accumulator's block once,
  * dequantizes each row's block into registers (q * d, exact) and fused-multiply-adds
  * the rows in order, then stores, so HR_AXPY_ROWS rows cost one load and store of the
- * accumulator. Several tokens: each row block is dequantized once for all tokens. */
+ * accumulator. Several tokens: each row block is dequantized once for all tokens.
+ * Types of 16 (or 32) levels per block decode by table: the block's possible weights are
+ * formed once with dequant.c's operations and each element's quant picks one (a permute),
+ * which replaces a conversion, a multiply and a subtract per 16 weights. */
 #include "sparse_axpy_impl.h"
 
 #if defined(HR_X86) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
@@ -14,26 +17,61 @@
 #define BLK 32
 #define NV 2 /* registers per block */
 
-/* The newer block types: the AVX2 decoders, halves joined into 512-bit registers. */
+/* The 256-element types' super-block decoding (dqs_prep_*, dqs_q_*) is shared with AVX2. */
 #include "sparse_axpy_dq_avx2.h"
-#define DQ512(NAME)                                                                              \
-    INLINE void dq5_##NAME(const void *w, int64_t b, __m512 v[2]) {                              \
-        __m256 h[4];                                                                             \
-        dqk_##NAME(w, b, h);                                                                     \
-        v[0] = _mm512_insertf32x8(_mm512_castps256_ps512(h[0]), h[1], 1);                        \
-        v[1] = _mm512_insertf32x8(_mm512_castps256_ps512(h[2]), h[3], 1);                        \
-    }
-DQ512(q4_1)
-DQ512(q5_0)
-DQ512(q5_1)
-DQ512(iq4_nl)
-DQ512(mxfp4)
-DQ512(q2_K)
-DQ512(q3_K)
-DQ512(q4_K)
-DQ512(q5_K)
-DQ512(q6_K)
-DQ512(iq4_xs)
+
+/* The newer 32-element types by table, as Q4_0 below: the block's 16 (Q5_*: 32)
+ * weights formed once with dequant.c's float operations (q * d + m, (q - 16) * d,
+ * value * d), then picked per element by a permute on its quant. */
+INLINE __m512 dq_iota16(float base) {
+    return _mm512_add_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_ps(base));
+}
+/* The 16 bytes of qs widened: low nibbles are elements 0-15, high ones 16-31. */
+INLINE __m512i dq5_qs(const uint8_t *qs) { return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)qs)); }
+
+INLINE void dq5_q4_1(const void *w, int64_t b, __m512 v[2]) {
+    const hr_block_q4_1 *B = (const hr_block_q4_1 *)w + b;
+    const __m512 d = _mm512_set1_ps(dq_h(B->d)), m = _mm512_set1_ps(dq_h(B->m));
+    const __m512 lut = _mm512_add_ps(_mm512_mul_ps(dq_iota16(0), d), m);
+    const __m512i x = dq5_qs(B->qs);
+    v[0] = _mm512_permutexvar_ps(x, lut);
+    v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), lut);
+}
+/* Q5_0 / Q5_1: index nibble + 16 x (bit of qh), 5 bits into a two-register table. */
+INLINE void dq5_five(const uint8_t *qs, const uint8_t *qh4, __m512 lo, __m512 hi, __m512 v[2]) {
+    uint32_t qh;
+    memcpy(&qh, qh4, 4);
+    const __m512i x = dq5_qs(qs), s16 = _mm512_set1_epi32(16);
+    const __m512i i0 = _mm512_and_si512(x, _mm512_set1_epi32(0x0f)), i1 = _mm512_srli_epi32(x, 4);
+    v[0] = _mm512_permutex2var_ps(lo, _mm512_mask_or_epi32(i0, (__mmask16)qh, i0, s16), hi);
+    v[1] = _mm512_permutex2var_ps(lo, _mm512_mask_or_epi32(i1, (__mmask16)(qh >> 16), i1, s16), hi);
+}
+INLINE void dq5_q5_0(const void *w, int64_t b, __m512 v[2]) {
+    const hr_block_q5_0 *B = (const hr_block_q5_0 *)w + b;
+    const __m512 d = _mm512_set1_ps(dq_h(B->d));
+    dq5_five(B->qs, B->qh, _mm512_mul_ps(dq_iota16(-16), d), _mm512_mul_ps(dq_iota16(0), d), v);
+}
+INLINE void dq5_q5_1(const void *w, int64_t b, __m512 v[2]) {
+    const hr_block_q5_1 *B = (const hr_block_q5_1 *)w + b;
+    const __m512 d = _mm512_set1_ps(dq_h(B->d)), m = _mm512_set1_ps(dq_h(B->m));
+    dq5_five(B->qs, B->qh, _mm512_add_ps(_mm512_mul_ps(dq_iota16(0), d), m),
+             _mm512_add_ps(_mm512_mul_ps(dq_iota16(16), d), m), v);
+}
+INLINE void dq5_table(const int8_t *table, const uint8_t *qs, float d, __m512 v[2]) {
+    const __m512 tab = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)table)));
+    const __m512 lut = _mm512_mul_ps(tab, _mm512_set1_ps(d));
+    const __m512i x = dq5_qs(qs);
+    v[0] = _mm512_permutexvar_ps(x, lut);
+    v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), lut);
+}
+INLINE void dq5_iq4_nl(const void *w, int64_t b, __m512 v[2]) {
+    const hr_block_iq4_nl *B = (const hr_block_iq4_nl *)w + b;
+    dq5_table(hr_kvalues_iq4nl, B->qs, dq_h(B->d), v);
+}
+INLINE void dq5_mxfp4(const void *w, int64_t b, __m512 v[2]) {
+    const hr_block_mxfp4 *B = (const hr_block_mxfp4 *)w + b;
+    dq5_table(hr_kvalues_mxfp4, B->qs, dq_e8m0_half(B->e), v);
+}
 
 /* ---- 32 weights of block b as two registers, and one weight as a float ---- */
 INLINE void dq_f32(const void *w, int64_t b, __m512 v[2]) {
@@ -103,89 +141,256 @@ INLINE void pf_ahead(const void *row, int64_t b, int64_t nb, size_t bs) {
     }
 }
 
+/* The next call's rows (ax_decode passes them), fetched at the offset this call reads:
+ * a call's worth of lead, spread over the call like a hardware stream's requests. */
+#ifndef AX_PF_NEXT
+#define AX_PF_NEXT 1
+#endif
+#ifndef AX_NEXT_HINT
+#define AX_NEXT_HINT _MM_HINT_T0
+#endif
+INLINE void pf_next(const void *const *nx, int r, size_t o, size_t bs) {
+    if (!AX_PF_NEXT || !nx) return;
+    if (bs >= 64) {
+        for (size_t q = 0; q < bs; q += 64) _mm_prefetch((const char *)nx[r] + o + q, AX_NEXT_HINT);
+    } else if ((o & 63) < bs) {
+        _mm_prefetch((const char *)nx[r] + o, AX_NEXT_HINT);
+    }
+}
+
 /* One token, R rows, every coefficient non-zero. */
-#define AXPY_T1(DQ, SC, BS, R)                                                                   \
-    do {                                                                                     \
-        __m512 av[R];                                                                        \
-        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) av[r] = _mm512_set1_ps(a[r]);    \
-        const int64_t nb = n / BLK;                                                          \
-        for (int64_t b = 0; b < nb; b++) {                                                   \
-            float *yb = y + b * BLK;                                                         \
-            __m512 acc[NV];                                                                   \
+#define AXPY_T1(DQ, SC, BS, R)                                                                      \
+    do {                                                                                            \
+        __m512 av[R];                                                                               \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) av[r] = _mm512_set1_ps(a[r]);           \
+        const int64_t nb = n / BLK;                                                                 \
+        for (int64_t b = 0; b < nb; b++) {                                                          \
+            float *yb = y + b * BLK;                                                                \
+            __m512 acc[NV];                                                                         \
             _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++) acc[j] = _mm512_loadu_ps(yb + 16 * j); \
-            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                            \
-                __m512 v[NV];                                                                 \
-                pf_ahead(w[r], b, nb, BS);                                                   \
-                DQ(w[r], b, v);                                                              \
-                _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++)                          \
-                    acc[j] = _mm512_fmadd_ps(v[j], av[r], acc[j]);                           \
-            }                                                                                \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                   \
+                __m512 v[NV];                                                                       \
+                pf_ahead(w[r], b, nb, BS);                                                          \
+                pf_next(nx, r, (size_t)b * BS, BS);                                                 \
+                DQ(w[r], b, v);                                                                     \
+                _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++)                                \
+                    acc[j] = _mm512_fmadd_ps(v[j], av[r], acc[j]);                                  \
+            }                                                                                       \
             _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++) _mm512_storeu_ps(yb + 16 * j, acc[j]); \
-        }                                                                                    \
-        for (int64_t k = nb * BLK; k < n; k++)                                               \
+        }                                                                                           \
+        for (int64_t k = nb * BLK; k < n; k++)                                                      \
             _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) y[k] = fmaf(SC(w[r], k), a[r], y[k]); \
     } while (0)
 
 /* Any number of tokens, R rows; coefficients a[t*HR_AXPY_ROWS + r], zeros skipped. */
-#define AXPY_TN(DQ, SC, BS, R)                                                                   \
-    do {                                                                                     \
-        const int64_t nb = n / BLK;                                                          \
-        for (int64_t b = 0; b < nb; b++) {                                                   \
-            __m512 v[R][NV];                                                                  \
-            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                            \
-                pf_ahead(w[r], b, nb, BS);                                                   \
-                DQ(w[r], b, v[r]);                                                           \
-            }                                                                                \
-            for (int64_t t = 0; t < n_tok; t++) {                                            \
-                float *yb = y + t * ys + b * BLK;                                            \
-                const float *at = a + t * HR_AXPY_ROWS;                                      \
-                __m512 acc[NV];                                                               \
+#define AXPY_TN(DQ, SC, BS, R)                                                                      \
+    do {                                                                                            \
+        const int64_t nb = n / BLK;                                                                 \
+        for (int64_t b = 0; b < nb; b++) {                                                          \
+            __m512 v[R][NV];                                                                        \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                   \
+                pf_ahead(w[r], b, nb, BS);                                                          \
+                pf_next(nx, r, (size_t)b * BS, BS);                                                 \
+                DQ(w[r], b, v[r]);                                                                  \
+            }                                                                                       \
+            for (int64_t t = 0; t < n_tok; t++) {                                                   \
+                float *yb = y + t * ys + b * BLK;                                                   \
+                const float *at = a + t * HR_AXPY_ROWS;                                             \
+                __m512 acc[NV];                                                                     \
                 _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++) acc[j] = _mm512_loadu_ps(yb + 16 * j); \
-                _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                        \
-                    if (at[r] == 0.0f) continue;                                             \
-                    const __m512 s = _mm512_set1_ps(at[r]);                                  \
-                    _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++)                      \
-                        acc[j] = _mm512_fmadd_ps(v[r][j], s, acc[j]);                        \
-                }                                                                            \
+                _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                               \
+                    if (at[r] == 0.0f) continue;                                                    \
+                    const __m512 s = _mm512_set1_ps(at[r]);                                         \
+                    _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++)                            \
+                        acc[j] = _mm512_fmadd_ps(v[r][j], s, acc[j]);                               \
+                }                                                                                   \
                 _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++) _mm512_storeu_ps(yb + 16 * j, acc[j]); \
-            }                                                                                \
-        }                                                                                    \
-        for (int64_t k = nb * BLK; k < n; k++)                                               \
-            for (int64_t t = 0; t < n_tok; t++)                                              \
-                _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                          \
-                    if (a[t * HR_AXPY_ROWS + r] != 0.0f)                                     \
-                        y[t * ys + k] = fmaf(SC(w[r], k), a[t * HR_AXPY_ROWS + r], y[t * ys + k]); \
+            }                                                                                       \
+        }                                                                                           \
+        for (int64_t k = nb * BLK; k < n; k++)                                                      \
+            for (int64_t t = 0; t < n_tok; t++)                                                     \
+                _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                 \
+                    if (a[t * HR_AXPY_ROWS + r] != 0.0f)                                            \
+                        y[t * ys + k] = fmaf(SC(w[r], k), a[t * HR_AXPY_ROWS + r], y[t * ys + k]);  \
     } while (0)
 
-#define AXPY_FUNCS(NAME, DQ, SC, BS)                                                              \
-    static void t1_4_##NAME(int64_t n, const void *const *w, const float *a, float *y) {     \
-        AXPY_T1(DQ, SC, BS, 4);                                                                   \
-    }                                                                                         \
-    static void t1_1_##NAME(int64_t n, const void *const *w, const float *a, float *y) {     \
-        AXPY_T1(DQ, SC, BS, 1);                                                                   \
-    }                                                                                         \
-    static void tn_4_##NAME(int64_t n, const void *const *w, const float *a, int64_t n_tok,  \
-                            float *y, size_t ys) {                                            \
-        AXPY_TN(DQ, SC, BS, 4);                                                                   \
-    }                                                                                         \
-    static void tn_1_##NAME(int64_t n, const void *const *w, const float *a, int64_t n_tok,  \
-                            float *y, size_t ys) {                                            \
-        AXPY_TN(DQ, SC, BS, 1);                                                                   \
-    }                                                                                         \
-    static void axpy_##NAME(int64_t n, int n_rows, const void *const *w, const float *a,     \
-                            int64_t n_tok, float *y, size_t ys) {                             \
-        if (n_tok == 1) {                                                                     \
-            if (n_rows == 4 && a[0] != 0.0f && a[1] != 0.0f && a[2] != 0.0f && a[3] != 0.0f) \
-                t1_4_##NAME(n, w, a, y);                                                      \
-            else                                                                              \
-                for (int r = 0; r < n_rows; r++)                                              \
-                    if (a[r] != 0.0f) t1_1_##NAME(n, w + r, a + r, y);                        \
-        } else if (n_rows == 4) {                                                             \
-            tn_4_##NAME(n, w, a, n_tok, y, ys);                                               \
-        } else {                                                                              \
-            for (int r = 0; r < n_rows; r++) tn_1_##NAME(n, w + r, a + r, n_tok, y, ys);      \
-        }                                                                                     \
+/* Entry point: four non-zero rows of one token in one pass; otherwise row by row. */
+#define AXPY_DISPATCH(NAME)                                                                         \
+    static void axpy_##NAME(int64_t n, int n_rows, const void *const *w, const void *const *next,   \
+                            const float *a, int64_t n_tok, float *y, size_t ys) {                   \
+        if (n_tok == 1) {                                                                           \
+            if (n_rows == 4 && a[0] != 0.0f && a[1] != 0.0f && a[2] != 0.0f && a[3] != 0.0f)        \
+                t1_4_##NAME(n, w, next, a, y);                                                      \
+            else                                                                                    \
+                for (int r = 0; r < n_rows; r++)                                                    \
+                    if (a[r] != 0.0f)                                                               \
+                        t1_1_##NAME(n, w + r, next ? next + r : NULL, a + r, y);                    \
+        } else if (n_rows == 4) {                                                                   \
+            tn_4_##NAME(n, w, next, a, n_tok, y, ys);                                               \
+        } else {                                                                                    \
+            for (int r = 0; r < n_rows; r++)                                                        \
+                tn_1_##NAME(n, w + r, next ? next + r : NULL, a + r, n_tok, y, ys);                 \
+        }                                                                                           \
     }
+
+#define AXPY_FUNCS(NAME, DQ, SC, BS)                                                                \
+    static void t1_4_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
+                            float *y) {                                                             \
+        AXPY_T1(DQ, SC, BS, 4);                                                                     \
+    }                                                                                               \
+    static void t1_1_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
+                            float *y) {                                                             \
+        AXPY_T1(DQ, SC, BS, 1);                                                                     \
+    }                                                                                               \
+    static void tn_4_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
+                            int64_t n_tok,                                                          \
+                            float *y, size_t ys) {                                                  \
+        AXPY_TN(DQ, SC, BS, 4);                                                                     \
+    }                                                                                               \
+    static void tn_1_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
+                            int64_t n_tok,                                                          \
+                            float *y, size_t ys) {                                                  \
+        AXPY_TN(DQ, SC, BS, 1);                                                                     \
+    }                                                                                               \
+    AXPY_DISPATCH(NAME)
+
+
+/* ---- 256-element types: one super-block of every row per step ----
+ * Each row's super-block header is decoded once (dqs_prep_* of sparse_axpy_dq_avx2.h),
+ * then the eight 32-element sub-blocks follow with constant offsets and shifts. */
+/* The scale group of sub-block sb's half h (16 elements). */
+#define DQ_G(TYPE, sb, h) (DQ_G32_##TYPE ? (sb) : 2 * (sb) + (h))
+#define DQS(TYPE, MIN)                                                                              \
+    INLINE void dqs_##TYPE(const dq_sb *st, int sb, __m512 v[2]) {                                  \
+        const __m256i q = dqs_q_##TYPE(st, sb);                                                     \
+        const __m128i part[2] = {_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1)};        \
+        _Pragma("GCC unroll 2") for (int j = 0; j < 2; j++) {                                       \
+            const __m512 x = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(part[j]));                     \
+            const __m512 p = _mm512_mul_ps(_mm512_set1_ps(st->d[DQ_G(TYPE, sb, j)]), x);                     \
+            v[j] = MIN ? _mm512_sub_ps(p, _mm512_set1_ps(st->m[DQ_G(TYPE, sb, j)])) : p;                     \
+        }                                                                                           \
+    }
+DQS(q2_K, 1)
+DQS(q3_K, 0)
+DQS(q6_K, 0)
+
+/* Types of 16 levels per 32-element sub-block: the 16 weights d * q - m (exactly
+ * dequant.c's products and differences) formed once in a register, then picked per
+ * element by its quant (a permute reads an index's low 4 bits; Q5_K's 32 levels take
+ * two registers and 5 bits). A permute replaces a conversion, a multiply and a subtract. */
+INLINE __m512 dq_lut(const dq_sb *st, int sb, int base) {
+    return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(st->d[sb]), dq_iota16((float)base)), _mm512_set1_ps(st->m[sb]));
+}
+INLINE void dqs_q4_K(const dq_sb *st, int sb, __m512 v[2]) {
+    const __m512 lut = dq_lut(st, sb, 0);
+    const __m128i *qs = (const __m128i *)(st->q + 32 * (sb / 2));
+    _Pragma("GCC unroll 2") for (int j = 0; j < 2; j++) {
+        const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128(qs + j));
+        v[j] = _mm512_permutexvar_ps(sb & 1 ? _mm512_srli_epi32(x, 4) : x, lut);
+    }
+}
+INLINE void dqs_q5_K(const dq_sb *st, int sb, __m512 v[2]) {
+    const __m512 lo = dq_lut(st, sb, 0), hi = dq_lut(st, sb, 16);
+    const __m256i q = dqs_q_q5_K(st, sb);
+    const __m128i part[2] = {_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1)};
+    _Pragma("GCC unroll 2") for (int j = 0; j < 2; j++)
+        v[j] = _mm512_permutex2var_ps(lo, _mm512_cvtepu8_epi32(part[j]), hi);
+}
+/* IQ4_XS: the table's 16 values times the sub-block's dl (dl * value, as dequant.c). */
+INLINE void dqs_iq4_xs(const dq_sb *st, int sb, __m512 v[2]) {
+    const __m512 tab = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)hr_kvalues_iq4nl)));
+    const __m512 lut = _mm512_mul_ps(_mm512_set1_ps(st->d[sb]), tab);
+    const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(st->q + 16 * sb)));
+    v[0] = _mm512_permutexvar_ps(x, lut);
+    v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), lut);
+}
+
+/* Prefetch super-block s + AX_PF_AHEAD / bb's lines of a row (not past its end). */
+INLINE void pf_sb(const void *row, int64_t s, int64_t ns, size_t bb) {
+    const size_t o = (size_t)s * bb + AX_PF_AHEAD, end = (size_t)ns * bb;
+    _Pragma("GCC unroll 4") for (size_t q = 0; q < bb; q += 64)
+        if (o + q < end) _mm_prefetch((const char *)row + o + q, _MM_HINT_T0);
+}
+
+#define AXPY_K_T1(TYPE, R)                                                                          \
+    do {                                                                                            \
+        __m512 av[R];                                                                               \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) av[r] = _mm512_set1_ps(a[r]);           \
+        const int64_t ns = n / HR_QK_K;                                                             \
+        const size_t bb = sizeof(hr_block_##TYPE);                                                  \
+        dq_sb st[R];                                                                                \
+        for (int64_t s = 0; s < ns; s++) {                                                          \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                   \
+                pf_sb(w[r], s, ns, bb);                                                             \
+                pf_next(nx, r, (size_t)s * bb, bb);                                                 \
+                dqs_prep_##TYPE((const char *)w[r] + s * bb, &st[r]);                               \
+            }                                                                                       \
+            _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {                                \
+                float *yb = y + s * HR_QK_K + 32 * sb;                                              \
+                __m512 acc[NV];                                                                     \
+                _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) acc[j] = _mm512_loadu_ps(yb + 16 * j); \
+                _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                               \
+                    __m512 v[NV];                                                                   \
+                    dqs_##TYPE(&st[r], sb, v);                                                      \
+                    _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                            \
+                        acc[j] = _mm512_fmadd_ps(v[j], av[r], acc[j]);                              \
+                }                                                                                   \
+                _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) _mm512_storeu_ps(yb + 16 * j, acc[j]); \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+#define AXPY_K_TN(TYPE, R)                                                                          \
+    do {                                                                                            \
+        const int64_t ns = n / HR_QK_K;                                                             \
+        const size_t bb = sizeof(hr_block_##TYPE);                                                  \
+        dq_sb st[R];                                                                                \
+        for (int64_t s = 0; s < ns; s++) {                                                          \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                   \
+                pf_sb(w[r], s, ns, bb);                                                             \
+                pf_next(nx, r, (size_t)s * bb, bb);                                                 \
+                dqs_prep_##TYPE((const char *)w[r] + s * bb, &st[r]);                               \
+            }                                                                                       \
+            _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {                                \
+                __m512 v[R][NV];                                                                    \
+                _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) dqs_##TYPE(&st[r], sb, v[r]);   \
+                for (int64_t t = 0; t < n_tok; t++) {                                               \
+                    float *yb = y + t * ys + s * HR_QK_K + 32 * sb;                                 \
+                    const float *at = a + t * HR_AXPY_ROWS;                                         \
+                    __m512 acc[NV];                                                                 \
+                    _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) acc[j] = _mm512_loadu_ps(yb + 16 * j); \
+                    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                           \
+                        if (at[r] == 0.0f) continue;                                                \
+                        const __m512 c = _mm512_set1_ps(at[r]);                                     \
+                        _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                        \
+                            acc[j] = _mm512_fmadd_ps(v[r][j], c, acc[j]);                           \
+                    }                                                                               \
+                    _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) _mm512_storeu_ps(yb + 16 * j, acc[j]); \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+#define AXPY_K_FUNCS(NAME)                                                                          \
+    static void t1_4_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
+                            float *y) {                                                             \
+        AXPY_K_T1(NAME, 4);                                                                         \
+    }                                                                                               \
+    static void t1_1_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
+                            float *y) {                                                             \
+        AXPY_K_T1(NAME, 1);                                                                         \
+    }                                                                                               \
+    static void tn_4_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
+                            int64_t n_tok,                                                          \
+                            float *y, size_t ys) {                                                  \
+        AXPY_K_TN(NAME, 4);                                                                         \
+    }                                                                                               \
+    static void tn_1_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
+                            int64_t n_tok,                                                          \
+                            float *y, size_t ys) {                                                  \
+        AXPY_K_TN(NAME, 1);                                                                         \
+    }                                                                                               \
+    AXPY_DISPATCH(NAME)
 
 AXPY_FUNCS(f32, dq_f32, sc_f32, 128)
 AXPY_FUNCS(f16, dq_f16, sc_f16, 64)
@@ -197,12 +402,12 @@ AXPY_FUNCS(q5_0, dq5_q5_0, sc_none, sizeof(hr_block_q5_0))
 AXPY_FUNCS(q5_1, dq5_q5_1, sc_none, sizeof(hr_block_q5_1))
 AXPY_FUNCS(iq4_nl, dq5_iq4_nl, sc_none, sizeof(hr_block_iq4_nl))
 AXPY_FUNCS(mxfp4, dq5_mxfp4, sc_none, sizeof(hr_block_mxfp4))
-AXPY_FUNCS(q2_K, dq5_q2_K, sc_none, sizeof(hr_block_q2_K)/8)
-AXPY_FUNCS(q3_K, dq5_q3_K, sc_none, sizeof(hr_block_q3_K)/8)
-AXPY_FUNCS(q4_K, dq5_q4_K, sc_none, sizeof(hr_block_q4_K)/8)
-AXPY_FUNCS(q5_K, dq5_q5_K, sc_none, sizeof(hr_block_q5_K)/8)
-AXPY_FUNCS(q6_K, dq5_q6_K, sc_none, sizeof(hr_block_q6_K)/8)
-AXPY_FUNCS(iq4_xs, dq5_iq4_xs, sc_none, sizeof(hr_block_iq4_xs)/8)
+AXPY_K_FUNCS(q2_K)
+AXPY_K_FUNCS(q3_K)
+AXPY_K_FUNCS(q4_K)
+AXPY_K_FUNCS(q5_K)
+AXPY_K_FUNCS(q6_K)
+AXPY_K_FUNCS(iq4_xs)
 
 static const hr_axpy_kernels ax_avx512 = {
     .name = "avx512",

@@ -29,8 +29,9 @@ static float w_q4_0(const void *w, int64_t k) {
 }
 
 #define AXPY_SCALAR(NAME, WV)                                                                     \
-    static void axpy_##NAME(int64_t n, int n_rows, const void *const *w, const float *a,          \
-                            int64_t n_tok, float *y, size_t ys) {                                 \
+    static void axpy_##NAME(int64_t n, int n_rows, const void *const *w, const void *const *next, \
+                            const float *a, int64_t n_tok, float *y, size_t ys) {                 \
+        (void)next;                                                                               \
         for (int64_t t = 0; t < n_tok; t++)                                                       \
             for (int r = 0; r < n_rows; r++) {                                                    \
                 const float at = a[t * HR_AXPY_ROWS + r];                                         \
@@ -66,8 +67,9 @@ static void axpy_blocks(uint32_t type, int64_t n, int n_rows, const void *const 
 }
 
 #define AXPY_BLOCKS(NAME, TYPE)                                                                   \
-    static void axpy_##NAME(int64_t n, int n_rows, const void *const *w, const float *a,          \
-                            int64_t n_tok, float *y, size_t ys) {                                 \
+    static void axpy_##NAME(int64_t n, int n_rows, const void *const *w, const void *const *next, \
+                            const float *a, int64_t n_tok, float *y, size_t ys) {                 \
+        (void)next;                                                                               \
         axpy_blocks(TYPE, n, n_rows, w, a, n_tok, y, ys);                                         \
     }
 
