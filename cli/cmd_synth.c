@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "engine/arch.h"
 #include "formats/types.h"
 #include "synth/synth.h"
 
@@ -16,7 +17,9 @@ static void usage(FILE *f) {
             "                        smallthinker (NEOX RoPE, ReGLU, one expert) |\n"
             "                        bamboo (llama layout, dReLU) | falcon (LayerNorm, parallel\n"
             "                        attention+FFN, fused QKV, NEOX RoPE, no gate) | opt (LayerNorm,\n"
-            "                        learned positions, biases, tied output)        [llama]\n"
+            "                        learned positions, biases, tied output) | qwen2 (NEOX RoPE,\n"
+            "                        q/k/v biases) | qwen3 (NEOX RoPE, per-head q/k RMSNorm)\n"
+            "                        (every entry of the engine's architecture table)   [llama]\n"
             "  --falcon-40b          falcon: attn_norm_2 for the attention input (40B layout)\n"
             "  --type T              f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 |\n"
             "                        q2_k | q3_k | q4_k | q5_k | q6_k | iq4_nl | iq4_xs |\n"
@@ -73,8 +76,10 @@ static int value_flag(hr_synth_params *p, const char *f, const char *v, const ch
     int k;
     if (!strcmp(f, "-o") || !strcmp(f, "--output")) *out = v;
     else if (!strcmp(f, "--arch")) {
-        if ((k = hr_synth_arch_from_name(v)) < 0) return hr_usage_error(CMD, "--arch: unknown architecture '%s'", v);
-        p->arch = (hr_synth_arch)k;
+        char names[256];
+        if (!hr_arch_find(v, strlen(v)))
+            return hr_usage_error(CMD, "--arch: unknown architecture '%s' (%s)", v, hr_arch_list(names, sizeof names));
+        p->arch = v;
     } else if (!strcmp(f, "--type")) {
         k = hr_type_from_name(v);
         if (k < 0 || !hr_type_is_weight((uint32_t)k))
@@ -140,13 +145,7 @@ int hr_cmd_synth(int argc, char **argv) {
     }
     if (!out) return hr_usage_error(CMD, "-o OUT.gguf is required");
     if (!p.n_head_kv) p.n_head_kv = p.n_head;
-    if (!act_set) {
-        if (p.arch == HR_SYNTH_SMALLTHINKER) p.act = HR_SYNTH_REGLU;
-        if (p.arch == HR_SYNTH_BAMBOO) p.act = HR_SYNTH_DRELU;
-        if (p.arch == HR_SYNTH_OPT) p.act = HR_SYNTH_RELU;
-        /* ReluFalcon for PowerInfer files; llama.cpp's falcon is GELU */
-        if (p.arch == HR_SYNTH_FALCON) p.act = p.powerinfer ? HR_SYNTH_RELU : HR_SYNTH_GELU;
-    }
+    if (!act_set) p.act = hr_synth_default_act(p.arch, p.powerinfer);
     hr_err e = {{0}};
     if (hr_synth_validate(&p, &e)) return hr_usage_error(CMD, "%s", e.msg);
     const uint64_t bytes = hr_synth_data_bytes(&p);
@@ -161,7 +160,7 @@ int hr_cmd_synth(int argc, char **argv) {
     }
     if (!quiet)
         fprintf(stderr, "hearth synth: wrote %s (%s %s, %u layers, n_embd %u, n_ff %u, %.1f MiB of weights)\n", out,
-                hr_synth_arch_name(p.arch), hr_type_name(p.type), p.n_layer, p.n_embd, p.n_ff,
+                p.arch, hr_type_name(p.type), p.n_layer, p.n_embd, p.n_ff,
                 (double)bytes / 1048576.0);
     return 0;
 }

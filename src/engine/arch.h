@@ -1,24 +1,68 @@
-/* What each supported architecture looks like: norm kind, attention layout, positions,
- * default FFN activation. One row per GGUF general.architecture name. */
+/* Architectures as data: one table entry per GGUF general.architecture holds everything
+ * that distinguishes it (tensors and their biases and norms, norm kind, RoPE layout, block
+ * structure, activation, key names). The loader, the forward pass, the GPU plan and
+ * `hearth synth` all read the same entry; adding an architecture is one entry (plus a file
+ * only when it brings a new operation). docs/architectures.md shows how. */
 #ifndef HR_ARCH_H
 #define HR_ARCH_H
 #include <stdbool.h>
-#include "model.h"
+#include <stddef.h>
+#include <stdint.h>
+#include "backends/cpu/ops.h"
+
+typedef enum hr_norm_kind { HR_NORM_RMS = 0, HR_NORM_LAYER } hr_norm_kind; /* LayerNorm: with bias */
+/* RoPE pair layout, which llama.cpp fixes per architecture: NORM rotates (2i, 2i+1), NEOX
+ * (i, i + n_rot/2); NONE has no rotary embedding (learned positions or none). */
+typedef enum hr_rope_kind { HR_ROPE_NONE = 0, HR_ROPE_NORM, HR_ROPE_NEOX } hr_rope_kind;
+
+/* Per-layer tensors beyond the common ones (attn_norm, attn_q/k/v, attn_output, ffn_norm,
+ * ffn_gate/up/down), as bits of hr_arch.tensors. */
+enum {
+    HR_AT_FUSED_QKV = 1u << 0,   /* attn_qkv {n_embd, n_q + 2 n_kv}: rows q, then k, then v */
+    HR_AT_Q_BIAS = 1u << 1,      /* attn_q.bias {n_q} */
+    HR_AT_K_BIAS = 1u << 2,      /* attn_k.bias {n_kv} */
+    HR_AT_V_BIAS = 1u << 3,      /* attn_v.bias {n_kv} */
+    HR_AT_O_BIAS = 1u << 4,      /* attn_output.bias {n_embd} */
+    HR_AT_UP_BIAS = 1u << 5,     /* ffn_up.bias {n_ff} */
+    HR_AT_DOWN_BIAS = 1u << 6,   /* ffn_down.bias {n_embd} (PowerInfer: ffn_down_t.bias) */
+    HR_AT_QK_NORM = 1u << 7,     /* attn_q_norm, attn_k_norm {head_dim}: RMSNorm of each head
+                                    of q and k before RoPE */
+    HR_AT_ATTN_NORM_2 = 1u << 8, /* attn_norm_2 where the file has it (Falcon-40B): the norm of
+                                    the attention input, attn_norm then feeds the FFN */
+};
+#define HR_AT_QKV_BIAS (HR_AT_Q_BIAS | HR_AT_K_BIAS | HR_AT_V_BIAS)
 
 typedef struct hr_arch {
     const char *name;
-    bool rope_neox;   /* llama.cpp fixes the RoPE pair layout by architecture */
-    bool layer_norm, parallel, fused_qkv, attn_bias, ffn_bias, use_rope, learned_pos, tied_output;
+    hr_norm_kind norm;
+    hr_rope_kind rope;
+    uint32_t tensors;      /* HR_AT_* */
+    bool parallel;         /* attention and FFN both read the layer's normed input; no ffn_norm */
+    bool learned_pos;      /* position_embd row (pos + pos_offset) added to the embedding */
     int32_t pos_offset;
-    hr_act act;       /* default FFN activation (hearth.ffn_activation may override) */
-    bool act_fixed;   /* the activation is part of the architecture: no override */
-    const char *eps_key; /* "<arch>.<eps_key>" holds the norm epsilon */
+    bool tied_output;      /* token_embd is the output matrix even where output.weight exists */
+    hr_act act;            /* default FFN activation */
+    bool act_fixed;        /* the activation belongs to the architecture: no override */
+    bool gelu;             /* a GELU FFN exists for it (llama.cpp computes GELU only there) */
+    /* The activation of PowerInfer (PWRI) files without hearth.ffn_activation: PowerInfer
+     * marks nothing but the magic. HR_ACT_COUNT: the same as dense files. */
+    hr_act sparse_act;
+    bool powerinfer;       /* PowerInfer reads this architecture's sparse files */
+    const char *eps_key;   /* "<arch>.<eps_key>" holds the norm epsilon */
+    const char *ff_key;    /* "<arch>.<ff_key>" holds n_ff */
+    const char *ffn_suffix; /* "" or "_exps": FFN tensors of a one-expert layout */
+    uint32_t one_expert;   /* > 0: a mixture-of-experts layout of which only this expert count
+                              (the dense form) is supported */
 } hr_arch;
 
 /* NULL if the name is not supported. */
 const hr_arch *hr_arch_find(const char *name, size_t len);
-/* "llama, exaone, ..." for error messages. */
-const char *hr_arch_list(void);
-/* Copies the architecture's shape flags into hp. */
-void hr_arch_apply(const hr_arch *a, hr_hparams *hp);
+/* Entry i (0..hr_arch_count()-1), for listings and tests. */
+size_t hr_arch_count(void);
+const hr_arch *hr_arch_at(size_t i);
+/* "llama, exaone, ..." (every entry's name) into buf, for error messages; returns buf. */
+char *hr_arch_list(char *buf, size_t cap);
+/* Whether the architecture has every tensor bit of `bits`. */
+static inline bool hr_arch_has(const hr_arch *a, uint32_t bits) { return (a->tensors & bits) == bits; }
+static inline bool hr_arch_gated(hr_act act) { return act != HR_ACT_RELU && act != HR_ACT_GELU; }
 #endif

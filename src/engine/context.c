@@ -21,7 +21,7 @@ static int alloc_scratch(hearth_ctx *c, hr_err *e) {
     size_t kvd = (size_t)hp->n_head_kv * hp->head_dim, ff = (size_t)hp->n_ff, nt = (size_t)hr_pool_threads(c->cpu.pool);
     c->qprep_stride = (hr_act_bytes(HR_F32, hp->head_dim) + 63) & ~(size_t)63;
     c->x = alloc_f(c, nb * d * 4), c->xn = alloc_f(c, nb * d * 4), c->tmp = alloc_f(c, nb * d * 4);
-    c->xb = hp->parallel ? alloc_f(c, nb * d * 4) : NULL;
+    c->xb = hp->arch->parallel ? alloc_f(c, nb * d * 4) : NULL;
     c->q = alloc_f(c, nb * qd * 4), c->att = alloc_f(c, nb * qd * 4);
     c->k = alloc_f(c, nb * kvd * 4), c->v = alloc_f(c, nb * kvd * 4);
     c->g = alloc_f(c, nb * ff * 4), c->u = alloc_f(c, nb * ff * 4), c->h = alloc_f(c, nb * ff * 4);
@@ -29,7 +29,7 @@ static int alloc_scratch(hearth_ctx *c, hr_err *e) {
     c->qprep = alloc_f(c, nt * c->qprep_stride);
     c->tok_pos = alloc_f(c, nb * 4), c->tok_seq = alloc_f(c, nb * 4), c->tok_want = alloc_f(c, nb);
     if (!c->tok_pos || !c->tok_seq || !c->tok_want) return hr_errf(e, "out of memory allocating token arrays");
-    if (!c->x || !c->xn || !c->tmp || (hp->parallel && !c->xb) || !c->q || !c->att || !c->k || !c->v || !c->g || !c->u || !c->h || !c->scores || !c->qprep)
+    if (!c->x || !c->xn || !c->tmp || (hp->arch->parallel && !c->xb) || !c->q || !c->att || !c->k || !c->v || !c->g || !c->u || !c->h || !c->scores || !c->qprep)
         return hr_errf(e, "out of memory allocating %llu bytes of scratch", (unsigned long long)c->scratch_bytes);
     return 0;
 }

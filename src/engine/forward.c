@@ -1,7 +1,8 @@
 /* The dense forward pass for a batch of tokens. Every supported architecture is one
- * combination of the flags in hr_hparams: RMSNorm or LayerNorm (with bias), separate or
- * fused QKV (row views made at load, so nothing here), attention biases, RoPE or learned
- * positions, and serial layers (pre-norm residual per block) or parallel ones (Falcon). */
+ * combination of what its table entry (arch.h) says: RMSNorm or LayerNorm (with bias),
+ * separate or fused QKV (row views made at load, so nothing here), biases, per-head q/k
+ * norms, RoPE or learned positions, and serial layers (pre-norm residual per block) or
+ * parallel ones (Falcon). */
 #include <string.h>
 #include "context.h"
 #include "formats/types.h"
@@ -21,9 +22,15 @@ static void add_bias(float *y, const float *b, int32_t n_tok, int64_t n) {
 static void norm_rows(const hr_hparams *hp, float *y, const float *x, const float *w, const float *b, int32_t n) {
     const int64_t d = hp->n_embd;
     for (int32_t t = 0; t < n; t++) {
-        if (hp->layer_norm) hr_layernorm(y + t * d, x + t * d, w, b, d, hp->rms_eps);
+        if (hp->arch->norm == HR_NORM_LAYER) hr_layernorm(y + t * d, x + t * d, w, b, d, hp->rms_eps);
         else hr_rmsnorm(y + t * d, x + t * d, w, d, hp->rms_eps);
     }
+}
+
+/* RMSNorm of each of n_heads consecutive heads with one weight vector {head_dim} (Qwen3's
+ * q and k norms, applied before RoPE). */
+static void head_norms(const hr_hparams *hp, float *x, const float *w, int64_t n_heads) {
+    for (int64_t h = 0; h < n_heads; h++) hr_rmsnorm(x + h * hp->head_dim, x + h * hp->head_dim, w, hp->head_dim, hp->rms_eps);
 }
 
 /* out = Wo · attention(in) (+ bo) for the tokens of f; in may equal out. */
@@ -36,6 +43,8 @@ static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, 
         hr_matmul(&c->cpu, &L->wv, in, n, c->v, e))
         return -1;
     add_bias(c->q, L->bq, n, qd), add_bias(c->k, L->bk, n, kvd), add_bias(c->v, L->bv, n, kvd);
+    if (L->q_norm) head_norms(hp, c->q, L->q_norm, (int64_t)n * hp->n_head);
+    if (L->k_norm) head_norms(hp, c->k, L->k_norm, (int64_t)n * hp->n_head_kv);
     if (L->use_rope)
         for (int32_t t = 0; t < n; t++) {
             hr_rope(c->q + t * qd, hp->n_head, hp->head_dim, hp->n_rot, f->pos[t], hp->rope_base, hp->rope_freq_scale, hp->rope_neox);
@@ -96,10 +105,10 @@ static int embed(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
         hr_dequant_row(E->type, (const uint8_t *)E->data + (size_t)f->tokens[t] * E->row_bytes, c->x + (int64_t)t * E->n_in, E->n_in);
     if (!P->data) return 0;
     for (int32_t t = 0; t < f->n; t++) {
-        const int64_t row = (int64_t)f->pos[t] + m->hp.pos_offset;
+        const int64_t row = (int64_t)f->pos[t] + m->hp.arch->pos_offset;
         if (row >= P->n_out)
             return hr_errf(e, "position %d is beyond the model's %lld learned positions", f->pos[t],
-                           (long long)(P->n_out - m->hp.pos_offset));
+                           (long long)(P->n_out - m->hp.arch->pos_offset));
         float *tmp = c->tmp + (int64_t)t * P->n_in;
         hr_dequant_row(P->type, (const uint8_t *)P->data + (size_t)row * P->row_bytes, tmp, P->n_in);
         add_into(c->x + (int64_t)t * P->n_in, tmp, P->n_in);
@@ -135,7 +144,7 @@ int hr_forward(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
             hr_hybrid_fetch_x(c, f->n, &ignored); /* the next batch must not find x on the device */
             return -1;
         }
-        if (hr_hybrid_fetch_x(c, f->n, e) || (hp->parallel ? parallel_layer(c, L, il, f, e) : serial_layer(c, L, il, f, e)))
+        if (hr_hybrid_fetch_x(c, f->n, e) || (hp->arch->parallel ? parallel_layer(c, L, il, f, e) : serial_layer(c, L, il, f, e)))
             return -1;
     }
     if (hr_hybrid_fetch_x(c, f->n, e)) return -1;

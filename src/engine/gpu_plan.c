@@ -30,7 +30,9 @@ static uint64_t kv_bytes(const planner *q, int32_t n) {
     return n ? 2 * R((uint64_t)q->in->n_seq * (uint64_t)n * (uint64_t)q->in->n_ctx * kvd(q) * 2) : 0;
 }
 
-static bool attn_ok(const hr_layer *L) { return !L->bq && !L->bk && !L->bv && !L->bo; }
+/* The device's attention has no biases and no per-head q/k norms: layers whose architecture
+ * entry asks for them keep their attention on the host. */
+static bool attn_ok(const hr_layer *L) { return !L->bq && !L->bk && !L->bv && !L->bo && !L->q_norm && !L->k_norm; }
 static uint64_t attn_bytes(const hr_layer *L) { return mat_bytes(&L->wq) + mat_bytes(&L->wk) + mat_bytes(&L->wv) + mat_bytes(&L->wo); }
 static uint64_t pred_bytes(const hr_layer *L) { return mat_bytes(&L->ffn.fc1) + mat_bytes(&L->ffn.fc2); }
 static uint64_t dense_ffn_bytes(const hr_layer *L) { return mat_bytes(&L->ffn.gate) + mat_bytes(&L->ffn.up) + mat_bytes(&L->ffn.down); }
@@ -65,12 +67,20 @@ static uint64_t scratch_layout(const hearth_model *m, int32_t n_batch, hr_gpu_sc
 
 static bool fits(const planner *q, uint64_t more) { return more <= q->in->budget - q->used; }
 
+/* What a device-resident layer (hybrid_run.c) computes besides the common tensors: a fused
+ * QKV (row views). An architecture whose entry asks for anything else runs its layers on the
+ * host or split, never resident. */
+#define RESIDENT_TENSORS HR_AT_FUSED_QKV
+
 /* A whole layer can run device-resident: every neuron computed (dense FFN matrices, or a
  * PowerInfer file's neuron rows in dense mode; never with a predictor), serial blocks,
- * RMSNorm without bias. Its two norm vectors then go with it. */
+ * RMSNorm without bias, nothing in its architecture entry the device path lacks. Its two
+ * norm vectors then go with it. */
 static bool norms_ok(const planner *q, int il) {
     const hr_layer *L = &q->in->m->layers[il];
-    return !q->hp->parallel && !q->hp->layer_norm && L->attn_norm && L->ffn_norm && !L->attn_norm_b && !L->ffn_norm_b;
+    const hr_arch *a = q->hp->arch;
+    return !a->parallel && a->norm == HR_NORM_RMS && !(a->tensors & ~(uint32_t)RESIDENT_TENSORS) && L->attn_norm &&
+           L->ffn_norm && !L->attn_norm_b && !L->ffn_norm_b;
 }
 static bool resident_ok(const planner *q, int il) {
     const bool all_neurons = q->hot_ok ? q->in->mode == HEARTH_FFN_DENSE : q->dense_ok;
@@ -108,7 +118,8 @@ static int place_whole_layers(planner *q, int32_t want, hr_err *e) {
     int32_t n = want < q->hp->n_layer ? want : q->hp->n_layer;
     for (int il = 0; il < n; il++) {
         if (!attn_ok(&m->layers[il]))
-            return hr_errf(e, "layer %d has attention biases, which the device path does not support; use -ngl 0", il);
+            return hr_errf(e, "layer %d's attention has biases or q/k norms (%s), which the device path does not support; use -ngl 0",
+                           il, m->hp.arch->name);
         if (!fits(q, whole_bytes(q, il))) {
             uint64_t need = q->used;
             for (int k = il; k < n; k++) need += whole_bytes(q, k);

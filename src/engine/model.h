@@ -4,6 +4,7 @@
 #define HR_MODEL_H
 #include <stdbool.h>
 #include "hearth.h"
+#include "arch.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/ops.h"
 #include "formats/gguf.h"
@@ -16,19 +17,10 @@ typedef struct hr_hparams {
     float rms_eps;         /* epsilon of the norm in use (RMSNorm or LayerNorm) */
     float rope_base;
     float rope_freq_scale; /* 1 / linear scaling factor */
-    bool rope_neox;        /* pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
+    bool rope_neox;        /* the arch's RoPE layout: pairs (i, i + n_rot/2), not (2i, 2i+1) */
     hr_act act;
     bool has_gate;         /* false for plain ReLU/GELU FFNs (up only) */
-    /* Architecture shape (see arch.c): llama-like archs leave all of these false. */
-    bool layer_norm;       /* LayerNorm with bias (mean removed) instead of RMSNorm */
-    bool parallel;         /* attention and FFN both read the layer input; no ffn_norm (Falcon) */
-    bool fused_qkv;        /* one attn_qkv tensor, rows q then k then v (Falcon) */
-    bool attn_bias;        /* q, k, v and output biases (OPT) */
-    bool ffn_bias;         /* ffn_up and ffn_down biases (OPT) */
-    bool use_rope;         /* false: no rotary embedding (OPT) */
-    bool learned_pos;      /* position_embd row pos + pos_offset added to the embedding (OPT) */
-    bool tied_output;      /* always token_embd as the output matrix, even if output.weight exists (OPT) */
-    int32_t pos_offset;    /* OPT's learned positions start at row 2 */
+    const hr_arch *arch;   /* everything else the architecture decides (arch.h) */
 } hr_hparams;
 
 /* FFN execution modes (see DESIGN.md "FFN modes"). */
@@ -50,6 +42,7 @@ typedef struct hr_layer {
     const float *attn_norm2, *attn_norm2_b; /* Falcon-40B: separate norm of the attention input */
     hr_mat wq, wk, wv, wo;             /* with a fused attn_qkv: row views into it */
     const float *bq, *bk, *bv, *bo;    /* attention biases, NULL if none */
+    const float *q_norm, *k_norm;      /* per-head RMSNorm weights {head_dim} of q and k, NULL if none */
     hr_ffn_weights ffn;
     bool use_rope;                     /* false for NoPE layers */
 } hr_layer;

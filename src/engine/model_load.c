@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "arch.h"
 #include "formats/types.h"
 #include "model.h"
 #include "util/checked.h"
@@ -47,14 +46,10 @@ static int load_hparams(hearth_model *m, const hr_arch *a, hr_err *e) {
         arch_u32(m, "context_length", false, &n_ctx, e) || arch_u32(m, "attention.key_length", false, &key_len, e) ||
         arch_u32(m, "rope.dimension_count", false, &n_rot, e))
         return -1;
-    if (!strcmp(m->arch, "smallthinker")) {
-        if (arch_u32(m, "expert_feed_forward_length", true, &n_ff, e)) return -1;
-    } else if (arch_u32(m, "feed_forward_length", true, &n_ff, e)) {
-        return -1;
-    }
+    if (arch_u32(m, a->ff_key, true, &n_ff, e)) return -1;
     if (!n_head_kv) n_head_kv = n_head;
     if (positive("embedding_length", n_embd, 1 << 16, e) || positive("block_count", n_layer, 4096, e) ||
-        positive("attention.head_count", n_head, 1024, e) || positive("feed_forward_length", n_ff, 1 << 20, e) ||
+        positive("attention.head_count", n_head, 1024, e) || positive(a->ff_key, n_ff, 1 << 20, e) ||
         positive("context_length", n_ctx, 1 << 24, e))
         return -1;
     if (n_head_kv > n_head || n_head % n_head_kv)
@@ -69,7 +64,8 @@ static int load_hparams(hearth_model *m, const hr_arch *a, hr_err *e) {
     *hp = (hr_hparams){.n_embd = (int32_t)n_embd, .n_layer = (int32_t)n_layer, .n_head = (int32_t)n_head,
                        .n_head_kv = (int32_t)n_head_kv, .head_dim = (int32_t)key_len, .n_ff = (int32_t)n_ff,
                        .n_ctx_train = (int32_t)n_ctx, .n_rot = (int32_t)n_rot, .rms_eps = 1e-5f,
-                       .rope_base = 10000.0f, .rope_freq_scale = 1.0f, .has_gate = true};
+                       .rope_base = 10000.0f, .rope_freq_scale = 1.0f, .has_gate = true, .arch = a,
+                       .rope_neox = a->rope == HR_ROPE_NEOX};
     float scale = 0;
     if (arch_f32(m, a->eps_key, &hp->rms_eps, e) || arch_f32(m, "rope.freq_base", &hp->rope_base, e) ||
         arch_f32(m, "rope.scaling.factor", &scale, e))
@@ -92,23 +88,17 @@ static int set_activation(hearth_model *m, const hr_arch *a, const char *s, size
     int k = hr_act_from_name(s, len);
     if (k < 0)
         return hr_errf(e, "%s '%.*s' is unknown (swiglu, reglu, drelu, relu, gelu)", what, (int)(len > 32 ? 32 : len), s);
-    /* ggml's GELU FFN exists in llama.cpp only for falcon-like archs. */
-    if (k == HR_ACT_GELU && strcmp(a->name, "falcon"))
-        return hr_errf(e, "%s 'gelu' is supported for falcon only, not %s", what, a->name);
+    /* ggml's GELU FFN exists in llama.cpp only for some architectures. */
+    if (k == HR_ACT_GELU && !a->gelu) return hr_errf(e, "%s 'gelu' is not an FFN of %s", what, a->name);
     m->hp.act = (hr_act)k;
     return 0;
 }
 
-/* FFN activation: the architecture's, or the Hearth key (then the --ffn-act override) where
- * the architecture allows.
- * Falcon without the key: ReLU in PowerInfer (PWRI) files, whose ReluFalcon has no other
- * path; GELU in plain GGUF files, as llama.cpp computes falcon. */
+/* FFN activation: the architecture's (its PowerInfer one in PWRI files, which mark nothing
+ * but the magic), or the Hearth key (then the --ffn-act override) where the architecture
+ * allows. */
 static int load_activation(hearth_model *m, const hr_arch *a, hr_err *e) {
-    m->hp.act = a->act;
-    /* PowerInfer's sparse files mark nothing but the magic: its sparse llama is ReGLU
-     * (ReluLLaMA, ProSparse), its sparse falcon ReLU. */
-    if (!strcmp(a->name, "falcon") && m->file.sparse) m->hp.act = HR_ACT_RELU;
-    if (!strcmp(a->name, "llama") && m->file.sparse) m->hp.act = HR_ACT_REGLU;
+    m->hp.act = m->file.sparse && a->sparse_act != HR_ACT_COUNT ? a->sparse_act : a->act;
     gguf_str s = {0};
     int r = a->act_fixed ? 1 : gguf_get_str(&m->file, "hearth.ffn_activation", &s, e);
     if (r < 0 || (r == 0 && set_activation(m, a, s.ptr, s.len, "hearth.ffn_activation", e))) return -1;
@@ -117,18 +107,19 @@ static int load_activation(hearth_model *m, const hr_arch *a, hr_err *e) {
             return hr_errf(e, "--ffn-act: the %s architecture fixes its activation (%s)", a->name, hr_act_name(a->act));
         if (set_activation(m, a, m->ffn_act, strlen(m->ffn_act), "--ffn-act", e)) return -1;
     }
-    m->hp.has_gate = m->hp.act != HR_ACT_RELU && m->hp.act != HR_ACT_GELU;
+    m->hp.has_gate = hr_arch_gated(m->hp.act);
     return 0;
 }
 
-/* smallthinker is a mixture of experts; with one expert its softmax router weight is
- * exactly 1, so it is a dense ReGLU model. More experts are not supported. */
-static int check_experts(hearth_model *m, hr_err *e) {
+/* Mixture-of-experts layouts are read in their dense form only (one expert, whose router
+ * weight is exactly 1); other archs must have no experts. */
+static int check_experts(hearth_model *m, const hr_arch *a, hr_err *e) {
     uint32_t n_expert = 0, n_used = 0;
     if (arch_u32(m, "expert_count", false, &n_expert, e) || arch_u32(m, "expert_used_count", false, &n_used, e)) return -1;
-    if (!strcmp(m->arch, "smallthinker") && n_expert != 1)
-        return hr_errf(e, "smallthinker with %u experts is not supported (only the one-expert dense form)", n_expert);
-    if (strcmp(m->arch, "smallthinker") && n_expert > 1)
+    if (a->one_expert && n_expert != a->one_expert)
+        return hr_errf(e, "%s with %u experts is not supported (only the %u-expert dense form)", m->arch, n_expert,
+                       a->one_expert);
+    if (!a->one_expert && n_expert > 1)
         return hr_errf(e, "%s with %u experts (mixture of experts) is not supported", m->arch, n_expert);
     uint32_t swa = 0;
     if (arch_u32(m, "attention.sliding_window", false, &swa, e)) return -1;
@@ -142,12 +133,11 @@ int hr_load_arch(hearth_model *m, hr_err *e) {
     if (r < 0) return -1;
     if (r == 1) return hr_errf(e, "missing metadata key 'general.architecture'");
     const hr_arch *a = hr_arch_find(arch.ptr, arch.len);
+    char names[256];
     if (!a)
         return hr_errf(e, "unknown architecture '%.*s' (supported: %s)", (int)(arch.len > 64 ? 64 : arch.len), arch.ptr,
-                       hr_arch_list());
+                       hr_arch_list(names, sizeof names));
     memcpy(m->arch, arch.ptr, arch.len);
     m->arch[arch.len] = 0;
-    if (load_hparams(m, a, e) || load_activation(m, a, e) || check_experts(m, e)) return -1;
-    hr_arch_apply(a, &m->hp);
-    return 0;
+    return load_hparams(m, a, e) || load_activation(m, a, e) || check_experts(m, a, e) ? -1 : 0;
 }

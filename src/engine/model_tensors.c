@@ -46,7 +46,7 @@ static int load_norm(const hearth_model *m, const char *prefix, const float **w,
     snprintf(n, sizeof n, "%s.weight", prefix);
     if (hr_get_vec(m, n, m->hp.n_embd, w, e)) return -1;
     *b = NULL;
-    if (!m->hp.layer_norm) return 0;
+    if (m->hp.arch->norm != HR_NORM_LAYER) return 0;
     snprintf(n, sizeof n, "%s.bias", prefix);
     return hr_get_vec(m, n, m->hp.n_embd, b, e);
 }
@@ -66,31 +66,43 @@ static int load_qkv_fused(const hearth_model *m, int il, hr_layer *L, int64_t d,
     return 0;
 }
 
+/* The vector "blk.<il>.<name>" of n floats when the architecture has `bit`, else NULL. */
+static int opt_vec(const hearth_model *m, uint32_t bit, int il, const char *name, int64_t n, const float **out, hr_err *e) {
+    char t[96];
+    *out = NULL;
+    if (!hr_arch_has(m->hp.arch, bit)) return 0;
+    snprintf(t, sizeof t, "blk.%d.%s", il, name);
+    return hr_get_vec(m, t, n, out, e);
+}
+
 static int load_attn(const hearth_model *m, int il, hr_layer *L, hr_err *e) {
     const hr_hparams *hp = &m->hp;
     int64_t d = hp->n_embd, q = (int64_t)hp->n_head * hp->head_dim, kv = (int64_t)hp->n_head_kv * hp->head_dim;
     char n[96];
 #define NAME(fmt) (snprintf(n, sizeof n, "blk.%d." fmt, il), n)
-    if (hp->fused_qkv ? load_qkv_fused(m, il, L, d, q, kv, e)
+    if (hr_arch_has(hp->arch, HR_AT_FUSED_QKV) ? load_qkv_fused(m, il, L, d, q, kv, e)
                       : (hr_get_mat(m, NAME("attn_q.weight"), d, q, true, &L->wq, e) ||
                          hr_get_mat(m, NAME("attn_k.weight"), d, kv, true, &L->wk, e) ||
                          hr_get_mat(m, NAME("attn_v.weight"), d, kv, true, &L->wv, e)))
         return -1;
     if (hr_get_mat(m, NAME("attn_output.weight"), q, d, true, &L->wo, e)) return -1;
-    if (hp->attn_bias &&
-        (hr_get_vec(m, NAME("attn_q.bias"), q, &L->bq, e) || hr_get_vec(m, NAME("attn_k.bias"), kv, &L->bk, e) ||
-         hr_get_vec(m, NAME("attn_v.bias"), kv, &L->bv, e) || hr_get_vec(m, NAME("attn_output.bias"), d, &L->bo, e)))
-        return -1;
 #undef NAME
-    return 0;
+    return opt_vec(m, HR_AT_Q_BIAS, il, "attn_q.bias", q, &L->bq, e) ||
+           opt_vec(m, HR_AT_K_BIAS, il, "attn_k.bias", kv, &L->bk, e) ||
+           opt_vec(m, HR_AT_V_BIAS, il, "attn_v.bias", kv, &L->bv, e) ||
+           opt_vec(m, HR_AT_O_BIAS, il, "attn_output.bias", d, &L->bo, e) ||
+           opt_vec(m, HR_AT_QK_NORM, il, "attn_q_norm.weight", hp->head_dim, &L->q_norm, e) ||
+           opt_vec(m, HR_AT_QK_NORM, il, "attn_k_norm.weight", hp->head_dim, &L->k_norm, e)
+               ? -1
+               : 0;
 }
 
-/* FFN biases (OPT): up {n_ff}; down {n_embd}, which PowerInfer's converter names
+/* FFN biases: up {n_ff}; down {n_embd}, which PowerInfer's converter names
  * ffn_down_t.bias because it renames everything called ffn_down. */
 static int load_ffn_bias(const hearth_model *m, int il, hr_ffn_weights *f, hr_err *e) {
     char n[96];
-    snprintf(n, sizeof n, "blk.%d.ffn_up.bias", il);
-    if (hr_get_vec(m, n, m->hp.n_ff, &f->b_up, e)) return -1;
+    if (opt_vec(m, HR_AT_UP_BIAS, il, "ffn_up.bias", m->hp.n_ff, &f->b_up, e)) return -1;
+    if (!hr_arch_has(m->hp.arch, HR_AT_DOWN_BIAS)) return 0;
     snprintf(n, sizeof n, "blk.%d.ffn_down.bias", il);
     if (!gguf_find_tensor(&m->file, n)) snprintf(n, sizeof n, "blk.%d.ffn_down_t.bias", il);
     if (!gguf_find_tensor(&m->file, n))
@@ -104,15 +116,15 @@ static int load_layer(hearth_model *m, int il, hr_layer *L, hr_err *e) {
 #define NAME(fmt) (snprintf(n, sizeof n, "blk.%d." fmt, il), n)
     if (load_norm(m, NAME("attn_norm"), &L->attn_norm, &L->attn_norm_b, e)) return -1;
     /* Falcon-40B: attn_norm_2 normalises the attention input, attn_norm the FFN input. */
-    if (hp->parallel && gguf_find_tensor(&m->file, NAME("attn_norm_2.weight")) &&
+    if (hr_arch_has(hp->arch, HR_AT_ATTN_NORM_2) && gguf_find_tensor(&m->file, NAME("attn_norm_2.weight")) &&
         load_norm(m, NAME("attn_norm_2"), &L->attn_norm2, &L->attn_norm2_b, e))
         return -1;
-    if (!hp->parallel && load_norm(m, NAME("ffn_norm"), &L->ffn_norm, &L->ffn_norm_b, e)) return -1;
+    if (!hp->arch->parallel && load_norm(m, NAME("ffn_norm"), &L->ffn_norm, &L->ffn_norm_b, e)) return -1;
 #undef NAME
-    if (load_attn(m, il, L, e) || hr_load_ffn(m, il, !strcmp(m->arch, "smallthinker") ? "_exps" : "", &L->ffn, e))
+    if (load_attn(m, il, L, e) || hr_load_ffn(m, il, hp->arch->ffn_suffix, &L->ffn, e) ||
+        load_ffn_bias(m, il, &L->ffn, e))
         return -1;
-    if (hp->ffn_bias && load_ffn_bias(m, il, &L->ffn, e)) return -1;
-    L->use_rope = hp->use_rope;
+    L->use_rope = hp->arch->rope != HR_ROPE_NONE;
     return 0;
 }
 
@@ -122,11 +134,12 @@ static int load_positions(hearth_model *m, hr_err *e) {
     hr_hparams *hp = &m->hp;
     const gguf_tensor *t = find(m, "position_embd.weight", true, e);
     if (!t) return -1;
-    if (t->ne[1] <= (uint64_t)hp->pos_offset || t->ne[1] > (1u << 24))
+    const int32_t off = hp->arch->pos_offset;
+    if (t->ne[1] <= (uint64_t)off || t->ne[1] > (1u << 24))
         return hr_errf(e, "tensor 'position_embd.weight' has %llu positions, needs more than %d",
-                       (unsigned long long)t->ne[1], hp->pos_offset);
+                       (unsigned long long)t->ne[1], off);
     if (hr_get_mat(m, "position_embd.weight", hp->n_embd, (int64_t)t->ne[1], true, &m->pos_embd, e)) return -1;
-    const int32_t usable = (int32_t)t->ne[1] - hp->pos_offset;
+    const int32_t usable = (int32_t)t->ne[1] - off;
     if (hp->n_ctx_train > usable) hp->n_ctx_train = usable;
     return 0;
 }
@@ -139,8 +152,8 @@ int hr_load_tensors(hearth_model *m, hr_err *e) {
     m->hp.n_vocab = (int32_t)emb->ne[1];
     if (hr_get_mat(m, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &m->token_embd, e) ||
         load_norm(m, "output_norm", &m->output_norm, &m->output_norm_b, e) ||
-        (!hp->tied_output && hr_get_mat(m, "output.weight", hp->n_embd, hp->n_vocab, false, &m->output, e)) ||
-        (hp->learned_pos && load_positions(m, e)))
+        (!hp->arch->tied_output && hr_get_mat(m, "output.weight", hp->n_embd, hp->n_vocab, false, &m->output, e)) ||
+        (hp->arch->learned_pos && load_positions(m, e)))
         return -1;
     if (!m->output.data) m->output = m->token_embd; /* tied embeddings */
     for (int il = 0; il < hp->n_layer; il++)

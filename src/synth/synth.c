@@ -9,8 +9,9 @@
 #include "synth_internal.h"
 
 static uint32_t head_dim(const hr_synth_params *p) { return p->head_dim ? p->head_dim : p->n_embd / p->n_head; }
-static bool is_tied(const hr_synth_params *p) { return p->tied || p->arch == HR_SYNTH_OPT; }
-static bool layer_norm(const hr_synth_params *p) { return p->arch == HR_SYNTH_FALCON || p->arch == HR_SYNTH_OPT; }
+static bool is_tied(const hr_synth_params *p) { return p->tied || synth_arch(p)->tied_output; }
+static bool layer_norm(const hr_synth_params *p) { return synth_arch(p)->norm == HR_NORM_LAYER; }
+static bool has(const hr_synth_params *p, uint32_t bits) { return hr_arch_has(synth_arch(p), bits); }
 
 static synth_tensor *plan_add(synth_plan *pl, hr_err *e) {
     if (pl->n == pl->cap) {
@@ -77,7 +78,7 @@ static int plan_ffn(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err
     char n[64], s[64];
     const float sd_in = 1.0f / sqrtf((float)p->n_embd), sd_ff = 1.0f / sqrtf((float)p->n_ff);
 #define NAME(buf, suffix) snprintf(buf, sizeof buf, "blk.%u." suffix ".weight", l)
-    if (p->arch == HR_SYNTH_SMALLTHINKER) {
+    if (synth_arch(p)->one_expert) {
         int r = 0;
         NAME(n, "ffn_gate_inp");
         r |= add(pl, n, NULL, HR_F32, p->n_embd, 1, 0, SYNTH_FILL_NORMAL, sd_in, false, e);
@@ -92,8 +93,9 @@ static int plan_ffn(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err
     const bool gated = p->act != HR_SYNTH_RELU && p->act != HR_SYNTH_GELU;
     if (gated && (NAME(n, "ffn_gate"), add_mat(pl, p, n, p->n_embd, p->n_ff, e))) return -1;
     if ((NAME(n, "ffn_up"), add_mat(pl, p, n, p->n_embd, p->n_ff, e))) return -1;
-    const bool bias = p->arch == HR_SYNTH_OPT;
-    if (bias && (snprintf(n, sizeof n, "blk.%u.ffn_up.bias", l), add_bias(pl, n, NULL, p->n_ff, e))) return -1;
+    if (has(p, HR_AT_UP_BIAS) && (snprintf(n, sizeof n, "blk.%u.ffn_up.bias", l), add_bias(pl, n, NULL, p->n_ff, e)))
+        return -1;
+    const bool bias = has(p, HR_AT_DOWN_BIAS);
     if (!p->powerinfer) {
         if ((NAME(n, "ffn_down"), add_mat(pl, p, n, p->n_ff, p->n_embd, e))) return -1;
         return bias ? (snprintf(n, sizeof n, "blk.%u.ffn_down.bias", l), add_bias(pl, n, NULL, p->n_embd, e)) : 0;
@@ -108,23 +110,31 @@ static int plan_ffn(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err
 #undef NAME
 }
 
-/* Attention weights of layer l: separate q/k/v (with biases for opt) or falcon's fused qkv. */
+/* Attention weights of layer l: separate q/k/v or a fused qkv, with the biases and per-head
+ * q/k norms the architecture's entry names. */
 static int plan_attn(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err *e) {
     const uint64_t n_q = (uint64_t)head_dim(p) * p->n_head, n_kv = (uint64_t)head_dim(p) * p->n_head_kv;
-    const bool bias = p->arch == HR_SYNTH_OPT;
     char n[64];
-    if (p->arch == HR_SYNTH_FALCON) {
+    if (has(p, HR_AT_FUSED_QKV)) {
         if ((snprintf(n, sizeof n, "blk.%u.attn_qkv.weight", l), add_mat(pl, p, n, p->n_embd, n_q + 2 * n_kv, e))) return -1;
     } else {
         static const char *const qkv[3] = {"q", "k", "v"};
+        static const uint32_t bias_bit[3] = {HR_AT_Q_BIAS, HR_AT_K_BIAS, HR_AT_V_BIAS};
         for (int i = 0; i < 3; i++) {
             const uint64_t rows = i ? n_kv : n_q;
             if ((snprintf(n, sizeof n, "blk.%u.attn_%s.weight", l, qkv[i]), add_mat(pl, p, n, p->n_embd, rows, e))) return -1;
-            if (bias && (snprintf(n, sizeof n, "blk.%u.attn_%s.bias", l, qkv[i]), add_bias(pl, n, NULL, rows, e))) return -1;
+            if (has(p, bias_bit[i]) && (snprintf(n, sizeof n, "blk.%u.attn_%s.bias", l, qkv[i]), add_bias(pl, n, NULL, rows, e)))
+                return -1;
         }
     }
+    if (has(p, HR_AT_QK_NORM)) {
+        if ((snprintf(n, sizeof n, "blk.%u.attn_q_norm.weight", l), add_vec(pl, n, head_dim(p), e)) ||
+            (snprintf(n, sizeof n, "blk.%u.attn_k_norm.weight", l), add_vec(pl, n, head_dim(p), e)))
+            return -1;
+    }
     if ((snprintf(n, sizeof n, "blk.%u.attn_output.weight", l), add_mat(pl, p, n, n_q, p->n_embd, e))) return -1;
-    return bias ? (snprintf(n, sizeof n, "blk.%u.attn_output.bias", l), add_bias(pl, n, NULL, p->n_embd, e)) : 0;
+    return has(p, HR_AT_O_BIAS) ? (snprintf(n, sizeof n, "blk.%u.attn_output.bias", l), add_bias(pl, n, NULL, p->n_embd, e))
+                                : 0;
 }
 
 static int plan_layer(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err *e) {
@@ -132,8 +142,8 @@ static int plan_layer(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_e
     if ((snprintf(n, sizeof n, "blk.%u.attn_norm", l), add_norm(pl, p, n, e))) return -1;
     if (p->falcon_40b && (snprintf(n, sizeof n, "blk.%u.attn_norm_2", l), add_norm(pl, p, n, e))) return -1;
     if (plan_attn(pl, p, l, e)) return -1;
-    /* falcon's FFN reads attn_norm's output: no ffn_norm */
-    if (p->arch != HR_SYNTH_FALCON && (snprintf(n, sizeof n, "blk.%u.ffn_norm", l), add_norm(pl, p, n, e))) return -1;
+    /* parallel blocks (falcon): the FFN reads attn_norm's output, no ffn_norm */
+    if (!synth_arch(p)->parallel && (snprintf(n, sizeof n, "blk.%u.ffn_norm", l), add_norm(pl, p, n, e))) return -1;
     return plan_ffn(pl, p, l, e);
 }
 
@@ -142,8 +152,9 @@ int synth_plan_build(const hr_synth_params *p, synth_plan *pl, hr_err *e) {
     const float sd_embd = 1.0f / sqrtf((float)p->n_embd);
     int r = add(pl, "token_embd.weight", NULL, p->type, p->n_embd, p->n_vocab, 0, SYNTH_FILL_NORMAL,
                 (is_tied(p) ? HR_SYNTH_TIED_EMBD_STD : HR_SYNTH_EMBD_STD) * sd_embd, false, e);
-    if (!r && p->arch == HR_SYNTH_OPT)
-        r = add(pl, "position_embd.weight", NULL, p->type, p->n_embd, (uint64_t)p->n_ctx_train + 2, 0, SYNTH_FILL_NORMAL,
+    if (!r && synth_arch(p)->learned_pos)
+        r = add(pl, "position_embd.weight", NULL, p->type, p->n_embd,
+                (uint64_t)p->n_ctx_train + (uint64_t)synth_arch(p)->pos_offset, 0, SYNTH_FILL_NORMAL,
                 HR_SYNTH_TIED_EMBD_STD * sd_embd, false, e);
     for (uint32_t l = 0; l < p->n_layer && !r; l++) r = plan_layer(pl, p, l, e);
     if (!r) r = add_norm(pl, p, "output_norm", e);
@@ -168,13 +179,14 @@ uint64_t hr_synth_data_bytes(const hr_synth_params *p) {
 }
 
 static void put_keys(gguf_writer *w, const hr_synth_params *p) {
-    const char *a = hr_synth_arch_name(p->arch);
+    const hr_arch *A = synth_arch(p);
+    const char *a = A->name;
     char k[128];
 #define KEY(suffix) (snprintf(k, sizeof k, "%s." suffix, a), k)
     gguf_w_str(w, "general.architecture", a);
     gguf_w_str(w, "general.name", p->name ? p->name : "hearth-synth");
     gguf_w_u32(w, "general.file_type", hr_synth_ftype(p->type));
-    gguf_w_u32(w, KEY("context_length"), p->n_ctx_train + (p->arch == HR_SYNTH_OPT ? 2 : 0));
+    gguf_w_u32(w, KEY("context_length"), p->n_ctx_train + (A->learned_pos ? (uint32_t)A->pos_offset : 0));
     gguf_w_u32(w, KEY("embedding_length"), p->n_embd);
     gguf_w_u32(w, KEY("block_count"), p->n_layer);
     gguf_w_u32(w, KEY("feed_forward_length"), p->n_ff);
@@ -182,7 +194,7 @@ static void put_keys(gguf_writer *w, const hr_synth_params *p) {
     gguf_w_u32(w, KEY("attention.head_count_kv"), p->n_head_kv);
     if (layer_norm(p)) gguf_w_f32(w, KEY("attention.layer_norm_epsilon"), p->rms_eps);
     else gguf_w_f32(w, KEY("attention.layer_norm_rms_epsilon"), p->rms_eps);
-    if (p->arch != HR_SYNTH_OPT) {
+    if (A->rope != HR_ROPE_NONE) {
         gguf_w_f32(w, KEY("rope.freq_base"), p->rope_base);
         gguf_w_u32(w, KEY("rope.dimension_count"), head_dim(p));
     }
@@ -191,14 +203,15 @@ static void put_keys(gguf_writer *w, const hr_synth_params *p) {
         gguf_w_u32(w, KEY("attention.key_length"), head_dim(p));
         gguf_w_u32(w, KEY("attention.value_length"), head_dim(p));
     }
-    if (p->arch == HR_SYNTH_SMALLTHINKER) {
-        gguf_w_u32(w, KEY("expert_count"), 1);
-        gguf_w_u32(w, KEY("expert_used_count"), 1);
+    if (A->one_expert) {
+        gguf_w_u32(w, KEY("expert_count"), A->one_expert);
+        gguf_w_u32(w, KEY("expert_used_count"), A->one_expert);
         gguf_w_u32(w, KEY("expert_feed_forward_length"), p->n_ff);
         gguf_w_u32(w, KEY("expert_gating_func"), 1); /* softmax: one expert gets weight exactly 1 */
     }
 #undef KEY
-    /* PowerInfer files without the key mean ReGLU to Hearth, so they always carry it. */
+    /* PowerInfer files without the key mean the arch's PowerInfer activation to Hearth, so
+     * they always carry it. */
     if (p->act != HR_SYNTH_SWIGLU || p->powerinfer) gguf_w_str(w, "hearth.ffn_activation", hr_synth_act_name(p->act));
     if (p->powerinfer && p->has_sparse_threshold) gguf_w_f32(w, "powerinfer.sparse_threshold", p->sparse_threshold);
 }

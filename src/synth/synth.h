@@ -6,7 +6,9 @@
  * n_q = n_head*head_dim, n_kv = n_head_kv*head_dim, A = general.architecture.
  *
  * Keys (all archs):
- *   general.architecture  str   "llama" | "smallthinker" | "exaone" | "bamboo" | "falcon" | "opt"
+ *   general.architecture  str   an entry of the engine's architecture table (engine/arch.c); the
+ *                               entry decides the optional tensors below (biases, q/k norms,
+ *                               fused qkv, norms with bias, learned positions, experts)
  *   general.name          str   p->name or "hearth-synth"
  *   general.file_type     u32   llama.cpp ftype of p->type: F32 0, F16 1, Q4_0 2, Q8_0 7, BF16 32
  *   A.context_length u32, A.embedding_length u32, A.block_count u32, A.feed_forward_length u32 (= n_ff),
@@ -101,9 +103,6 @@
 #define HR_SYNTH_NORM_NOISE 0.05f
 #define HR_SYNTH_BIAS_STD 0.1f
 
-typedef enum hr_synth_arch {
-    HR_SYNTH_LLAMA = 0, HR_SYNTH_SMALLTHINKER, HR_SYNTH_EXAONE, HR_SYNTH_BAMBOO, HR_SYNTH_FALCON, HR_SYNTH_OPT
-} hr_synth_arch;
 
 /* Same order as the engine's hr_act. */
 typedef enum hr_synth_act { HR_SYNTH_SWIGLU = 0, HR_SYNTH_REGLU, HR_SYNTH_DRELU, HR_SYNTH_RELU, HR_SYNTH_GELU } hr_synth_act;
@@ -113,7 +112,7 @@ typedef enum hr_synth_act { HR_SYNTH_SWIGLU = 0, HR_SYNTH_REGLU, HR_SYNTH_DRELU,
 typedef void (*hr_synth_progress_fn)(void *ud, uint64_t done_bytes, uint64_t total_bytes);
 
 typedef struct hr_synth_params {
-    hr_synth_arch arch;
+    const char *arch; /* an architecture table entry's name (engine/arch.h); NULL: "llama" */
     uint32_t type; /* hr_type of the 2-D weights: HR_F32, HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0 */
     uint32_t n_embd, n_layer, n_head, n_head_kv, head_dim; /* head_dim 0: n_embd/n_head */
     uint32_t n_ff, n_vocab, n_ctx_train;
@@ -136,8 +135,8 @@ typedef struct hr_synth_params {
  * rope_base 10000, rms_eps 1e-5, swiglu, spm, untied, seed 1, pred_rank 64. */
 void hr_synth_defaults(hr_synth_params *p);
 
-const char *hr_synth_arch_name(hr_synth_arch a);
-int hr_synth_arch_from_name(const char *s); /* -1 if unknown */
+/* The default activation of arch in a dense (powerinfer false) or PowerInfer file. */
+hr_synth_act hr_synth_default_act(const char *arch, bool powerinfer);
 const char *hr_synth_act_name(hr_synth_act a);
 int hr_synth_act_from_name(const char *s); /* -1 if unknown */
 uint32_t hr_synth_ftype(uint32_t type);   /* llama.cpp general.file_type; UINT32_MAX if unknown */

@@ -2,7 +2,11 @@
 #ifndef HR_SYNTH_INTERNAL_H
 #define HR_SYNTH_INTERNAL_H
 #include <stdint.h>
+#include "engine/arch.h"
 #include "synth.h"
+
+/* The table entry of p->arch (NULL if unknown; validation reports it). */
+const hr_arch *synth_arch(const hr_synth_params *p);
 
 typedef enum synth_fill {
     SYNTH_FILL_NORMAL, /* mean 0, given std */

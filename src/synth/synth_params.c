@@ -1,28 +1,35 @@
 /* Synthesizer parameters: defaults, names and validation. */
 #include <math.h>
 #include <string.h>
+#include "engine/arch.h"
 #include "formats/types.h"
 #include "synth.h"
+#include "synth_internal.h"
 
-static const char *const arch_names[] = {"llama", "smallthinker", "exaone", "bamboo", "falcon", "opt"};
 static const char *const act_names[] = {"swiglu", "reglu", "drelu", "relu", "gelu"};
-#define N_ARCH (sizeof arch_names / sizeof arch_names[0])
 #define N_ACT (sizeof act_names / sizeof act_names[0])
+_Static_assert(N_ACT == HR_ACT_COUNT, "synth activations are the engine's");
 
 void hr_synth_defaults(hr_synth_params *p) {
-    *p = (hr_synth_params){.arch = HR_SYNTH_LLAMA, .type = HR_F32, .n_embd = 256, .n_layer = 2, .n_head = 8,
+    *p = (hr_synth_params){.arch = "llama", .type = HR_F32, .n_embd = 256, .n_layer = 2, .n_head = 8,
                            .n_head_kv = 8, .n_ff = 512, .n_vocab = 1000, .n_ctx_train = 2048, .rope_base = 10000.0f,
                            .rms_eps = 1e-5f, .act = HR_SYNTH_SWIGLU, .tokenizer = HR_TOK_SPM, .seed = 1, .pred_rank = 64};
 }
 
-const char *hr_synth_arch_name(hr_synth_arch a) { return (unsigned)a < N_ARCH ? arch_names[a] : "?"; }
+const hr_arch *synth_arch(const hr_synth_params *p) {
+    const char *n = p->arch ? p->arch : "llama";
+    return hr_arch_find(n, strlen(n));
+}
+
+hr_synth_act hr_synth_default_act(const char *arch, bool powerinfer) {
+    const hr_arch *a = arch ? hr_arch_find(arch, strlen(arch)) : NULL;
+    if (!a) return HR_SYNTH_SWIGLU;
+    /* PowerInfer has no GELU FFN: its files of a GELU arch (falcon) are ReLU. */
+    return (hr_synth_act)(powerinfer && a->act == HR_ACT_GELU ? a->sparse_act : a->act);
+}
+
 const char *hr_synth_act_name(hr_synth_act a) { return (unsigned)a < N_ACT ? act_names[a] : "?"; }
 
-int hr_synth_arch_from_name(const char *s) {
-    for (int i = 0; i < (int)N_ARCH; i++)
-        if (!strcmp(s, arch_names[i])) return i;
-    return -1;
-}
 
 int hr_synth_act_from_name(const char *s) {
     for (int i = 0; i < (int)N_ACT; i++)
@@ -67,26 +74,24 @@ static int row_ok(const hr_synth_params *p, const char *what, uint32_t len, hr_e
     return 0;
 }
 
+/* What the architecture's entry allows: its own activation where it fixes one, GELU only
+ * where llama.cpp has a GELU FFN, no gate where its layout has none, PowerInfer files only
+ * of archs PowerInfer reads. */
 static int check_arch(const hr_synth_params *p, hr_err *e) {
-    if ((unsigned)p->arch >= N_ARCH) return hr_errf(e, "unknown arch %d", (int)p->arch);
+    const hr_arch *a = synth_arch(p);
+    if (!a) return hr_errf(e, "unknown arch '%s'", p->arch);
     if ((unsigned)p->act >= N_ACT) return hr_errf(e, "unknown activation %d", (int)p->act);
-    if (p->arch == HR_SYNTH_SMALLTHINKER && p->act != HR_SYNTH_REGLU)
-        return hr_errf(e, "arch smallthinker computes ReGLU in llama.cpp: activation must be reglu, not %s",
-                       hr_synth_act_name(p->act));
-    if (p->arch == HR_SYNTH_EXAONE && p->act != HR_SYNTH_SWIGLU)
-        return hr_errf(e, "arch exaone computes SwiGLU in llama.cpp: activation must be swiglu, not %s",
-                       hr_synth_act_name(p->act));
-    if (p->arch == HR_SYNTH_BAMBOO && p->act != HR_SYNTH_DRELU)
-        return hr_errf(e, "arch bamboo computes dReLU: activation must be drelu, not %s", hr_synth_act_name(p->act));
-    if (p->arch == HR_SYNTH_FALCON && p->act != HR_SYNTH_RELU && p->act != HR_SYNTH_GELU)
-        return hr_errf(e, "arch falcon has no gate: activation must be relu or gelu, not %s", hr_synth_act_name(p->act));
-    if (p->arch == HR_SYNTH_OPT && p->act != HR_SYNTH_RELU)
-        return hr_errf(e, "arch opt computes ReLU: activation must be relu, not %s", hr_synth_act_name(p->act));
-    if (p->act == HR_SYNTH_GELU && p->arch != HR_SYNTH_FALCON)
-        return hr_errf(e, "activation gelu is for arch falcon only, not %s", hr_synth_arch_name(p->arch));
-    if (p->falcon_40b && p->arch != HR_SYNTH_FALCON) return hr_errf(e, "falcon_40b needs arch falcon");
-    if (p->powerinfer && (p->arch == HR_SYNTH_SMALLTHINKER || p->arch == HR_SYNTH_EXAONE))
-        return hr_errf(e, "powerinfer files need arch llama, bamboo, falcon or opt, not %s", hr_synth_arch_name(p->arch));
+    const hr_act act = (hr_act)p->act;
+    if (a->act_fixed && act != a->act)
+        return hr_errf(e, "arch %s computes %s: activation must be %s, not %s", a->name, act_names[a->act],
+                       act_names[a->act], act_names[act]);
+    if (act == HR_ACT_GELU && !a->gelu) return hr_errf(e, "activation gelu is not an FFN of arch %s", a->name);
+    if (!hr_arch_gated(a->act) && hr_arch_gated(act))
+        return hr_errf(e, "arch %s has no gate: activation must be relu%s, not %s", a->name, a->gelu ? " or gelu" : "",
+                       act_names[act]);
+    if (p->falcon_40b && !hr_arch_has(a, HR_AT_ATTN_NORM_2))
+        return hr_errf(e, "falcon_40b (attn_norm_2) needs an arch that has it (falcon), not %s", a->name);
+    if (p->powerinfer && !a->powerinfer) return hr_errf(e, "powerinfer files of arch %s do not exist", a->name);
     return 0;
 }
 
@@ -105,9 +110,12 @@ static int check_shape(const hr_synth_params *p, hr_err *e) {
         hd = p->n_embd / p->n_head;
     }
     if (hd % 2 || hd > 1024) return hr_errf(e, "head_dim = %u must be even and at most 1024", hd);
-    if (p->arch == HR_SYNTH_FALCON && hd * p->n_head != p->n_embd)
-        return hr_errf(e, "falcon needs n_head * head_dim = n_embd (%u * %u != %u)", p->n_head, hd, p->n_embd);
-    if (p->arch == HR_SYNTH_OPT && p->n_ctx_train > (1u << 24) - 2) return hr_errf(e, "n_ctx = %u is too large for opt", p->n_ctx_train);
+    const hr_arch *a = synth_arch(p);
+    /* llama.cpp's parallel-block graph (falcon) adds attention and FFN outputs of n_embd. */
+    if (a->parallel && hd * p->n_head != p->n_embd)
+        return hr_errf(e, "%s needs n_head * head_dim = n_embd (%u * %u != %u)", a->name, p->n_head, hd, p->n_embd);
+    if (a->learned_pos && p->n_ctx_train > (1u << 24) - (uint32_t)a->pos_offset)
+        return hr_errf(e, "n_ctx = %u is too large for %s", p->n_ctx_train, a->name);
     if ((uint64_t)hd * p->n_head > 65536) return hr_errf(e, "n_head * head_dim = %llu is too large", (unsigned long long)hd * p->n_head);
     if (row_ok(p, "n_embd", p->n_embd, e) || row_ok(p, "n_head * head_dim", hd * p->n_head, e) ||
         row_ok(p, "n_ff", p->n_ff, e))

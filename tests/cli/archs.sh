@@ -27,8 +27,8 @@ expect 0 "attn_qkv" -- "$H" inspect "$T/falcon40.gguf"
 expect 0 "attn_norm_2.bias" -- "$H" inspect "$T/falcon40.gguf"
 expect 0 "position_embd.weight" -- "$H" inspect "$T/opt.gguf"
 expect 0 "ffn_down_t.bias" -- "$H" inspect "$T/optpi.gguf"
-expect 2 "falcon only" -- "$H" synth -o "$T/x.gguf" $S --act gelu
-expect 2 "falcon_40b needs arch falcon" -- "$H" synth -o "$T/x.gguf" $S --falcon-40b
+expect 2 "activation gelu is not an FFN of arch llama" -- "$H" synth -o "$T/x.gguf" $S --act gelu
+expect 2 "falcon_40b (attn_norm_2) needs an arch that has it" -- "$H" synth -o "$T/x.gguf" $S --falcon-40b
 expect 2 "activation must be drelu" -- "$H" synth -o "$T/x.gguf" $S --arch bamboo --act swiglu
 expect 0 "bamboo (llama layout" -- "$H" synth --help
 

@@ -58,6 +58,13 @@ const MODEL_CASES = [
     // see F16-sized rounding flips in the FFN: the F16 tolerance applies.
     {name: "falcon7b-gelu-f32", arch: "falcon", type: "f32", tokenizer: "bpe", n_head_kv: 1, tol: TOL.f16},
     {name: "falcon40b-gelu-q8_0", arch: "falcon", type: "q8_0", tokenizer: "bpe", extra: ["--falcon-40b"]},
+    // Qwen2: q/k/v biases, NEOX RoPE; tied (the small Qwen2.5 sizes) and untied.
+    {name: "qwen2-f32", arch: "qwen2", type: "f32", tokenizer: "bpe", seed: 31},
+    {name: "qwen2-tied-q8_0", arch: "qwen2", type: "q8_0", tokenizer: "bpe", seed: 32, extra: ["--tied"]},
+    // Qwen3: per-head q/k RMSNorm before RoPE; head size 64 from key_length, so n_head *
+    // head_dim (256) differs from n_embd (128).
+    {name: "qwen3-f32", arch: "qwen3", type: "f32", tokenizer: "bpe", seed: 33, extra: ["--head-dim", "64"]},
+    {name: "qwen3-q4_0", arch: "qwen3", type: "q4_0", tokenizer: "bpe", seed: 34, ppl: true},
 ];
 // Files quantized by llama.cpp's own quantizer (llama_model_quantize through the
 // llama-quantize-ref tool) from synthetic F32 models: every named mix, with llama.cpp's

@@ -152,7 +152,7 @@ static void check_shares(hearth_model *m, hearth_ffn_mode mode, const char *idx_
         if (k == 2) CHECK(st.act_device == st.act_total && st.hot_neurons == (int64_t)m->hp.n_layer * m->hp.n_ff);
         if (k == 1) CHECK(st.act_device > 0 && st.act_device < st.act_total);
         CHECK(st.used == st.used_fixed + st.used_kv + st.used_scratch + st.used_neurons && st.used + dev_over <= st.budget);
-        if (mode == HEARTH_FFN_PREDICTED && !m->hp.parallel && !m->hp.layer_norm) {
+        if (mode == HEARTH_FFN_PREDICTED && !m->hp.arch->parallel && m->hp.arch->norm == HR_NORM_RMS) {
             /* attention and predictor share a wait (their norms are on the device), the FFN
              * split at most one more, the logits one: separately it was up to three a layer */
             const uint64_t most = (uint64_t)(1 + ND) * (2 * (uint64_t)m->hp.n_layer + 1);
@@ -164,7 +164,7 @@ static void check_shares(hearth_model *m, hearth_ffn_mode mode, const char *idx_
     free(ref), free(got);
 }
 
-static hearth_model *synth_arch(const char *path, hr_synth_arch arch, uint32_t type, hr_synth_act act, bool pwri, int n_layer) {
+static hearth_model *synth_arch(const char *path, const char * arch, uint32_t type, hr_synth_act act, bool pwri, int n_layer) {
     hr_synth_params p;
     hr_synth_defaults(&p);
     p.arch = arch, p.type = type, p.act = act, p.powerinfer = pwri, p.pred_rank = 32;
@@ -177,7 +177,7 @@ static hearth_model *synth_arch(const char *path, hr_synth_arch arch, uint32_t t
 }
 
 static hearth_model *synth(const char *path, uint32_t type, hr_synth_act act, bool pwri, int n_layer) {
-    return synth_arch(path, HR_SYNTH_LLAMA, type, act, pwri, n_layer);
+    return synth_arch(path, "llama", type, act, pwri, n_layer);
 }
 
 static void test_synthetic(void) {
@@ -197,7 +197,7 @@ static void test_synthetic(void) {
     hearth_model_free(m);
     remove(path);
     /* Falcon: no gate (ReLU on up), fused QKV rows, parallel attention and FFN, LayerNorm */
-    m = synth_arch(hr_test_tmp(path, sizeof path, "hyf.gguf"), HR_SYNTH_FALCON, HR_F32, HR_SYNTH_RELU, true, 2);
+    m = synth_arch(hr_test_tmp(path, sizeof path, "hyf.gguf"), "falcon", HR_F32, HR_SYNTH_RELU, true, 2);
     if (m) check_shares(m, HEARTH_FFN_PREDICTED, NULL, 5e-4, "synthetic falcon relu"); /* summation order only, as above */
     hearth_model_free(m);
     remove(path);
@@ -443,7 +443,7 @@ static void test_budgets(void) {
 /* -ngl on a dense Falcon file: whole FFNs without a gate. */
 static void test_layer_offload_falcon(void) {
     char path[256];
-    hearth_model *m = synth_arch(hr_test_tmp(path, sizeof path, "fal.gguf"), HR_SYNTH_FALCON, HR_F32, HR_SYNTH_GELU, false, 2);
+    hearth_model *m = synth_arch(hr_test_tmp(path, sizeof path, "fal.gguf"), "falcon", HR_F32, HR_SYNTH_GELU, false, 2);
     if (!m) return;
     const int nv = m->hp.n_vocab;
     float *ref = malloc(sizeof(float) * (NP + ND) * (size_t)nv), *got = malloc(sizeof(float) * (NP + ND) * (size_t)nv);

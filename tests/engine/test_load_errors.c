@@ -66,7 +66,7 @@ int main(void) {
     p.n_embd = 64, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 128, p.n_vocab = 300;
     hr_err e;
     CHECKF(hr_synth_write(&p, hr_test_tmp(base, sizeof base, "base.gguf"), &e) == 0, "%s", e.msg);
-    p.arch = HR_SYNTH_SMALLTHINKER, p.act = HR_SYNTH_REGLU;
+    p.arch = "smallthinker", p.act = HR_SYNTH_REGLU;
     CHECKF(hr_synth_write(&p, hr_test_tmp(st, sizeof st, "st.gguf"), &e) == 0, "%s", e.msg);
     if (hr_test_failures) return TEST_END();
 
@@ -95,7 +95,7 @@ int main(void) {
     expect_error(st, &(mutation){.u32_key = "smallthinker.expert_count", .u32_val = 4}, "4 experts");
     /* PowerInfer files: predictor and transposed down matrix. */
     char pw[256];
-    p.arch = HR_SYNTH_LLAMA, p.act = HR_SYNTH_REGLU, p.powerinfer = true, p.pred_rank = 16;
+    p.arch = "llama", p.act = HR_SYNTH_REGLU, p.powerinfer = true, p.pred_rank = 16;
     CHECKF(hr_synth_write(&p, hr_test_tmp(pw, sizeof pw, "pw.gguf"), &e) == 0, "%s", e.msg);
     expect_error(pw, &(mutation){.drop_tensor = "blk.1.fc2.weight"}, "'blk.1.fc1.weight' but not 'blk.1.fc2.weight'");
     expect_error(pw, &(mutation){.drop_tensor = "blk.0.fc1.weight"}, "'blk.0.fc2.weight' but not 'blk.0.fc1.weight'");
@@ -112,6 +112,21 @@ int main(void) {
     hearth_model_free(mk);
     remove(nokey);
     remove(pw);
+    /* The tensors an architecture's entry adds: qwen2's q/k/v biases, qwen3's q/k norms
+     * (whose length is the head size from attention.key_length). */
+    char q2[256], q3[256];
+    hr_synth_defaults(&p);
+    p.n_embd = 64, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 128, p.n_vocab = 300, p.arch = "qwen2";
+    CHECKF(hr_synth_write(&p, hr_test_tmp(q2, sizeof q2, "q2.gguf"), &e) == 0, "%s", e.msg);
+    p.arch = "qwen3", p.head_dim = 32;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(q3, sizeof q3, "q3.gguf"), &e) == 0, "%s", e.msg);
+    expect_error(q2, &(mutation){.drop_tensor = "blk.1.attn_k.bias"}, "missing tensor 'blk.1.attn_k.bias'");
+    expect_error(q2, &(mutation){.drop_tensor = "blk.0.attn_q.bias"}, "missing tensor 'blk.0.attn_q.bias'");
+    expect_error(q3, &(mutation){.drop_tensor = "blk.0.attn_q_norm.weight"}, "missing tensor 'blk.0.attn_q_norm.weight'");
+    expect_error(q3, &(mutation){.drop_tensor = "blk.1.attn_k_norm.weight"}, "missing tensor 'blk.1.attn_k_norm.weight'");
+    /* without key_length the head size is n_embd / n_head = 16, which the file contradicts */
+    expect_error(q3, &(mutation){.drop_key = "qwen3.attention.key_length"}, "rope.dimension_count 32 must be even and <= head size 16");
+    remove(q2), remove(q3);
     remove(base), remove(st);
     return TEST_END();
 }

@@ -20,17 +20,17 @@
 
 typedef struct model {
     const char *label;
-    hr_synth_arch arch;
+    const char * arch;
     uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab;
     bool tied, powerinfer;
 } model;
 
 /* Shapes: ffn_down rows of 384 and 704 are whole 32- but not 256-blocks; 48/80 not even 32. */
 static const model models[] = {
-    {"llama-gqa4-8l", HR_SYNTH_LLAMA, 256, 8, 8, 2, 384, 320, false, false},
-    {"llama-tied-4l", HR_SYNTH_LLAMA, 256, 4, 4, 4, 704, 300, true, false},
-    {"falcon-mqa-16l", HR_SYNTH_FALCON, 256, 16, 8, 1, 256, 300, false, false},
-    {"llama-odd-rows", HR_SYNTH_LLAMA, 48, 4, 4, 2, 80, 300, false, false},
+    {"llama-gqa4-8l", "llama", 256, 8, 8, 2, 384, 320, false, false},
+    {"llama-tied-4l", "llama", 256, 4, 4, 4, 704, 300, true, false},
+    {"falcon-mqa-16l", "falcon", 256, 16, 8, 1, 256, 300, false, false},
+    {"llama-odd-rows", "llama", 48, 4, 4, 2, 80, 300, false, false},
 };
 
 static int write_model(const model *m, const char *path, bool powerinfer) {
@@ -38,7 +38,7 @@ static int write_model(const model *m, const char *path, bool powerinfer) {
     hr_synth_defaults(&p);
     p.arch = m->arch, p.n_embd = m->n_embd, p.n_layer = m->n_layer, p.n_head = m->n_head, p.n_head_kv = m->n_head_kv;
     p.n_ff = m->n_ff, p.n_vocab = m->n_vocab, p.tied = m->tied, p.seed = 5, p.n_ctx_train = 256;
-    if (m->arch == HR_SYNTH_FALCON) p.act = HR_SYNTH_GELU;
+    if (!strcmp(m->arch, "falcon")) p.act = HR_SYNTH_GELU;
     if (powerinfer) p.powerinfer = true, p.act = HR_SYNTH_REGLU, p.pred_rank = 64;
     hr_err e = {{0}};
     int rc = hr_synth_write(&p, path, &e);
@@ -163,7 +163,7 @@ static void check_model(const char *tool, const char *dir, const model *m, tally
  * ffn_down; everything else as the twin; predictors in the base type (fc2's 64-long rows take
  * q4_k's fallback, q5_0); the file still loads with its predictors. */
 static void check_powerinfer(const char *tool, const char *dir, tally *ty) {
-    const model m = {"llama-pi-8l", HR_SYNTH_LLAMA, 256, 8, 8, 2, 512, 320, false, true};
+    const model m = {"llama-pi-8l", "llama", 256, 8, 8, 2, 512, 320, false, true};
     char dense[512], pi[512], ref[512], h[512], log[512];
     snprintf(dense, sizeof dense, "%s/pi-dense.gguf", dir);
     snprintf(pi, sizeof pi, "%s/pi.gguf", dir);

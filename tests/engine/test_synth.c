@@ -7,6 +7,7 @@
 #include <string.h>
 #include "formats/gguf.h"
 #include "formats/types.h"
+#include "engine/arch.h"
 #include "synth/synth.h"
 #include "testutil.h"
 
@@ -90,7 +91,7 @@ static void check_file(const hr_synth_params *p, const char *path) {
         CHECKF(0, "gguf_open %s: %s", path, e.msg);
         return;
     }
-    const char *a = hr_synth_arch_name(p->arch);
+    const char *a = p->arch;
     const uint64_t hd = p->head_dim ? p->head_dim : p->n_embd / p->n_head, nq = hd * p->n_head, nkv = hd * p->n_head_kv;
     char k[128];
 #define K(s) (snprintf(k, sizeof k, "%s." s, a), k)
@@ -115,7 +116,7 @@ static void check_file(const hr_synth_params *p, const char *path) {
     } else {
         check_absent(&f, K("attention.key_length"));
     }
-    if (p->arch == HR_SYNTH_SMALLTHINKER) {
+    if (!strcmp(p->arch, "smallthinker")) {
         check_u32(&f, K("expert_count"), 1);
         check_u32(&f, K("expert_used_count"), 1);
         check_u32(&f, K("expert_feed_forward_length"), p->n_ff);
@@ -148,7 +149,7 @@ static void check_file(const hr_synth_params *p, const char *path) {
         expect(&f, N("attn_k"), T, E, nkv, 1, 2, sE);
         expect(&f, N("attn_v"), T, E, nkv, 1, 2, sE);
         expect(&f, N("attn_output"), T, nq, E, 1, 2, sQ);
-        if (p->arch == HR_SYNTH_SMALLTHINKER) {
+        if (!strcmp(p->arch, "smallthinker")) {
             expect(&f, N("ffn_gate_inp"), HR_F32, E, 1, 1, 2, sE);
             expect(&f, N("ffn_gate_exps"), T, E, F, 1, 3, sE);
             expect(&f, N("ffn_up_exps"), T, E, F, 1, 3, sE);
@@ -191,8 +192,8 @@ static void variants(void) {
     v[n] = small(), v[n].type = HR_F16, v[n++].act = HR_SYNTH_RELU;
     v[n] = small(), v[n].type = HR_BF16, v[n].n_head_kv = 2, v[n].head_dim = 32, v[n].rope_base = 500000.0f,
     v[n].rms_eps = 1e-6f, v[n++].n_ctx_train = 4096;
-    v[n] = small(), v[n].arch = HR_SYNTH_SMALLTHINKER, v[n].type = HR_Q8_0, v[n++].act = HR_SYNTH_REGLU;
-    v[n] = small(), v[n].arch = HR_SYNTH_EXAONE, v[n].type = HR_F16, v[n].n_head_kv = 1, v[n++].tied = true;
+    v[n] = small(), v[n].arch = "smallthinker", v[n].type = HR_Q8_0, v[n++].act = HR_SYNTH_REGLU;
+    v[n] = small(), v[n].arch = "exaone", v[n].type = HR_F16, v[n].n_head_kv = 1, v[n++].tied = true;
     v[n] = small(), v[n].powerinfer = true, v[n].act = HR_SYNTH_REGLU, v[n].pred_rank = 32, v[n].has_sparse_threshold = true,
     v[n++].sparse_threshold = 0.25f;
     v[n] = small(), v[n].powerinfer = true, v[n].type = HR_Q4_0, v[n].act = HR_SYNTH_DRELU, v[n++].pred_rank = 64;
@@ -251,7 +252,7 @@ static void identities(void) {
     p.act = HR_SYNTH_REGLU;
     char pd[256], ps[256], pp[256], pq[256];
     hr_synth_params st = p, pi = p, q = p;
-    st.arch = HR_SYNTH_SMALLTHINKER;
+    st.arch = "smallthinker";
     pi.powerinfer = true;
     pi.pred_rank = 16;
     q.type = HR_Q8_0;
@@ -315,9 +316,9 @@ static void rejects(void) {
     BAD(q->n_vocab = 100, "n_vocab");
     BAD(q->n_layer = 0, "n_layer");
     BAD(q->type = HR_I32, "type");
-    BAD((q->arch = HR_SYNTH_SMALLTHINKER, q->act = HR_SYNTH_SWIGLU), "reglu");
-    BAD((q->arch = HR_SYNTH_EXAONE, q->act = HR_SYNTH_REGLU), "swiglu");
-    BAD((q->arch = HR_SYNTH_EXAONE, q->powerinfer = true), "powerinfer");
+    BAD((q->arch = "smallthinker", q->act = HR_SYNTH_SWIGLU), "reglu");
+    BAD((q->arch = "exaone", q->act = HR_SYNTH_REGLU), "swiglu");
+    BAD((q->arch = "exaone", q->powerinfer = true), "powerinfer");
     BAD((q->powerinfer = true, q->type = HR_Q8_0, q->pred_rank = 20), "pred_rank");
     BAD((q->has_sparse_threshold = true, q->sparse_threshold = 0.5f), "sparse_threshold");
     BAD(q->rms_eps = 0, "rms_eps");
@@ -343,10 +344,21 @@ static void rejects(void) {
 }
 
 static void names(void) {
-    for (int a = 0; a <= HR_SYNTH_OPT; a++) CHECK(hr_synth_arch_from_name(hr_synth_arch_name((hr_synth_arch)a)) == a);
     for (int a = 0; a <= HR_SYNTH_GELU; a++) CHECK(hr_synth_act_from_name(hr_synth_act_name((hr_synth_act)a)) == a);
-    CHECK(hr_synth_arch_from_name("qwen2") == -1 && hr_synth_act_from_name("geglu") == -1);
-    CHECK(!strcmp(hr_synth_arch_name(HR_SYNTH_EXAONE), "exaone"));
+    CHECK(hr_synth_act_from_name("geglu") == -1);
+    /* every architecture of the engine's table can be synthesized and loaded back */
+    for (size_t i = 0; i < hr_arch_count(); i++) {
+        hr_synth_params p;
+        hr_synth_defaults(&p);
+        p.arch = hr_arch_at(i)->name, p.act = hr_synth_default_act(p.arch, false);
+        hr_err e = {{0}};
+        CHECKF(hr_synth_validate(&p, &e) == 0, "%s: %s", p.arch, e.msg);
+    }
+    hr_synth_params q;
+    hr_synth_defaults(&q);
+    q.arch = "gpt2";
+    hr_err e = {{0}};
+    CHECK(hr_synth_validate(&q, &e) < 0 && strstr(e.msg, "unknown arch 'gpt2'"));
     CHECK(hr_synth_ftype(HR_BF16) == 32 && hr_synth_ftype(HR_Q8_0) == 7 && hr_synth_ftype(HR_I32) == UINT32_MAX);
 }
 

@@ -13,7 +13,7 @@
 
 enum { D = 64, H = 4, FF = 96, V = 320, NL = 2, CTX = 128, R = 16 };
 
-static hr_synth_params base(hr_synth_arch arch, hr_synth_act act, uint32_t kv) {
+static hr_synth_params base(const char * arch, hr_synth_act act, uint32_t kv) {
     hr_synth_params p;
     hr_synth_defaults(&p);
     p.arch = arch, p.act = act, p.n_embd = D, p.n_head = H, p.n_head_kv = kv, p.n_ff = FF, p.n_vocab = V;
@@ -67,7 +67,7 @@ static uint64_t data_bytes(const gguf_file *f) {
 }
 
 static void falcon(bool f40b, bool pwri) {
-    hr_synth_params p = base(HR_SYNTH_FALCON, pwri ? HR_SYNTH_RELU : HR_SYNTH_GELU, 1);
+    hr_synth_params p = base("falcon", pwri ? HR_SYNTH_RELU : HR_SYNTH_GELU, 1);
     p.falcon_40b = f40b, p.powerinfer = pwri, p.type = pwri ? HR_F16 : HR_Q8_0;
     char path[256], n[64];
     gguf_file f;
@@ -141,7 +141,7 @@ static const float *f32_data(const gguf_file *f, const char *name) {
 
 /* Dense and PWRI opt files of one seed: the same model, down bias renamed, down transposed. */
 static void opt(void) {
-    hr_synth_params p = base(HR_SYNTH_OPT, HR_SYNTH_RELU, H), q = p;
+    hr_synth_params p = base("opt", HR_SYNTH_RELU, H), q = p;
     q.powerinfer = true;
     char pd[256], pp[256];
     gguf_file fd, fp;
@@ -172,8 +172,8 @@ static void opt(void) {
 
 /* bamboo is the llama layout with dReLU: same tensors as a llama drelu file of one seed. */
 static void bamboo(void) {
-    hr_synth_params p = base(HR_SYNTH_BAMBOO, HR_SYNTH_DRELU, 2), q = p;
-    q.arch = HR_SYNTH_LLAMA;
+    hr_synth_params p = base("bamboo", HR_SYNTH_DRELU, 2), q = p;
+    q.arch = "llama";
     char pb[256], pl[256];
     gguf_file fb, fl;
     if (!write_open(&p, pb, sizeof pb, "bamboo.gguf", &fb)) return;
@@ -198,18 +198,18 @@ static void bamboo(void) {
 static void rejects(void) {
     struct { hr_synth_params p; const char *msg; } c[8];
     int n = 0;
-    c[n].p = base(HR_SYNTH_BAMBOO, HR_SYNTH_SWIGLU, H), c[n++].msg = "drelu";
-    c[n].p = base(HR_SYNTH_FALCON, HR_SYNTH_REGLU, H), c[n++].msg = "relu or gelu";
-    c[n].p = base(HR_SYNTH_OPT, HR_SYNTH_DRELU, H), c[n++].msg = "relu";
-    c[n].p = base(HR_SYNTH_LLAMA, HR_SYNTH_GELU, H), c[n++].msg = "gelu";
-    c[n].p = base(HR_SYNTH_LLAMA, HR_SYNTH_SWIGLU, H), c[n].p.falcon_40b = true, c[n++].msg = "falcon_40b";
-    c[n].p = base(HR_SYNTH_FALCON, HR_SYNTH_GELU, H), c[n].p.head_dim = 8, c[n++].msg = "n_embd";
-    c[n].p = base(HR_SYNTH_SMALLTHINKER, HR_SYNTH_REGLU, H), c[n].p.powerinfer = true, c[n++].msg = "powerinfer";
+    c[n].p = base("bamboo", HR_SYNTH_SWIGLU, H), c[n++].msg = "drelu";
+    c[n].p = base("falcon", HR_SYNTH_REGLU, H), c[n++].msg = "relu or gelu";
+    c[n].p = base("opt", HR_SYNTH_DRELU, H), c[n++].msg = "relu";
+    c[n].p = base("llama", HR_SYNTH_GELU, H), c[n++].msg = "gelu";
+    c[n].p = base("llama", HR_SYNTH_SWIGLU, H), c[n].p.falcon_40b = true, c[n++].msg = "falcon_40b";
+    c[n].p = base("falcon", HR_SYNTH_GELU, H), c[n].p.head_dim = 8, c[n++].msg = "n_embd";
+    c[n].p = base("smallthinker", HR_SYNTH_REGLU, H), c[n].p.powerinfer = true, c[n++].msg = "powerinfer";
     for (int i = 0; i < n; i++) {
         hr_err e = {{0}};
         CHECKF(hr_synth_validate(&c[i].p, &e) < 0 && strstr(e.msg, c[i].msg), "case %d: '%s' does not name %s", i, e.msg, c[i].msg);
     }
-    hr_synth_params ok = base(HR_SYNTH_FALCON, HR_SYNTH_RELU, 2);
+    hr_synth_params ok = base("falcon", HR_SYNTH_RELU, 2);
     ok.powerinfer = true, ok.falcon_40b = true;
     hr_err e = {{0}};
     CHECKF(hr_synth_validate(&ok, &e) == 0, "%s", e.msg);
@@ -222,6 +222,6 @@ int main(void) {
     opt();
     bamboo();
     rejects();
-    CHECK(hr_synth_arch_from_name("falcon") == HR_SYNTH_FALCON && hr_synth_act_from_name("gelu") == HR_SYNTH_GELU);
+    CHECK(hr_synth_act_from_name("gelu") == HR_SYNTH_GELU);
     return TEST_END();
 }

@@ -14,7 +14,7 @@ hearth_synth_cli(bad_arch 2 "unknown architecture" -o ${_synth_tmp}/x.gguf --arc
 hearth_synth_cli(bad_int 2 "not an integer" -o ${_synth_tmp}/x.gguf --n-layer two)
 hearth_synth_cli(bad_type 2 "is not a weight type" -o ${_synth_tmp}/x.gguf --type iq2_xxs)
 hearth_synth_cli(bad_row 2 "must be a multiple of 256 for type q5_k" -o ${_synth_tmp}/x.gguf --type q5_k --n-embd 128)
-hearth_synth_cli(bad_pi_arch 2 "need arch llama" -o ${_synth_tmp}/x.gguf --arch exaone --powerinfer)
+hearth_synth_cli(bad_pi_arch 2 "powerinfer files of arch exaone do not exist" -o ${_synth_tmp}/x.gguf --arch exaone --powerinfer)
 hearth_synth_cli(missing_value 2 "needs a value" -o ${_synth_tmp}/x.gguf --seed)
 hearth_synth_cli(bad_dir 1 "x.gguf" -o ${_synth_tmp}/no/such/dir/x.gguf)
 set(_synth_extra -DFILE=${_synth_tmp}/st.gguf -DEXPECT_MAGIC=47475546)
