@@ -12,11 +12,57 @@
 #include "util/err.h"
 
 typedef enum hr_chat_tmpl {
-    HR_CHAT_CHATML = 0, /* <|im_start|>role\n...<|im_end|>\n ; the default when nothing is recognised */
+    HR_CHAT_CHATML = 0, /* <|im_start|>role\n...<|im_end|>\n (Qwen2.5, Qwen3, ...); the default when nothing is recognised */
     HR_CHAT_LLAMA2,     /* [INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST] ... </s><s>[INST] ... */
     HR_CHAT_LLAMA3,     /* <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|> */
     HR_CHAT_MISTRAL,    /* [INST] ... [/INST]... </s>[INST] ... (no <<SYS>>; system folded into the first user turn) */
     HR_CHAT_FALCON,     /* "User: ...\nFalcon: ..." (system as plain first line) */
+    /* The families below render as llama.cpp's llama_chat_apply_template does (same names). */
+    HR_CHAT_PHI3,       /* <|user|>\n...<|end|>\n<|assistant|>\n */
+    HR_CHAT_PHI4,       /* <|im_start|>user<|im_sep|>...<|im_end|> */
+    HR_CHAT_GEMMA,      /* <start_of_turn>user\n...<end_of_turn>\n<start_of_turn>model\n (system into the first user turn) */
+    HR_CHAT_MISTRAL_V1, /* " [INST] ... [/INST] ...</s>" */
+    HR_CHAT_MISTRAL_V3, /* [INST] ...[/INST] ...</s> */
+    HR_CHAT_MISTRAL_V3_TEKKEN, /* [INST]...[/INST]...</s> */
+    HR_CHAT_MISTRAL_V7, /* [SYSTEM_PROMPT] ...[/SYSTEM_PROMPT][INST] ...[/INST] ...</s> */
+    HR_CHAT_MISTRAL_V7_TEKKEN, /* as v7 without the spaces */
+    HR_CHAT_DEEPSEEK,   /* deepseek-coder: ### Instruction:\n...\n### Response:\n...\n<|EOT|>\n */
+    HR_CHAT_DEEPSEEK2,  /* User: ...\n\nAssistant: ...<｜end▁of▁sentence｜> */
+    HR_CHAT_DEEPSEEK3,  /* V3, R1 and its distills: <｜User｜>...<｜Assistant｜>...<｜end▁of▁sentence｜> */
+    HR_CHAT_COMMAND_R,  /* <|START_OF_TURN_TOKEN|><|USER_TOKEN|>...<|END_OF_TURN_TOKEN|> */
+    HR_CHAT_FALCON3,
+    HR_CHAT_ZEPHYR,
+    HR_CHAT_MONARCH,
+    HR_CHAT_ORION,
+    HR_CHAT_OPENCHAT,
+    HR_CHAT_VICUNA,
+    HR_CHAT_VICUNA_ORCA,
+    HR_CHAT_EXAONE3,    /* also EXAONE 4 (same text for system, user, assistant) */
+    HR_CHAT_EXAONE_MOE,
+    HR_CHAT_GRANITE,    /* Granite 3.x, 4.0, 4.1 (same text for system, user, assistant) */
+    HR_CHAT_LLAMA4,
+    HR_CHAT_MINICPM,
+    HR_CHAT_CHATGLM3,
+    HR_CHAT_CHATGLM4,
+    HR_CHAT_GLMEDGE,
+    HR_CHAT_MEGREZ,
+    HR_CHAT_GIGACHAT,
+    HR_CHAT_YANDEX,
+    HR_CHAT_RWKV_WORLD,
+    HR_CHAT_SMOLVLM,
+    HR_CHAT_DOTS1,
+    HR_CHAT_GPT_OSS,
+    HR_CHAT_KIMI_K2,
+    HR_CHAT_SEED_OSS,
+    HR_CHAT_GROK2,
+    HR_CHAT_SOLAR_OPEN,
+    HR_CHAT_BAILING,
+    HR_CHAT_BAILING_THINK,
+    HR_CHAT_BAILING2,
+    HR_CHAT_HUNYUAN_MOE,
+    HR_CHAT_HUNYUAN_DENSE,
+    HR_CHAT_HUNYUAN_VL,
+    HR_CHAT_PANGU_EMBED,
     HR_CHAT_COUNT
 } hr_chat_tmpl;
 
@@ -28,8 +74,9 @@ typedef struct hr_chat_msg {
 /* The family of a GGUF chat template text (tokenizer.chat_template); *known is set to
  * false (and ChatML returned) when the text is absent (NULL) or not recognised. */
 hr_chat_tmpl hr_chat_detect(const char *tmpl, size_t len, bool *known);
-const char *hr_chat_name(hr_chat_tmpl t);      /* "chatml", "llama2", "llama3", "mistral", "falcon" */
-int hr_chat_from_name(const char *name);       /* -1 if unknown */
+const char *hr_chat_name(hr_chat_tmpl t);      /* "chatml", "llama2", "llama3", "mistral", "falcon", "gemma", ... */
+/* A family name or one of its aliases ("exaone4", "granite-4.0", ...); -1 if unknown. */
+int hr_chat_from_name(const char *name);
 /* Comma-separated list of names, for --help and error messages. */
 const char *hr_chat_names(void);
 
@@ -59,5 +106,6 @@ size_t hr_chat_stop_scan(const char *const *stops, const char *text, size_t len,
  *   llama2   [INST] <<SYS>>\nS\n<</SYS>>\n\nU [/INST] A eos bos[INST] U2 [/INST]   (U and A stripped;
  *            add_assistant adds nothing: the reply follows "[/INST]")
  *   mistral  [INST] S\n\nU [/INST]A eos[INST] U2 [/INST]   (v0.1; add_assistant adds nothing)
- *   falcon   System: S\nUser: U\nFalcon: A\nUser: U2   add_assistant: \nFalcon:   (Falcon-180B-chat) */
+ *   falcon   System: S\nUser: U\nFalcon: A\nUser: U2   add_assistant: \nFalcon:   (Falcon-180B-chat)
+ * The other families: one row each in src/chat/families.c (docs/chat.md lists them). */
 #endif

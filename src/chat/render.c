@@ -1,9 +1,12 @@
-/* Rendering of each template family, following the published Jinja templates character
- * for character, except that the leading BOS they print is left to the tokenizer. */
+/* Rendering of each template family: the table's fixed formats (families.c) and the
+ * families that move text between messages. Llama-2, Mistral v0.1 and Falcon-180B follow
+ * the published Jinja templates character for character; the others follow llama.cpp's
+ * built-in renderer. The leading BOS templates print is left to the tokenizer. */
 #include <stdlib.h>
 #include <string.h>
 #include "chat/chat.h"
 #include "chat/chat_buf.h"
+#include "chat/families.h"
 
 typedef struct render_args {
     const hr_chat_msg *msgs;
@@ -26,30 +29,6 @@ static int check_msgs(const hr_chat_msg *msgs, size_t n, hr_err *e) {
 }
 
 static bool is_role(const hr_chat_msg *m, const char *role) { return !strcmp(m->role, role); }
-
-/* <|im_start|>role\ncontent<|im_end|>\n */
-static void render_chatml(hr_chat_buf *b, const render_args *a) {
-    for (size_t i = 0; i < a->n; i++) {
-        hr_chat_buf_put(b, "<|im_start|>");
-        hr_chat_buf_put(b, a->msgs[i].role);
-        hr_chat_buf_put(b, "\n");
-        hr_chat_buf_put(b, a->msgs[i].content);
-        hr_chat_buf_put(b, "<|im_end|>\n");
-    }
-    if (a->add_assistant) hr_chat_buf_put(b, "<|im_start|>assistant\n");
-}
-
-/* Meta's template trims every message's content. */
-static void render_llama3(hr_chat_buf *b, const render_args *a) {
-    for (size_t i = 0; i < a->n; i++) {
-        hr_chat_buf_put(b, "<|start_header_id|>");
-        hr_chat_buf_put(b, a->msgs[i].role);
-        hr_chat_buf_put(b, "<|end_header_id|>\n\n");
-        hr_chat_buf_put_trim(b, a->msgs[i].content);
-        hr_chat_buf_put(b, "<|eot_id|>");
-    }
-    if (a->add_assistant) hr_chat_buf_put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
-}
 
 /* The first message after a system message carries the system text: the published
  * Llama-2 and Mistral templates have no turn of their own for it. A system message with
@@ -115,15 +94,125 @@ static void render_mistral(hr_chat_buf *b, const render_args *a) {
     free(tmp.p);
 }
 
-/* Falcon-180B-chat: one "Role: content" line per message, joined by newlines. */
-static void render_falcon(hr_chat_buf *b, const render_args *a) {
+/* The families with a fixed text around each message (families.c). */
+static void render_fixed(hr_chat_buf *b, const render_args *a, const hr_chat_fixed *f) {
+    hr_chat_buf_put(b, f->begin);
+    if (!is_role(&a->msgs[0], "system")) hr_chat_buf_put(b, f->begin_no_sys);
     for (size_t i = 0; i < a->n; i++) {
-        const char *r = a->msgs[i].role;
-        if (i) hr_chat_buf_put(b, "\n");
-        hr_chat_buf_put(b, !strcmp(r, "system") ? "System: " : !strcmp(r, "user") ? "User: " : "Falcon: ");
-        hr_chat_buf_put(b, a->msgs[i].content);
+        const hr_chat_msg *m = &a->msgs[i];
+        const hr_chat_role_fmt *r = is_role(m, "system") ? &f->sys : is_role(m, "user") ? &f->user : &f->asst;
+        if (r->skip) continue;
+        if (i) hr_chat_buf_put(b, f->sep);
+        hr_chat_buf_put(b, r->pre);
+        if (r->trim) hr_chat_buf_put_trim(b, m->content);
+        else hr_chat_buf_put(b, m->content);
+        hr_chat_buf_put(b, r->post);
     }
-    if (a->add_assistant) hr_chat_buf_put(b, "\nFalcon:");
+    if (a->add_assistant) hr_chat_buf_put(b, f->gen);
+}
+
+/* Gemma has no system role: the system text (trimmed) opens the first user turn, followed
+ * by a blank line; the assistant is "model". */
+static void render_gemma(hr_chat_buf *b, const render_args *a) {
+    const char *sys = NULL;
+    for (size_t i = 0; i < a->n; i++) {
+        const hr_chat_msg *m = &a->msgs[i];
+        if (is_role(m, "system")) {
+            sys = m->content;
+            continue;
+        }
+        bool model = is_role(m, "assistant");
+        hr_chat_buf_put(b, model ? "<start_of_turn>model\n" : "<start_of_turn>user\n");
+        /* An all-blank system text is dropped, as an empty one is. */
+        size_t before = b->len;
+        if (sys && !model) hr_chat_buf_put_trim(b, sys);
+        if (b->len > before) hr_chat_buf_put(b, "\n\n");
+        if (!model) sys = NULL;
+        hr_chat_buf_put_trim(b, m->content);
+        hr_chat_buf_put(b, "<end_of_turn>\n");
+    }
+    if (a->add_assistant) hr_chat_buf_put(b, "<start_of_turn>model\n");
+}
+
+/* Orion-14B-Chat: the system text opens the first user turn; the template itself prints
+ * EOS after each "Assistant: " prompt, so there is no separate generation prompt. */
+static void render_orion(hr_chat_buf *b, const render_args *a) {
+    const char *sys = NULL;
+    for (size_t i = 0; i < a->n; i++) {
+        const hr_chat_msg *m = &a->msgs[i];
+        if (is_role(m, "system")) sys = m->content;
+        else if (is_role(m, "user")) {
+            hr_chat_buf_put(b, "Human: ");
+            if (sys && *sys) {
+                hr_chat_buf_put(b, sys);
+                hr_chat_buf_put(b, "\n\n");
+            }
+            sys = NULL;
+            hr_chat_buf_put(b, m->content);
+            hr_chat_buf_put(b, "\n\nAssistant: </s>");
+        } else {
+            hr_chat_buf_put(b, m->content);
+            hr_chat_buf_put(b, "</s>");
+        }
+    }
+}
+
+/* Mistral's v1 / v3 / v3-tekken formats: one [INST] opens each turn, holding the system
+ * text (if any) and the user text; the reply closes the turn with </s>. They differ only in
+ * spaces, and v3 trims the replies. */
+static void render_mistral_turns(hr_chat_buf *b, const render_args *a, hr_chat_tmpl t) {
+    const char *lead = t == HR_CHAT_MISTRAL_V1 ? " " : "", *trail = t == HR_CHAT_MISTRAL_V3_TEKKEN ? "" : " ";
+    bool in_turn = false;
+    for (size_t i = 0; i < a->n; i++) {
+        const hr_chat_msg *m = &a->msgs[i];
+        if (!in_turn) {
+            hr_chat_buf_put(b, lead);
+            hr_chat_buf_put(b, "[INST]");
+            hr_chat_buf_put(b, trail);
+            in_turn = true;
+        }
+        if (is_role(m, "system")) {
+            hr_chat_buf_put(b, m->content);
+            hr_chat_buf_put(b, "\n\n");
+        } else if (is_role(m, "user")) {
+            hr_chat_buf_put(b, m->content);
+            hr_chat_buf_put(b, lead);
+            hr_chat_buf_put(b, "[/INST]");
+        } else {
+            hr_chat_buf_put(b, trail);
+            if (t == HR_CHAT_MISTRAL_V3) hr_chat_buf_put_trim(b, m->content);
+            else hr_chat_buf_put(b, m->content);
+            hr_chat_buf_put(b, "</s>");
+            in_turn = false;
+        }
+    }
+}
+
+/* RWKV "world" models: "\n\n" ends every turn (it is their end-of-turn token), and the
+ * assistant prompt follows a final user message whatever add_assistant says. */
+static void render_rwkv(hr_chat_buf *b, const render_args *a) {
+    for (size_t i = 0; i < a->n; i++) {
+        const hr_chat_msg *m = &a->msgs[i];
+        bool user = is_role(m, "user");
+        hr_chat_buf_put(b, is_role(m, "system") ? "System: " : user ? "User: " : "Assistant: ");
+        hr_chat_buf_put_trim(b, m->content);
+        hr_chat_buf_put(b, "\n\n");
+        if (user && i + 1 == a->n) hr_chat_buf_put(b, "Assistant:");
+    }
+}
+
+static void render_own(hr_chat_buf *b, const render_args *a, hr_chat_tmpl t) {
+    switch (t) {
+    case HR_CHAT_LLAMA2: render_llama2(b, a); break;
+    case HR_CHAT_MISTRAL: render_mistral(b, a); break;
+    case HR_CHAT_GEMMA: render_gemma(b, a); break;
+    case HR_CHAT_ORION: render_orion(b, a); break;
+    case HR_CHAT_RWKV_WORLD: render_rwkv(b, a); break;
+    case HR_CHAT_MISTRAL_V1:
+    case HR_CHAT_MISTRAL_V3:
+    case HR_CHAT_MISTRAL_V3_TEKKEN: render_mistral_turns(b, a, t); break;
+    default: break; /* every family has a fixed format or a case here (test_render checks) */
+    }
 }
 
 int hr_chat_render(hr_chat_tmpl t, const hr_chat_msg *msgs, size_t n, bool add_assistant, const char *bos,
@@ -134,13 +223,9 @@ int hr_chat_render(hr_chat_tmpl t, const hr_chat_msg *msgs, size_t n, bool add_a
     render_args a = {msgs, n, add_assistant, bos ? bos : "", eos ? eos : ""};
     hr_chat_buf b = {0};
     hr_chat_buf_put(&b, ""); /* so that an empty rendering is still a string */
-    switch (t) {
-    case HR_CHAT_CHATML: render_chatml(&b, &a); break;
-    case HR_CHAT_LLAMA2: render_llama2(&b, &a); break;
-    case HR_CHAT_LLAMA3: render_llama3(&b, &a); break;
-    case HR_CHAT_MISTRAL: render_mistral(&b, &a); break;
-    default: render_falcon(&b, &a); break;
-    }
+    const hr_chat_fixed *f = hr_chat_family_of(t)->fixed;
+    if (f) render_fixed(&b, &a, f);
+    else render_own(&b, &a, t);
     if (b.oom) {
         free(b.p);
         return hr_errf(e, "chat: out of memory rendering %zu messages", n);

@@ -2,24 +2,11 @@
  * to show while a stop text might still be forming at its end. */
 #include <string.h>
 #include "chat/chat.h"
-
-static const char *const chatml_stops[] = {"<|im_end|>", NULL};
-static const char *const llama3_stops[] = {"<|eot_id|>", NULL};
-/* Both families use SentencePiece's "</s>" as EOS; "[INST]" catches a model that runs on
- * into the next user turn without emitting EOS. */
-static const char *const inst_stops[] = {"</s>", "[INST]", NULL};
-static const char *const falcon_stops[] = {"\nUser:", NULL};
-static const char *const no_stops[] = {NULL};
+#include "chat/families.h"
 
 const char *const *hr_chat_stops(hr_chat_tmpl t) {
-    switch (t) {
-    case HR_CHAT_CHATML: return chatml_stops;
-    case HR_CHAT_LLAMA2:
-    case HR_CHAT_MISTRAL: return inst_stops;
-    case HR_CHAT_LLAMA3: return llama3_stops;
-    case HR_CHAT_FALCON: return falcon_stops;
-    default: return no_stops;
-    }
+    static const char *const none[] = {NULL};
+    return (unsigned)t < HR_CHAT_COUNT ? hr_chat_family_of(t)->stops : none;
 }
 
 /* Length of the longest proper prefix of stop that text ends with. */

@@ -69,6 +69,52 @@ static void falcon(void) {
     expect(HR_CHAT_FALCON, no_sys + 2, 1, true, "User: Who?\nFalcon:");
 }
 
+/* Families added after the first five, written out from their formats (chat.test_conform
+ * checks every family against llama.cpp's renderer as well). */
+static void newer(void) {
+    expect(HR_CHAT_GEMMA, with_sys, 4, true,
+           "<start_of_turn>user\nYou are terse.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n"
+           "<start_of_turn>user\nWho?<end_of_turn>\n<start_of_turn>model\n");
+    expect(HR_CHAT_GEMMA, no_sys, 3, false,
+           "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n<start_of_turn>user\nWho?<end_of_turn>\n");
+    expect(HR_CHAT_PHI3, with_sys, 4, true,
+           "<|system|>\nYou are terse.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\nHello.<|end|>\n<|user|>\nWho?<|end|>\n<|assistant|>\n");
+    expect(HR_CHAT_PHI4, with_sys, 2, true,
+           "<|im_start|>system<|im_sep|>You are terse.<|im_end|><|im_start|>user<|im_sep|>Hi<|im_end|><|im_start|>assistant<|im_sep|>");
+    expect(HR_CHAT_DEEPSEEK3, with_sys, 4, true,
+           "You are terse.\n\n<｜User｜>Hi<｜Assistant｜>Hello.<｜end▁of▁sentence｜><｜User｜>Who?<｜Assistant｜>");
+    expect(HR_CHAT_MISTRAL_V7, with_sys, 4, true,
+           "[SYSTEM_PROMPT] You are terse.[/SYSTEM_PROMPT][INST] Hi[/INST] Hello.</s>[INST] Who?[/INST]");
+    expect(HR_CHAT_MISTRAL_V7_TEKKEN, with_sys, 4, true,
+           "[SYSTEM_PROMPT]You are terse.[/SYSTEM_PROMPT][INST]Hi[/INST]Hello.</s>[INST]Who?[/INST]");
+    expect(HR_CHAT_MISTRAL_V3, no_sys, 3, true, "[INST]  Hi \n[/INST] Hello.</s>[INST] Who?[/INST]");
+    expect(HR_CHAT_MISTRAL_V3_TEKKEN, with_sys, 4, true, "[INST]You are terse.\n\nHi[/INST]Hello.</s>[INST]Who?[/INST]");
+    expect(HR_CHAT_COMMAND_R, no_sys, 2, true,
+           "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>Hello."
+           "<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
+    /* Reasoning tags in a reply are the model's own text: passed through as written. */
+    const hr_chat_msg think[] = {{"user", "2+2?"}, {"assistant", "<think>\nadd\n</think>\n\n4"}};
+    expect(HR_CHAT_CHATML, think, 2, true,
+           "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\nadd\n</think>\n\n4<|im_end|>\n"
+           "<|im_start|>assistant\n");
+}
+
+/* Every family renders every message's text and has stop texts (a family added without
+ * a format or a renderer would render nothing). Yandex alone has no place for a system text. */
+static void every_family(void) {
+    for (int t = 0; t < HR_CHAT_COUNT; t++) {
+        hr_err e = {{0}};
+        char *out = NULL;
+        int rc = hr_chat_render((hr_chat_tmpl)t, with_sys, 4, true, "<s>", "</s>", &out, &e);
+        CHECKF(rc == 0 && out, "%s: %s", hr_chat_name((hr_chat_tmpl)t), e.msg);
+        for (size_t i = t == HR_CHAT_YANDEX ? 1 : 0; out && i < 4; i++)
+            CHECKF(strstr(out, with_sys[i].content) != NULL, "%s lacks '%s': [%s]", hr_chat_name((hr_chat_tmpl)t),
+                   with_sys[i].content, out);
+        CHECKF(hr_chat_stops((hr_chat_tmpl)t)[0] != NULL, "%s has no stop text", hr_chat_name((hr_chat_tmpl)t));
+        free(out);
+    }
+}
+
 /* BOS/EOS come from the caller (a Llama-2 model's texts, or none at all). */
 static void special_texts(void) {
     hr_err e = {{0}};
@@ -111,6 +157,8 @@ int main(void) {
     llama2();
     mistral();
     falcon();
+    newer();
+    every_family();
     special_texts();
     errors();
     return TEST_END();

@@ -15,6 +15,16 @@ static void families(void) {
     CHECK(has_stop(hr_chat_stops(HR_CHAT_LLAMA2), "</s>") && has_stop(hr_chat_stops(HR_CHAT_LLAMA2), "[INST]"));
     CHECK(has_stop(hr_chat_stops(HR_CHAT_MISTRAL), "</s>") && has_stop(hr_chat_stops(HR_CHAT_MISTRAL), "[INST]"));
     CHECK(has_stop(hr_chat_stops(HR_CHAT_FALCON), "\nUser:"));
+    CHECK(has_stop(hr_chat_stops(HR_CHAT_GEMMA), "<end_of_turn>"));
+    CHECK(has_stop(hr_chat_stops(HR_CHAT_PHI3), "<|end|>"));
+    CHECK(has_stop(hr_chat_stops(HR_CHAT_PHI4), "<|im_end|>"));
+    CHECK(has_stop(hr_chat_stops(HR_CHAT_DEEPSEEK3), "<｜end▁of▁sentence｜>"));
+    CHECK(has_stop(hr_chat_stops(HR_CHAT_MISTRAL_V7), "</s>"));
+    CHECK(has_stop(hr_chat_stops(HR_CHAT_COMMAND_R), "<|END_OF_TURN_TOKEN|>"));
+    CHECK(has_stop(hr_chat_stops(HR_CHAT_LLAMA4), "<|eot|>"));
+    /* gpt-oss goes on after <|end|> (analysis, then final channel). */
+    CHECK(has_stop(hr_chat_stops(HR_CHAT_GPT_OSS), "<|return|>") && !has_stop(hr_chat_stops(HR_CHAT_GPT_OSS), "<|end|>"));
+    CHECK(hr_chat_stops(HR_CHAT_COUNT)[0] == NULL);
 }
 
 static void scan(const char *const *stops, const char *text, size_t want, bool want_stop) {

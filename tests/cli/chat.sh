@@ -83,6 +83,15 @@ chat forced 'And God said
 grep -q "no chat template" "$T/forced.err" && fail "--chat-template: still printed the detection notice"
 printf '[INST] And God said [/INST]' >"$T/want.prompt"
 cmp -s "$T/forced.prompt" "$T/want.prompt" || fail "--chat-template mistral: unexpected prompt"
+# A newer family by name, with --system folded into the first user turn (Gemma has no
+# system turn); an alias selects its family.
+chat gemma 'And God said
+' --chat-template gemma --system 'Be brief.' || fail "--chat-template gemma: exit status $?"
+printf '<start_of_turn>user\nBe brief.\n\nAnd God said<end_of_turn>\n<start_of_turn>model\n' >"$T/want.prompt"
+cmp -s "$T/gemma.prompt" "$T/want.prompt" || fail "--chat-template gemma: unexpected prompt"
+chat alias 'And God said
+' --chat-template granite-4.0 || fail "--chat-template granite-4.0: exit status $?"
+grep -q 'template granite,' "$T/alias.err" || fail "--chat-template granite-4.0: not the granite family"
 
 # A small context: the first two turns fit (40 and 100 tokens), the third does not; the
 # oldest turn goes, the notice says so once per turn, and every message gets a reply.
@@ -107,7 +116,10 @@ grep -q 'message does not fit the context' "$T/long.err" || fail "long message: 
 expect 0 "usage: hearth chat" -- "$H" chat --help
 expect 0 "--chat-template" -- "$H" chat --help
 expect 2 "a model is required" -- "$H" chat
-expect 2 "unknown template 'vicuna' (chatml, llama2, llama3, mistral, falcon)" -- "$H" chat -m "$M" --chat-template vicuna
+expect 2 "unknown template 'qwen' (chatml, llama2, llama3, mistral, falcon, phi3, phi4, gemma," -- "$H" chat -m "$M" --chat-template qwen
+for name in gemma phi3 phi4 deepseek3 mistral-v7 mistral-v3-tekken command-r; do
+    expect 0 "$name" -- "$H" chat --help
+done
 expect 2 "unknown flag '--bogus'" -- "$H" chat -m "$M" --bogus
 expect 2 "needs a value" -- "$H" chat -m "$M" --system
 expect 2 "'many' is not an integer" -- "$H" chat -m "$M" -n many
