@@ -53,6 +53,11 @@ typedef struct hr_arch {
     const char *ffn_suffix; /* "" or "_exps": FFN tensors of a one-expert layout */
     uint32_t one_expert;   /* > 0: a mixture-of-experts layout of which only this expert count
                               (the dense form) is supported */
+    /* Sliding-window attention where the file sets <arch>.attention.sliding_window: 0 the
+     * architecture has none (llama.cpp ignores the key: llama, phi3); n > 0 layer il slides
+     * iff n == 1 or il % n < n - 1 (gemma2: 2, gemma3: 6), unless the file's
+     * attention.sliding_window_pattern (a count or one bool per layer) says otherwise. */
+    uint32_t swa_pattern;
 } hr_arch;
 
 /* NULL if the name is not supported. */

@@ -17,14 +17,18 @@ static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_
     hearth_ctx *c = j->c;
     const hr_hparams *hp = &c->m->hp;
     const int32_t hd = hp->head_dim, kvd = hp->n_head_kv * hd, kvh = h / (hp->n_head / hp->n_head_kv);
-    const int32_t n_kv = j->f->pos[t] + 1;
-    const size_t first = hr_kv_cell(c, j->f->seq[t], j->il, 0) + (size_t)kvh * hd;
+    /* A sliding-window layer sees the last n_swa positions (llama.cpp's standard window:
+     * p masked when pos - p >= n_swa); the others every position so far. */
+    const int32_t pos = j->f->pos[t];
+    const int32_t p0 = c->m->layers[j->il].swa && pos >= hp->n_swa ? pos - hp->n_swa + 1 : 0;
+    const int32_t n_kv = pos + 1 - p0;
+    const size_t first = hr_kv_cell(c, j->f->seq[t], j->il, p0) + (size_t)kvh * hd;
     const uint32_t kt = c->k_elem == 2 ? HR_F16 : HR_F32;
     const hr_kernels *k = c->cpu.k;
     const uint8_t *K = c->k_cache + first * c->k_elem;
     k->act_prep[kt](c->q + ((int64_t)t * hp->n_head + h) * hd, qp, hd);
     for (int32_t p = 0; p < n_kv; p++) k->vec_dot[kt](hd, &s[p], K + (size_t)p * kvd * c->k_elem, qp);
-    hr_softmax(s, n_kv, 1.0f / sqrtf((float)hd));
+    hr_softmax(s, n_kv, hp->attn_scale);
     float *out = c->att + ((int64_t)t * hp->n_head + h) * hd;
     memset(out, 0, sizeof(float) * (size_t)hd);
     const uint8_t *V = c->v_cache + first * c->v_elem;

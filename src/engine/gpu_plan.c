@@ -30,9 +30,11 @@ static uint64_t kv_bytes(const planner *q, int32_t n) {
     return n ? 2 * R((uint64_t)q->in->n_seq * (uint64_t)n * (uint64_t)q->in->n_ctx * kvd(q) * 2) : 0;
 }
 
-/* The device's attention has no biases and no per-head q/k norms: layers whose architecture
- * entry asks for them keep their attention on the host. */
-static bool attn_ok(const hr_layer *L) { return !L->bq && !L->bk && !L->bv && !L->bo && !L->q_norm && !L->k_norm; }
+/* The device's attention has no biases, no per-head q/k norms and no sliding window: layers
+ * whose architecture entry asks for them keep their attention on the host. */
+static bool attn_ok(const hr_layer *L) {
+    return !L->bq && !L->bk && !L->bv && !L->bo && !L->q_norm && !L->k_norm && !L->swa;
+}
 static uint64_t attn_bytes(const hr_layer *L) { return mat_bytes(&L->wq) + mat_bytes(&L->wk) + mat_bytes(&L->wv) + mat_bytes(&L->wo); }
 static uint64_t pred_bytes(const hr_layer *L) { return mat_bytes(&L->ffn.fc1) + mat_bytes(&L->ffn.fc2); }
 static uint64_t dense_ffn_bytes(const hr_layer *L) { return mat_bytes(&L->ffn.gate) + mat_bytes(&L->ffn.up) + mat_bytes(&L->ffn.down); }
@@ -118,7 +120,7 @@ static int place_whole_layers(planner *q, int32_t want, hr_err *e) {
     int32_t n = want < q->hp->n_layer ? want : q->hp->n_layer;
     for (int il = 0; il < n; il++) {
         if (!attn_ok(&m->layers[il]))
-            return hr_errf(e, "layer %d's attention has biases or q/k norms (%s), which the device path does not support; use -ngl 0",
+            return hr_errf(e, "layer %d's attention has biases, q/k norms or a sliding window (%s), which the device path does not support; use -ngl 0",
                            il, m->hp.arch->name);
         if (!fits(q, whole_bytes(q, il))) {
             uint64_t need = q->used;

@@ -34,7 +34,7 @@ static int enqueue_attention(hearth_ctx *c, const hr_layer *L, int il, const hr_
         return -1;
     hr_dev_attn a = {.layer = il, .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
                      .n_ctx = c->n_ctx, .n_layer = h->plan.kv_layers, .k_cache = h->plan.k_cache,
-                     .v_cache = h->plan.v_cache, .pos = f->pos, .seq = f->seq, .scale = 1.0f / sqrtf((float)hp->head_dim)};
+                     .v_cache = h->plan.v_cache, .pos = f->pos, .seq = f->seq, .scale = hp->attn_scale};
     return o->attention(d, &a, s->q, s->k, s->v, s->att, e) || o->matmul(d, &g->wo, s->att, n, s->o, e) ? -1 : 0;
 }
 

@@ -7,6 +7,7 @@
 
 int hr_load_arch(hearth_model *m, hr_err *e);
 int hr_load_tensors(hearth_model *m, hr_err *e);
+int hr_load_layer_kinds(hearth_model *m, hr_err *e);
 
 hearth_model_params hearth_model_default_params(void) { return (hearth_model_params){0}; }
 
@@ -102,7 +103,7 @@ hearth_model *hearth_model_load(const char *path, const hearth_model_params *p, 
         hr_errf(e, "out of memory");
         goto fail;
     }
-    if (hr_load_tensors(m, e) || hr_tok_from_gguf(&m->tok, &m->file, e) || check_vocab(m, e)) goto fail;
+    if (hr_load_layer_kinds(m, e) || hr_load_tensors(m, e) || hr_tok_from_gguf(&m->tok, &m->file, e) || check_vocab(m, e)) goto fail;
     fill_info(m);
     return m;
 fail:

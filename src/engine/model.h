@@ -20,6 +20,8 @@ typedef struct hr_hparams {
     bool rope_neox;        /* the arch's RoPE layout: pairs (i, i + n_rot/2), not (2i, 2i+1) */
     hr_act act;
     bool has_gate;         /* false for plain ReLU/GELU FFNs (up only) */
+    float attn_scale;      /* of q.k before the softmax: 1/sqrt(head_dim) unless the arch says otherwise */
+    int32_t n_swa;         /* sliding window of the layers marked swa (0: none) */
     const hr_arch *arch;   /* everything else the architecture decides (arch.h) */
 } hr_hparams;
 
@@ -45,6 +47,7 @@ typedef struct hr_layer {
     const float *q_norm, *k_norm;      /* per-head RMSNorm weights {head_dim} of q and k, NULL if none */
     hr_ffn_weights ffn;
     bool use_rope;                     /* false for NoPE layers */
+    bool swa;                          /* attention over the last hp.n_swa positions only */
 } hr_layer;
 
 struct hearth_model {

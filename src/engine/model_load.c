@@ -1,4 +1,5 @@
 /* Loading a GGUF model: architecture hyperparameters, tensor lookup with shape checks. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,7 @@ static int load_hparams(hearth_model *m, const hr_arch *a, hr_err *e) {
                        .n_head_kv = (int32_t)n_head_kv, .head_dim = (int32_t)key_len, .n_ff = (int32_t)n_ff,
                        .n_ctx_train = (int32_t)n_ctx, .n_rot = (int32_t)n_rot, .rms_eps = 1e-5f,
                        .rope_base = 10000.0f, .rope_freq_scale = 1.0f, .has_gate = true, .arch = a,
-                       .rope_neox = a->rope == HR_ROPE_NEOX};
+                       .rope_neox = a->rope == HR_ROPE_NEOX, .attn_scale = 1.0f / sqrtf((float)key_len)};
     float scale = 0;
     if (arch_f32(m, a->eps_key, &hp->rms_eps, e) || arch_f32(m, "rope.freq_base", &hp->rope_base, e) ||
         arch_f32(m, "rope.scaling.factor", &scale, e))
@@ -121,9 +122,33 @@ static int check_experts(hearth_model *m, const hr_arch *a, hr_err *e) {
                        a->one_expert);
     if (!a->one_expert && n_expert > 1)
         return hr_errf(e, "%s with %u experts (mixture of experts) is not supported", m->arch, n_expert);
+    return 0;
+}
+
+/* Which layers slide (model.h hr_layer.swa), from the entry's pattern or the file's
+ * attention.sliding_window_pattern: a count n (layer il slides iff n <= 1 or
+ * il % n < n - 1) or one bool per layer. Architectures without a window ignore the keys,
+ * as llama.cpp does. */
+static int load_swa(hearth_model *m, const hr_arch *a, hr_err *e) {
     uint32_t swa = 0;
+    if (!a->swa_pattern) return 0;
     if (arch_u32(m, "attention.sliding_window", false, &swa, e)) return -1;
-    if (swa) return hr_errf(e, "sliding-window attention (%s.attention.sliding_window = %u) is not supported", m->arch, swa);
+    if (!swa) return 0;
+    if (swa > (1u << 24)) return hr_errf(e, "%s.attention.sliding_window = %u is out of range", m->arch, swa);
+    m->hp.n_swa = (int32_t)swa;
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", m->arch);
+    const gguf_kv *kv = gguf_find_kv(&m->file, key);
+    uint32_t n = a->swa_pattern;
+    if (kv && kv->val.type == GGUF_VT_ARRAY) {
+        const gguf_array *arr = &kv->val.v.a;
+        if (arr->type != GGUF_VT_BOOL || arr->n != (uint64_t)m->hp.n_layer)
+            return hr_errf(e, "%s must hold one bool per layer (%d)", key, m->hp.n_layer);
+        for (int il = 0; il < m->hp.n_layer; il++) m->layers[il].swa = gguf_arr_num(arr, (uint64_t)il) != 0;
+        return 0;
+    }
+    if (kv && gguf_get_u32(&m->file, key, &n, e)) return -1;
+    for (int il = 0; il < m->hp.n_layer; il++) m->layers[il].swa = n <= 1 || (uint32_t)il % n < n - 1;
     return 0;
 }
 
@@ -141,3 +166,6 @@ int hr_load_arch(hearth_model *m, hr_err *e) {
     m->arch[arch.len] = 0;
     return load_hparams(m, a, e) || load_activation(m, a, e) || check_experts(m, a, e) ? -1 : 0;
 }
+
+/* Per-layer attention kinds, once the layers exist. */
+int hr_load_layer_kinds(hearth_model *m, hr_err *e) { return load_swa(m, m->hp.arch, e); }

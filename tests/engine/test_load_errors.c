@@ -3,6 +3,7 @@
 #include <string.h>
 #include "formats/gguf.h"
 #include "formats/types.h"
+#include "engine/model.h"
 #include "hearth.h"
 #include "synth/synth.h"
 #include "testutil.h"
@@ -91,7 +92,15 @@ int main(void) {
     expect_error(base, &(mutation){.u32_key = "llama.block_count", .u32_val = 3}, "missing tensor 'blk.2.");
     expect_error(base, &(mutation){.str_key = "hearth.ffn_activation", .str_val = "gelu"}, "gelu");
     expect_error(base, &(mutation){.str_key = "tokenizer.ggml.model", .str_val = "bert"}, "bert");
-    expect_error(base, &(mutation){.u32_key = "llama.attention.sliding_window", .u32_val = 128}, "sliding");
+    /* llama has no sliding window in llama.cpp (the key is ignored there): it loads, no layer slides */
+    char swa[256];
+    CHECK(rewrite(base, hr_test_tmp(swa, sizeof swa, "swa.gguf"),
+                  &(mutation){.u32_key = "llama.attention.sliding_window", .u32_val = 128}) == 0);
+    hearth_model *ms = hearth_model_load(swa, NULL, &e);
+    CHECKF(ms != NULL, "llama with a sliding_window key: %s", e.msg);
+    if (ms) CHECK(ms->hp.n_swa == 0 && !ms->layers[0].swa);
+    hearth_model_free(ms);
+    remove(swa);
     expect_error(st, &(mutation){.u32_key = "smallthinker.expert_count", .u32_val = 4}, "4 experts");
     /* PowerInfer files: predictor and transposed down matrix. */
     char pw[256];
