@@ -106,7 +106,7 @@ make_mix() { # mix: llama.cpp's quantizer on the F16 model
     [ -s "$m" ] && return 0
     make_synth f16
     log "quantizing $(model_path f16) to $1 with llama.cpp's quantizer"
-    "$quantize" "$(model_path f16)" "$m.part" "$1" 2 >"$cache/err" 2>&1 && mv "$m.part" "$m" ||
+    HEARTH_SRC=$root "$quantize" -t 2 "$(model_path f16)" "$m.part" "$1" >"$cache/err" 2>&1 && mv "$m.part" "$m" ||
         { rm -f "$m.part"; die "llama-quantize-ref $1 failed: $(tail -n 2 "$cache/err")"; }
 }
 for t in "${type_list[@]}"; do
