@@ -117,6 +117,19 @@ static void verbose_info(const hearth_model *m, const hearth_ctx *c, const hr_ru
     fprintf(stderr, "\n");
 }
 
+/* Mixture-of-experts models: the experts' bytes, and what the routing made the run read
+ * (measured: each call reads every expert it routes a token to once per layer). */
+static void verbose_moe(const hearth_ctx *c) {
+    hearth_moe_stats s;
+    if (hearth_ctx_moe_stats(c, &s)) return;
+    const double mib = 1048576.0;
+    fprintf(stderr, "experts: %d per layer, %d used per token, %.2f MiB of expert weights in %d layers; read per decoded "
+                    "token %.2f MiB (%llu tokens), per token over all calls %.2f MiB (%llu tokens)\n",
+            s.n_expert, s.n_expert_used, s.expert_bytes / mib, s.n_layer,
+            s.decode_tokens ? s.decode_read_bytes / mib / (double)s.decode_tokens : 0.0, (unsigned long long)s.decode_tokens,
+            s.tokens ? s.read_bytes / mib / (double)s.tokens : 0.0, (unsigned long long)s.tokens);
+}
+
 /* --force-tokens: whitespace-separated ids, each within the vocabulary. Returns the count, or
  * -1 with the message printed. *out is malloc'ed. */
 static long parse_forced(const char *s, int32_t n_vocab, int32_t **out) {
@@ -217,7 +230,7 @@ int hr_cmd_run(int argc, char **argv) {
         if (o.verbose) verbose_info(m, c, &o), hr_print_gpu_plan(c);
         rc = n ? generate(m, c, &o, toks, n) : (fprintf(stderr, "hearth run: the prompt is empty\n"), 1);
         if (!rc && o.cp.ffn_stats) hr_print_ffn_stats(m, c);
-        if (!rc && o.verbose) hr_print_gpu_overlap(c);
+        if (!rc && o.verbose) hr_print_gpu_overlap(c), verbose_moe(c);
     } else {
         fprintf(stderr, "hearth run: %s\n", e.msg);
     }

@@ -14,11 +14,15 @@ static void usage(FILE *f) {
             "Writes a GGUF model with seeded random weights (layout: src/synth/synth.h).\n\n"
             "  -o, --output PATH     output file (required)\n"
             "  --arch A              llama (NORM RoPE) | exaone (NEOX RoPE, SwiGLU) |\n"
-            "                        smallthinker (NEOX RoPE, ReGLU, one expert) |\n"
+            "                        smallthinker (NEOX RoPE, ReGLU experts) | qwen3moe\n"
+            "                        (qwen3 with SwiGLU experts) |\n"
             "                        bamboo (llama layout, dReLU) | falcon (LayerNorm, parallel\n"
             "                        attention+FFN, fused QKV, NEOX RoPE, no gate) | opt (LayerNorm,\n"
             "                        learned positions, biases, tied output) | qwen2 (NEOX RoPE,\n"
-            "                        q/k/v biases) | qwen3 (NEOX RoPE, per-head q/k RMSNorm)\n"
+            "                        q/k/v biases) | qwen3 (NEOX RoPE, per-head q/k RMSNorm) |\n"
+            "                        gemma2 (GEGLU, post norms, soft-caps, every other layer\n"
+            "                        sliding, tied) | gemma3 (gemma2 with q/k norms, 5:1 sliding)\n"
+            "                        | phi3 (fused QKV and gate|up, NEOX RoPE, LongRoPE factors)\n"
             "                        (every entry of the engine's architecture table)   [llama]\n"
             "  --falcon-40b          falcon: attn_norm_2 for the attention input (40B layout)\n"
             "  --type T              f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 |\n"
@@ -35,9 +39,20 @@ static void usage(FILE *f) {
             "  --ctx N               training context length                        [2048]\n"
             "  --rope-base X         RoPE frequency base                            [10000]\n"
             "  --rms-eps X           norm epsilon (RMSNorm; LayerNorm for falcon, opt) [1e-5]\n"
-            "  --act A               swiglu | reglu | drelu | relu | gelu (falcon only)\n"
+            "  --act A               swiglu | reglu | drelu | relu | gelu (falcon only) |\n"
+            "                        geglu (gemma only)\n"
             "                        [swiglu; smallthinker reglu, bamboo drelu, opt relu,\n"
-            "                        falcon gelu (relu with --powerinfer)]\n"
+            "                        falcon gelu (relu with --powerinfer), gemma geglu]\n"
+            "  --swa N               attention.sliding_window (gemma2, gemma3)  [not written]\n"
+            "  --swa-pattern N       attention.sliding_window_pattern: layer il slides iff\n"
+            "                        il %% N < N - 1 (0: every layer)           [not written]\n"
+            "  --rope-base-swa X     rope.freq_base_swa (sliding layers' base)  [not written]\n"
+            "  --attn-softcap X      attn_logit_softcapping (gemma2)            [not written]\n"
+            "  --final-softcap X     final_logit_softcapping (gemma2, gemma3)   [not written]\n"
+            "  --rope-scaling T      rope.scaling.type: none | linear | yarn    [not written]\n"
+            "  --rope-scale X        rope.scaling.factor                        [not written]\n"
+            "  --rope-orig-ctx N     rope.scaling.original_context_length  [not written; phi3 ctx]\n"
+            "  --rope-freqs          rope_freqs.weight: Llama-3.1 frequency factors (llama, exaone)\n"
             "  --tokenizer K         spm | bpe                                      [spm]\n"
             "  --tied                no output.weight (token_embd is the output matrix)\n"
             "  --seed N              random seed                                    [1]\n"
@@ -45,6 +60,10 @@ static void usage(FILE *f) {
             "  --powerinfer          PowerInfer file: PWRI magic, predictor, ffn_down_t\n"
             "                        (arch llama, bamboo, falcon, opt)\n"
             "  --pred-rank R         predictor rank (fc1 rows)                      [64]\n"
+            "  --n-expert N          mixture of experts of n-ff each (llama, qwen3moe,\n"
+            "                        smallthinker); 0 dense   [0; qwen3moe needs N > 0]\n"
+            "  --n-expert-used K     experts the router picks per token    [min(2, N)]\n"
+            "  --expert-gating G     smallthinker's router: softmax | sigmoid   [softmax]\n"
             "  --sparse-threshold X  write powerinfer.sparse_threshold\n"
             "  -q, --quiet           no progress output\n"
             "  -h, --help            this help\n"
@@ -102,11 +121,33 @@ static int value_flag(hr_synth_params *p, const char *f, const char *v, const ch
     else if (!strcmp(f, "--n-vocab")) return u32_flag(f, v, 1, 1 << 22, &p->n_vocab) ? 0 : 2;
     else if (!strcmp(f, "--ctx")) return u32_flag(f, v, 1, 1 << 24, &p->n_ctx_train) ? 0 : 2;
     else if (!strcmp(f, "--pred-rank")) return u32_flag(f, v, 1, 65536, &p->pred_rank) ? 0 : 2;
+    else if (!strcmp(f, "--n-expert")) return u32_flag(f, v, 0, 256, &p->n_expert) ? 0 : 2;
+    else if (!strcmp(f, "--n-expert-used")) return u32_flag(f, v, 1, 256, &p->n_expert_used) ? 0 : 2;
+    else if (!strcmp(f, "--expert-gating")) {
+        if (strcmp(v, "softmax") && strcmp(v, "sigmoid"))
+            return hr_usage_error(CMD, "--expert-gating: '%s' is not softmax or sigmoid", v);
+        p->moe_sigmoid = !strcmp(v, "sigmoid");
+    }
     else if (!strcmp(f, "--seed")) return hr_arg_u64(CMD, f, v, &p->seed) ? 0 : 2;
     else if (!strcmp(f, "--name")) p->name = v;
     else if (!strcmp(f, "--rope-base")) {
         if (!hr_arg_float(CMD, f, v, 1e-3, 1e12, &x)) return 2;
         p->rope_base = (float)x;
+    } else if (!strcmp(f, "--rope-scaling")) p->rope_scaling = v;
+    else if (!strcmp(f, "--rope-scale")) {
+        if (!hr_arg_float(CMD, f, v, 1e-6, 1e6, &x)) return 2;
+        p->rope_scale = (float)x;
+    } else if (!strcmp(f, "--rope-orig-ctx")) return u32_flag(f, v, 1, 1 << 24, &p->rope_orig_ctx) ? 0 : 2;
+    else if (!strcmp(f, "--swa")) return u32_flag(f, v, 1, 1 << 24, &p->n_swa) ? 0 : 2;
+    else if (!strcmp(f, "--swa-pattern")) {
+        p->has_swa_pattern = true;
+        return u32_flag(f, v, 0, 4096, &p->swa_pattern) ? 0 : 2;
+    } else if (!strcmp(f, "--rope-base-swa") || !strcmp(f, "--attn-softcap") || !strcmp(f, "--final-softcap")) {
+        if (!hr_arg_float(CMD, f, v, 1e-3, 1e12, &x)) return 2;
+        float *dst = !strcmp(f, "--rope-base-swa") ? &p->rope_base_swa
+                     : !strcmp(f, "--attn-softcap") ? &p->attn_softcap
+                                                    : &p->final_softcap;
+        *dst = (float)x;
     } else if (!strcmp(f, "--rms-eps")) {
         if (!hr_arg_float(CMD, f, v, 1e-12, 0.5, &x)) return 2;
         p->rms_eps = (float)x;
@@ -133,6 +174,7 @@ int hr_cmd_synth(int argc, char **argv) {
         if (!strcmp(f, "--tied")) p.tied = true;
         else if (!strcmp(f, "--powerinfer")) p.powerinfer = true;
         else if (!strcmp(f, "--falcon-40b")) p.falcon_40b = true;
+        else if (!strcmp(f, "--rope-freqs")) p.rope_freqs = true;
         else if (!strcmp(f, "-q") || !strcmp(f, "--quiet")) quiet = true;
         else if (f[0] != '-') return hr_usage_error(CMD, "unexpected argument '%s'", f);
         else {

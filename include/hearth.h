@@ -50,6 +50,16 @@ typedef struct hearth_ffn_stats {
     uint64_t fired_computed; /* fired and computed: recall = fired_computed / fired */
 } hearth_ffn_stats;
 
+/* Mixture-of-experts models: the experts' weights and what routing made the context read.
+ * Bytes read count each expert a forward call uses once per layer (a batch reads an expert
+ * once for all its tokens routed to it); decode_* only calls of one token. */
+typedef struct hearth_moe_stats {
+    int32_t n_expert, n_expert_used, n_layer;
+    uint64_t expert_bytes;        /* all experts of all layers */
+    uint64_t tokens, read_bytes;  /* every forward call */
+    uint64_t decode_tokens, decode_read_bytes;
+} hearth_moe_stats;
+
 /* Where the GPU side runs. AUTO: CUDA when compiled in and a GPU answers, else the CPU
  * alone (hearth_ctx_gpu_status says which and why). STANDIN: the CPU standing in for a
  * device (same placement and operations; tests on machines without a GPU). */
@@ -124,6 +134,8 @@ uint64_t hearth_ctx_scratch_bytes(const hearth_ctx *c);
 /* The FFN mode the context resolved to (never AUTO), and layer il's counters. */
 hearth_ffn_mode hearth_ctx_ffn_mode(const hearth_ctx *c);
 int hearth_ctx_ffn_stats(const hearth_ctx *c, int32_t il, hearth_ffn_stats *out);
+/* -1 for dense models. */
+int hearth_ctx_moe_stats(const hearth_ctx *c, hearth_moe_stats *out);
 const char *hearth_ffn_mode_name(hearth_ffn_mode m);
 float hearth_model_sparse_threshold(const hearth_model *m);
 bool hearth_model_has_predictors(const hearth_model *m);

@@ -1,6 +1,6 @@
 /* The architecture table. Sources: llama.cpp's graph builders (llama, exaone, smallthinker,
- * falcon, qwen2, qwen3) and PowerInfer's (bamboo: llama layout with dReLU; falcon: ReLU FFN
- * in its sparse files; opt). */
+ * falcon, qwen2, qwen3, gemma2, gemma3, phi3) and PowerInfer's (bamboo: llama layout with dReLU;
+ * falcon: ReLU FFN in its sparse files; opt). */
 #include <stdio.h>
 #include <string.h>
 #include "arch.h"
@@ -11,14 +11,19 @@
 
 static const hr_arch archs[] = {
     /* PowerInfer's sparse llama is ReGLU (ReluLLaMA, ProSparse). */
-    {.name = "llama", .rope = HR_ROPE_NORM, .act = HR_ACT_SWIGLU, .sparse_act = HR_ACT_REGLU, .powerinfer = true,
-     .eps_key = RMS_EPS, .ff_key = FF, .ffn_suffix = ""},
-    {.name = "exaone", .rope = HR_ROPE_NEOX, .act = HR_ACT_SWIGLU, .act_fixed = true, .sparse_act = HR_ACT_COUNT, .eps_key = RMS_EPS,
+    {.name = "llama", .rope = HR_ROPE_NORM, .tensors = HR_AT_ROPE_FREQS, .act = HR_ACT_SWIGLU, .sparse_act = HR_ACT_REGLU, .powerinfer = true,
+     .eps_key = RMS_EPS, .ff_key = FF, .ffn_suffix = "",
+     /* Mixtral: softmax router, top-k weights renormalised, experts of feed_forward_length */
+     .moe = true, .moe_gate = HR_MOE_SOFTMAX, .moe_norm = true},
+    {.name = "exaone", .rope = HR_ROPE_NEOX, .tensors = HR_AT_ROPE_FREQS, .act = HR_ACT_SWIGLU, .act_fixed = true, .sparse_act = HR_ACT_COUNT, .eps_key = RMS_EPS,
      .ff_key = FF, .ffn_suffix = ""},
-    /* A mixture of experts; with one expert its softmax router weight is exactly 1, so it
-     * is a dense ReGLU model. */
+    /* A mixture of ReGLU experts whose router reads the layer input (before attention), with
+     * the file's gating (softmax or sigmoid) and renormalised weights; with one expert the
+     * router weight is exactly 1, so that form is read as a dense ReGLU model. */
     {.name = "smallthinker", .rope = HR_ROPE_NEOX, .act = HR_ACT_REGLU, .act_fixed = true, .sparse_act = HR_ACT_COUNT,
-     .eps_key = RMS_EPS, .ff_key = "expert_feed_forward_length", .ffn_suffix = "_exps", .one_expert = 1},
+     .eps_key = RMS_EPS, .ff_key = "expert_feed_forward_length", .ffn_suffix = "_exps", .one_expert = 1,
+     .moe = true, .moe_required = true, .moe_gate = HR_MOE_SOFTMAX, .moe_gate_key = true, .moe_norm = true,
+     .moe_router_input = true},
     /* Bamboo's dReLU: relu(gate) * relu(up), in PowerInfer's dense and sparse paths alike. */
     {.name = "bamboo", .rope = HR_ROPE_NORM, .act = HR_ACT_DRELU, .act_fixed = true, .sparse_act = HR_ACT_COUNT, .powerinfer = true,
      .eps_key = RMS_EPS, .ff_key = FF, .ffn_suffix = ""},
@@ -40,6 +45,33 @@ static const hr_arch archs[] = {
      * attention.key_length and may differ from n_embd / n_head. */
     {.name = "qwen3", .rope = HR_ROPE_NEOX, .tensors = HR_AT_QK_NORM, .act = HR_ACT_SWIGLU, .act_fixed = true,
      .sparse_act = HR_ACT_COUNT, .eps_key = RMS_EPS, .ff_key = FF, .ffn_suffix = ""},
+    /* Qwen3-MoE: qwen3's attention, every FFN a mixture of SwiGLU experts of
+     * expert_feed_forward_length (softmax router, top-k weights renormalised). */
+    {.name = "qwen3moe", .rope = HR_ROPE_NEOX, .tensors = HR_AT_QK_NORM, .act = HR_ACT_SWIGLU, .act_fixed = true,
+     .sparse_act = HR_ACT_COUNT, .eps_key = RMS_EPS, .ff_key = FF, .ffn_suffix = "", .moe = true, .moe_required = true,
+     .moe_ff_key = "expert_feed_forward_length", .moe_gate = HR_MOE_SOFTMAX, .moe_norm = true},
+    /* Gemma 2: embedding times sqrt(n_embd), post-attention and post-FFN RMSNorms, GEGLU, q
+     * scaled after RoPE, attention and final soft-caps (llama.cpp's defaults 50 and 30 when
+     * the keys are absent), every other layer sliding (window 4096 by default), output tied
+     * (llama.cpp reads token_embd even where output.weight exists). The file's norm weights
+     * already hold Gemma's 1 + w (llama.cpp's converter adds it). */
+    {.name = "gemma2", .rope = HR_ROPE_NEOX, .tensors = HR_AT_POST_NORMS, .tied_output = true, .act = HR_ACT_GEGLU,
+     .act_fixed = true, .sparse_act = HR_ACT_COUNT, .eps_key = RMS_EPS, .ff_key = FF, .ffn_suffix = "", .swa_pattern = 2,
+     .swa_default = 4096, .embd_scale = true, .scale_q = true, .q_scale_embd_layers = 46, .attn_softcap = 50.0f,
+     .final_softcap = true, .final_softcap_default = 30.0f},
+    /* Gemma 3 (text): Gemma 2 with per-head q/k RMSNorms instead of the attention soft-cap,
+     * 5 sliding layers to 1 global where the file sets a window, the sliding layers' own RoPE
+     * base (rope.freq_base_swa, default 10000), the final cap only where the file has the key,
+     * output.weight optional. */
+    {.name = "gemma3", .rope = HR_ROPE_NEOX, .tensors = HR_AT_POST_NORMS | HR_AT_QK_NORM, .act = HR_ACT_GEGLU,
+     .act_fixed = true, .sparse_act = HR_ACT_COUNT, .eps_key = RMS_EPS, .ff_key = FF, .ffn_suffix = "", .swa_pattern = 6,
+     .swa_rope_base = 10000.0f, .embd_scale = true, .scale_q = true, .q_scale_embd_layers = 62, .final_softcap = true},
+    /* Phi-3 / Phi-3.5 / Phi-4: fused QKV and gate|up, NEOX RoPE with LongRoPE's factors
+     * (the 128k files), SwiGLU. No sliding window: llama.cpp disables phi3's, whatever the
+     * file's sliding_window says, so swa_pattern stays 0. */
+    {.name = "phi3", .rope = HR_ROPE_NEOX, .tensors = HR_AT_FUSED_QKV | HR_AT_FUSED_GATE_UP | HR_AT_ROPE_LONG_SHORT,
+     .act = HR_ACT_SWIGLU, .act_fixed = true, .sparse_act = HR_ACT_COUNT, .eps_key = RMS_EPS, .ff_key = FF,
+     .ffn_suffix = ""},
 };
 
 #define N_ARCHS (sizeof archs / sizeof archs[0])

@@ -29,8 +29,20 @@ enum {
                                     of q and k before RoPE */
     HR_AT_ATTN_NORM_2 = 1u << 8, /* attn_norm_2 where the file has it (Falcon-40B): the norm of
                                     the attention input, attn_norm then feeds the FFN */
+    HR_AT_POST_NORMS = 1u << 9,  /* post_attention_norm, post_ffw_norm {n_embd} (Gemma 2/3): RMSNorm
+                                    of the attention and FFN outputs before each residual add */
+    /* Bits 12 and up: the RoPE and FFN layouts of llama (Llama-3.1+) and phi3. */
+    HR_AT_FUSED_GATE_UP = 1u << 12, /* ffn_up {n_embd, 2 n_ff}: the gate's rows, then the up rows
+                                       (no ffn_gate tensor) */
+    HR_AT_ROPE_FREQS = 1u << 13,    /* optional rope_freqs {n_rot/2}: per-pair frequency divisors
+                                       (or, with rope.scaling.type longrope, the pair below) */
+    HR_AT_ROPE_LONG_SHORT = 1u << 14, /* optional rope_factors_long/short {n_rot/2}: LongRoPE's
+                                         divisors for contexts beyond / within the original */
 };
 #define HR_AT_QKV_BIAS (HR_AT_Q_BIAS | HR_AT_K_BIAS | HR_AT_V_BIAS)
+
+/* Router gating of mixture-of-experts layers, as llama.cpp's expert_gating_func numbers it. */
+typedef enum hr_moe_gate { HR_MOE_SOFTMAX = 1, HR_MOE_SIGMOID = 2 } hr_moe_gate;
 
 typedef struct hr_arch {
     const char *name;
@@ -55,9 +67,36 @@ typedef struct hr_arch {
                               (the dense form) is supported */
     /* Sliding-window attention where the file sets <arch>.attention.sliding_window: 0 the
      * architecture has none (llama.cpp ignores the key: llama, phi3); n > 0 layer il slides
-     * iff n == 1 or il % n < n - 1 (gemma2: 2, gemma3: 6), unless the file's
-     * attention.sliding_window_pattern (a count or one bool per layer) says otherwise. */
+     * iff il % n < n - 1 (gemma2: 2, gemma3: 6), unless the file's
+     * attention.sliding_window_pattern (a count, where 0 means every layer as in llama.cpp,
+     * or one bool per layer) says otherwise. */
     uint32_t swa_pattern;
+    /* Mixture of experts (engine/moe.h), where the file's expert_count > 0 (and is not
+     * one_expert's dense form): moe false refuses them; moe_required refuses files without.
+     * moe_ff_key: "<arch>.<key>" holds the experts' FFN length (NULL: ff_key's n_ff; absent
+     * key: n_ff / expert_used_count, llama.cpp's fallback). moe_gate: the router's gating,
+     * unless moe_gate_key lets the file's expert_gating_func choose. moe_norm: the chosen
+     * experts' weights renormalised to sum 1. moe_router_input: the router reads the layer
+     * input (before attention) rather than ffn_norm's output (smallthinker). */
+    bool moe, moe_required, moe_gate_key, moe_norm, moe_router_input;
+    const char *moe_ff_key;
+    hr_moe_gate moe_gate;
+    uint32_t swa_default;  /* window when the file has no sliding_window key (gemma2: 4096); 0 none */
+    /* The sliding layers' RoPE: 0 the global base and scale, unless the file has
+     * rope.freq_base_swa (gemma2); > 0 this base (or the key's) and no scaling (gemma3). */
+    float swa_rope_base;
+    /* Gemma: the token embedding times sqrt(n_embd); q times the attention scale after RoPE
+     * (not the scores); the scale 1/sqrt(n_embd / n_head) instead of 1/sqrt(head_dim) at
+     * q_scale_embd_layers layers (llama.cpp's rule for the 27B sizes, by layer count). */
+    bool embd_scale, scale_q;
+    uint32_t q_scale_embd_layers;
+    /* Soft-caps cap * tanh(x / cap). attn_softcap > 0: the attention scores (after the
+     * scale, before the mask and softmax) are capped by the file's attn_logit_softcapping or
+     * this default; 0: the architecture has none and ignores the key. final_softcap: the
+     * logits are capped by final_logit_softcapping (default final_softcap_default; 0 none). */
+    float attn_softcap;
+    bool final_softcap;
+    float final_softcap_default;
 } hr_arch;
 
 /* NULL if the name is not supported. */

@@ -28,6 +28,8 @@ static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_
     const uint8_t *K = c->k_cache + first * c->k_elem;
     k->act_prep[kt](c->q + ((int64_t)t * hp->n_head + h) * hd, qp, hd);
     for (int32_t p = 0; p < n_kv; p++) k->vec_dot[kt](hd, &s[p], K + (size_t)p * kvd * c->k_elem, qp);
+    /* llama.cpp caps the raw scores, then the softmax applies its scale (1 where q was scaled). */
+    if (hp->attn_softcap > 0) hr_softcap(s, n_kv, hp->attn_softcap);
     hr_softmax(s, n_kv, hp->attn_scale);
     float *out = c->att + ((int64_t)t * hp->n_head + h) * hd;
     memset(out, 0, sizeof(float) * (size_t)hd);

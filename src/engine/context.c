@@ -5,6 +5,7 @@
 #include "context.h"
 #include "formats/types.h"
 #include "hybrid.h"
+#include "moe.h"
 
 hearth_ctx_params hearth_ctx_default_params(void) {
     return (hearth_ctx_params){.n_ctx = 0, .n_threads = 0, .n_batch = 512, .kv_k = HEARTH_KV_F16, .kv_v = HEARTH_KV_F16};
@@ -57,6 +58,10 @@ static int alloc_ffn(hearth_ctx *c, hr_err *e) {
 static int resolve_ffn_mode(const hearth_model *m, hearth_ffn_mode want, hearth_ffn_mode *out, hr_err *e) {
     bool preds = hearth_model_has_predictors(m), relu_family = hr_act_relu_family(m->hp.act);
     if (want == HEARTH_FFN_AUTO) want = preds ? HEARTH_FFN_PREDICTED : HEARTH_FFN_DENSE;
+    /* Experts are computed whole for now: sparse modes inside experts are not implemented. */
+    if (m->hp.n_expert && (want == HEARTH_FFN_EXACT || want == HEARTH_FFN_PREDICTED))
+        return hr_errf(e, "FFN mode '%s' is not available for mixture-of-experts models (%d experts): each chosen expert is computed dense; use dense",
+                       want == HEARTH_FFN_EXACT ? "exact" : "predicted", m->hp.n_expert);
     if (want == HEARTH_FFN_PREDICTED && !preds)
         return hr_errf(e, "FFN mode 'predicted' needs predictors (blk.N.fc1/fc2) and this model has none; use dense or exact");
     if (want == HEARTH_FFN_EXACT && !relu_family)
@@ -120,7 +125,7 @@ hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *
     c->ffn_observer = d.ffn_observer, c->ffn_observer_ud = d.ffn_observer_ud; /* calibration hook */
     /* the device first: the host KV cache leaves out the layers whose attention it runs */
     if (hr_cpu_init(&c->cpu, nt, e) || hr_hybrid_init(c, &d, e) || alloc_kv(c, e) || alloc_scratch(c, e) ||
-        alloc_ffn(c, e) || hr_sparse_reserve(&c->sparse_ws, &c->cpu, c->n_batch, m->hp.n_embd, e)) {
+        alloc_ffn(c, e) || hr_moe_ctx_init(c, e) || hr_sparse_reserve(&c->sparse_ws, &c->cpu, c->n_batch, m->hp.n_embd, e)) {
         hearth_ctx_free(c);
         return NULL;
     }
@@ -130,6 +135,7 @@ hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *
 void hearth_ctx_free(hearth_ctx *c) {
     if (!c) return;
     hr_hybrid_free(c->hy);
+    hr_moe_ctx_free(c);
     hr_cpu_free(&c->cpu);
     hr_sparse_ws_free(&c->sparse_ws);
     free(c->k_cache), free(c->v_cache), free(c->kv_layer);

@@ -40,6 +40,7 @@ struct hearth_ctx {
     int64_t logits_cap, n_logits;
     uint64_t kv_bytes, scratch_bytes;
     struct hr_hybrid *hy; /* device side (hybrid.h); NULL: CPU only */
+    struct hr_moe_ws *moe; /* mixture-of-experts workspace and counters (moe.c); NULL: dense */
 };
 
 /* One forward call: up to n_batch tokens, token t at position pos[t] of sequence seq[t]

@@ -19,15 +19,32 @@ static int load_predictor(hearth_model *m, int il, hr_ffn_weights *f, hr_err *e)
     return hr_get_mat(m, n1, m->hp.n_embd, r, true, &f->fc1, e) || hr_get_mat(m, n2, r, m->hp.n_ff, true, &f->fc2, e) ? -1 : 0;
 }
 
+/* Phi-3's fused ffn_up {n_embd, 2 n_ff}: row views, the gate's n_ff rows first, then up's
+ * (llama.cpp's swiglu of the fused product takes its first half as the gate). */
+static int load_gate_up_fused(hearth_model *m, int il, hr_ffn_weights *f, hr_err *e) {
+    char n[96];
+    hr_mat w;
+    snprintf(n, sizeof n, "blk.%d.ffn_up.weight", il);
+    if (hr_get_mat(m, n, m->hp.n_embd, 2 * (int64_t)m->hp.n_ff, true, &w, e)) return -1;
+    f->gate = w, f->up = w;
+    f->gate.n_out = f->up.n_out = m->hp.n_ff;
+    f->up.data = (const uint8_t *)w.data + w.row_bytes * (size_t)m->hp.n_ff;
+    return 0;
+}
+
 int hr_load_ffn(hearth_model *m, int il, const char *suffix, hr_ffn_weights *f, hr_err *e) {
     const hr_hparams *hp = &m->hp;
     const int64_t d = hp->n_embd, ff = hp->n_ff;
     char n[96], nt[96];
     memset(f, 0, sizeof *f);
-    snprintf(n, sizeof n, "blk.%d.ffn_gate%s.weight", il, suffix);
-    if (hr_get_mat(m, n, d, ff, hp->has_gate, &f->gate, e)) return -1;
-    snprintf(n, sizeof n, "blk.%d.ffn_up%s.weight", il, suffix);
-    if (hr_get_mat(m, n, d, ff, true, &f->up, e)) return -1;
+    if (hr_arch_has(hp->arch, HR_AT_FUSED_GATE_UP)) {
+        if (load_gate_up_fused(m, il, f, e)) return -1;
+    } else {
+        snprintf(n, sizeof n, "blk.%d.ffn_gate%s.weight", il, suffix);
+        if (hr_get_mat(m, n, d, ff, hp->has_gate, &f->gate, e)) return -1;
+        snprintf(n, sizeof n, "blk.%d.ffn_up%s.weight", il, suffix);
+        if (hr_get_mat(m, n, d, ff, true, &f->up, e)) return -1;
+    }
     snprintf(n, sizeof n, "blk.%d.ffn_down%s.weight", il, suffix);
     snprintf(nt, sizeof nt, "blk.%d.ffn_down_t.weight", il);
     bool has_down = gguf_find_tensor(&m->file, n) != NULL, has_t = gguf_find_tensor(&m->file, nt) != NULL;

@@ -2,12 +2,14 @@
  * combination of what its table entry (arch.h) says: RMSNorm or LayerNorm (with bias),
  * separate or fused QKV (row views made at load, so nothing here), biases, per-head q/k
  * norms, RoPE or learned positions, and serial layers (pre-norm residual per block) or
- * parallel ones (Falcon). */
+ * parallel ones (Falcon); Gemma adds an embedding scale, q scaled after RoPE, post norms
+ * of the block outputs and soft-capped logits (attention.c caps the scores). */
 #include <string.h>
 #include "context.h"
 #include "formats/types.h"
 #include "ffn.h"
 #include "hybrid.h"
+#include "moe.h"
 #include "backends/cpu/ops.h"
 
 static void add_into(float *x, const float *y, int64_t n) {
@@ -17,6 +19,10 @@ static void add_into(float *x, const float *y, int64_t n) {
 static void add_bias(float *y, const float *b, int32_t n_tok, int64_t n) {
     if (!b) return;
     for (int32_t t = 0; t < n_tok; t++) add_into(y + t * n, b, n);
+}
+
+static void scale_rows(float *x, float s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] *= s;
 }
 
 static void norm_rows(const hr_hparams *hp, float *y, const float *x, const float *w, const float *b, int32_t n) {
@@ -45,11 +51,16 @@ static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, 
     add_bias(c->q, L->bq, n, qd), add_bias(c->k, L->bk, n, kvd), add_bias(c->v, L->bv, n, kvd);
     if (L->q_norm) head_norms(hp, c->q, L->q_norm, (int64_t)n * hp->n_head);
     if (L->k_norm) head_norms(hp, c->k, L->k_norm, (int64_t)n * hp->n_head_kv);
-    if (L->use_rope)
+    if (L->use_rope) {
+        const float *ff = hr_rope_factors(c->m, c->n_ctx); /* Llama-3.1 / LongRoPE factors, or NULL */
         for (int32_t t = 0; t < n; t++) {
-            hr_rope(c->q + t * qd, hp->n_head, hp->head_dim, hp->n_rot, f->pos[t], hp->rope_base, hp->rope_freq_scale, hp->rope_neox);
-            hr_rope(c->k + t * kvd, hp->n_head_kv, hp->head_dim, hp->n_rot, f->pos[t], hp->rope_base, hp->rope_freq_scale, hp->rope_neox);
+            hr_rope_ext(c->q + t * qd, hp->n_head, hp->head_dim, hp->n_rot, f->pos[t], L->rope_base, L->rope_freq_scale,
+                        hp->rope_neox, ff, &hp->rope_yarn);
+            hr_rope_ext(c->k + t * kvd, hp->n_head_kv, hp->head_dim, hp->n_rot, f->pos[t], L->rope_base, L->rope_freq_scale,
+                        hp->rope_neox, ff, &hp->rope_yarn);
         }
+    }
+    if (hp->q_scale != 1.0f) scale_rows(c->q, hp->q_scale, (int64_t)n * qd);
     hr_attention(c, il, f);
     if (hr_matmul(&c->cpu, &L->wo, c->att, n, out, e)) return -1;
     add_bias(out, L->bo, n, hp->n_embd);
@@ -66,17 +77,21 @@ static int fused_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f
     return rc;
 }
 
-/* x += attention(norm(x)); x += ffn(ffn_norm(x)). */
+/* x += attention(norm(x)); x += ffn(ffn_norm(x)); Gemma's post norms of each output
+ * before its add. */
 static int serial_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
     const int32_t n = f->n;
     const int64_t nd = (int64_t)n * hp->n_embd;
     if (hr_hybrid_fused(c, il)) return fused_layer(c, L, il, f, e);
+    if (hr_moe_route_early(c, L, c->x, n, e)) return -1; /* routers that read the layer input */
     norm_rows(hp, c->xn, c->x, L->attn_norm, L->attn_norm_b, n);
     if (attention(c, L, il, c->xn, f, c->tmp, e)) return -1;
+    if (L->attn_post_norm) norm_rows(hp, c->tmp, c->tmp, L->attn_post_norm, NULL, n);
     add_into(c->x, c->tmp, nd);
     norm_rows(hp, c->xn, c->x, L->ffn_norm, L->ffn_norm_b, n);
-    if (hr_ffn(c, L, il, c->x, c->xn, n, c->tmp, e)) return -1;
+    if (L->moe.router.data ? hr_moe_ffn(c, L, il, c->xn, n, c->tmp, e) : hr_ffn(c, L, il, c->x, c->xn, n, c->tmp, e)) return -1;
+    if (L->ffn_post_norm) norm_rows(hp, c->tmp, c->tmp, L->ffn_post_norm, NULL, n);
     add_into(c->x, c->tmp, nd);
     return 0;
 }
@@ -103,6 +118,7 @@ static int embed(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
     const hr_mat *E = &m->token_embd, *P = &m->pos_embd;
     for (int32_t t = 0; t < f->n; t++)
         hr_dequant_row(E->type, (const uint8_t *)E->data + (size_t)f->tokens[t] * E->row_bytes, c->x + (int64_t)t * E->n_in, E->n_in);
+    if (m->hp.embd_scale != 1.0f) scale_rows(c->x, m->hp.embd_scale, (int64_t)f->n * E->n_in);
     if (!P->data) return 0;
     for (int32_t t = 0; t < f->n; t++) {
         const int64_t row = (int64_t)f->pos[t] + m->hp.arch->pos_offset;
@@ -128,8 +144,11 @@ static int output(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
         }
     if (!rows) return 0;
     norm_rows(&m->hp, c->xn, c->x, m->output_norm, m->output_norm_b, rows);
-    if (hr_hybrid_has_output(c)) return hr_hybrid_logits(c, c->xn, rows, f->logits, e);
-    return hr_matmul(&c->cpu, &m->output, c->xn, rows, f->logits, e);
+    if (hr_hybrid_has_output(c) ? hr_hybrid_logits(c, c->xn, rows, f->logits, e)
+                                : hr_matmul(&c->cpu, &m->output, c->xn, rows, f->logits, e))
+        return -1;
+    if (m->hp.final_softcap > 0) hr_softcap(f->logits, (int64_t)rows * m->hp.n_vocab, m->hp.final_softcap);
+    return 0;
 }
 
 int hr_forward(hearth_ctx *c, const hr_fwd *f, hr_err *e) {

@@ -30,10 +30,12 @@ static uint64_t kv_bytes(const planner *q, int32_t n) {
     return n ? 2 * R((uint64_t)q->in->n_seq * (uint64_t)n * (uint64_t)q->in->n_ctx * kvd(q) * 2) : 0;
 }
 
-/* The device's attention has no biases, no per-head q/k norms and no sliding window: layers
- * whose architecture entry asks for them keep their attention on the host. */
+/* The device's attention has no biases, no per-head q/k norms, no sliding window and a
+ * plain RoPE (no frequency factors, YaRN or attention factor: L->rope_ext), no q scale or
+ * soft-cap (L->attn_scaled): layers whose architecture entry asks for them keep their
+ * attention on the host. */
 static bool attn_ok(const hr_layer *L) {
-    return !L->bq && !L->bk && !L->bv && !L->bo && !L->q_norm && !L->k_norm && !L->swa;
+    return !L->bq && !L->bk && !L->bv && !L->bo && !L->q_norm && !L->k_norm && !L->swa && !L->rope_ext && !L->attn_scaled;
 }
 static uint64_t attn_bytes(const hr_layer *L) { return mat_bytes(&L->wq) + mat_bytes(&L->wk) + mat_bytes(&L->wv) + mat_bytes(&L->wo); }
 static uint64_t pred_bytes(const hr_layer *L) { return mat_bytes(&L->ffn.fc1) + mat_bytes(&L->ffn.fc2); }
@@ -70,9 +72,10 @@ static uint64_t scratch_layout(const hearth_model *m, int32_t n_batch, hr_gpu_sc
 static bool fits(const planner *q, uint64_t more) { return more <= q->in->budget - q->used; }
 
 /* What a device-resident layer (hybrid_run.c) computes besides the common tensors: a fused
- * QKV (row views). An architecture whose entry asks for anything else runs its layers on the
+ * QKV or gate|up (row views), and the RoPE factor bits, whose layers attn_ok keeps off the
+ * device where a file has them. An architecture whose entry asks for anything else runs its layers on the
  * host or split, never resident. */
-#define RESIDENT_TENSORS HR_AT_FUSED_QKV
+#define RESIDENT_TENSORS (HR_AT_FUSED_QKV | HR_AT_FUSED_GATE_UP | HR_AT_ROPE_FREQS | HR_AT_ROPE_LONG_SHORT)
 
 /* A whole layer can run device-resident: every neuron computed (dense FFN matrices, or a
  * PowerInfer file's neuron rows in dense mode; never with a predictor), serial blocks,
@@ -120,7 +123,7 @@ static int place_whole_layers(planner *q, int32_t want, hr_err *e) {
     int32_t n = want < q->hp->n_layer ? want : q->hp->n_layer;
     for (int il = 0; il < n; il++) {
         if (!attn_ok(&m->layers[il]))
-            return hr_errf(e, "layer %d's attention has biases, q/k norms or a sliding window (%s), which the device path does not support; use -ngl 0",
+            return hr_errf(e, "layer %d's attention has biases, q/k norms, a sliding window, RoPE factors/YaRN or a q scale/soft-cap (%s), which the device path does not support; use -ngl 0",
                            il, m->hp.arch->name);
         if (!fits(q, whole_bytes(q, il))) {
             uint64_t need = q->used;
@@ -282,6 +285,13 @@ static int neuron_sizes(planner *q, hr_err *e) {
 static int place(planner *q, hr_err *e) {
     const hearth_model *m = q->in->m;
     int rc = 0;
+    /* Mixture-of-experts layers stay on the host: the device path has no expert FFN. */
+    if (m->hp.n_expert) {
+        if (q->in->n_gpu_layers > 0)
+            return hr_errf(e, "-ngl %d: this model's layers are mixtures of experts (%d experts), which the device path does not support; they stay on the host (use -ngl 0)",
+                           q->in->n_gpu_layers, m->hp.n_expert);
+        return 0;
+    }
     if (q->in->n_gpu_layers > 0) {
         rc = place_whole_layers(q, q->in->n_gpu_layers, e);
         if (!rc && q->in->n_gpu_layers > m->hp.n_layer) place_output(q);

@@ -52,7 +52,7 @@ static int enqueue_hot(hearth_ctx *c, int il, const float *xn, int32_t n, int64_
                    hr_hy_to_dev(h, s->mask, h->h_mask, (uint64_t)(n * nh), e) ||
                    (gate && o->gather_matmul(d, &g->gate, s->x, n, s->idx, nh, s->g, e)) ||
                    o->gather_matmul(d, &g->up, s->x, n, s->idx, nh, s->u, e) ||
-                   o->ffn_act(d, gate ? s->g : UINT64_MAX, s->u, n * nh, c->m->hp.act, s->h, e) ||
+                   o->ffn_act(d, gate ? s->g : UINT64_MAX, s->u, n * nh, hr_act_device(c->m->hp.act), s->h, e) ||
                    o->apply_mask(d, s->h, s->mask, n, nh, e) || o->sparse_axpy(d, &g->down, s->h, n, s->idx, nh, s->y, e) ||
                    hr_hy_to_host(h, h->h_y, s->y, (uint64_t)nd * 4, e)
                ? -1

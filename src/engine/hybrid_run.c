@@ -27,10 +27,10 @@ static int enqueue_attention(hearth_ctx *c, const hr_layer *L, int il, const hr_
     if (o->matmul(d, &g->wq, s->x, n, s->q, e) || o->matmul(d, &g->wk, s->x, n, s->k, e) ||
         o->matmul(d, &g->wv, s->x, n, s->v, e))
         return -1;
-    if (L->use_rope && (o->rope(d, s->q, n, hp->n_head, hp->head_dim, hp->n_rot, f->pos, hp->rope_base, hp->rope_freq_scale,
+    if (L->use_rope && (o->rope(d, s->q, n, hp->n_head, hp->head_dim, hp->n_rot, f->pos, L->rope_base, L->rope_freq_scale,
                                 hp->rope_neox, e) ||
-                        o->rope(d, s->k, n, hp->n_head_kv, hp->head_dim, hp->n_rot, f->pos, hp->rope_base,
-                                hp->rope_freq_scale, hp->rope_neox, e)))
+                        o->rope(d, s->k, n, hp->n_head_kv, hp->head_dim, hp->n_rot, f->pos, L->rope_base,
+                                L->rope_freq_scale, hp->rope_neox, e)))
         return -1;
     hr_dev_attn a = {.layer = il, .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
                      .n_ctx = c->n_ctx, .n_layer = h->plan.kv_layers, .k_cache = h->plan.k_cache,
@@ -51,7 +51,7 @@ static int enqueue_ffn_dense(hearth_ctx *c, int il, int32_t n, hr_err *e) {
     const bool gate = g->gate.n_out > 0;
     h->st.act_device += (uint64_t)(n * ff);
     if ((gate && o->matmul(d, &g->gate, s->x, n, s->g, e)) || o->matmul(d, &g->up, s->x, n, s->u, e) ||
-        o->ffn_act(d, gate ? s->g : UINT64_MAX, s->u, n * ff, c->m->hp.act, s->h, e))
+        o->ffn_act(d, gate ? s->g : UINT64_MAX, s->u, n * ff, hr_act_device(c->m->hp.act), s->h, e))
         return -1;
     if (g->ffn_dense) return o->matmul(d, &g->down, s->h, n, s->y, e);
     return hr_hy_to_dev(h, s->idx, h->h_iota, (uint64_t)ff * 4, e) || o->sparse_axpy(d, &g->down, s->h, n, s->idx, ff, s->y, e)

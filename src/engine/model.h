@@ -17,11 +17,22 @@ typedef struct hr_hparams {
     float rms_eps;         /* epsilon of the norm in use (RMSNorm or LayerNorm) */
     float rope_base;
     float rope_freq_scale; /* 1 / linear scaling factor */
+    hr_rope_yarn rope_yarn; /* YaRN (ext_factor 1 with rope.scaling.type yarn) and the rotation's
+                               magnitude (rope.scaling.attn_factor, YaRN's mscale) */
+    int32_t n_ctx_orig;    /* rope.scaling.original_context_length (n_ctx_train without it) */
+    bool rope_longrope;    /* the file's RoPE factors are LongRoPE's long/short pair, not rope_freqs */
     bool rope_neox;        /* the arch's RoPE layout: pairs (i, i + n_rot/2), not (2i, 2i+1) */
     hr_act act;
     bool has_gate;         /* false for plain ReLU/GELU FFNs (up only) */
     float attn_scale;      /* of q.k before the softmax: 1/sqrt(head_dim) unless the arch says otherwise */
     int32_t n_swa;         /* sliding window of the layers marked swa (0: none) */
+    float q_scale;         /* q times this after RoPE (Gemma; then attn_scale is 1); 1: none */
+    float attn_softcap;    /* scores capped to +-attn_softcap before the softmax; 0: none */
+    float final_softcap;   /* logits capped to +-final_softcap; 0: none */
+    float embd_scale;      /* token embedding rows times this (Gemma: sqrt(n_embd)); 1: none */
+    /* Mixture of experts (moe.h); n_expert 0: dense FFNs. n_ff_exp: each expert's FFN size. */
+    int32_t n_expert, n_expert_used, n_ff_exp;
+    hr_moe_gate moe_gate;
     const hr_arch *arch;   /* everything else the architecture decides (arch.h) */
 } hr_hparams;
 
@@ -38,6 +49,14 @@ typedef struct hr_ffn_weights {
     const float *b_up, *b_down; /* biases (OPT), NULL if none */
 } hr_ffn_weights;
 
+/* One layer's mixture-of-experts FFN (moe.h): each 3-D expert tensor as expert 0's matrix,
+ * expert e's rows at data + e * n_out * row_bytes (hr_moe_expert). */
+typedef struct hr_moe_weights {
+    hr_mat router;         /* ffn_gate_inp {n_embd, n_expert}; data NULL: a dense layer */
+    hr_mat gate, up;       /* ffn_{gate,up}_exps {n_embd, n_ff_exp, n_expert} */
+    hr_mat down;           /* ffn_down_exps {n_ff_exp, n_embd, n_expert} */
+} hr_moe_weights;
+
 typedef struct hr_layer {
     const float *attn_norm, *ffn_norm; /* F32 vectors; ffn_norm NULL for parallel layers */
     const float *attn_norm_b, *ffn_norm_b; /* LayerNorm biases, NULL with RMSNorm */
@@ -46,8 +65,16 @@ typedef struct hr_layer {
     const float *bq, *bk, *bv, *bo;    /* attention biases, NULL if none */
     const float *q_norm, *k_norm;      /* per-head RMSNorm weights {head_dim} of q and k, NULL if none */
     hr_ffn_weights ffn;
+    hr_moe_weights moe;                /* router.data NULL unless a mixture of experts */
     bool use_rope;                     /* false for NoPE layers */
     bool swa;                          /* attention over the last hp.n_swa positions only */
+    float rope_base, rope_freq_scale;  /* this layer's RoPE (Gemma 3's sliding layers have their own) */
+    bool attn_scaled;                  /* q scaled after RoPE or scores soft-capped (Gemma), which
+                                          the device attention lacks */
+    const float *attn_post_norm, *ffn_post_norm; /* RMSNorm of the attention / FFN output before
+                                                    the residual add (Gemma), NULL if none */
+    bool rope_ext;                     /* RoPE with frequency factors, YaRN or an attention factor
+                                          (hr_rope_ext), which the device RoPE lacks */
 } hr_layer;
 
 struct hearth_model {
@@ -57,6 +84,9 @@ struct hearth_model {
     hr_mat token_embd, output;
     hr_mat pos_embd;           /* learned positions {n_embd, n_pos}; absent (data NULL) otherwise */
     const float *output_norm, *output_norm_b;
+    /* RoPE frequency divisors {n_rot/2}, NULL if absent: rope_freqs (Llama-3.1+) for every
+     * context; LongRoPE's long factors for contexts longer than hp.n_ctx_orig, else short. */
+    const float *rope_freqs, *rope_long, *rope_short;
     hr_layer *layers;
     hearth_model_info info;
     char arch[32];
@@ -70,6 +100,9 @@ struct hearth_model {
 int hr_load_ffn(hearth_model *m, int il, const char *suffix, hr_ffn_weights *f, hr_err *e);
 int hr_get_mat(const hearth_model *m, const char *name, int64_t n_in, int64_t n_out, bool required, hr_mat *out, hr_err *e);
 int hr_get_vec(const hearth_model *m, const char *name, int64_t n, const float **out, hr_err *e);
+/* The frequency factors a context of n_ctx positions per sequence uses (NULL: none), as
+ * llama.cpp's get_rope_factors chooses them for its context padded to 256. */
+const float *hr_rope_factors(const hearth_model *m, int32_t n_ctx);
 
 /* ReLU-family activations zero out neurons exactly, which exact mode and the activity
  * counters rely on. */

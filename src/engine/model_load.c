@@ -7,7 +7,7 @@
 #include "model.h"
 #include "util/checked.h"
 
-static const char *const act_names[HR_ACT_COUNT] = {"swiglu", "reglu", "drelu", "relu", "gelu"};
+static const char *const act_names[HR_ACT_COUNT] = {"swiglu", "reglu", "drelu", "relu", "gelu", "geglu"};
 
 const char *hr_act_name(hr_act a) { return act_names[a]; }
 
@@ -35,6 +35,65 @@ static int arch_f32(const hearth_model *m, const char *suffix, float *out, hr_er
 
 static int positive(const char *what, uint32_t v, uint32_t max, hr_err *e) {
     if (v == 0 || v > max) return hr_errf(e, "%s = %u is out of range [1, %u]", what, v, max);
+    return 0;
+}
+
+/* ggml_rope_yarn_corr_dim's float steps: the pair index whose wavelength fits n_rot_beta
+ * times into the original context. */
+static float yarn_corr_dim(int32_t n_dims, int32_t n_ctx_orig, float beta, float base) {
+    return (float)n_dims * logf((float)n_ctx_orig / (beta * 2 * 3.14159265358979323846f)) / (2 * logf(base));
+}
+
+/* YaRN as llama.cpp sets it up for rope.scaling.type yarn: ext_factor 1, beta_fast 32 and
+ * beta_slow 1 (the only values its llama, phi3 and qwen loaders know), the correction dims over
+ * the original context, and the magnitude get_mscale(factor) / (1 + 0.1 ln factor), which
+ * cancels the kernel's own YaRN scale up to float rounding (kept: the logits see it). */
+static void setup_yarn(hr_hparams *hp) {
+    const float factor = 1.0f / hp->rope_freq_scale;
+    float mscale = factor <= 1.0f ? 1.0f : 0.1f * logf(factor) + 1.0f;
+    mscale *= 1.0f / (1.0f + 0.1f * logf(factor));
+    const float lo = floorf(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, 32.0f, hp->rope_base));
+    const float hi = ceilf(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, 1.0f, hp->rope_base));
+    hp->rope_yarn.ext_factor = 1.0f;
+    hp->rope_yarn.attn_factor = mscale;
+    hp->rope_yarn.corr_dims[0] = lo > 0 ? lo : 0;
+    hp->rope_yarn.corr_dims[1] = hi < (float)(hp->n_rot - 1) ? hi : (float)(hp->n_rot - 1);
+}
+
+/* RoPE scaling as llama.cpp reads it: rope.scaling.type (default linear) with
+ * rope.scaling.factor (or the older rope.scale_linear). none ignores the factor; linear and
+ * longrope divide the angles by it; yarn too, plus setup_yarn. longrope's long/short factor
+ * tensors exist only where the entry has them (llama: with this type; phi3: always).
+ * rope.scaling.attn_factor scales every rotation (phi3's LongRoPE files carry it);
+ * rope.scaling.original_context_length sets YaRN's range and LongRoPE's long/short choice. */
+static int load_rope_scaling(hearth_model *m, const hr_arch *a, hr_err *e) {
+    hr_hparams *hp = &m->hp;
+    float factor = 0, attn = 1.0f;
+    uint32_t orig = (uint32_t)hp->n_ctx_train;
+    if (arch_f32(m, "rope.scaling.factor", &factor, e) || (!factor && arch_f32(m, "rope.scale_linear", &factor, e)) ||
+        arch_f32(m, "rope.scaling.attn_factor", &attn, e) ||
+        arch_u32(m, "rope.scaling.original_context_length", false, &orig, e))
+        return -1;
+    gguf_str t = {0};
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", m->arch);
+    if (gguf_get_str(&m->file, key, &t, e) < 0) return -1;
+    const bool none = gguf_str_eq(t, "none"), yarn = gguf_str_eq(t, "yarn"), longrope = gguf_str_eq(t, "longrope");
+    if (t.len && !none && !yarn && !longrope && !gguf_str_eq(t, "linear"))
+        return hr_errf(e, "rope scaling type '%.*s' is not supported (none, linear, yarn, longrope)",
+                       (int)(t.len > 32 ? 32 : t.len), t.ptr);
+    if (longrope && !hr_arch_has(a, HR_AT_ROPE_FREQS) && !hr_arch_has(a, HR_AT_ROPE_LONG_SHORT))
+        return hr_errf(e, "rope scaling type 'longrope' is not supported for %s (llama.cpp reads LongRoPE factors for llama and phi3)",
+                       a->name);
+    if (!(factor >= 0) || !isfinite(factor)) return hr_errf(e, "rope.scaling.factor %g must be positive", factor);
+    if (!(attn > 0) || !isfinite(attn)) return hr_errf(e, "rope.scaling.attn_factor %g must be positive", attn);
+    if (positive("rope.scaling.original_context_length", orig, 1 << 24, e)) return -1;
+    hp->n_ctx_orig = (int32_t)orig;
+    hp->rope_longrope = hr_arch_has(a, HR_AT_ROPE_LONG_SHORT) || longrope;
+    if (factor > 0 && !none) hp->rope_freq_scale = 1.0f / factor;
+    hp->rope_yarn = (hr_rope_yarn){.attn_factor = 1.0f};
+    if (yarn) setup_yarn(hp);
+    hp->rope_yarn.attn_factor *= attn;
     return 0;
 }
 
@@ -67,20 +126,10 @@ static int load_hparams(hearth_model *m, const hr_arch *a, hr_err *e) {
                        .n_ctx_train = (int32_t)n_ctx, .n_rot = (int32_t)n_rot, .rms_eps = 1e-5f,
                        .rope_base = 10000.0f, .rope_freq_scale = 1.0f, .has_gate = true, .arch = a,
                        .rope_neox = a->rope == HR_ROPE_NEOX, .attn_scale = 1.0f / sqrtf((float)key_len)};
-    float scale = 0;
-    if (arch_f32(m, a->eps_key, &hp->rms_eps, e) || arch_f32(m, "rope.freq_base", &hp->rope_base, e) ||
-        arch_f32(m, "rope.scaling.factor", &scale, e))
-        return -1;
-    gguf_str stype = {0};
-    char key[128];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", m->arch);
-    if (gguf_get_str(&m->file, key, &stype, e) < 0) return -1;
-    if (stype.len && !gguf_str_eq(stype, "none") && !gguf_str_eq(stype, "linear"))
-        return hr_errf(e, "rope scaling type '%.*s' is not supported (only none and linear)", (int)stype.len, stype.ptr);
-    /* llama.cpp's default scaling type is linear. */
-    if (scale > 0 && !gguf_str_eq(stype, "none")) hp->rope_freq_scale = 1.0f / scale;
-    if (!(hp->rms_eps > 0 && hp->rms_eps < 1)) return hr_errf(e, "%s.%s %g is out of range", m->arch, a->eps_key, hp->rms_eps);
+    if (arch_f32(m, a->eps_key, &hp->rms_eps, e) || arch_f32(m, "rope.freq_base", &hp->rope_base, e)) return -1;
     if (!(hp->rope_base > 0)) return hr_errf(e, "rope.freq_base %g must be positive", hp->rope_base);
+    if (load_rope_scaling(m, a, e)) return -1;
+    if (!(hp->rms_eps > 0 && hp->rms_eps < 1)) return hr_errf(e, "%s.%s %g is out of range", m->arch, a->eps_key, hp->rms_eps);
     return 0;
 }
 
@@ -88,9 +137,11 @@ static int load_hparams(hearth_model *m, const hr_arch *a, hr_err *e) {
 static int set_activation(hearth_model *m, const hr_arch *a, const char *s, size_t len, const char *what, hr_err *e) {
     int k = hr_act_from_name(s, len);
     if (k < 0)
-        return hr_errf(e, "%s '%.*s' is unknown (swiglu, reglu, drelu, relu, gelu)", what, (int)(len > 32 ? 32 : len), s);
+        return hr_errf(e, "%s '%.*s' is unknown (swiglu, reglu, drelu, relu, gelu, geglu)", what, (int)(len > 32 ? 32 : len), s);
     /* ggml's GELU FFN exists in llama.cpp only for some architectures. */
     if (k == HR_ACT_GELU && !a->gelu) return hr_errf(e, "%s 'gelu' is not an FFN of %s", what, a->name);
+    /* GEGLU is Gemma's own FFN in llama.cpp. */
+    if (k == HR_ACT_GEGLU && a->act != HR_ACT_GEGLU) return hr_errf(e, "%s 'geglu' is not an FFN of %s", what, a->name);
     m->hp.act = (hr_act)k;
     return 0;
 }
@@ -112,27 +163,42 @@ static int load_activation(hearth_model *m, const hr_arch *a, hr_err *e) {
     return 0;
 }
 
-/* Mixture-of-experts layouts are read in their dense form only (one expert, whose router
- * weight is exactly 1); other archs must have no experts. */
+/* Mixture of experts (moe.h): expert_count and expert_used_count as llama.cpp reads them
+ * (used in [1, count], count at most 1024), the experts' FFN size and the router's gating.
+ * An entry's one_expert count is its dense form (n_expert stays 0: a dense FFN). */
 static int check_experts(hearth_model *m, const hr_arch *a, hr_err *e) {
-    uint32_t n_expert = 0, n_used = 0;
+    hr_hparams *hp = &m->hp;
+    uint32_t n_expert = 0, n_used = 0, ff_exp = 0, gate = (uint32_t)a->moe_gate;
     if (arch_u32(m, "expert_count", false, &n_expert, e) || arch_u32(m, "expert_used_count", false, &n_used, e)) return -1;
-    if (a->one_expert && n_expert != a->one_expert)
-        return hr_errf(e, "%s with %u experts is not supported (only the %u-expert dense form)", m->arch, n_expert,
-                       a->one_expert);
-    if (!a->one_expert && n_expert > 1)
-        return hr_errf(e, "%s with %u experts (mixture of experts) is not supported", m->arch, n_expert);
+    if (a->one_expert && n_expert == a->one_expert) return 0;
+    if (!n_expert) {
+        if (a->moe_required) return hr_errf(e, "%s needs %s.expert_count > 0 (a mixture of experts)", m->arch, m->arch);
+        return 0;
+    }
+    if (!a->moe) return hr_errf(e, "%s with %u experts (mixture of experts) is not supported", m->arch, n_expert);
+    if (n_expert > 1024) return hr_errf(e, "%s.expert_count = %u is out of range [1, 1024]", m->arch, n_expert);
+    if (n_used == 0 || n_used > n_expert)
+        return hr_errf(e, "%s.expert_used_count = %u is out of range [1, %u] (the expert count)", m->arch, n_used, n_expert);
+    if (a->moe_gate_key && arch_u32(m, "expert_gating_func", false, &gate, e)) return -1;
+    if (gate != HR_MOE_SOFTMAX && gate != HR_MOE_SIGMOID)
+        return hr_errf(e, "%s.expert_gating_func = %u is not supported (1 softmax, 2 sigmoid)", m->arch, gate);
+    if (a->moe_ff_key && arch_u32(m, a->moe_ff_key, false, &ff_exp, e)) return -1;
+    if (!ff_exp) ff_exp = a->moe_ff_key ? (uint32_t)hp->n_ff / n_used : (uint32_t)hp->n_ff;
+    if (positive(a->moe_ff_key ? a->moe_ff_key : a->ff_key, ff_exp, 1 << 20, e)) return -1;
+    hp->n_expert = (int32_t)n_expert, hp->n_expert_used = (int32_t)n_used, hp->n_ff_exp = (int32_t)ff_exp;
+    hp->moe_gate = (hr_moe_gate)gate;
     return 0;
 }
 
 /* Which layers slide (model.h hr_layer.swa), from the entry's pattern or the file's
- * attention.sliding_window_pattern: a count n (layer il slides iff n <= 1 or
+ * attention.sliding_window_pattern: a count n (layer il slides iff n == 0 or
  * il % n < n - 1) or one bool per layer. Architectures without a window ignore the keys,
  * as llama.cpp does. */
 static int load_swa(hearth_model *m, const hr_arch *a, hr_err *e) {
     uint32_t swa = 0;
     if (!a->swa_pattern) return 0;
     if (arch_u32(m, "attention.sliding_window", false, &swa, e)) return -1;
+    if (!swa) swa = a->swa_default;
     if (!swa) return 0;
     if (swa > (1u << 24)) return hr_errf(e, "%s.attention.sliding_window = %u is out of range", m->arch, swa);
     m->hp.n_swa = (int32_t)swa;
@@ -148,7 +214,49 @@ static int load_swa(hearth_model *m, const hr_arch *a, hr_err *e) {
         return 0;
     }
     if (kv && gguf_get_u32(&m->file, key, &n, e)) return -1;
-    for (int il = 0; il < m->hp.n_layer; il++) m->layers[il].swa = n <= 1 || (uint32_t)il % n < n - 1;
+    for (int il = 0; il < m->hp.n_layer; il++) m->layers[il].swa = n == 0 || (uint32_t)il % n < n - 1;
+    return 0;
+}
+
+/* A soft-cap from "<arch>.<suffix>" (or def where absent); 0 is none unless required. */
+static int load_softcap(const hearth_model *m, const char *suffix, float def, bool required, float *out, hr_err *e) {
+    *out = def;
+    if (arch_f32(m, suffix, out, e)) return -1;
+    if (!isfinite(*out) || *out < 0 || (required && *out == 0))
+        return hr_errf(e, "%s.%s %g must be %s", m->arch, suffix, *out, required ? "positive" : "positive or 0");
+    return 0;
+}
+
+/* Gemma's scales (arch.h): the embedding's sqrt(n_embd), the query scale moved onto q (with
+ * llama.cpp's 27B rule), the attention and final soft-caps. */
+static int load_scales(hearth_model *m, const hr_arch *a, hr_err *e) {
+    hr_hparams *hp = &m->hp;
+    hp->embd_scale = a->embd_scale ? sqrtf((float)hp->n_embd) : 1.0f;
+    if (a->q_scale_embd_layers && (uint32_t)hp->n_layer == a->q_scale_embd_layers)
+        hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
+    hp->q_scale = 1.0f;
+    if (a->scale_q) hp->q_scale = hp->attn_scale, hp->attn_scale = 1.0f;
+    hp->attn_softcap = hp->final_softcap = 0;
+    if (a->attn_softcap > 0 && load_softcap(m, "attn_logit_softcapping", a->attn_softcap, true, &hp->attn_softcap, e))
+        return -1;
+    return a->final_softcap ? load_softcap(m, "final_logit_softcapping", a->final_softcap_default, false, &hp->final_softcap, e)
+                            : 0;
+}
+
+/* Each layer's RoPE base and scale: the model's, except the sliding layers of an
+ * architecture that gives them their own (arch.h swa_rope_base; rope.freq_base_swa). */
+static int load_layer_rope(hearth_model *m, const hr_arch *a, hr_err *e) {
+    const hr_hparams *hp = &m->hp;
+    float base = a->swa_rope_base > 0 ? a->swa_rope_base : hp->rope_base;
+    const float scale = a->swa_rope_base > 0 ? 1.0f : hp->rope_freq_scale;
+    if (hp->n_swa && arch_f32(m, "rope.freq_base_swa", &base, e)) return -1;
+    if (!(base > 0) || !isfinite(base)) return hr_errf(e, "%s.rope.freq_base_swa %g must be positive", m->arch, base);
+    for (int il = 0; il < hp->n_layer; il++) {
+        hr_layer *L = &m->layers[il];
+        L->rope_base = L->swa ? base : hp->rope_base;
+        L->rope_freq_scale = L->swa ? scale : hp->rope_freq_scale;
+        L->attn_scaled = hp->q_scale != 1.0f || hp->attn_softcap > 0;
+    }
     return 0;
 }
 
@@ -164,8 +272,10 @@ int hr_load_arch(hearth_model *m, hr_err *e) {
                        hr_arch_list(names, sizeof names));
     memcpy(m->arch, arch.ptr, arch.len);
     m->arch[arch.len] = 0;
-    return load_hparams(m, a, e) || load_activation(m, a, e) || check_experts(m, a, e) ? -1 : 0;
+    return load_hparams(m, a, e) || load_activation(m, a, e) || check_experts(m, a, e) || load_scales(m, a, e) ? -1 : 0;
 }
 
 /* Per-layer attention kinds, once the layers exist. */
-int hr_load_layer_kinds(hearth_model *m, hr_err *e) { return load_swa(m, m->hp.arch, e); }
+int hr_load_layer_kinds(hearth_model *m, hr_err *e) {
+    return load_swa(m, m->hp.arch, e) || load_layer_rope(m, m->hp.arch, e) ? -1 : 0;
+}

@@ -1,8 +1,10 @@
 /* Tensor lookup with shape and type checks; every failure names the tensor. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "formats/types.h"
 #include "model.h"
+#include "moe.h"
 
 static const gguf_tensor *find(const hearth_model *m, const char *name, bool required, hr_err *e) {
     const gguf_tensor *t = gguf_find_tensor(&m->file, name);
@@ -121,10 +123,16 @@ static int load_layer(hearth_model *m, int il, hr_layer *L, hr_err *e) {
         return -1;
     if (!hp->arch->parallel && load_norm(m, NAME("ffn_norm"), &L->ffn_norm, &L->ffn_norm_b, e)) return -1;
 #undef NAME
-    if (load_attn(m, il, L, e) || hr_load_ffn(m, il, hp->arch->ffn_suffix, &L->ffn, e) ||
-        load_ffn_bias(m, il, &L->ffn, e))
+    if (opt_vec(m, HR_AT_POST_NORMS, il, "post_attention_norm.weight", hp->n_embd, &L->attn_post_norm, e) ||
+        opt_vec(m, HR_AT_POST_NORMS, il, "post_ffw_norm.weight", hp->n_embd, &L->ffn_post_norm, e))
+        return -1;
+    if (load_attn(m, il, L, e) ||
+        (hp->n_expert ? hr_load_moe(m, il, &L->moe, e)
+                      : hr_load_ffn(m, il, hp->arch->ffn_suffix, &L->ffn, e) || load_ffn_bias(m, il, &L->ffn, e)))
         return -1;
     L->use_rope = hp->arch->rope != HR_ROPE_NONE;
+    L->rope_ext = L->use_rope && (m->rope_freqs || m->rope_long || m->rope_short || hp->rope_yarn.ext_factor != 0.0f ||
+                                  hp->rope_yarn.attn_factor != 1.0f);
     return 0;
 }
 
@@ -144,6 +152,39 @@ static int load_positions(hearth_model *m, hr_err *e) {
     return 0;
 }
 
+/* An optional RoPE factor vector {n_rot/2} (a global tensor, as llama.cpp names it); every
+ * factor divides an angle, so each must be positive and finite. */
+static int opt_factors(const hearth_model *m, const char *name, const float **out, hr_err *e) {
+    *out = NULL;
+    if (!gguf_find_tensor(&m->file, name)) return 0;
+    if (hr_get_vec(m, name, m->hp.n_rot / 2, out, e)) return -1;
+    for (int32_t i = 0; i < m->hp.n_rot / 2; i++)
+        if (!((*out)[i] > 0) || !isfinite((*out)[i]))
+            return hr_errf(e, "tensor '%s' has factor %g at %d; RoPE factors must be positive", name, (*out)[i], i);
+    return 0;
+}
+
+/* rope_freqs where the entry has it, or LongRoPE's long/short pair (phi3; llama with
+ * rope.scaling.type longrope), as llama.cpp's loaders read them; all optional. */
+static int load_rope_factors(hearth_model *m, hr_err *e) {
+    if (m->hp.arch->rope == HR_ROPE_NONE) return 0;
+    if (m->hp.rope_longrope)
+        return opt_factors(m, "rope_factors_long.weight", &m->rope_long, e) ||
+                       opt_factors(m, "rope_factors_short.weight", &m->rope_short, e)
+                   ? -1
+                   : 0;
+    return hr_arch_has(m->hp.arch, HR_AT_ROPE_FREQS) ? opt_factors(m, "rope_freqs.weight", &m->rope_freqs, e) : 0;
+}
+
+/* llama.cpp's get_rope_factors: rope_freqs whatever the context; LongRoPE's long factors
+ * when the context per sequence (which llama.cpp pads to a multiple of 256) exceeds the
+ * original one, else the short ones. */
+const float *hr_rope_factors(const hearth_model *m, int32_t n_ctx) {
+    if (m->rope_freqs) return m->rope_freqs;
+    const int64_t padded = ((int64_t)n_ctx + 255) / 256 * 256;
+    return padded > m->hp.n_ctx_orig ? m->rope_long : m->rope_short;
+}
+
 int hr_load_tensors(hearth_model *m, hr_err *e) {
     const hr_hparams *hp = &m->hp;
     const gguf_tensor *emb = find(m, "token_embd.weight", true, e);
@@ -153,7 +194,7 @@ int hr_load_tensors(hearth_model *m, hr_err *e) {
     if (hr_get_mat(m, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &m->token_embd, e) ||
         load_norm(m, "output_norm", &m->output_norm, &m->output_norm_b, e) ||
         (!hp->arch->tied_output && hr_get_mat(m, "output.weight", hp->n_embd, hp->n_vocab, false, &m->output, e)) ||
-        (hp->arch->learned_pos && load_positions(m, e)))
+        (hp->arch->learned_pos && load_positions(m, e)) || load_rope_factors(m, e))
         return -1;
     if (!m->output.data) m->output = m->token_embd; /* tied embeddings */
     for (int il = 0; il < hp->n_layer; il++)

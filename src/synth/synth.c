@@ -78,18 +78,27 @@ static int plan_ffn(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err
     char n[64], s[64];
     const float sd_in = 1.0f / sqrtf((float)p->n_embd), sd_ff = 1.0f / sqrtf((float)p->n_ff);
 #define NAME(buf, suffix) snprintf(buf, sizeof buf, "blk.%u." suffix ".weight", l)
-    if (synth_arch(p)->one_expert) {
+    const uint32_t ne = hr_synth_n_expert(p);
+    if (ne) {
+        /* One expert takes the dense FFN's values (the same model as llama + reglu); more
+         * experts each have their own. */
+        const bool one = ne == 1;
         int r = 0;
         NAME(n, "ffn_gate_inp");
-        r |= add(pl, n, NULL, HR_F32, p->n_embd, 1, 0, SYNTH_FILL_NORMAL, sd_in, false, e);
+        r |= add(pl, n, NULL, HR_F32, p->n_embd, ne, 0, SYNTH_FILL_NORMAL, sd_in, false, e);
         NAME(n, "ffn_gate_exps"), NAME(s, "ffn_gate");
-        r |= add(pl, n, s, p->type, p->n_embd, p->n_ff, 1, SYNTH_FILL_NORMAL, sd_in, false, e);
+        r |= add(pl, n, one ? s : NULL, p->type, p->n_embd, p->n_ff, ne, SYNTH_FILL_NORMAL, sd_in, false, e);
         NAME(n, "ffn_up_exps"), NAME(s, "ffn_up");
-        r |= add(pl, n, s, p->type, p->n_embd, p->n_ff, 1, SYNTH_FILL_NORMAL, sd_in, false, e);
+        r |= add(pl, n, one ? s : NULL, p->type, p->n_embd, p->n_ff, ne, SYNTH_FILL_NORMAL, sd_in, false, e);
         NAME(n, "ffn_down_exps"), NAME(s, "ffn_down");
-        r |= add(pl, n, s, p->type, p->n_ff, p->n_embd, 1, SYNTH_FILL_NORMAL, sd_ff, false, e);
+        r |= add(pl, n, one ? s : NULL, p->type, p->n_ff, p->n_embd, ne, SYNTH_FILL_NORMAL, sd_ff, false, e);
         return r ? -1 : 0;
     }
+    if (has(p, HR_AT_FUSED_GATE_UP)) /* phi3: one ffn_up, the gate's rows then up's */
+        return (NAME(n, "ffn_up"), add_mat(pl, p, n, p->n_embd, 2 * (uint64_t)p->n_ff, e)) ||
+                       (NAME(n, "ffn_down"), add_mat(pl, p, n, p->n_ff, p->n_embd, e))
+                   ? -1
+                   : 0;
     const bool gated = p->act != HR_SYNTH_RELU && p->act != HR_SYNTH_GELU;
     if (gated && (NAME(n, "ffn_gate"), add_mat(pl, p, n, p->n_embd, p->n_ff, e))) return -1;
     if ((NAME(n, "ffn_up"), add_mat(pl, p, n, p->n_embd, p->n_ff, e))) return -1;
@@ -142,9 +151,23 @@ static int plan_layer(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_e
     if ((snprintf(n, sizeof n, "blk.%u.attn_norm", l), add_norm(pl, p, n, e))) return -1;
     if (p->falcon_40b && (snprintf(n, sizeof n, "blk.%u.attn_norm_2", l), add_norm(pl, p, n, e))) return -1;
     if (plan_attn(pl, p, l, e)) return -1;
+    const bool post = has(p, HR_AT_POST_NORMS); /* Gemma: norms of the attention and FFN outputs */
+    if (post && (snprintf(n, sizeof n, "blk.%u.post_attention_norm.weight", l), add_vec(pl, n, p->n_embd, e))) return -1;
     /* parallel blocks (falcon): the FFN reads attn_norm's output, no ffn_norm */
     if (!synth_arch(p)->parallel && (snprintf(n, sizeof n, "blk.%u.ffn_norm", l), add_norm(pl, p, n, e))) return -1;
-    return plan_ffn(pl, p, l, e);
+    if (plan_ffn(pl, p, l, e)) return -1;
+    return post ? (snprintf(n, sizeof n, "blk.%u.post_ffw_norm.weight", l), add_vec(pl, n, p->n_embd, e)) : 0;
+}
+
+/* RoPE factor vectors {head_dim/2}: synth.h lists them and their ramps. */
+static int plan_rope_factors(synth_plan *pl, const hr_synth_params *p, hr_err *e) {
+    const uint64_t n = head_dim(p) / 2;
+    if (p->rope_freqs && add(pl, "rope_freqs.weight", NULL, HR_F32, n, 0, 0, SYNTH_FILL_RAMP, 8.0f, false, e)) return -1;
+    if (!has(p, HR_AT_ROPE_LONG_SHORT)) return 0;
+    return add(pl, "rope_factors_long.weight", NULL, HR_F32, n, 0, 0, SYNTH_FILL_RAMP, 16.0f, false, e) ||
+                   add(pl, "rope_factors_short.weight", NULL, HR_F32, n, 0, 0, SYNTH_FILL_RAMP, 2.0f, false, e)
+               ? -1
+               : 0;
 }
 
 int synth_plan_build(const hr_synth_params *p, synth_plan *pl, hr_err *e) {
@@ -152,6 +175,7 @@ int synth_plan_build(const hr_synth_params *p, synth_plan *pl, hr_err *e) {
     const float sd_embd = 1.0f / sqrtf((float)p->n_embd);
     int r = add(pl, "token_embd.weight", NULL, p->type, p->n_embd, p->n_vocab, 0, SYNTH_FILL_NORMAL,
                 (is_tied(p) ? HR_SYNTH_TIED_EMBD_STD : HR_SYNTH_EMBD_STD) * sd_embd, false, e);
+    if (!r) r = plan_rope_factors(pl, p, e);
     if (!r && synth_arch(p)->learned_pos)
         r = add(pl, "position_embd.weight", NULL, p->type, p->n_embd,
                 (uint64_t)p->n_ctx_train + (uint64_t)synth_arch(p)->pos_offset, 0, SYNTH_FILL_NORMAL,
@@ -178,6 +202,25 @@ uint64_t hr_synth_data_bytes(const hr_synth_params *p) {
     return n;
 }
 
+/* RoPE scaling keys (hr_synth_params), and phi3's LongRoPE keys as llama.cpp's converter
+ * writes them (synth.h). */
+static void put_rope_keys(gguf_writer *w, const hr_synth_params *p) {
+    const char *a = synth_arch(p)->name;
+    char k[128];
+#define KEY(suffix) (snprintf(k, sizeof k, "%s." suffix, a), k)
+    if (p->rope_scaling) gguf_w_str(w, KEY("rope.scaling.type"), p->rope_scaling);
+    if (p->rope_scale > 0) gguf_w_f32(w, KEY("rope.scaling.factor"), p->rope_scale);
+    const bool longrope = has(p, HR_AT_ROPE_LONG_SHORT);
+    const uint32_t orig = p->rope_orig_ctx ? p->rope_orig_ctx : longrope ? p->n_ctx_train : 0;
+    if (orig) gguf_w_u32(w, KEY("rope.scaling.original_context_length"), orig);
+    if (longrope) {
+        const float s = (float)p->n_ctx_train / (float)orig;
+        gguf_w_f32(w, KEY("rope.scaling.attn_factor"), s > 1.0f ? sqrtf(1.0f + logf(s) / logf((float)orig)) : 1.0f);
+        gguf_w_u32(w, KEY("attention.sliding_window"), 16);
+    }
+#undef KEY
+}
+
 static void put_keys(gguf_writer *w, const hr_synth_params *p) {
     const hr_arch *A = synth_arch(p);
     const char *a = A->name;
@@ -199,16 +242,23 @@ static void put_keys(gguf_writer *w, const hr_synth_params *p) {
         gguf_w_u32(w, KEY("rope.dimension_count"), head_dim(p));
     }
     gguf_w_u32(w, KEY("vocab_size"), p->n_vocab);
+    if (A->rope != HR_ROPE_NONE) put_rope_keys(w, p);
     if (head_dim(p) * p->n_head != p->n_embd) {
         gguf_w_u32(w, KEY("attention.key_length"), head_dim(p));
         gguf_w_u32(w, KEY("attention.value_length"), head_dim(p));
     }
-    if (A->one_expert) {
-        gguf_w_u32(w, KEY("expert_count"), A->one_expert);
-        gguf_w_u32(w, KEY("expert_used_count"), A->one_expert);
-        gguf_w_u32(w, KEY("expert_feed_forward_length"), p->n_ff);
-        gguf_w_u32(w, KEY("expert_gating_func"), 1); /* softmax: one expert gets weight exactly 1 */
+    if (hr_synth_n_expert(p)) {
+        gguf_w_u32(w, KEY("expert_count"), hr_synth_n_expert(p));
+        gguf_w_u32(w, KEY("expert_used_count"), hr_synth_n_expert_used(p));
+        if (A->moe_ff_key || A->one_expert) gguf_w_u32(w, KEY("expert_feed_forward_length"), p->n_ff);
+        /* softmax: one expert gets weight exactly 1 */
+        if (A->moe_gate_key) gguf_w_u32(w, KEY("expert_gating_func"), p->moe_sigmoid ? HR_MOE_SIGMOID : HR_MOE_SOFTMAX);
     }
+    if (p->n_swa) gguf_w_u32(w, KEY("attention.sliding_window"), p->n_swa);
+    if (p->has_swa_pattern) gguf_w_u32(w, KEY("attention.sliding_window_pattern"), p->swa_pattern);
+    if (p->rope_base_swa > 0) gguf_w_f32(w, KEY("rope.freq_base_swa"), p->rope_base_swa);
+    if (p->attn_softcap > 0) gguf_w_f32(w, KEY("attn_logit_softcapping"), p->attn_softcap);
+    if (p->final_softcap > 0) gguf_w_f32(w, KEY("final_logit_softcapping"), p->final_softcap);
 #undef KEY
     /* PowerInfer files without the key mean the arch's PowerInfer activation to Hearth, so
      * they always carry it. */

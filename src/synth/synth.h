@@ -17,13 +17,23 @@
  *   A.rope.freq_base f32, A.rope.dimension_count u32 (= head_dim) (opt: neither),
  *   A.vocab_size u32,
  *   A.attention.key_length u32 and A.attention.value_length u32: only when head_dim != n_embd/n_head.
- *   hearth.ffn_activation str "reglu" | "drelu" | "relu" | "gelu": only when act != swiglu (llama.cpp ignores it).
+ *   hearth.ffn_activation str "reglu" | "drelu" | "relu" | "gelu" | "geglu": only when act != swiglu (llama.cpp ignores it).
  *   opt: A.context_length = n_ctx + 2 (PowerInfer's convention: 2050 rows of position_embd for 2048 positions).
  *   tokenizer.ggml.*: written by hr_vocab_write_gguf(hr_vocab_synth(p->tokenizer, n_vocab)).
  *   smallthinker only: A.expert_count u32 = 1, A.expert_used_count u32 = 1,
  *     A.expert_feed_forward_length u32 = n_ff, A.expert_gating_func u32 = 1 (softmax).
+ *   mixtures of experts (n_expert > 0: llama, qwen3moe, smallthinker): A.expert_count u32 =
+ *     n_expert, A.expert_used_count u32 = n_expert_used; qwen3moe and smallthinker also
+ *     A.expert_feed_forward_length u32 = n_ff; smallthinker A.expert_gating_func u32 = 1 or
+ *     2 (moe_sigmoid).
  *   powerinfer only (magic PWRI instead of GGUF): powerinfer.sparse_threshold f32 when set.
- * No rope scaling, sliding-window or alignment keys (alignment is the default 32).
+ *   sliding window and soft-cap keys: see hr_synth_params (only where set).
+ *   rope scaling keys: see hr_synth_params (only where set).
+ *   phi3 (LongRoPE): A.rope.scaling.original_context_length u32 (rope_orig_ctx or n_ctx),
+ *     A.rope.scaling.attn_factor f32 = sqrt(1 + ln(s) / ln(orig)) with s = n_ctx / orig > 1,
+ *     else 1 (llama.cpp's converter); A.attention.sliding_window u32 = 16 (llama.cpp ignores
+ *     phi3's window; a reader that applied it would differ within the first 32 tokens).
+ * No alignment key (alignment is the default 32).
  *
  * Tensors, in file order:
  *   token_embd.weight        {n_embd, n_vocab}          type
@@ -42,6 +52,12 @@
  *                                                             row j = column j of ffn_down)
  *     blk.N.fc1.weight       {n_embd, r}                type   (powerinfer)
  *     blk.N.fc2.weight       {r, n_ff}                  type   (powerinfer)
+ *   mixtures of experts (llama, qwen3moe, smallthinker with n_expert > 1), E = n_expert:
+ *     blk.N.ffn_gate_inp.weight  {n_embd, E}            F32
+ *     blk.N.ffn_gate_exps.weight {n_embd, n_ff, E}      type   (expert e: rows e*n_ff..)
+ *     blk.N.ffn_up_exps.weight   {n_embd, n_ff, E}      type
+ *     blk.N.ffn_down_exps.weight {n_ff, n_embd, E}      type
+ *     qwen3moe: the qwen3 attention (q/k norms); every FFN is a mixture.
  *   smallthinker (one expert, equal to a dense ReGLU FFN):
  *     blk.N.ffn_gate_inp.weight  {n_embd, 1}            F32
  *     blk.N.ffn_gate_exps.weight {n_embd, n_ff, 1}      type
@@ -49,6 +65,16 @@
  *     blk.N.ffn_down_exps.weight {n_ff, n_embd, 1}      type
  *   output_norm.weight       {n_embd}                   F32
  *   output.weight            {n_embd, n_vocab}          type   (absent when tied)
+ *   RoPE factors {head_dim/2} F32, after token_embd, deterministic (i = pair, n = head_dim/2):
+ *   1 + (h - 1) * (i / (n - 1))^2, rising from 1 at the fastest pair:
+ *     rope_freqs.weight        h = 8   (rope_freqs set)
+ *     rope_factors_long.weight h = 16, rope_factors_short.weight h = 2   (phi3)
+ * phi3: the llama layout with blk.N.attn_qkv.weight {n_embd, n_q + 2*n_kv} (rows q, k, v) and
+ *   blk.N.ffn_up.weight {n_embd, 2*n_ff} (the gate's rows, then up's; no ffn_gate), NEOX RoPE,
+ *   SwiGLU.
+ *   gemma2/gemma3 (GEGLU, gated): after attn_output blk.N.post_attention_norm.weight {n_embd} F32,
+ *     after ffn_down blk.N.post_ffw_norm.weight {n_embd} F32; gemma3 also attn_q_norm and
+ *     attn_k_norm {head_dim} F32 (as qwen3); gemma2 always tied.
  *
  * bamboo: exactly the llama layout (dReLU FFN, NORM RoPE).
  * falcon (LayerNorm with bias, parallel attention + FFN, fused QKV, NEOX RoPE, no gate):
@@ -105,7 +131,9 @@
 
 
 /* Same order as the engine's hr_act. */
-typedef enum hr_synth_act { HR_SYNTH_SWIGLU = 0, HR_SYNTH_REGLU, HR_SYNTH_DRELU, HR_SYNTH_RELU, HR_SYNTH_GELU } hr_synth_act;
+typedef enum hr_synth_act {
+    HR_SYNTH_SWIGLU = 0, HR_SYNTH_REGLU, HR_SYNTH_DRELU, HR_SYNTH_RELU, HR_SYNTH_GELU, HR_SYNTH_GEGLU
+} hr_synth_act;
 
 /* Called after each tensor is generated, then once more before the file is written
  * (done == total). */
@@ -124,12 +152,38 @@ typedef struct hr_synth_params {
     bool falcon_40b; /* falcon: attn_norm_2 for the attention input (the 40B layout) */
     bool powerinfer; /* PWRI magic, predictor tensors, ffn_down_t (llama, bamboo, falcon, opt) */
     uint32_t pred_rank;
+    /* Mixture of experts (llama, qwen3moe, smallthinker): n_expert experts of n_ff each, the
+     * router choosing n_expert_used (0: min(2, n_expert)); n_expert 0: dense (smallthinker:
+     * its one-expert dense form). moe_sigmoid: smallthinker's sigmoid gating. */
+    uint32_t n_expert, n_expert_used;
+    bool moe_sigmoid;
     bool has_sparse_threshold;
     float sparse_threshold;
     const char *name; /* general.name; NULL: "hearth-synth" */
+    /* Sliding window and Gemma's keys, each written only when set (archs that read it):
+     * A.attention.sliding_window = n_swa (> 0), A.attention.sliding_window_pattern =
+     * swa_pattern (has_swa_pattern), A.rope.freq_base_swa = rope_base_swa (> 0),
+     * A.attn_logit_softcapping = attn_softcap (> 0), A.final_logit_softcapping =
+     * final_softcap (> 0). */
+    uint32_t n_swa, swa_pattern;
+    bool has_swa_pattern;
+    float rope_base_swa, attn_softcap, final_softcap;
+    /* RoPE scaling, each key written only when set: A.rope.scaling.type = rope_scaling
+     * ("none" | "linear" | "yarn"), A.rope.scaling.factor = rope_scale (> 0),
+     * A.rope.scaling.original_context_length = rope_orig_ctx (> 0; phi3 always: n_ctx
+     * without it). rope_freqs: the Llama-3.1 tensor rope_freqs.weight (archs whose entry has
+     * HR_AT_ROPE_FREQS). */
+    const char *rope_scaling;
+    float rope_scale;
+    uint32_t rope_orig_ctx;
+    bool rope_freqs;
     hr_synth_progress_fn progress;
     void *progress_ud;
 } hr_synth_params;
+
+/* The expert count the file gets: n_expert, or the arch's one-expert dense form. */
+uint32_t hr_synth_n_expert(const hr_synth_params *p);
+uint32_t hr_synth_n_expert_used(const hr_synth_params *p);
 
 /* Small llama: f32, n_embd 256, 2 layers, 8 heads (8 kv), n_ff 512, n_vocab 1000, ctx 2048,
  * rope_base 10000, rms_eps 1e-5, swiglu, spm, untied, seed 1, pred_rank 64. */

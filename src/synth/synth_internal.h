@@ -10,7 +10,8 @@ const hr_arch *synth_arch(const hr_synth_params *p);
 
 typedef enum synth_fill {
     SYNTH_FILL_NORMAL, /* mean 0, given std */
-    SYNTH_FILL_NORM    /* 1 + HR_SYNTH_NORM_NOISE * z */
+    SYNTH_FILL_NORM,   /* 1 + HR_SYNTH_NORM_NOISE * z */
+    SYNTH_FILL_RAMP    /* RoPE factors: 1 + (std - 1) * (i / (ne0 - 1))^2, no randomness */
 } synth_fill;
 
 typedef struct synth_tensor {

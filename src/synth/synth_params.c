@@ -6,7 +6,7 @@
 #include "synth.h"
 #include "synth_internal.h"
 
-static const char *const act_names[] = {"swiglu", "reglu", "drelu", "relu", "gelu"};
+static const char *const act_names[] = {"swiglu", "reglu", "drelu", "relu", "gelu", "geglu"};
 #define N_ACT (sizeof act_names / sizeof act_names[0])
 _Static_assert(N_ACT == HR_ACT_COUNT, "synth activations are the engine's");
 
@@ -19,6 +19,16 @@ void hr_synth_defaults(hr_synth_params *p) {
 const hr_arch *synth_arch(const hr_synth_params *p) {
     const char *n = p->arch ? p->arch : "llama";
     return hr_arch_find(n, strlen(n));
+}
+
+uint32_t hr_synth_n_expert(const hr_synth_params *p) {
+    const hr_arch *a = synth_arch(p);
+    return p->n_expert ? p->n_expert : a ? a->one_expert : 0;
+}
+
+uint32_t hr_synth_n_expert_used(const hr_synth_params *p) {
+    const uint32_t ne = hr_synth_n_expert(p);
+    return p->n_expert_used ? p->n_expert_used : ne < 2 ? ne : 2;
 }
 
 hr_synth_act hr_synth_default_act(const char *arch, bool powerinfer) {
@@ -86,6 +96,7 @@ static int check_arch(const hr_synth_params *p, hr_err *e) {
         return hr_errf(e, "arch %s computes %s: activation must be %s, not %s", a->name, act_names[a->act],
                        act_names[a->act], act_names[act]);
     if (act == HR_ACT_GELU && !a->gelu) return hr_errf(e, "activation gelu is not an FFN of arch %s", a->name);
+    if (act == HR_ACT_GEGLU && a->act != HR_ACT_GEGLU) return hr_errf(e, "activation geglu is not an FFN of arch %s", a->name);
     if (!hr_arch_gated(a->act) && hr_arch_gated(act))
         return hr_errf(e, "arch %s has no gate: activation must be relu%s, not %s", a->name, a->gelu ? " or gelu" : "",
                        act_names[act]);
@@ -125,12 +136,65 @@ static int check_shape(const hr_synth_params *p, hr_err *e) {
     return 0;
 }
 
+static bool positive_finite(float x) { return x > 0 && isfinite(x); }
+
+/* The sliding-window and soft-cap keys: only for archs that read them, with usable values. */
+static int check_keys(const hr_synth_params *p, hr_err *e) {
+    const hr_arch *a = synth_arch(p);
+    if ((p->n_swa || p->has_swa_pattern || p->rope_base_swa != 0) && !a->swa_pattern)
+        return hr_errf(e, "arch %s has no sliding window (swa, swa_pattern, rope_base_swa)", a->name);
+    if (p->n_swa > (1u << 24)) return hr_errf(e, "swa = %u is out of range [0, %u]", p->n_swa, 1u << 24);
+    if (p->has_swa_pattern && p->swa_pattern > 4096) return hr_errf(e, "swa_pattern = %u is out of range [0, 4096]", p->swa_pattern);
+    if (p->rope_base_swa != 0 && !positive_finite(p->rope_base_swa))
+        return hr_errf(e, "rope_base_swa = %g must be positive", p->rope_base_swa);
+    if (p->attn_softcap != 0 && !(a->attn_softcap > 0))
+        return hr_errf(e, "arch %s has no attention soft-cap", a->name);
+    if (p->final_softcap != 0 && !a->final_softcap) return hr_errf(e, "arch %s has no final soft-cap", a->name);
+    if ((p->attn_softcap != 0 && !positive_finite(p->attn_softcap)) ||
+        (p->final_softcap != 0 && !positive_finite(p->final_softcap)))
+        return hr_errf(e, "soft-caps must be positive (attn %g, final %g)", p->attn_softcap, p->final_softcap);
+    return 0;
+}
+
+/* Experts: an architecture with them (required where its entry says), a used count within
+ * the experts, gated activations, no PowerInfer layout. */
+static int check_experts(const hr_synth_params *p, const hr_arch *a, hr_err *e) {
+    const uint32_t ne = hr_synth_n_expert(p);
+    if (!ne) {
+        if (a->moe_required) return hr_errf(e, "arch %s is a mixture of experts: n_expert must be > 0", a->name);
+        if (p->n_expert_used || p->moe_sigmoid) return hr_errf(e, "n_expert_used and moe_sigmoid need n_expert > 0");
+        return 0;
+    }
+    if (!a->moe) return hr_errf(e, "arch %s has no mixture-of-experts layout (n_expert must be 0)", a->name);
+    if (in_range("n_expert", ne, 1, 256, e) || in_range("n_expert_used", hr_synth_n_expert_used(p), 1, ne, e)) return -1;
+    if (p->moe_sigmoid && !a->moe_gate_key) return hr_errf(e, "moe_sigmoid: arch %s's router gating is fixed", a->name);
+    if (p->powerinfer) return hr_errf(e, "powerinfer files have no experts");
+    if (!hr_arch_gated((hr_act)p->act)) return hr_errf(e, "experts need a gated activation, not %s", act_names[p->act]);
+    return 0;
+}
+
+/* RoPE scaling: the types llama.cpp's loaders and Hearth share, factors only where the
+ * architecture reads them. */
+static int check_rope(const hr_synth_params *p, const hr_arch *a, hr_err *e) {
+    const char *t = p->rope_scaling;
+    if (t && strcmp(t, "none") && strcmp(t, "linear") && strcmp(t, "yarn"))
+        return hr_errf(e, "rope_scaling '%s' is not none, linear or yarn", t);
+    if ((t || p->rope_scale != 0 || p->rope_orig_ctx || p->rope_freqs) && a->rope == HR_ROPE_NONE)
+        return hr_errf(e, "arch %s has no RoPE (rope_scaling, rope_scale, rope_orig_ctx, rope_freqs)", a->name);
+    if (p->rope_scale != 0 && !positive_finite(p->rope_scale)) return hr_errf(e, "rope_scale = %g must be positive", p->rope_scale);
+    if (p->rope_orig_ctx > (1u << 24)) return hr_errf(e, "rope_orig_ctx = %u is out of range [0, %u]", p->rope_orig_ctx, 1u << 24);
+    if (p->rope_freqs && !hr_arch_has(a, HR_AT_ROPE_FREQS)) return hr_errf(e, "arch %s has no rope_freqs tensor", a->name);
+    return 0;
+}
+
 int hr_synth_validate(const hr_synth_params *p, hr_err *e) {
     if (!p) return hr_errf(e, "no parameters");
     if (!hr_type_is_weight(p->type) || hr_synth_ftype(p->type) == UINT32_MAX)
         return hr_errf(e, "weight type %u is not a type hearth synth writes", p->type);
     if ((unsigned)p->tokenizer > HR_TOK_BPE) return hr_errf(e, "unknown tokenizer kind %d", (int)p->tokenizer);
-    if (check_arch(p, e) || check_shape(p, e)) return -1;
+    if (check_arch(p, e) || check_shape(p, e) || check_keys(p, e) || check_experts(p, synth_arch(p), e) ||
+        check_rope(p, synth_arch(p), e))
+        return -1;
     if (!(p->rope_base > 0) || !isfinite(p->rope_base)) return hr_errf(e, "rope_base = %g must be positive", p->rope_base);
     if (!(p->rms_eps > 0) || !(p->rms_eps < 1)) return hr_errf(e, "rms_eps = %g must be in (0, 1)", p->rms_eps);
     if (p->has_sparse_threshold && (!p->powerinfer || !isfinite(p->sparse_threshold)))

@@ -43,6 +43,10 @@ int synth_fill_tensor(const synth_tensor *t, uint64_t seed, void *dst, hr_err *e
             const uint64_t idx = t->transpose ? i * rows + r : r * ne0 + i;
             const float z = approx_normal(key, idx);
             row[i] = t->fill == SYNTH_FILL_NORM ? 1.0f + HR_SYNTH_NORM_NOISE * z : t->std * z;
+            if (t->fill == SYNTH_FILL_RAMP) {
+                const float u = ne0 > 1 ? (float)i / (float)(ne0 - 1) : 0.0f;
+                row[i] = 1.0f + (t->std - 1.0f) * (u * u);
+            }
         }
         hr_quant_row_file(t->type, row, (uint8_t *)dst + r * row_bytes, (int64_t)ne0);
     }

@@ -65,6 +65,63 @@ const MODEL_CASES = [
     // head_dim (256) differs from n_embd (128).
     {name: "qwen3-f32", arch: "qwen3", type: "f32", tokenizer: "bpe", seed: 33, extra: ["--head-dim", "64"]},
     {name: "qwen3-q4_0", arch: "qwen3", type: "q4_0", tokenizer: "bpe", seed: 34, ppl: true},
+    // Mixtures of experts (llama.cpp's build_moe_ffn): a router picks the top-k experts per
+    // token, their weights renormalised, outputs summed in rank order. Several experts and
+    // k > 1 everywhere (k = 3, 4: sums of more than two outputs); Mixtral-style llama,
+    // qwen3moe (qwen3 attention, expert_feed_forward_length), smallthinker (router on the
+    // layer input, softmax or sigmoid gating). The K-quant case needs rows of 256.
+    {name: "llama-moe-f32", arch: "llama", type: "f32", tokenizer: "spm", seed: 41, ppl: true,
+        extra: ["--n-expert", "4", "--n-expert-used", "2"]},
+    {name: "llama-moe-q8_0", arch: "llama", type: "q8_0", tokenizer: "bpe", seed: 42,
+        extra: ["--n-expert", "8", "--n-expert-used", "3"]},
+    {name: "qwen3moe-f32", arch: "qwen3moe", type: "f32", tokenizer: "bpe", seed: 43,
+        extra: ["--n-expert", "8", "--n-expert-used", "4", "--head-dim", "64"]},
+    {name: "qwen3moe-q4_k", arch: "qwen3moe", type: "q4_k", tokenizer: "bpe", seed: 44, n_embd: 256, tol: TOL.q4_0,
+        extra: ["--n-expert", "6", "--n-expert-used", "2"]},
+    {name: "smallthinker-moe-f32", arch: "smallthinker", type: "f32", tokenizer: "spm", seed: 45,
+        extra: ["--n-expert", "4", "--n-expert-used", "2"]},
+    {name: "smallthinker-sigmoid-q8_0", arch: "smallthinker", type: "q8_0", tokenizer: "bpe", seed: 46,
+        extra: ["--n-expert", "8", "--n-expert-used", "3", "--expert-gating", "sigmoid"]},
+    // Gemma 2: embedding times sqrt(n_embd), post-attention/post-FFN norms, GEGLU (ggml's GELU
+    // rounds through F16, so F32 weights get the F16 tolerance, as falcon), q scaled after RoPE,
+    // output tied, every other layer sliding with a window of 16 that the prompt plus 32 steps
+    // cross. Soft-caps near the synthetic sizes (scaled scores ~1, logits ~1..4), so that a
+    // cap left out moves logits by far more than the tolerance: attention 2, final 3.
+    {name: "gemma2-f32", arch: "gemma2", type: "f32", tokenizer: "spm", seed: 41, tol: TOL.f16,
+        extra: ["--swa", "16", "--attn-softcap", "2", "--final-softcap", "3"]},
+    // Capped, tied logits are small (|logit| <= 3), so one flipped Q8_0 activation rounding is a
+    // larger share of the scale here: 1.6e-2..1.8e-2 measured (seeds 42, 47; gemma3-q4_0 seeds
+    // 45, 46: 1.1e-2, 1.3e-2), under 2e-2 but with little headroom; these seeds have no flip
+    // (~2.5e-7).
+    {name: "gemma2-q8_0", arch: "gemma2", type: "q8_0", tokenizer: "spm", seed: 45, n_layer: 4,
+        extra: ["--swa", "16", "--attn-softcap", "2", "--final-softcap", "3", "--rope-base-swa", "5000"]},
+    // Gemma 3: per-head q/k norms, head size 64 (n_head * head_dim 256 != n_embd 128), 5 sliding
+    // layers to 1 global over 6, global RoPE base 1e6 and the sliding layers' default 10000;
+    // q4_0: tied, the pattern from the file's key (3), its own sliding base, a final cap.
+    {name: "gemma3-f32", arch: "gemma3", type: "f32", tokenizer: "spm", seed: 43, n_layer: 6, tol: TOL.f16,
+        extra: ["--head-dim", "64", "--swa", "16", "--rope-base", "1000000"]},
+    {name: "gemma3-q4_0", arch: "gemma3", type: "q4_0", tokenizer: "spm", seed: 44, n_layer: 3, ppl: true,
+        extra: ["--tied", "--swa", "16", "--swa-pattern", "3", "--rope-base", "1000000", "--rope-base-swa", "20000",
+            "--final-softcap", "3"]},
+    // Phi-3: fused QKV and gate|up, NEOX RoPE, LongRoPE factors (ramps up to 16 long, 2 short,
+    // from the fastest pair, so every rotated pair moves) with the converter's attention factor,
+    // a sliding_window key of 16 that llama.cpp ignores for phi3. Both runs use a context of
+    // 256: original context 128 picks the long factors, 512 the short ones.
+    {name: "phi3-long-f32", arch: "phi3", type: "f32", tokenizer: "spm", seed: 51,
+        extra: ["--ctx", "4096", "--rope-orig-ctx", "128"]},
+    {name: "phi3-short-q8_0", arch: "phi3", type: "q8_0", tokenizer: "spm", seed: 52,
+        extra: ["--ctx", "4096", "--rope-orig-ctx", "512"]},
+    // Llama-3.1+: rope_freqs.weight frequency divisors (a ramp up to 8 from the fastest pair).
+    {name: "llama-rope-freqs-f32", arch: "llama", type: "f32", tokenizer: "spm", seed: 53, extra: ["--rope-freqs"]},
+    // YaRN (factor 4 over an original context of 1024): with head size 32 and base 10000 its
+    // correction range is pairs 2..9, so the prompt's positions see extrapolated, mixed and
+    // interpolated pairs alike; and its magnitude scale, which llama.cpp cancels only to
+    // float rounding.
+    {name: "llama-yarn-f32", arch: "llama", type: "f32", tokenizer: "spm", seed: 54,
+        extra: ["--rope-scaling", "yarn", "--rope-scale", "4", "--rope-orig-ctx", "1024"]},
+    // Linear scaling: angles divided by 4.
+    {name: "llama-linear-f32", arch: "llama", type: "f32", tokenizer: "spm", seed: 55,
+        extra: ["--rope-scaling", "linear", "--rope-scale", "4"]},
 ];
 // Files quantized by llama.cpp's own quantizer (llama_model_quantize through the
 // llama-quantize-ref tool) from synthetic F32 models: every named mix, with llama.cpp's

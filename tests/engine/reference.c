@@ -15,15 +15,26 @@ typedef struct { int64_t n_in, n_out; uint32_t type; double *w; } rmat;
  *                   the separate attention norm (attn_norm_2) if the file has one, else LN;
  *                   q, k, v are consecutive row blocks of one matrix; RoPE on (i, i + d/2);
  *   opt             LayerNorm (weight, bias), no RoPE, learned position p + 2 added to the
- *                   embedding, biases on q/k/v/output/up/down, logits from token_embd. */
+ *                   embedding, biases on q/k/v/output/up/down, logits from token_embd;
+ *   gemma2, gemma3  (Gemma 2/3 papers and reference code) embedding times sqrt(n_embd); RMSNorm
+ *                   before and after each of attention and FFN, x += post(f(pre(x))); GELU-gated
+ *                   FFN gelu(gate) * up; scores q.k / sqrt(head_dim), capped c tanh(s / c);
+ *                   logits capped likewise; local layers (gemma2: even ones, gemma3: 5 of 6)
+ *                   see the last `window` positions, with their own RoPE base in gemma3
+ *                   (default 10000); gemma3 RMS-normalises each head of q and k before RoPE;
+ *                   the head size is attention.key_length. */
 struct ref_model {
     int n_embd, n_layer, n_head, n_kv, hd, n_ff, n_vocab, act; /* act: 0 swiglu 1 reglu 2 drelu 3 relu 4 gelu */
-    bool neox, rope, layer_norm, parallel, opt;
-    double eps, base;
+    bool neox, rope, layer_norm, parallel, opt, gemma;
+    double eps, base, attn_cap, final_cap;
+    int window; /* local layers' window (0: none) */
     rmat emb, out, pos;
     double *out_norm, *out_norm_b;
     struct {
         double *an, *an_b, *an2, *an2_b, *fn, *fn_b, *bq, *bk, *bv, *bo, *bu, *bd;
+        double *post_a, *post_f, *qn, *kn; /* Gemma's post norms and per-head q/k norms */
+        bool local;
+        double base;
         rmat q, k, v, o, g, u, d;
     } *L;
 };
@@ -119,7 +130,14 @@ static bool load_layers(ref_model *r, const gguf_file *f, bool st) {
         if (!mat(f, N(st ? "ffn_up_exps.weight" : "ffn_up.weight"), &r->L[l].u) ||
             !down(f, N(st ? "ffn_down_exps.weight" : "ffn_down.weight"), N2("ffn_down_t.weight"), &r->L[l].d))
             return false;
-        if (r->act < 3 && !mat(f, N(st ? "ffn_gate_exps.weight" : "ffn_gate.weight"), &r->L[l].g)) return false;
+        if ((r->act < 3 || r->act == 5) && !mat(f, N(st ? "ffn_gate_exps.weight" : "ffn_gate.weight"), &r->L[l].g)) return false;
+        if (r->gemma) {
+            r->L[l].post_a = load_t(f, N("post_attention_norm.weight"), NULL, NULL, NULL);
+            r->L[l].post_f = load_t(f, N("post_ffw_norm.weight"), NULL, NULL, NULL);
+            r->L[l].qn = load_t(f, N("attn_q_norm.weight"), NULL, NULL, NULL);
+            r->L[l].kn = load_t(f, N("attn_k_norm.weight"), NULL, NULL, NULL);
+            if (!r->L[l].post_a || !r->L[l].post_f || (!r->L[l].qn != !r->L[l].kn)) return false;
+        }
         if (r->opt) {
             r->L[l].bu = load_t(f, N("ffn_up.bias"), NULL, NULL, NULL);
             r->L[l].bd = load_t(f, N("ffn_down.bias"), NULL, NULL, NULL);
@@ -132,6 +150,31 @@ static bool load_layers(ref_model *r, const gguf_file *f, bool st) {
     return true;
 }
 
+static float key_f32(const gguf_file *f, const char *arch, const char *k, float def) {
+    char key[128];
+    float v = def;
+    snprintf(key, sizeof key, "%s.%s", arch, k);
+    gguf_get_f32(f, key, &v, NULL);
+    return v;
+}
+
+/* Gemma's settings: gemma2 caps by default (50 on the scores, 30 on the logits) and slides
+ * every other layer over 4096 positions; gemma3 caps only where the file says and slides 5
+ * layers of 6 where it sets a window. */
+static void load_gemma(ref_model *r, const gguf_file *f, const char *arch) {
+    const bool g2 = !strcmp(arch, "gemma2");
+    r->gemma = true, r->neox = true, r->act = 5;
+    r->attn_cap = g2 ? key_f32(f, arch, "attn_logit_softcapping", 50) : 0;
+    r->final_cap = key_f32(f, arch, "final_logit_softcapping", g2 ? 30 : 0);
+    r->window = (int)key_u32(f, arch, "attention.sliding_window", g2 ? 4096 : 0);
+    const uint32_t every = key_u32(f, arch, "attention.sliding_window_pattern", g2 ? 2 : 6);
+    const double local_base = key_f32(f, arch, "rope.freq_base_swa", g2 ? (float)r->base : 10000);
+    for (int l = 0; l < r->n_layer && r->window; l++) {
+        r->L[l].local = !every || (uint32_t)l % every != every - 1;
+        if (r->L[l].local) r->L[l].base = local_base;
+    }
+}
+
 static void load_arch(ref_model *r, const gguf_file *f, const char *arch) {
     bool st = !strcmp(arch, "smallthinker"), falcon = !strcmp(arch, "falcon");
     r->opt = !strcmp(arch, "opt");
@@ -141,7 +184,7 @@ static void load_arch(ref_model *r, const gguf_file *f, const char *arch) {
     r->n_layer = (int)key_u32(f, arch, "block_count", 0);
     r->n_head = (int)key_u32(f, arch, "attention.head_count", 0);
     r->n_kv = (int)key_u32(f, arch, "attention.head_count_kv", (uint32_t)r->n_head);
-    r->hd = r->n_embd / r->n_head;
+    r->hd = (int)key_u32(f, arch, "attention.key_length", (uint32_t)(r->n_embd / r->n_head));
     r->n_ff = (int)key_u32(f, arch, st ? "expert_feed_forward_length" : "feed_forward_length", 0);
     char key[128];
     float eps = 1e-5f, base = 10000.f;
@@ -153,6 +196,11 @@ static void load_arch(ref_model *r, const gguf_file *f, const char *arch) {
     /* Activation: smallthinker ReGLU, bamboo dReLU, opt ReLU, falcon GELU (ReLU in
      * PowerInfer files); the hearth.ffn_activation key overrides except for smallthinker. */
     r->act = st ? 1 : !strcmp(arch, "bamboo") ? 2 : r->opt ? 3 : falcon ? (f->sparse ? 3 : 4) : 0;
+    for (int l = 0; l < r->n_layer; l++) r->L[l].base = r->base;
+    if (!strncmp(arch, "gemma", 5)) {
+        load_gemma(r, f, arch);
+        return;
+    }
     gguf_str act = {0};
     if (!st && gguf_get_str(f, "hearth.ffn_activation", &act, NULL) == 0) {
         const char *names[] = {"swiglu", "reglu", "drelu", "relu", "gelu"};
@@ -169,8 +217,9 @@ ref_model *ref_load(const char *path) {
     gguf_get_str(&f, "general.architecture", &a, NULL);
     char arch[32] = {0};
     memcpy(arch, a.ptr, a.len < 31 ? a.len : 31);
-    load_arch(r, &f, arch);
+    r->n_layer = (int)key_u32(&f, arch, "block_count", 0);
     r->L = calloc((size_t)r->n_layer, sizeof *r->L);
+    load_arch(r, &f, arch);
     bool ok = mat(&f, "token_embd.weight", &r->emb) && (r->out_norm = load_t(&f, "output_norm.weight", NULL, NULL, NULL)) &&
               load_layers(r, &f, !strcmp(arch, "smallthinker"));
     if (ok && r->layer_norm) ok = (r->out_norm_b = load_t(&f, "output_norm.bias", NULL, NULL, NULL)) != NULL;
@@ -189,6 +238,7 @@ void ref_free(ref_model *r) {
         free(r->L[l].bq), free(r->L[l].bk), free(r->L[l].bv), free(r->L[l].bo), free(r->L[l].bu), free(r->L[l].bd);
         free(r->L[l].q.w), free(r->L[l].k.w), free(r->L[l].v.w);
         free(r->L[l].o.w), free(r->L[l].g.w), free(r->L[l].u.w), free(r->L[l].d.w);
+        free(r->L[l].post_a), free(r->L[l].post_f), free(r->L[l].qn), free(r->L[l].kn);
     }
     free(r->L), free(r->emb.w), free(r->out.w), free(r->pos.w), free(r->out_norm), free(r->out_norm_b), free(r);
 }
@@ -277,26 +327,29 @@ static double act(int a, double g, double u) {
     case 1: return rg * u;
     case 2: return rg * ru;
     case 3: return ru;
+    case 5: return gelu(g) * u;
     default: return gelu(u);
     }
 }
 
-static void attend(const ref_model *r, const double *q, const double *K, const double *V, int t, double *out) {
+/* Attention of token t over positions p0..t. */
+static void attend(const ref_model *r, const double *q, const double *K, const double *V, int t, int p0, double *out) {
     int kvd = r->n_kv * r->hd;
     double *s = malloc(sizeof(double) * (size_t)(t + 1));
     for (int h = 0; h < r->n_head; h++) {
         int kh = h / (r->n_head / r->n_kv);
         double mx = -INFINITY, sum = 0;
-        for (int p = 0; p <= t; p++) {
+        for (int p = p0; p <= t; p++) {
             double d = 0;
             for (int i = 0; i < r->hd; i++) d += q[h * r->hd + i] * K[p * kvd + kh * r->hd + i];
             s[p] = d / sqrt((double)r->hd);
+            if (r->attn_cap > 0) s[p] = r->attn_cap * tanh(s[p] / r->attn_cap);
             if (s[p] > mx) mx = s[p];
         }
-        for (int p = 0; p <= t; p++) sum += (s[p] = exp(s[p] - mx));
+        for (int p = p0; p <= t; p++) sum += (s[p] = exp(s[p] - mx));
         for (int i = 0; i < r->hd; i++) {
             double acc = 0;
-            for (int p = 0; p <= t; p++) acc += s[p] / sum * V[p * kvd + kh * r->hd + i];
+            for (int p = p0; p <= t; p++) acc += s[p] / sum * V[p * kvd + kh * r->hd + i];
             out[h * r->hd + i] = acc;
         }
     }
@@ -310,15 +363,22 @@ static void attn_token(const ref_model *r, int l, int t, const double *xn, scrat
     int kvd = r->n_kv * r->hd;
     mv(&r->L[l].q, xn, s->q, r->L[l].bq), mv(&r->L[l].k, xn, s->K + t * kvd, r->L[l].bk);
     mv(&r->L[l].v, xn, s->V + t * kvd, r->L[l].bv);
-    if (r->rope) rope(s->q, r->n_head, r->hd, t, r->base, r->neox), rope(s->K + t * kvd, r->n_kv, r->hd, t, r->base, r->neox);
-    attend(r, s->q, s->K, s->V, t, s->att);
+    if (r->L[l].qn)
+        for (int h = 0; h < r->n_head; h++) rms(s->q + h * r->hd, r->L[l].qn, s->q + h * r->hd, r->hd, r->eps);
+    if (r->L[l].kn)
+        for (int h = 0; h < r->n_kv; h++) rms(s->K + t * kvd + h * r->hd, r->L[l].kn, s->K + t * kvd + h * r->hd, r->hd, r->eps);
+    const double base = r->L[l].base;
+    if (r->rope) rope(s->q, r->n_head, r->hd, t, base, r->neox), rope(s->K + t * kvd, r->n_kv, r->hd, t, base, r->neox);
+    const int p0 = r->L[l].local && t >= r->window ? t - r->window + 1 : 0;
+    attend(r, s->q, s->K, s->V, t, p0, s->att);
     mv(&r->L[l].o, s->att, out, r->L[l].bo);
 }
 
 static void ffn_token(const ref_model *r, int l, const double *xn, scratch *s, double *out) {
-    if (r->act < 3) mv(&r->L[l].g, xn, s->g, NULL);
+    const bool gated = r->act < 3 || r->act == 5;
+    if (gated) mv(&r->L[l].g, xn, s->g, NULL);
     mv(&r->L[l].u, xn, s->u, r->L[l].bu);
-    for (int j = 0; j < r->n_ff; j++) s->g[j] = act(r->act, r->act < 3 ? s->g[j] : 0, s->u[j]);
+    for (int j = 0; j < r->n_ff; j++) s->g[j] = act(r->act, gated ? s->g[j] : 0, s->u[j]);
     mv(&r->L[l].d, s->g, out, r->L[l].bd);
 }
 
@@ -330,6 +390,8 @@ void ref_forward(ref_model *r, const int32_t *tokens, int32_t n, double *logits)
                  malloc(8 * (size_t)r->n_ff), malloc(8 * (size_t)r->n_ff)};
     for (int t = 0; t < n; t++) {
         memcpy(x + t * d, r->emb.w + (int64_t)tokens[t] * d, 8 * (size_t)d);
+        if (r->gemma)
+            for (int i = 0; i < d; i++) x[t * d + i] *= sqrt((double)d);
         if (r->opt)
             for (int i = 0; i < d; i++) x[t * d + i] += r->pos.w[(int64_t)(t + 2) * d + i];
     }
@@ -346,16 +408,20 @@ void ref_forward(ref_model *r, const int32_t *tokens, int32_t n, double *logits)
                 continue;
             }
             attn_token(r, l, t, s.xn, &s, s.tmp);
+            if (r->gemma) rms(s.tmp, r->L[l].post_a, s.tmp, d, r->eps);
             for (int i = 0; i < d; i++) xt[i] += s.tmp[i];
             norm(r, xt, r->L[l].fn, r->L[l].fn_b, s.xn);
             ffn_token(r, l, s.xn, &s, s.tmp);
+            if (r->gemma) rms(s.tmp, r->L[l].post_f, s.tmp, d, r->eps);
             for (int i = 0; i < d; i++) xt[i] += s.tmp[i];
         }
     }
     const rmat *out = r->out.w ? &r->out : &r->emb;
     for (int t = 0; t < n; t++) {
         norm(r, x + t * d, r->out_norm, r->out_norm_b, s.xn);
-        mv(out, s.xn, logits + (int64_t)t * r->n_vocab, NULL);
+        double *lt = logits + (int64_t)t * r->n_vocab;
+        mv(out, s.xn, lt, NULL);
+        for (int j = 0; r->final_cap > 0 && j < r->n_vocab; j++) lt[j] = r->final_cap * tanh(lt[j] / r->final_cap);
     }
     free(x), free(s.xn), free(s.xa), free(s.q), free(s.att), free(s.K), free(s.V), free(s.tmp), free(s.tmp2), free(s.g), free(s.u);
 }

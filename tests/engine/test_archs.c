@@ -1,5 +1,5 @@
-/* PowerInfer's architectures (bamboo, falcon 7B and 40B layouts, opt) against the
- * independent double-precision reference: batched prompts and token-by-token decoding,
+/* PowerInfer's architectures (bamboo, falcon 7B and 40B layouts, opt) and Gemma 2/3
+ * against the independent double-precision reference: batched prompts and token-by-token decoding,
  * F32 and quantized weights, dense GGUF and PowerInfer (PWRI) files; the activation each
  * file resolves to; and one load error per missing or misshapen arch-specific tensor. */
 #include <math.h>
@@ -25,6 +25,13 @@ typedef struct {
     double tol, tol_med; /* bounds on every position's and the median position's max |logit difference| */
 } acase;
 
+/* Gemma's settings of a case: layers, head size, window, soft-caps, RoPE bases (0: the synth
+ * default, or the key not written). */
+typedef struct {
+    uint32_t n_layer, head_dim, n_swa;
+    float attn_cap, final_cap, rope_base, rope_base_swa;
+} gemma_opts;
+
 /* Tolerances. F32 accumulates in float: 2e-3 is generous. Quantized weights make the
  * reference and the engine round the same activations (Q8_0 blocks; GELU's F16 input and
  * output), so most positions agree to ~1e-6; but float-vs-double noise can flip one such
@@ -49,6 +56,27 @@ static const acase cases[] = {
     {"opt pwri f32 exact", "opt", HR_SYNTH_RELU, HR_F32, 8, false, true, HEARTH_FFN_EXACT, 2e-3, 2e-3},
     {"falcon-7b pwri f32 exact", "falcon", HR_SYNTH_RELU, HR_F32, 1, false, true, HEARTH_FFN_EXACT, 2e-3, 2e-3},
 };
+
+/* Gemma with a window of 5 that the 12 positions cross, caps near the score and logit
+ * sizes (scores ~1, logits ~1..4: a cap left out moves them by O(1)). The reference
+ * emulates GEGLU's F16 rounding as GELU's, so F32 keeps the F32 bounds. */
+static const struct { acase c; gemma_opts g; } gemma_cases[] = {
+    {{"gemma2 f32 swa caps", "gemma2", HR_SYNTH_GEGLU, HR_F32, 2, false, false, HEARTH_FFN_DENSE, 2e-3, 2e-3},
+     {2, 0, 5, 2.0f, 3.0f, 0, 0}},
+    {{"gemma2 q8_0 default caps", "gemma2", HR_SYNTH_GEGLU, HR_Q8_0, 4, false, false, HEARTH_FFN_DENSE, 0.5, 5e-2},
+     {2, 0, 5, 0, 0, 0, 0}},
+    {{"gemma3 f32 hd 32 6 layers", "gemma3", HR_SYNTH_GEGLU, HR_F32, 2, false, false, HEARTH_FFN_DENSE, 2e-3, 2e-3},
+     {6, 32, 5, 0, 0, 1e6f, 0}},
+    {{"gemma3 q4_0 final cap", "gemma3", HR_SYNTH_GEGLU, HR_Q4_0, 2, false, false, HEARTH_FFN_DENSE, 0.5, 5e-2},
+     {3, 0, 5, 0, 3.0f, 1e6f, 3e4f}},
+};
+
+static void gemma_params(const gemma_opts *g, hr_synth_params *p) {
+    if (g->n_layer) p->n_layer = g->n_layer;
+    p->head_dim = g->head_dim, p->n_swa = g->n_swa, p->attn_softcap = g->attn_cap, p->final_softcap = g->final_cap;
+    if (g->rope_base > 0) p->rope_base = g->rope_base;
+    p->rope_base_swa = g->rope_base_swa;
+}
 
 static void params(const acase *ac, hr_synth_params *p) {
     hr_synth_defaults(p);
@@ -90,10 +118,11 @@ static double max_diff(const float *a, const double *b, int n) {
     return d;
 }
 
-static void check_case(const acase *ac, const int32_t *toks) {
+static void check_case(const acase *ac, const gemma_opts *g, const int32_t *toks) {
     char path[256];
     hr_synth_params p;
     params(ac, &p);
+    if (g) gemma_params(g, &p);
     if (!synth(&p, hr_test_tmp(path, sizeof path, "arch.gguf"))) return;
     hr_err e;
     hearth_model *m = hearth_model_load(path, NULL, &e);
@@ -221,7 +250,7 @@ static void check_load(void) {
     /* bamboo's entry fixes dReLU: the key cannot change it */
     expect(bam, &(mutation){.str_key = "hearth.ffn_activation", .str_val = "gelu"}, NULL, "drelu");
     expect(bam, &(mutation){.str_key = "general.architecture", .str_val = "gpt2"},
-           "unknown architecture 'gpt2' (supported: llama, exaone, smallthinker, bamboo, falcon, opt, qwen2, qwen3)", NULL);
+           "unknown architecture 'gpt2' (supported: llama, exaone, smallthinker, bamboo, falcon, opt, qwen2, qwen3", NULL); /* later entries follow */
     remove(fal), remove(f40), remove(fpi), remove(opt), remove(opi), remove(bam);
 }
 
@@ -268,7 +297,8 @@ int main(void) {
     hr_rng rng = {7};
     int32_t toks[N_TOK];
     for (int i = 0; i < N_TOK; i++) toks[i] = (int32_t)(hr_rng_next(&rng) % 320);
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], toks);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], NULL, toks);
+    for (size_t i = 0; i < sizeof gemma_cases / sizeof gemma_cases[0]; i++) check_case(&gemma_cases[i].c, &gemma_cases[i].g, toks);
     check_load();
     check_opt_positions();
     check_gelu_exact_rejected();

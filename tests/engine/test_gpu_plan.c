@@ -253,7 +253,31 @@ static void test_layers(void) {
     remove(pp), remove(dp);
 }
 
+/* The device RoPE has no frequency factors or YaRN: such layers keep their attention (and so
+ * every whole layer) on the host, and -ngl says why. */
+static void test_rope_host(void) {
+    char path[256];
+    hr_synth_params p;
+    hr_synth_defaults(&p);
+    p.n_embd = EMBD, p.n_layer = LAYERS, p.n_head = HEADS, p.n_head_kv = KVH, p.n_ff = FF, p.n_vocab = VOCAB;
+    p.rope_freqs = true;
+    hr_err e = {{0}};
+    hr_test_tmp(path, sizeof path, "plan_rope.gguf");
+    CHECKF(hr_synth_write(&p, path, &e) == 0, "%s", e.msg);
+    hearth_model *m = hearth_model_load(path, NULL, &e);
+    CHECKF(m != NULL, "%s", e.msg);
+    if (!m) return;
+    hr_gpu_plan g;
+    CHECK(!plan(m, 64 << 20, 0, NULL, HEARTH_FFN_DENSE, &g, &e) && g.n_whole == 0 && g.n_attn == 0 && !g.layers[0].attn);
+    hr_gpu_plan_free(&g);
+    CHECK(plan(m, 64 << 20, 1, NULL, HEARTH_FFN_DENSE, &g, &e) == -1 && strstr(e.msg, "RoPE factors/YaRN"));
+    hr_gpu_plan_free(&g);
+    hearth_model_free(m);
+    remove(path);
+}
+
 int main(void) {
+    test_rope_host();
     test_sweep(HR_F32);
     test_sweep(HR_Q4_0);
     test_index();

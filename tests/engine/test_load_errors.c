@@ -15,6 +15,7 @@ typedef struct {
     const char *u32_key;       /* u32 key replaced */
     uint32_t u32_val;
     const char *reshape;       /* tensor written with ne1 halved */
+    const char *reshape0;      /* tensor (a vector) written with ne0 halved */
 } mutation;
 
 /* Rewrites src into dst with one mutation, reusing the source's tensor data. */
@@ -40,6 +41,7 @@ static int rewrite(const char *src, const char *dst, const mutation *mu) {
         uint64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
         uint64_t nbytes = t->nbytes;
         if (mu->reshape && !strcmp(name, mu->reshape)) ne[1] /= 2, nbytes /= 2;
+        if (mu->reshape0 && !strcmp(name, mu->reshape0)) ne[0] /= 2, nbytes /= 2;
         gguf_w_tensor(w, name, t->type, t->n_dims, ne, t->data, nbytes);
     }
     int r = gguf_w_write(w, dst, &e);
@@ -101,7 +103,32 @@ int main(void) {
     if (ms) CHECK(ms->hp.n_swa == 0 && !ms->layers[0].swa);
     hearth_model_free(ms);
     remove(swa);
-    expect_error(st, &(mutation){.u32_key = "smallthinker.expert_count", .u32_val = 4}, "4 experts");
+    /* more experts than the one-expert file's router holds */
+    expect_error(st, &(mutation){.u32_key = "smallthinker.expert_count", .u32_val = 4}, "tensor 'blk.0.ffn_gate_inp.weight' has shape");
+    /* Mixtures of experts: counts out of range, router and expert tensors missing or misshapen. */
+    char moe[256], q3m[256], stm[256];
+    p.n_expert = 4, p.n_expert_used = 2, p.arch = "llama", p.act = HR_SYNTH_SWIGLU;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(moe, sizeof moe, "moe.gguf"), &e) == 0, "%s", e.msg);
+    p.arch = "qwen3moe";
+    CHECKF(hr_synth_write(&p, hr_test_tmp(q3m, sizeof q3m, "q3m.gguf"), &e) == 0, "%s", e.msg);
+    p.arch = "smallthinker", p.act = HR_SYNTH_REGLU;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(stm, sizeof stm, "stm.gguf"), &e) == 0, "%s", e.msg);
+    p.n_expert = 0, p.n_expert_used = 0, p.arch = "llama";
+    expect_error(moe, &(mutation){.u32_key = "llama.expert_used_count", .u32_val = 0}, "llama.expert_used_count = 0 is out of range [1, 4]");
+    expect_error(moe, &(mutation){.u32_key = "llama.expert_used_count", .u32_val = 5}, "llama.expert_used_count = 5 is out of range [1, 4]");
+    expect_error(moe, &(mutation){.drop_key = "llama.expert_used_count"}, "llama.expert_used_count = 0 is out of range");
+    expect_error(moe, &(mutation){.u32_key = "llama.expert_count", .u32_val = 2000}, "llama.expert_count = 2000 is out of range");
+    expect_error(moe, &(mutation){.u32_key = "llama.expert_count", .u32_val = 8}, "tensor 'blk.0.ffn_gate_inp.weight' has shape");
+    expect_error(moe, &(mutation){.reshape = "blk.1.ffn_gate_inp.weight"}, "tensor 'blk.1.ffn_gate_inp.weight' has shape");
+    expect_error(moe, &(mutation){.drop_tensor = "blk.0.ffn_gate_inp.weight"}, "missing tensor 'blk.0.ffn_gate_inp.weight'");
+    expect_error(moe, &(mutation){.drop_tensor = "blk.0.ffn_up_exps.weight"}, "missing tensor 'blk.0.ffn_up_exps.weight'");
+    expect_error(moe, &(mutation){.drop_tensor = "blk.1.ffn_gate_exps.weight"}, "missing tensor 'blk.1.ffn_gate_exps.weight'");
+    expect_error(moe, &(mutation){.reshape = "blk.1.ffn_down_exps.weight"}, "tensor 'blk.1.ffn_down_exps.weight' has shape");
+    expect_error(moe, &(mutation){.str_key = "hearth.ffn_activation", .str_val = "relu"}, "need a gated activation");
+    expect_error(q3m, &(mutation){.u32_key = "qwen3moe.expert_count", .u32_val = 0}, "qwen3moe needs qwen3moe.expert_count > 0");
+    expect_error(q3m, &(mutation){.u32_key = "qwen3moe.expert_feed_forward_length", .u32_val = 64}, "tensor 'blk.0.ffn_gate_exps.weight' has shape");
+    expect_error(stm, &(mutation){.u32_key = "smallthinker.expert_gating_func", .u32_val = 7}, "expert_gating_func = 7 is not supported");
+    remove(moe), remove(q3m), remove(stm);
     /* PowerInfer files: predictor and transposed down matrix. */
     char pw[256];
     p.arch = "llama", p.act = HR_SYNTH_REGLU, p.powerinfer = true, p.pred_rank = 16;
@@ -131,11 +158,55 @@ int main(void) {
     CHECKF(hr_synth_write(&p, hr_test_tmp(q3, sizeof q3, "q3.gguf"), &e) == 0, "%s", e.msg);
     expect_error(q2, &(mutation){.drop_tensor = "blk.1.attn_k.bias"}, "missing tensor 'blk.1.attn_k.bias'");
     expect_error(q2, &(mutation){.drop_tensor = "blk.0.attn_q.bias"}, "missing tensor 'blk.0.attn_q.bias'");
+    /* expert_count on an architecture whose entry has no experts */
+    expect_error(q3, &(mutation){.u32_key = "qwen3.expert_count", .u32_val = 4}, "qwen3 with 4 experts (mixture of experts) is not supported");
     expect_error(q3, &(mutation){.drop_tensor = "blk.0.attn_q_norm.weight"}, "missing tensor 'blk.0.attn_q_norm.weight'");
     expect_error(q3, &(mutation){.drop_tensor = "blk.1.attn_k_norm.weight"}, "missing tensor 'blk.1.attn_k_norm.weight'");
     /* without key_length the head size is n_embd / n_head = 16, which the file contradicts */
     expect_error(q3, &(mutation){.drop_key = "qwen3.attention.key_length"}, "rope.dimension_count 32 must be even and <= head size 16");
     remove(q2), remove(q3);
+    /* Gemma's post norms, q/k norms and keys. */
+    char g2[256], g3[256];
+    hr_synth_defaults(&p);
+    p.n_embd = 64, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 128, p.n_vocab = 300, p.arch = "gemma2", p.act = HR_SYNTH_GEGLU;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(g2, sizeof g2, "g2.gguf"), &e) == 0, "%s", e.msg);
+    p.arch = "gemma3", p.head_dim = 32, p.n_swa = 8;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(g3, sizeof g3, "g3.gguf"), &e) == 0, "%s", e.msg);
+    expect_error(g2, &(mutation){.drop_tensor = "blk.1.post_attention_norm.weight"}, "missing tensor 'blk.1.post_attention_norm.weight'");
+    expect_error(g2, &(mutation){.drop_tensor = "blk.0.post_ffw_norm.weight"}, "missing tensor 'blk.0.post_ffw_norm.weight'");
+    expect_error(g3, &(mutation){.drop_tensor = "blk.0.post_ffw_norm.weight"}, "missing tensor 'blk.0.post_ffw_norm.weight'");
+    expect_error(g3, &(mutation){.drop_tensor = "blk.1.attn_k_norm.weight"}, "missing tensor 'blk.1.attn_k_norm.weight'");
+    expect_error(g2, &(mutation){.u32_key = "gemma2.attn_logit_softcapping", .u32_val = 0}, "gemma2.attn_logit_softcapping");
+    remove(g2), remove(g3);
+    /* phi3's fused gate|up and LongRoPE factors; llama's rope_freqs and scaling types. */
+    char ph[256], lf[256];
+    hr_synth_defaults(&p);
+    p.n_embd = 64, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 128, p.n_vocab = 300, p.arch = "phi3";
+    p.n_ctx_train = 4096, p.rope_orig_ctx = 300;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(ph, sizeof ph, "ph.gguf"), &e) == 0, "%s", e.msg);
+    p.arch = "llama", p.rope_orig_ctx = 0, p.rope_freqs = true;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(lf, sizeof lf, "lf.gguf"), &e) == 0, "%s", e.msg);
+    hearth_model *mp = hearth_model_load(ph, NULL, &e);
+    CHECKF(mp != NULL, "phi3: %s", e.msg);
+    if (mp) {
+        /* gate rows first, then up, in one tensor; llama.cpp's 256-padded context picks the
+         * factors (300 < 512: long; 256: short); phi3's sliding_window key is ignored */
+        CHECK(mp->layers[0].ffn.gate.n_out == 128 && mp->layers[0].ffn.up.n_out == 128);
+        CHECK((const uint8_t *)mp->layers[0].ffn.up.data - (const uint8_t *)mp->layers[0].ffn.gate.data ==
+              (ptrdiff_t)(128 * mp->layers[0].ffn.gate.row_bytes));
+        CHECK(mp->rope_long && mp->rope_short && !mp->rope_freqs && mp->hp.n_ctx_orig == 300);
+        CHECK(hr_rope_factors(mp, 257) == mp->rope_long && hr_rope_factors(mp, 256) == mp->rope_short);
+        CHECK(mp->layers[1].rope_ext && mp->hp.n_swa == 0 && !mp->layers[0].swa);
+        CHECK(mp->hp.rope_yarn.ext_factor == 0 && mp->hp.rope_yarn.attn_factor > 1.0f);
+    }
+    hearth_model_free(mp);
+    expect_error(ph, &(mutation){.reshape = "blk.1.ffn_up.weight"}, "tensor 'blk.1.ffn_up.weight' has shape {64, 128, 1, 1}, expected {64, 256}");
+    expect_error(ph, &(mutation){.reshape0 = "rope_factors_long.weight"}, "tensor 'rope_factors_long.weight' has shape {4, 1, 1, 1}, expected {8, 1}");
+    expect_error(lf, &(mutation){.reshape0 = "rope_freqs.weight"}, "tensor 'rope_freqs.weight' has shape {4, 1, 1, 1}, expected {8, 1}");
+    expect_error(lf, &(mutation){.str_key = "llama.rope.scaling.type", .str_val = "dynamic"}, "rope scaling type 'dynamic' is not supported");
+    expect_error(st, &(mutation){.str_key = "smallthinker.rope.scaling.type", .str_val = "longrope"},
+                 "rope scaling type 'longrope' is not supported for smallthinker");
+    remove(ph), remove(lf);
     remove(base), remove(st);
     return TEST_END();
 }

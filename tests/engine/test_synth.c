@@ -344,13 +344,14 @@ static void rejects(void) {
 }
 
 static void names(void) {
-    for (int a = 0; a <= HR_SYNTH_GELU; a++) CHECK(hr_synth_act_from_name(hr_synth_act_name((hr_synth_act)a)) == a);
-    CHECK(hr_synth_act_from_name("geglu") == -1);
+    for (int a = 0; a <= HR_SYNTH_GEGLU; a++) CHECK(hr_synth_act_from_name(hr_synth_act_name((hr_synth_act)a)) == a);
+    CHECK(hr_synth_act_from_name("swish") == -1);
     /* every architecture of the engine's table can be synthesized and loaded back */
     for (size_t i = 0; i < hr_arch_count(); i++) {
         hr_synth_params p;
         hr_synth_defaults(&p);
         p.arch = hr_arch_at(i)->name, p.act = hr_synth_default_act(p.arch, false);
+        if (hr_arch_at(i)->moe_required && !hr_arch_at(i)->one_expert) p.n_expert = 4; /* qwen3moe: experts only */
         hr_err e = {{0}};
         CHECKF(hr_synth_validate(&p, &e) == 0, "%s: %s", p.arch, e.msg);
     }

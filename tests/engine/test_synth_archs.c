@@ -196,7 +196,7 @@ static void bamboo(void) {
 }
 
 static void rejects(void) {
-    struct { hr_synth_params p; const char *msg; } c[8];
+    struct { hr_synth_params p; const char *msg; } c[12];
     int n = 0;
     c[n].p = base("bamboo", HR_SYNTH_SWIGLU, H), c[n++].msg = "drelu";
     c[n].p = base("falcon", HR_SYNTH_REGLU, H), c[n++].msg = "relu or gelu";
@@ -205,6 +205,10 @@ static void rejects(void) {
     c[n].p = base("llama", HR_SYNTH_SWIGLU, H), c[n].p.falcon_40b = true, c[n++].msg = "falcon_40b";
     c[n].p = base("falcon", HR_SYNTH_GELU, H), c[n].p.head_dim = 8, c[n++].msg = "n_embd";
     c[n].p = base("smallthinker", HR_SYNTH_REGLU, H), c[n].p.powerinfer = true, c[n++].msg = "powerinfer";
+    c[n].p = base("llama", HR_SYNTH_GEGLU, H), c[n++].msg = "geglu";
+    c[n].p = base("gemma2", HR_SYNTH_SWIGLU, H), c[n++].msg = "geglu";
+    c[n].p = base("llama", HR_SYNTH_SWIGLU, H), c[n].p.n_swa = 16, c[n++].msg = "sliding window";
+    c[n].p = base("gemma3", HR_SYNTH_GEGLU, H), c[n].p.attn_softcap = 30, c[n++].msg = "attention soft-cap";
     for (int i = 0; i < n; i++) {
         hr_err e = {{0}};
         CHECKF(hr_synth_validate(&c[i].p, &e) < 0 && strstr(e.msg, c[i].msg), "case %d: '%s' does not name %s", i, e.msg, c[i].msg);

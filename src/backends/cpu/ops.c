@@ -24,14 +24,37 @@ void hr_layernorm(float *y, const float *x, const float *w, const float *b, int6
     for (int64_t i = 0; i < n; i++) y[i] = (y[i] * scale) * w[i] + (b ? b[i] : 0.0f);
 }
 
-void hr_rope(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale, bool neox) {
+/* ggml's rope_yarn_ramp: 1 below corr_dims[0], 0 above corr_dims[1], linear between, at pair
+ * index i0 / 2 (integer division, as ggml). */
+static float yarn_ramp(const float *corr, int32_t i0) {
+    const float d = corr[1] - corr[0] > 0.001f ? corr[1] - corr[0] : 0.001f;
+    const float y = (float)(i0 / 2) - corr[0];
+    const float r = y / d;
+    return 1.0f - (r < 0 ? 0 : r > 1 ? 1 : r);
+}
+
+/* cos/sin of one pair with ggml's float steps: theta / ff, then freq_scale, then YaRN's
+ * mix, then the magnitude scale. */
+static void rope_angle(float theta_extrap, float freq_scale, const hr_rope_yarn *y, int32_t i0, float *c, float *s) {
+    const float theta_interp = freq_scale * theta_extrap;
+    float theta = theta_interp, mscale = y ? y->attn_factor : 1.0f;
+    if (y && y->ext_factor != 0.0f) {
+        const float mix = yarn_ramp(y->corr_dims, i0) * y->ext_factor;
+        theta = theta_interp * (1 - mix) + theta_extrap * mix;
+        mscale *= 1.0f + 0.1f * logf(1.0f / freq_scale);
+    }
+    *c = cosf(theta) * mscale;
+    *s = sinf(theta) * mscale;
+}
+
+void hr_rope_ext(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale,
+                 bool neox, const float *freq_factors, const hr_rope_yarn *yarn) {
     float cs[2048]; /* cos/sin pairs for n_rot <= head_dim <= 1024, checked at load */
     const float theta_scale = powf(base, -2.0f / (float)n_rot);
     float theta = (float)pos;
     for (int32_t i = 0; i < n_rot; i += 2) {
-        const float t = freq_scale * theta;
-        cs[i] = cosf(t);
-        cs[i + 1] = sinf(t);
+        const float ff = freq_factors ? freq_factors[i / 2] : 1.0f;
+        rope_angle(theta / ff, freq_scale, yarn, i, &cs[i], &cs[i + 1]);
         theta *= theta_scale;
     }
     for (int32_t h = 0; h < n_heads; h++) {
@@ -43,6 +66,10 @@ void hr_rope(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t
             v[b] = x0 * cs[i + 1] + x1 * cs[i];
         }
     }
+}
+
+void hr_rope(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale, bool neox) {
+    hr_rope_ext(x, n_heads, head_dim, n_rot, pos, base, freq_scale, neox, NULL, NULL);
 }
 
 void hr_softmax(float *x, int64_t n, float s) {
@@ -89,7 +116,13 @@ void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act)
         for (int64_t i = 0; i < n; i++) h[i] = g ? relu(g[i]) * u[i] : relu(u[i]);
         break;
     case HR_ACT_GELU:
+    case HR_ACT_GEGLU:
         for (int64_t i = 0; i < n; i++) h[i] = g ? gelu(g[i]) * u[i] : gelu(u[i]);
         break;
     }
+}
+
+void hr_softcap(float *x, int64_t n, float cap) {
+    const float inv = 1.0f / cap;
+    for (int64_t i = 0; i < n; i++) x[i] = tanhf(x[i] * inv) * cap;
 }

@@ -5,9 +5,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* FFN activations. GELU is ggml's: tanh approximation looked up through F16. */
-typedef enum hr_act { HR_ACT_SWIGLU = 0, HR_ACT_REGLU, HR_ACT_DRELU, HR_ACT_RELU, HR_ACT_GELU } hr_act;
-#define HR_ACT_COUNT 5
+/* FFN activations. GELU is ggml's: tanh approximation looked up through F16. GEGLU is
+ * gelu(gate) * up, Gemma's gated FFN (ggml's geglu: the same F16-rounded GELU times up);
+ * GELU with a gate computes the same, GEGLU only says the gate is required. Appended: the
+ * order is the device contract's (device.h ffn_act). */
+typedef enum hr_act { HR_ACT_SWIGLU = 0, HR_ACT_REGLU, HR_ACT_DRELU, HR_ACT_RELU, HR_ACT_GELU, HR_ACT_GEGLU } hr_act;
+#define HR_ACT_COUNT 6
+/* The activation as the device's ffn_act knows it: GEGLU is GELU with a gate there. */
+static inline hr_act hr_act_device(hr_act a) { return a == HR_ACT_GEGLU ? HR_ACT_GELU : a; }
 
 /* y = x / rms(x) * w over n elements. */
 void hr_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps);
@@ -15,9 +20,23 @@ void hr_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps);
 void hr_layernorm(float *y, const float *x, const float *w, const float *b, int64_t n, float eps);
 /* Rotates n_rot dims of each of n_heads heads (head_dim apart) at position pos. */
 void hr_rope(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale, bool neox);
+/* YaRN's part of ggml's RoPE: ext_factor 0 is none (angles freq_scale * theta); otherwise
+ * pair k mixes the interpolated and extrapolated angle by a ramp over corr_dims. Every
+ * rotation is scaled by attn_factor (and, with YaRN, by 1 + 0.1 ln(1 / freq_scale)). */
+typedef struct hr_rope_yarn {
+    float ext_factor, attn_factor, corr_dims[2];
+} hr_rope_yarn;
+/* hr_rope with per-pair frequency divisors freq_factors[n_rot/2] (Llama-3.1 rope_freqs,
+ * LongRoPE's long/short factors; NULL for none) and YaRN (NULL for none); with both NULL
+ * it is exactly hr_rope. */
+void hr_rope_ext(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale,
+                 bool neox, const float *freq_factors, const hr_rope_yarn *yarn);
 /* In place softmax of x[0..n) after scaling by s; returns nothing (entries beyond n untouched). */
 void hr_softmax(float *x, int64_t n, float s);
 /* h[i] = act(g[i]) * u[i] (or act(u[i]) when g is NULL; dReLU: relu(g) * relu(u)).
  * SwiGLU, ReGLU and dReLU need g. */
 void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act);
+/* x[i] = cap * tanh(x[i] * (1 / cap)) over n elements (Gemma's soft-capping of attention
+ * scores and output logits, in ggml's order: scale by 1/cap, tanh, scale by cap). */
+void hr_softcap(float *x, int64_t n, float cap);
 #endif

@@ -1,0 +1,49 @@
+/* Mixture-of-experts FFN layers (Mixtral-style llama, qwen3moe, smallthinker).
+ *
+ * A router (ffn_gate_inp {n_embd, n_expert}) scores the experts of each token; the gating of
+ * the architecture's entry (softmax, or sigmoid where the file's expert_gating_func says)
+ * turns the scores into probabilities, the n_expert_used most probable experts are chosen
+ * (ties: the lower id), their probabilities renormalised to sum 1 where the entry says so
+ * (llama.cpp's norm_w), and the token's output is the weighted sum of the chosen experts'
+ * FFNs, summed in rank order (most probable first) as llama.cpp's graph adds them.
+ *
+ * Experts are used in place from the 3-D tensors ffn_{gate,up,down}_exps: hr_moe_weights
+ * holds expert 0's matrix, expert e's rows follow at data + e * n_out * row_bytes.
+ *
+ * A batch groups its tokens by expert: one matrix-matrix product per used expert over the
+ * tokens routed to it (decode: one matrix-vector product per chosen expert), results
+ * scattered back. Each token's output is bit-identical to computing it alone: the products
+ * are row-independent and the per-token sum has a fixed order. */
+#ifndef HR_MOE_H
+#define HR_MOE_H
+#include "context.h"
+
+/* Expert e's matrix inside the 3-D tensor whose expert 0 is w. */
+static inline hr_mat hr_moe_expert(const hr_mat *w, int32_t e) {
+    hr_mat v = *w;
+    v.data = (const uint8_t *)w->data + (size_t)e * (size_t)w->n_out * w->row_bytes;
+    return v;
+}
+
+/* Bytes of one expert's three matrices. */
+uint64_t hr_moe_expert_bytes(const hr_moe_weights *w);
+
+/* Loads layer il's router and expert tensors (shape {.., .., n_expert} checked). */
+int hr_load_moe(const hearth_model *m, int il, hr_moe_weights *w, hr_err *e);
+
+/* Context workspace, sized for n_batch tokens; no-ops for dense models. */
+int hr_moe_ctx_init(hearth_ctx *c, hr_err *e);
+void hr_moe_ctx_free(hearth_ctx *c);
+
+/* Architectures whose router reads the layer input (smallthinker): scores the experts from
+ * x before attention changes it. Does nothing for other layers. */
+int hr_moe_route_early(hearth_ctx *c, const hr_layer *L, const float *x, int32_t n, hr_err *e);
+
+/* out[n][n_embd] = the MoE FFN of xn[n][n_embd] (ffn_norm's output). */
+int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e);
+
+/* Routing of the last call for layer il (tests): token t's chosen experts in rank order and
+ * their weights, n_expert_used each. */
+const int32_t *hr_moe_last_experts(const hearth_ctx *c);
+const float *hr_moe_last_weights(const hearth_ctx *c);
+#endif

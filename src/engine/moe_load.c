@@ -1,0 +1,45 @@
+/* Loading one layer's mixture-of-experts tensors: the router and the three 3-D expert
+ * tensors, shapes checked against expert_count and the experts' FFN size. */
+#include <stdio.h>
+#include <string.h>
+#include "formats/types.h"
+#include "moe.h"
+
+/* The 3-D tensor "name" {n_in, n_out, n_expert} as expert 0's matrix. */
+static int get_experts(const hearth_model *m, const char *name, int64_t n_in, int64_t n_out, hr_mat *out, hr_err *e) {
+    const gguf_tensor *t = gguf_find_tensor(&m->file, name);
+    const int64_t ne = m->hp.n_expert;
+    memset(out, 0, sizeof *out);
+    if (!t) return hr_errf(e, "missing tensor '%s' (the experts of a %lld-expert layer)", name, (long long)ne);
+    if ((int64_t)t->ne[0] != n_in || (int64_t)t->ne[1] != n_out || (int64_t)t->ne[2] != ne || t->ne[3] != 1)
+        return hr_errf(e, "tensor '%s' has shape {%llu, %llu, %llu, %llu}, expected {%lld, %lld, %lld} (%lld experts)", name,
+                       (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
+                       (unsigned long long)t->ne[3], (long long)n_in, (long long)n_out, (long long)ne, (long long)ne);
+    if (!hr_type_is_weight(t->type))
+        return hr_errf(e, "tensor '%s' has type %s, which is not a weight type Hearth computes with", name,
+                       hr_type_name(t->type) ? hr_type_name(t->type) : "unknown");
+    *out = (hr_mat){.type = t->type, .n_in = n_in, .n_out = n_out, .row_bytes = hr_row_bytes(t->type, (uint64_t)n_in), .data = t->data};
+    return 0;
+}
+
+int hr_load_moe(const hearth_model *m, int il, hr_moe_weights *w, hr_err *e) {
+    const hr_hparams *hp = &m->hp;
+    const int64_t d = hp->n_embd, ff = hp->n_ff_exp;
+    char n[96];
+    memset(w, 0, sizeof *w);
+    if (!hp->has_gate)
+        return hr_errf(e, "mixture-of-experts layers need a gated activation (swiglu, reglu, drelu), not %s", hr_act_name(hp->act));
+#define NAME(fmt) (snprintf(n, sizeof n, "blk.%d." fmt, il), n)
+    if (hr_get_mat(m, NAME("ffn_gate_inp.weight"), d, hp->n_expert, true, &w->router, e)) return -1;
+    /* Gated experts only: llama.cpp's ungated SiLU experts have no Hearth activation. */
+    if (get_experts(m, NAME("ffn_gate_exps.weight"), d, ff, &w->gate, e) || get_experts(m, NAME("ffn_up_exps.weight"), d, ff, &w->up, e) ||
+        get_experts(m, NAME("ffn_down_exps.weight"), ff, d, &w->down, e))
+        return -1;
+#undef NAME
+    return 0;
+}
+
+uint64_t hr_moe_expert_bytes(const hr_moe_weights *w) {
+    return (uint64_t)(w->gate.row_bytes * (size_t)w->gate.n_out + w->up.row_bytes * (size_t)w->up.n_out +
+                      w->down.row_bytes * (size_t)w->down.n_out);
+}
