@@ -254,26 +254,6 @@ INLINE void pf_sb(const void *row, int64_t s, int64_t ns, size_t bb) {
         }                                                                                           \
     } while (0)
 
-#define AXPY_K_FUNCS(NAME)                                                                          \
-    static void t1_4_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
-                            float *y) {                                                             \
-        AXPY_K_T1(NAME, 4);                                                                         \
-    }                                                                                               \
-    static void t1_1_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
-                            float *y) {                                                             \
-        AXPY_K_T1(NAME, 1);                                                                         \
-    }                                                                                               \
-    static void tn_4_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
-                            int64_t n_tok,                                                          \
-                            float *y, size_t ys) {                                                  \
-        AXPY_K_TN(NAME, 4);                                                                         \
-    }                                                                                               \
-    static void tn_1_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
-                            int64_t n_tok,                                                          \
-                            float *y, size_t ys) {                                                  \
-        AXPY_K_TN(NAME, 1);                                                                         \
-    }                                                                                               \
-    AXPY_DISPATCH(NAME)
 
 AXPY_FUNCS(f32, dq_f32, sc_f32, 128)
 AXPY_FUNCS(f16, dq_f16, sc_f16, 64)

@@ -22,25 +22,30 @@
         }                                                                                           \
     }
 
-#define AXPY_FUNCS(NAME, DQ, SC, BS)                                                                \
+/* The four kernels of a type: one token / a batch, over 4 rows / 1 row, from an ISA's body
+ * macros T1 and TN (called with the extra arguments, then the row count). */
+#define AXPY_ENTRIES(NAME, T1, TN, ...)                                                             \
     static void t1_4_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
                             float *y) {                                                             \
-        AXPY_T1(DQ, SC, BS, 4);                                                                     \
+        T1(__VA_ARGS__, 4);                                                                         \
     }                                                                                               \
     static void t1_1_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
                             float *y) {                                                             \
-        AXPY_T1(DQ, SC, BS, 1);                                                                     \
+        T1(__VA_ARGS__, 1);                                                                         \
     }                                                                                               \
     static void tn_4_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
-                            int64_t n_tok,                                                          \
-                            float *y, size_t ys) {                                                  \
-        AXPY_TN(DQ, SC, BS, 4);                                                                     \
+                            int64_t n_tok, float *y, size_t ys) {                                   \
+        TN(__VA_ARGS__, 4);                                                                         \
     }                                                                                               \
     static void tn_1_##NAME(int64_t n, const void *const *w, const void *const *nx, const float *a, \
-                            int64_t n_tok,                                                          \
-                            float *y, size_t ys) {                                                  \
-        AXPY_TN(DQ, SC, BS, 1);                                                                     \
+                            int64_t n_tok, float *y, size_t ys) {                                   \
+        TN(__VA_ARGS__, 1);                                                                         \
     }                                                                                               \
     AXPY_DISPATCH(NAME)
+
+/* 32-element and float types: DQ decodes, SC is the per-block scale, BS the block bytes. */
+#define AXPY_FUNCS(NAME, DQ, SC, BS) AXPY_ENTRIES(NAME, AXPY_T1, AXPY_TN, DQ, SC, BS)
+/* 256-element types: one super-block per step. */
+#define AXPY_K_FUNCS(NAME) AXPY_ENTRIES(NAME, AXPY_K_T1, AXPY_K_TN, NAME)
 
 #endif
