@@ -147,8 +147,19 @@ const QUANT_CASES = [
     {mix: "IQ4_NL"}, {mix: "Q4_1"}, {mix: "Q5_0"}, {mix: "Q5_1", tied: true}, {mix: "Q8_0"}, {mix: "Q4_0"},
     {mix: "Q4_K_M", n_ff: 352, name: "q4_k_m-fallback"}, {mix: "Q5_K_M", n_ff: 352, tied: true, name: "q5_k_m-fallback"},
     {mix: "Q4_K_M", arch: "exaone", name: "exaone-q4_k_m"},
+    // Every other architecture in llama.cpp's commonest mix.
+    {mix: "Q4_K_M", arch: "qwen2", tokenizer: "bpe", name: "qwen2-q4_k_m"},
+    {mix: "Q4_K_M", arch: "qwen3", tokenizer: "bpe", name: "qwen3-q4_k_m", extra: ["--head-dim", "128"]},
+    {mix: "Q4_K_M", arch: "gemma2", name: "gemma2-q4_k_m", extra: ["--swa", "16"]},
+    {mix: "Q4_K_M", arch: "gemma3", name: "gemma3-q4_k_m", n_layer: 6, extra: ["--swa", "16"]},
+    {mix: "Q4_K_M", arch: "phi3", name: "phi3-q4_k_m"},
+    // MoE: one activation that rounds the other way (above) can also flip a near-tied router
+    // choice, which swaps an expert for that token and moves logits by O(1) from there on:
+    // seeds 21 and 24 do it (steps 6 and 31), seed 22 has no such tie in its 32 steps.
+    {mix: "Q4_K_M", arch: "qwen3moe", tokenizer: "bpe", name: "qwen3moe-q4_k_m", seed: 22,
+        extra: ["--n-expert", "4", "--n-expert-used", "2"]},
 ].map((c) => ({...QBASE, ...c, name: c.name ?? c.mix.toLowerCase(), tol: QUANT_TOL,
-    extra: c.tied ? ["--tied"] : [], type: "f32", label: c.mix}));
+    extra: [...(c.tied ? ["--tied"] : []), ...(c.extra ?? [])], type: "f32", label: c.mix}));
 
 const PROMPT = "The quick brown fox jumps over the lazy dog. Once upon a time";
 const N_GEN = 32;
