@@ -203,6 +203,43 @@ for m in "$syn" "$bible"; do
 done
 log "logit comparisons passed"
 
+# --- 3b. device attention of dense files: RoPE factors + YaRN, q/k/v biases, q/k norms -------
+# Llama-3.1 (rope_freqs with YaRN), Qwen2 (q/k/v biases) and Qwen3 (per-head q/k norms) with
+# their attention on the device: whole layers by -ngl (1 of 4 layers: 25% of the FFN; all
+# layers and the output: 100%), dense FFN mode, held to --tol like the dense rows above.
+echo
+echo "## Device attention of dense files ($dev) against the CPU: RoPE factors/YaRN, biases, q/k norms"
+echo
+echo "| model | -ngl | placed | max abs diff (prompt / until tokens differ) | greedy agreement |"
+echo "|---|---|---|---|---|"
+for spec in "llama-rope_freqs-yarn:--arch llama --rope-freqs --rope-scaling yarn --rope-scale 4 --rope-orig-ctx 512" \
+    "qwen2:--arch qwen2" "qwen3:--arch qwen3"; do
+    name=${spec%%:*}
+    m=$work/dense-$name.gguf
+    if [ ! -f "$m" ]; then
+        # shellcheck disable=SC2086 # the spec's flags
+        "$H" synth -q -o "$m" ${spec#*:} --type f16 --act swiglu --n-embd 512 --n-layer 4 --n-head 8 --n-head-kv 4 \
+            --n-ff 1536 --n-vocab 2000 --seed 5 >"$work/synth.log" 2>&1 || { cat "$work/synth.log" >&2; die "synth of $name"; }
+    fi
+    "$H" run -m "$m" -p "$prompt" -n 32 --temp 0 -c 256 -t "$threads" --ffn dense --gpu off --dump "$work/cpu.json" \
+        >/dev/null 2>"$work/cpu.err" || { tail -n 3 "$work/cpu.err" >&2; die "CPU run of $m"; }
+    for ngl in 1 5; do
+        "$H" run -m "$m" -p "$prompt" -n 32 --temp 0 -c 256 -t "$threads" --ffn dense --gpu "$dev" \
+            --vram-budget "$([ "$small" -ge 1 ] && echo 1 || echo 24)" -ngl $ngl --verbose --dump "$work/gpu.json" \
+            >/dev/null 2>"$work/gpu.err" || { tail -n 3 "$work/gpu.err" >&2; die "$dev run of $m with -ngl $ngl"; }
+        placed=$(grab "$work/gpu.err" '.* = \([0-9.]*\)% of FFN bytes.*')
+        read -r md0 md agree steps < <(compare "$work/cpu.json" "$work/gpu.json")
+        [ "$md0" != bad ] || die "$name -ngl $ngl: the dumps do not line up"
+        echo "| $name | $ngl | ${placed:-?}% | $md0 / $md | $agree/$steps |"
+        awk -v p="${placed:-x}" -v s="$([ $ngl = 1 ] && echo 0.25 || echo 1)" \
+            'BEGIN { exit !(p != "x" && (p / 100 - s < 0.05 && s - p / 100 < 0.05)) }' ||
+            die "$name -ngl $ngl: placed ${placed:-?}% of the FFN"
+        awk -v d="$md" -v t="$tol" 'BEGIN { exit !(d <= t) }' || die "$name -ngl $ngl: logits differ by $md (tolerance $tol)"
+        [ "$agree" -ge $((steps * 9 / 10)) ] || die "$name -ngl $ngl: greedy tokens agree on $agree of $steps"
+    done
+done
+log "device attention comparisons passed"
+
 # --- 4. decode speed: CPU, hybrid, -ngl ----------------------------------------------------------
 if [ "$small" -ge 1 ]; then
     shape="--type q4_0 --n-embd 512 --n-layer 4 --n-head 8 --n-vocab 2000 --n-ff 1376 --pred-rank 64"

@@ -42,6 +42,16 @@ typedef struct hr_dev_attn {
     float scale;            /* 1/sqrt(head_dim) */
 } hr_dev_attn;
 
+/* RoPE's extensions, as the host's hr_rope_ext computes them: per-pair frequency divisors
+ * (Llama-3.1 rope_freqs, LongRoPE factors) resident in the arena, YaRN's ramp mix between
+ * interpolated and extrapolated angles, and the magnitude scale of every rotation. */
+typedef struct hr_dev_rope {
+    uint64_t freq_factors; /* F32 [n_rot/2] in the arena; UINT64_MAX: none */
+    float ext_factor;      /* 0: no YaRN mix */
+    float attn_factor;     /* 1: none */
+    float corr_dims[2];
+} hr_dev_rope;
+
 typedef struct hr_dev_ops {
     const char *name; /* "cuda", "standin" */
     /* Free and total device memory now. */
@@ -68,9 +78,10 @@ typedef struct hr_dev_ops {
                        uint64_t Y, hr_err *e);
     /* Y[t] = X[t] / rms(X[t]) * w (w F32 [n]); Y may equal X. */
     int (*rmsnorm)(hr_dev *d, uint64_t X, uint64_t w, int64_t n, int64_t n_tok, float eps, uint64_t Y, hr_err *e);
-    /* Rotates n_rot dims of each head of X [n_tok][n_head*head_dim] at pos[t] (host array). */
+    /* Rotates n_rot dims of each head of X [n_tok][n_head*head_dim] at pos[t] (host array);
+     * ext NULL: plain RoPE (hr_rope), else hr_rope_ext with its factors and YaRN. */
     int (*rope)(hr_dev *d, uint64_t X, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
-                const int32_t *pos, float base, float freq_scale, bool neox, hr_err *e);
+                const int32_t *pos, float base, float freq_scale, bool neox, const hr_dev_rope *ext, hr_err *e);
     /* Stores K, V [n_tok][n_head_kv*head_dim] in the caches at (seq, layer, pos), then
      * causal attention of Q [n_tok][n_head*head_dim] into OUT (same shape as Q). */
     int (*attention)(hr_dev *d, const hr_dev_attn *a, uint64_t Q, uint64_t K, uint64_t V, uint64_t OUT, hr_err *e);
@@ -80,6 +91,8 @@ typedef struct hr_dev_ops {
     int (*apply_mask)(hr_dev *d, uint64_t A, uint64_t mask, int64_t n_tok, int64_t n, hr_err *e);
     /* Y[i] += X[i] for i < n (F32; X and Y in the arena, X may not overlap Y unless equal). */
     int (*add)(hr_dev *d, uint64_t X, int64_t n, uint64_t Y, hr_err *e);
+    /* Y[t][i] += b[i] for t < n_tok, i < n (biases; b F32 [n], both in the arena). */
+    int (*add_bias)(hr_dev *d, uint64_t b, int64_t n, int64_t n_tok, uint64_t Y, hr_err *e);
     /* Waits until every enqueued operation has finished. */
     int (*sync)(hr_dev *d, hr_err *e);
     void (*free)(hr_dev *d);

@@ -30,14 +30,23 @@ static uint64_t kv_bytes(const planner *q, int32_t n) {
     return n ? 2 * R((uint64_t)q->in->n_seq * (uint64_t)n * (uint64_t)q->in->n_ctx * kvd(q) * 2) : 0;
 }
 
-/* The device's attention has no biases, no per-head q/k norms, no sliding window and a
- * plain RoPE (no frequency factors, YaRN or attention factor: L->rope_ext), no q scale or
- * soft-cap (L->attn_scaled): layers whose architecture entry asks for them keep their
- * attention on the host. */
-static bool attn_ok(const hr_layer *L) {
-    return !L->bq && !L->bk && !L->bv && !L->bo && !L->q_norm && !L->k_norm && !L->swa && !L->rope_ext && !L->attn_scaled;
+/* The device's attention computes biases, per-head q/k norms and RoPE with frequency
+ * factors, YaRN and an attention factor (hr_dev_rope), but has no sliding window and no q
+ * scale or soft-cap (L->attn_scaled): layers that ask for those keep their attention on
+ * the host. */
+static bool attn_ok(const hr_layer *L) { return !L->swa && !L->attn_scaled; }
+static uint64_t vec_bytes(const float *v, int64_t n) { return v ? R((uint64_t)n * 4) : 0; }
+/* The RoPE factors this context uses: uploaded once, with layer 0's attention. */
+static const float *rope_ff(const planner *q) { return hr_rope_factors(q->in->m, q->in->n_ctx); }
+static uint64_t rope_ff_bytes(const planner *q) { return rope_ff(q) ? R((uint64_t)(q->hp->n_rot / 2) * 4) : 0; }
+/* Layer il's attention on the device: its four matrices and vectors (+ the factors). */
+static uint64_t attn_bytes(const planner *q, int il) {
+    const hr_layer *L = &q->in->m->layers[il];
+    const int64_t qd = (int64_t)q->hp->n_head * q->hp->head_dim, kd = (int64_t)kvd(q), hd = q->hp->head_dim;
+    return mat_bytes(&L->wq) + mat_bytes(&L->wk) + mat_bytes(&L->wv) + mat_bytes(&L->wo) + vec_bytes(L->bq, qd) +
+           vec_bytes(L->bk, kd) + vec_bytes(L->bv, kd) + vec_bytes(L->bo, q->hp->n_embd) + vec_bytes(L->q_norm, hd) +
+           vec_bytes(L->k_norm, hd) + (il == 0 ? rope_ff_bytes(q) : 0);
 }
-static uint64_t attn_bytes(const hr_layer *L) { return mat_bytes(&L->wq) + mat_bytes(&L->wk) + mat_bytes(&L->wv) + mat_bytes(&L->wo); }
 static uint64_t pred_bytes(const hr_layer *L) { return mat_bytes(&L->ffn.fc1) + mat_bytes(&L->ffn.fc2); }
 static uint64_t dense_ffn_bytes(const hr_layer *L) { return mat_bytes(&L->ffn.gate) + mat_bytes(&L->ffn.up) + mat_bytes(&L->ffn.down); }
 static uint64_t hot_rows_bytes(const hr_layer *L, int64_t k) {
@@ -72,10 +81,12 @@ static uint64_t scratch_layout(const hearth_model *m, int32_t n_batch, hr_gpu_sc
 static bool fits(const planner *q, uint64_t more) { return more <= q->in->budget - q->used; }
 
 /* What a device-resident layer (hybrid_run.c) computes besides the common tensors: a fused
- * QKV or gate|up (row views), and the RoPE factor bits, whose layers attn_ok keeps off the
- * device where a file has them. An architecture whose entry asks for anything else runs its layers on the
- * host or split, never resident. */
-#define RESIDENT_TENSORS (HR_AT_FUSED_QKV | HR_AT_FUSED_GATE_UP | HR_AT_ROPE_FREQS | HR_AT_ROPE_LONG_SHORT)
+ * QKV or gate|up (row views), RoPE frequency factors, q/k/v/output biases and per-head q/k
+ * norms. An architecture whose entry asks for anything else runs its layers on the host or
+ * split, never resident. */
+#define RESIDENT_TENSORS                                                                                               \
+    (HR_AT_FUSED_QKV | HR_AT_FUSED_GATE_UP | HR_AT_ROPE_FREQS | HR_AT_ROPE_LONG_SHORT | HR_AT_QKV_BIAS | HR_AT_O_BIAS |  \
+     HR_AT_QK_NORM)
 
 /* A whole layer can run device-resident: every neuron computed (dense FFN matrices, or a
  * PowerInfer file's neuron rows in dense mode; never with a predictor), serial blocks,
@@ -96,7 +107,7 @@ static uint64_t norm_bytes(const planner *q) { return 2 * R((uint64_t)q->hp->n_e
 /* Whole layer il: attention (+KV), predictor, the entire FFN. Returns its bytes. */
 static uint64_t whole_bytes(const planner *q, int il) {
     const hr_layer *L = &q->in->m->layers[il];
-    uint64_t b = attn_bytes(L) + kv_bytes(q, il + 1) - kv_bytes(q, il);
+    uint64_t b = attn_bytes(q, il) + kv_bytes(q, il + 1) - kv_bytes(q, il);
     if (q->pred_on) b += pred_bytes(L);
     if (q->hot_ok) b += hot_rows_bytes(L, q->hp->n_ff);
     else if (q->dense_ok) b += dense_ffn_bytes(L);
@@ -123,7 +134,7 @@ static int place_whole_layers(planner *q, int32_t want, hr_err *e) {
     int32_t n = want < q->hp->n_layer ? want : q->hp->n_layer;
     for (int il = 0; il < n; il++) {
         if (!attn_ok(&m->layers[il]))
-            return hr_errf(e, "layer %d's attention has biases, q/k norms, a sliding window, RoPE factors/YaRN or a q scale/soft-cap (%s), which the device path does not support; use -ngl 0",
+            return hr_errf(e, "layer %d's attention has a sliding window or a q scale/soft-cap (%s), which the device path does not support; use -ngl 0",
                            il, m->hp.arch->name);
         if (!fits(q, whole_bytes(q, il))) {
             uint64_t need = q->used;
@@ -149,7 +160,7 @@ static bool place_output(planner *q) {
 static bool place_dense_parts(planner *q) {
     const hearth_model *m = q->in->m;
     for (int il = 0; il < q->hp->n_layer && attn_ok(&m->layers[il]); il++) {
-        uint64_t b = attn_bytes(&m->layers[il]) + kv_bytes(q, il + 1) - kv_bytes(q, il);
+        uint64_t b = attn_bytes(q, il) + kv_bytes(q, il + 1) - kv_bytes(q, il);
         if (!fits(q, b)) return false;
         q->used += b, q->p->layers[il].attn = true, q->p->n_attn = il + 1;
     }
@@ -201,6 +212,13 @@ static uint64_t take(uint64_t *off, uint64_t n) {
     return o;
 }
 
+/* An F32 vector of n elements where v is present (offset 0 where not: never read). */
+static uint64_t vec_at(const float *v, int64_t n, uint64_t *off, uint64_t *cat) {
+    if (!v) return 0;
+    *cat += R((uint64_t)n * 4);
+    return take(off, (uint64_t)n * 4);
+}
+
 static hr_dmat dmat(const hr_mat *m, int64_t rows, uint64_t *off, uint64_t *cat) {
     hr_dmat d = {m->type, m->n_in, rows, m->row_bytes, 0};
     if (!m->data || !rows) return (hr_dmat){0}; /* absent (no gate): n_out 0 */
@@ -223,8 +241,14 @@ static int layout(planner *q, hr_err *e) {
         hr_gpu_layer *g = &p->layers[il];
         uint64_t *A = &B[HEARTH_GPU_CAT_ATTN], *P = &B[HEARTH_GPU_CAT_PRED];
         if (g->attn) {
+            const hr_hparams *hp = q->hp;
+            const int64_t qd = (int64_t)hp->n_head * hp->head_dim, kd = (int64_t)kvd(q);
             g->wq = dmat(&L->wq, L->wq.n_out, &off, A), g->wk = dmat(&L->wk, L->wk.n_out, &off, A);
             g->wv = dmat(&L->wv, L->wv.n_out, &off, A), g->wo = dmat(&L->wo, L->wo.n_out, &off, A);
+            g->bq = vec_at(L->bq, qd, &off, A), g->bk = vec_at(L->bk, kd, &off, A), g->bv = vec_at(L->bv, kd, &off, A);
+            g->bo = vec_at(L->bo, hp->n_embd, &off, A);
+            g->q_norm = vec_at(L->q_norm, hp->head_dim, &off, A), g->k_norm = vec_at(L->k_norm, hp->head_dim, &off, A);
+            if (il == 0 && (p->rope_ff_src = rope_ff(q))) p->rope_ff = vec_at(p->rope_ff_src, hp->n_rot / 2, &off, A);
         }
         if (g->pred) g->fc1 = dmat(&L->ffn.fc1, L->ffn.fc1.n_out, &off, P), g->fc2 = dmat(&L->ffn.fc2, L->ffn.fc2.n_out, &off, P);
         if (g->norms) {

@@ -54,6 +54,9 @@ typedef struct hr_gpu_layer {
     bool norms;                 /* attn_norm and ffn_norm resident (F32 [n_embd]): a whole layer
                                    can run device-resident, a hybrid one fuse attention and predictor */
     uint64_t attn_norm, ffn_norm;
+    /* with attn: the layer's attention vectors (F32), each where the host layer has it:
+     * biases bq {n_q}, bk, bv {n_kv}, bo {n_embd}; per-head norms q_norm, k_norm {head_dim} */
+    uint64_t bq, bk, bv, bo, q_norm, k_norm;
     uint64_t hot_bytes;         /* bytes of this layer's hot neurons */
 } hr_gpu_layer;
 
@@ -74,6 +77,10 @@ typedef struct hr_gpu_plan {
     hr_dmat out;
     int32_t kv_layers;          /* = n_attn: caches are F16 [n_seq][n_attn][n_ctx][kvd] */
     uint64_t k_cache, v_cache;
+    /* RoPE frequency factors of this context (hr_rope_factors; F32 [n_rot/2]) with the first
+     * attention layer, counted in its attention bytes; rope_ff_src NULL: none */
+    const float *rope_ff_src;
+    uint64_t rope_ff;
     hr_gpu_scratch sc;
     uint64_t bytes[HEARTH_GPU_CAT_COUNT];
     uint64_t total, budget;

@@ -106,9 +106,25 @@ static int upload(hr_hybrid *h, const hr_mat *src, const hr_dmat *d, const int32
     return rc;
 }
 
-static int upload_layer(hr_hybrid *h, const hr_layer *L, const hr_gpu_layer *g, hr_err *e) {
+/* n floats of v (where the host has it) at device offset off. */
+static int upload_vec(hr_hybrid *h, uint64_t off, const float *v, int64_t n, hr_err *e) {
+    return v ? h->dev->ops->to_dev(h->dev, off, v, (uint64_t)n * 4, e) : 0;
+}
+
+/* The attention vectors gpu_plan.c placed with the layer's matrices. */
+static int upload_attn_vecs(hr_hybrid *h, const hr_hparams *hp, const hr_layer *L, const hr_gpu_layer *g, hr_err *e) {
+    const int64_t qd = (int64_t)hp->n_head * hp->head_dim, kd = (int64_t)hp->n_head_kv * hp->head_dim;
+    return upload_vec(h, g->bq, L->bq, qd, e) || upload_vec(h, g->bk, L->bk, kd, e) || upload_vec(h, g->bv, L->bv, kd, e) ||
+                   upload_vec(h, g->bo, L->bo, hp->n_embd, e) || upload_vec(h, g->q_norm, L->q_norm, hp->head_dim, e) ||
+                   upload_vec(h, g->k_norm, L->k_norm, hp->head_dim, e)
+               ? -1
+               : 0;
+}
+
+static int upload_layer(hr_hybrid *h, const hr_hparams *hp, const hr_layer *L, const hr_gpu_layer *g, hr_err *e) {
     if (g->attn && (upload(h, &L->wq, &g->wq, NULL, e) || upload(h, &L->wk, &g->wk, NULL, e) ||
-                    upload(h, &L->wv, &g->wv, NULL, e) || upload(h, &L->wo, &g->wo, NULL, e)))
+                    upload(h, &L->wv, &g->wv, NULL, e) || upload(h, &L->wo, &g->wo, NULL, e) ||
+                    upload_attn_vecs(h, hp, L, g, e)))
         return -1;
     if (g->pred && (upload(h, &L->ffn.fc1, &g->fc1, NULL, e) || upload(h, &L->ffn.fc2, &g->fc2, NULL, e))) return -1;
     const uint64_t nb = (uint64_t)h->plan.layers[0].wq.n_in * 4; /* n_embd floats */
@@ -144,7 +160,8 @@ static int upload_all(hearth_ctx *c, hr_hybrid *h, hr_err *e) {
     const hearth_model *m = c->m;
     if (h->dev->ops->reserve(h->dev, h->plan.total, e) || zero_kv(h, e)) return -1;
     for (int il = 0; il < m->hp.n_layer; il++)
-        if (upload_layer(h, &m->layers[il], &h->plan.layers[il], e)) return hr_errctx(e, "uploading layer %d", il);
+        if (upload_layer(h, &m->hp, &m->layers[il], &h->plan.layers[il], e)) return hr_errctx(e, "uploading layer %d", il);
+    if (upload_vec(h, h->plan.rope_ff, h->plan.rope_ff_src, m->hp.n_rot / 2, e)) return -1;
     if (h->plan.output && upload(h, &m->output, &h->plan.out, NULL, e)) return -1;
     return h->dev->ops->sync(h->dev, e);
 }

@@ -15,7 +15,8 @@ static int send(hr_hybrid *h, uint64_t dst, const float *src, int64_t n_floats, 
     return hr_hy_to_dev(h, dst, h->h_in, (uint64_t)n_floats * 4, e);
 }
 
-/* Enqueues out (scratch o) = Wo . attention(scratch x) for the tokens of f. */
+/* Enqueues out (scratch o) = Wo . attention(scratch x) (+ bo) for the tokens of f, with
+ * the layer's q/k/v biases, per-head q/k norms and RoPE factors/YaRN as the host has them. */
 static int enqueue_attention(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
     hr_hybrid *h = c->hy;
     hr_dev *d = h->dev;
@@ -24,18 +25,33 @@ static int enqueue_attention(hearth_ctx *c, const hr_layer *L, int il, const hr_
     const hr_gpu_layer *g = &h->plan.layers[il];
     const hr_gpu_scratch *s = &h->plan.sc;
     const int32_t n = f->n;
+    const int64_t qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_head_kv * hp->head_dim;
     if (o->matmul(d, &g->wq, s->x, n, s->q, e) || o->matmul(d, &g->wk, s->x, n, s->k, e) ||
         o->matmul(d, &g->wv, s->x, n, s->v, e))
         return -1;
+    /* the host's order (forward.c): biases, per-head norms, RoPE */
+    if ((L->bq && o->add_bias(d, g->bq, qd, n, s->q, e)) || (L->bk && o->add_bias(d, g->bk, kvd, n, s->k, e)) ||
+        (L->bv && o->add_bias(d, g->bv, kvd, n, s->v, e)))
+        return -1;
+    if ((L->q_norm && o->rmsnorm(d, s->q, g->q_norm, hp->head_dim, (int64_t)n * hp->n_head, hp->rms_eps, s->q, e)) ||
+        (L->k_norm && o->rmsnorm(d, s->k, g->k_norm, hp->head_dim, (int64_t)n * hp->n_head_kv, hp->rms_eps, s->k, e)))
+        return -1;
+    const hr_dev_rope ext = {.freq_factors = h->plan.rope_ff_src ? h->plan.rope_ff : UINT64_MAX,
+                             .ext_factor = hp->rope_yarn.ext_factor, .attn_factor = hp->rope_yarn.attn_factor,
+                             .corr_dims = {hp->rope_yarn.corr_dims[0], hp->rope_yarn.corr_dims[1]}};
+    const hr_dev_rope *x = L->rope_ext ? &ext : NULL;
     if (L->use_rope && (o->rope(d, s->q, n, hp->n_head, hp->head_dim, hp->n_rot, f->pos, L->rope_base, L->rope_freq_scale,
-                                hp->rope_neox, e) ||
+                                hp->rope_neox, x, e) ||
                         o->rope(d, s->k, n, hp->n_head_kv, hp->head_dim, hp->n_rot, f->pos, L->rope_base,
-                                L->rope_freq_scale, hp->rope_neox, e)))
+                                L->rope_freq_scale, hp->rope_neox, x, e)))
         return -1;
     hr_dev_attn a = {.layer = il, .n_tok = n, .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
                      .n_ctx = c->n_ctx, .n_layer = h->plan.kv_layers, .k_cache = h->plan.k_cache,
                      .v_cache = h->plan.v_cache, .pos = f->pos, .seq = f->seq, .scale = hp->attn_scale};
-    return o->attention(d, &a, s->q, s->k, s->v, s->att, e) || o->matmul(d, &g->wo, s->att, n, s->o, e) ? -1 : 0;
+    return o->attention(d, &a, s->q, s->k, s->v, s->att, e) || o->matmul(d, &g->wo, s->att, n, s->o, e) ||
+                   (L->bo && o->add_bias(d, g->bo, hp->n_embd, n, s->o, e))
+               ? -1
+               : 0;
 }
 
 /* Enqueues scratch y = the whole FFN of layer il over scratch x, every neuron: the dense

@@ -74,7 +74,7 @@ typedef struct hr_layer {
     const float *attn_post_norm, *ffn_post_norm; /* RMSNorm of the attention / FFN output before
                                                     the residual add (Gemma), NULL if none */
     bool rope_ext;                     /* RoPE with frequency factors, YaRN or an attention factor
-                                          (hr_rope_ext), which the device RoPE lacks */
+                                          (hr_rope_ext; on the device: hr_dev_rope) */
 } hr_layer;
 
 struct hearth_model {

@@ -17,7 +17,8 @@
  *     probability across an F16 rounding boundary: one F16 ulp, at most 2^-10 of it,
  *     per probability) + 1e-5; the caches bit for bit.
  *   ffn_act: 1e-5 relative (expf, tanhf ulps); GELU 2e-3 (one F16 ulp after rounding).
- *   apply_mask, add, transfers: exact. */
+ *   rope with frequency factors / YaRN / attention factor: the same 1e-5 absolute.
+ *   apply_mask, add, add_bias, transfers: exact. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,13 +254,27 @@ static void case_rmsnorm(bench *b, int64_t n, int64_t n_tok, bool in_place) {
     free(got), free(ref), free(X), free(w);
 }
 
-static void ref_rope(float *x, int32_t n_head, int32_t hd, int32_t n_rot, int32_t pos, float base, float fs, bool neox) {
+/* RoPE's extensions as ggml defines them (rope_yarn): NULL ff / y: none. */
+typedef struct {
+    float ext, attn, c0, c1;
+} yarn_ref;
+
+static void ref_rope(float *x, int32_t n_head, int32_t hd, int32_t n_rot, int32_t pos, float base, float fs, bool neox,
+                     const float *ff, const yarn_ref *y) {
     float cs[1024];
     const float theta_scale = powf(base, -2.0f / (float)n_rot);
     float theta = (float)pos;
     for (int32_t i = 0; i < n_rot; i += 2) {
-        cs[i] = cosf(fs * theta);
-        cs[i + 1] = sinf(fs * theta);
+        const float te = ff ? theta / ff[i / 2] : theta, ti = fs * te;
+        float t = ti, m = y ? y->attn : 1.0f;
+        if (y && y->ext != 0.0f) {
+            const float w = fmaxf(0.001f, y->c1 - y->c0), r = ((float)(i / 2) - y->c0) / w;
+            const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, r))) * y->ext;
+            t = ti * (1.0f - mix) + te * mix;
+            m *= 1.0f + 0.1f * logf(1.0f / fs);
+        }
+        cs[i] = cosf(t) * m;
+        cs[i + 1] = sinf(t) * m;
         theta *= theta_scale;
     }
     for (int32_t h = 0; h < n_head; h++) {
@@ -273,7 +288,8 @@ static void ref_rope(float *x, int32_t n_head, int32_t hd, int32_t n_rot, int32_
     }
 }
 
-static void case_rope(bench *b, int64_t n_tok, int32_t n_rot, float fs, bool neox) {
+/* factors: random divisors in [1, 40) (Llama-3.1's span); y NULL: no YaRN / attention factor. */
+static void case_rope(bench *b, int64_t n_tok, int32_t n_rot, float fs, bool neox, bool factors, const yarn_ref *y) {
     b->top = 0;
     const int32_t n_head = 3, hd = 64;
     const int64_t n = n_tok * n_head * hd;
@@ -281,14 +297,21 @@ static void case_rope(bench *b, int64_t n_tok, int32_t n_rot, float fs, bool neo
     int32_t *pos = malloc((size_t)n_tok * 4), *keep = malloc((size_t)n_tok * 4);
     for (int64_t t = 0; t < n_tok; t++) keep[t] = pos[t] = (int32_t)(hr_rng_next(&b->rng) % 5000);
     const uint64_t xo = dput(b, X, (uint64_t)n * 4);
+    float ff[512];
+    for (int32_t i = 0; i < n_rot / 2; i++) ff[i] = 1.0f + 39.0f * (float)(hr_rng_next(&b->rng) % 1000) / 1000.0f;
+    const hr_dev_rope ext = {factors ? dput(b, ff, (uint64_t)n_rot / 2 * 4) : UINT64_MAX, y ? y->ext : 0.0f,
+                             y ? y->attn : 1.0f, {y ? y->c0 : 0.0f, y ? y->c1 : 0.0f}};
     hr_err e = {{0}};
-    CHECKF(b->d->ops->rope(b->d, xo, n_tok, n_head, hd, n_rot, pos, 10000.0f, fs, neox, &e) == 0, "rope: %s", e.msg);
+    CHECKF(b->d->ops->rope(b->d, xo, n_tok, n_head, hd, n_rot, pos, 10000.0f, fs, neox, factors || y ? &ext : NULL, &e) == 0,
+           "rope: %s", e.msg);
     memset(pos, 0xff, (size_t)n_tok * 4); /* host positions may be reused once the call returns */
     dget(b, got, xo, (uint64_t)n * 4);
     memcpy(ref, X, (size_t)n * 4);
-    for (int64_t t = 0; t < n_tok; t++) ref_rope(ref + t * n_head * hd, n_head, hd, n_rot, keep[t], 10000.0f, fs, neox);
-    char what[80];
-    snprintf(what, sizeof what, "rope n_tok=%lld n_rot=%d fs=%g neox=%d", (long long)n_tok, n_rot, fs, neox);
+    for (int64_t t = 0; t < n_tok; t++)
+        ref_rope(ref + t * n_head * hd, n_head, hd, n_rot, keep[t], 10000.0f, fs, neox, factors ? ff : NULL, y);
+    char what[120];
+    snprintf(what, sizeof what, "rope n_tok=%lld n_rot=%d fs=%g neox=%d factors=%d yarn=%g attn=%g", (long long)n_tok, n_rot, fs,
+             neox, factors, y ? y->ext : 0.0f, y ? y->attn : 1.0f);
     expect_close(what, got, ref, NULL, n, 0.0, 1e-5);
     free(got), free(ref), free(X), free(pos), free(keep);
 }
@@ -469,6 +492,26 @@ static void case_mask(bench *b) {
 /* The CPU's add_into, bit for bit: one float addition per element, nothing fused. An odd
  * length (no vector width divides it), magnitudes far apart so rounding shows, subnormals
  * (no flush to zero) and signed zeros; then in place, X == Y. */
+/* add_bias: every row plus the bias, one F32 addition per element (bit for bit). */
+static void case_add_bias(bench *b, int64_t n, int64_t n_tok) {
+    b->top = 0;
+    float *B = randv(b, n, 1.0f), *Y = randv(b, n * n_tok, 1.0f), *got = malloc((size_t)(n * n_tok) * 4);
+    const uint64_t bo = dput(b, B, (uint64_t)n * 4), yo = dput(b, Y, (uint64_t)(n * n_tok) * 4);
+    hr_err e = {{0}};
+    CHECKF(b->d->ops->add_bias(b->d, bo, n, n_tok, yo, &e) == 0, "add_bias: %s", e.msg);
+    CHECKF(b->d->ops->add_bias(b->d, bo, n, 0, yo, &e) == 0, "add_bias of no rows: %s", e.msg);
+    dget(b, got, yo, (uint64_t)(n * n_tok) * 4);
+    int64_t bad = 0;
+    for (int64_t t = 0; t < n_tok; t++)
+        for (int64_t i = 0; i < n; i++) {
+            const float r = Y[t * n + i] + B[i];
+            bad += memcmp(&got[t * n + i], &r, 4) != 0;
+        }
+    CHECKF(bad == 0, "add_bias %lld x %lld: %lld elements differ", (long long)n_tok, (long long)n, (long long)bad);
+    CHECKF(b->d->ops->add_bias(b->d, bo, n, n_tok, ARENA_BYTES, &e) == -1, "add_bias outside the arena must fail");
+    free(B), free(Y), free(got);
+}
+
 static void case_add(bench *b) {
     b->top = 0;
     const int64_t n = 4099;
@@ -583,10 +626,21 @@ int main(void) {
         case_rmsnorm(&b, 1000, 3, k);
         case_rmsnorm(&b, 4096, 1, k);
     }
-    case_rope(&b, 17, 64, 1.0f, false);
-    case_rope(&b, 17, 64, 0.25f, true);
-    case_rope(&b, 300, 32, 1.0f, true);
-    case_rope(&b, 300, 32, 1.0f, false);
+    case_rmsnorm(&b, 64, 3 * 40, 1); /* per-head q/k norms: head-sized rows, in place */
+    case_rmsnorm(&b, 128, 17, 0);
+    case_rope(&b, 17, 64, 1.0f, false, false, NULL);
+    case_rope(&b, 17, 64, 0.25f, true, false, NULL);
+    case_rope(&b, 300, 32, 1.0f, true, false, NULL);
+    case_rope(&b, 300, 32, 1.0f, false, false, NULL);
+    /* Llama-3.1 rope_freqs, YaRN (mixing, attention factor), both layouts, partial rotation */
+    const yarn_ref yarn = {1.0f, 1.0f, 5.3f, 24.7f}, yarn_att = {1.0f, 0.85f, 3.0f, 3.0f}, att = {0.0f, 1.2f, 0.0f, 0.0f};
+    for (int neox = 0; neox < 2; neox++) {
+        case_rope(&b, 17, 64, 1.0f, neox, true, NULL);
+        case_rope(&b, 17, 64, 0.25f, neox, false, &yarn);
+        case_rope(&b, 300, 64, 0.125f, neox, true, &yarn);
+        case_rope(&b, 3, 32, 0.5f, neox, true, &yarn_att);
+        case_rope(&b, 40, 64, 0.25f, neox, false, &att);
+    }
     case_attention(&b);
     case_attention_long(&b);
     for (int act = 0; act < 5; act++) {
@@ -595,6 +649,8 @@ int main(void) {
     }
     case_mask(&b);
     case_add(&b);
+    case_add_bias(&b, 4099, 3);
+    case_add_bias(&b, 64, 40);
     hr_dev_close(d);
     return TEST_END();
 }

@@ -175,7 +175,7 @@ static void test_elementwise(void) {
     CHECKF(maxrel(y, ref, T * N) < 1e-5, "rmsnorm %g", maxrel(y, ref, T * N));
     /* RoPE: pairs (2i, 2i+1) rotated by pos * base^(-2i/n_rot), two heads of 32, 16 rotated */
     int32_t pos[T] = {5, 300};
-    CHECK(!d->ops->rope(d, X, T, 2, 32, 16, pos, 10000.0f, 1.0f, false, &e) && !d->ops->to_host(d, y, X, sizeof y, &e));
+    CHECK(!d->ops->rope(d, X, T, 2, 32, 16, pos, 10000.0f, 1.0f, false, NULL, &e) && !d->ops->to_host(d, y, X, sizeof y, &e));
     for (int t = 0; t < T; t++)
         for (int h = 0; h < 2; h++)
             for (int i = 0; i < 32; i++) {
@@ -188,7 +188,35 @@ static void test_elementwise(void) {
                 ref[t * N + h * 32 + i] = r;
             }
     CHECKF(maxrel(y, ref, T * N) < 1e-4, "rope %g", maxrel(y, ref, T * N));
-    CHECK(d->ops->rope(d, X, T, 2, 32, 33, pos, 10000.0f, 1.0f, false, &e) == -1);
+    CHECK(d->ops->rope(d, X, T, 2, 32, 33, pos, 10000.0f, 1.0f, false, NULL, &e) == -1);
+    /* RoPE with frequency factors (Llama-3.1's rope_freqs) and an attention factor: pair
+     * i's angle divided by ff[i], every rotated value scaled by 0.8 */
+    float ff[8];
+    for (int i = 0; i < 8; i++) ff[i] = 1.0f + 1.5f * (float)i;
+    const uint64_t F = alloc(sizeof ff);
+    CHECK(!d->ops->to_dev(d, X, x, sizeof x, &e) && !d->ops->to_dev(d, F, ff, sizeof ff, &e));
+    hr_dev_rope ext = {F, 0.0f, 0.8f, {0.0f, 0.0f}};
+    CHECK(!d->ops->rope(d, X, T, 2, 32, 16, pos, 10000.0f, 1.0f, false, &ext, &e) && !d->ops->to_host(d, y, X, sizeof y, &e));
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < 32; i++) {
+                const float *v = x + t * N + h * 32;
+                double r = v[i];
+                if (i < 16) {
+                    double th = pos[t] * pow(10000.0, -(double)(i & ~1) / 16.0) / ff[i / 2];
+                    r = 0.8 * (i % 2 ? v[i - 1] * sin(th) + v[i] * cos(th) : v[i] * cos(th) - v[i + 1] * sin(th));
+                }
+                ref[t * N + h * 32 + i] = r;
+            }
+    CHECKF(maxrel(y, ref, T * N) < 1e-4, "rope with factors %g", maxrel(y, ref, T * N));
+    ext.freq_factors = ARENA - 16; /* 8 factors do not fit there */
+    CHECK(d->ops->rope(d, X, T, 2, 32, 16, pos, 10000.0f, 1.0f, false, &ext, &e) == -1 && strstr(e.msg, "rope factors"));
+    /* add_bias: every row plus the bias, one float addition per element */
+    CHECK(!d->ops->to_dev(d, Y, u, sizeof u, &e) && !d->ops->add_bias(d, W, N, T, Y, &e) && !d->ops->to_host(d, y, Y, sizeof y, &e));
+    int bias_bad = 0;
+    for (int i = 0; i < T * N; i++) bias_bad += y[i] != u[i] + w[i % N];
+    CHECKF(bias_bad == 0, "add_bias: %d elements differ", bias_bad);
+    CHECK(d->ops->add_bias(d, W, N, T, ARENA - 4, &e) == -1);
     /* activations: 0 SwiGLU, 1 ReGLU, 2 dReLU, 3 ReLU (no gate), 4 GELU (no gate) */
     CHECK(!d->ops->to_dev(d, X, x, sizeof x, &e));
     for (int act = 0; act < 5; act++) {

@@ -52,7 +52,7 @@ static void check_layout(const hr_gpu_plan *p) {
     for (int c = 0; c < HEARTH_GPU_CAT_COUNT; c++) sum += p->bytes[c];
     CHECKF(sum == p->total && p->total <= p->budget, "categories %llu, total %llu, budget %llu", (unsigned long long)sum,
            (unsigned long long)p->total, (unsigned long long)p->budget);
-    range r[LAYERS * 14 + 4];
+    range r[LAYERS * 20 + 5];
     int n = 0;
     uint64_t norms = 0;
     for (int il = 0; il < p->n_layer; il++) {
@@ -64,7 +64,13 @@ static void check_layout(const hr_gpu_plan *p) {
          * attention and predictor together (one round trip) */
         CHECK(!g->norms || (g->attn && (g->pred || g->ffn_dense || g->n_hot == FF)));
         if (g->norms) r[n++] = (range){g->attn_norm, EMBD * 4}, r[n++] = (range){g->ffn_norm, EMBD * 4}, norms += 2 * R(EMBD * 4);
+        /* attention vectors where the layer has them (offset 0, in scratch, where not) */
+        const uint64_t hd = EMBD / HEADS, vo[] = {g->bq, g->bk, g->bv, g->bo, g->q_norm, g->k_norm};
+        const uint64_t vn[] = {EMBD * 4, KVH * hd * 4, KVH * hd * 4, EMBD * 4, hd * 4, hd * 4};
+        for (int k = 0; g->attn && k < 6; k++)
+            if (vo[k]) r[n++] = (range){vo[k], vn[k]};
     }
+    if (p->rope_ff_src) r[n++] = (range){p->rope_ff, EMBD / HEADS / 2 * 4};
     CHECK(p->bytes[HEARTH_GPU_CAT_NORMS] == norms);
     if (p->output) r[n++] = (range){p->out.off, (uint64_t)p->out.n_out * p->out.row_bytes};
     if (p->kv_layers) {
@@ -253,31 +259,83 @@ static void test_layers(void) {
     remove(pp), remove(dp);
 }
 
-/* The device RoPE has no frequency factors or YaRN: such layers keep their attention (and so
- * every whole layer) on the host, and -ngl says why. */
-static void test_rope_host(void) {
-    char path[256];
+/* A dense file of arch (llama with rope_freqs where asked), the test's shapes. */
+static hearth_model *model_arch(const char *arch, bool rope_freqs, const char *name, char *path, size_t cap) {
     hr_synth_params p;
     hr_synth_defaults(&p);
-    p.n_embd = EMBD, p.n_layer = LAYERS, p.n_head = HEADS, p.n_head_kv = KVH, p.n_ff = FF, p.n_vocab = VOCAB;
-    p.rope_freqs = true;
+    p.arch = arch, p.n_embd = EMBD, p.n_layer = LAYERS, p.n_head = HEADS, p.n_head_kv = KVH, p.n_ff = FF, p.n_vocab = VOCAB;
+    p.rope_freqs = rope_freqs, p.act = hr_synth_default_act(arch, false);
     hr_err e = {{0}};
-    hr_test_tmp(path, sizeof path, "plan_rope.gguf");
-    CHECKF(hr_synth_write(&p, path, &e) == 0, "%s", e.msg);
+    hr_test_tmp(path, cap, name);
+    if (hr_synth_write(&p, path, &e)) return fprintf(stderr, "synth %s: %s\n", arch, e.msg), NULL;
     hearth_model *m = hearth_model_load(path, NULL, &e);
-    CHECKF(m != NULL, "%s", e.msg);
-    if (!m) return;
+    if (!m) fprintf(stderr, "load %s: %s\n", arch, e.msg);
+    return m;
+}
+
+/* Attention bytes of a whole-layer plan of m over a large budget (every layer, the output). */
+static uint64_t attn_cat(hearth_model *m, int ngl, hr_gpu_plan *g) {
+    hr_err e = {{0}};
+    CHECKF(!plan(m, 64 << 20, ngl, NULL, HEARTH_FFN_DENSE, g, &e), "%s", e.msg);
+    CHECK(g->n_whole == LAYERS && g->n_attn == LAYERS);
+    check_layout(g);
+    return g->bytes[HEARTH_GPU_CAT_ATTN];
+}
+
+/* Layers with RoPE frequency factors, q/k/v biases or per-head q/k norms have their
+ * attention on the device: the plan counts their vectors (the factors once, with layer 0)
+ * in the attention bytes, at offsets inside the arena and apart. Sliding-window layers
+ * (Gemma) stay on the host, and -ngl says why. */
+static void test_attn_vectors(void) {
+    const uint64_t hd = EMBD / HEADS, qd = EMBD, kvd = KVH * hd, n_rot = hd;
+    char bp[256], fp[256], q2[256], q3[256], gp[256];
+    hearth_model *base = model_arch("llama", false, "plan_base.gguf", bp, sizeof bp);
+    hearth_model *ff = model_arch("llama", true, "plan_rope.gguf", fp, sizeof fp);
+    hearth_model *qw2 = model_arch("qwen2", false, "plan_qwen2.gguf", q2, sizeof q2);
+    hearth_model *qw3 = model_arch("qwen3", false, "plan_qwen3.gguf", q3, sizeof q3);
+    hearth_model *gem = model_arch("gemma2", false, "plan_gemma2.gguf", gp, sizeof gp);
+    CHECK(base && ff && qw2 && qw3 && gem);
+    if (!base || !ff || !qw2 || !qw3 || !gem) return;
     hr_gpu_plan g;
-    CHECK(!plan(m, 64 << 20, 0, NULL, HEARTH_FFN_DENSE, &g, &e) && g.n_whole == 0 && g.n_attn == 0 && !g.layers[0].attn);
+    const uint64_t a0 = attn_cat(base, 0, &g);
+    CHECK(g.rope_ff_src == NULL);
     hr_gpu_plan_free(&g);
-    CHECK(plan(m, 64 << 20, 1, NULL, HEARTH_FFN_DENSE, &g, &e) == -1 && strstr(e.msg, "RoPE factors/YaRN"));
+    /* rope_freqs: n_rot/2 floats once */
+    CHECK(ff->rope_freqs && ff->layers[0].rope_ext);
+    CHECKF(attn_cat(ff, 0, &g) == a0 + R(n_rot / 2 * 4), "rope_freqs: attention bytes %llu, want %llu",
+           (unsigned long long)g.bytes[HEARTH_GPU_CAT_ATTN], (unsigned long long)(a0 + R(n_rot / 2 * 4)));
+    CHECK(g.rope_ff_src == ff->rope_freqs && g.rope_ff >= g.bytes[HEARTH_GPU_CAT_SCRATCH] && g.rope_ff + n_rot / 2 * 4 <= g.total);
     hr_gpu_plan_free(&g);
-    hearth_model_free(m);
-    remove(path);
+    CHECK(attn_cat(ff, 1 + LAYERS, &g) == a0 + R(n_rot / 2 * 4) && g.output);
+    hr_gpu_plan_free(&g);
+    /* qwen2: bq {q}, bk, bv {kv} per layer */
+    CHECK(qw2->layers[0].bq && qw2->layers[0].bk && qw2->layers[0].bv && !qw2->layers[0].bo);
+    CHECKF(attn_cat(qw2, 0, &g) == a0 + LAYERS * (R(qd * 4) + 2 * R(kvd * 4)), "qwen2: attention bytes %llu",
+           (unsigned long long)g.bytes[HEARTH_GPU_CAT_ATTN]);
+    for (int il = 0; il < LAYERS; il++) {
+        const hr_gpu_layer *L = &g.layers[il];
+        CHECK(L->norms && L->bq >= g.bytes[HEARTH_GPU_CAT_SCRATCH] && L->bk >= L->bq + R(qd * 4) && L->bv >= L->bk + R(kvd * 4) &&
+              L->bv + kvd * 4 <= g.total);
+    }
+    hr_gpu_plan_free(&g);
+    /* qwen3: q_norm, k_norm {head_dim} per layer */
+    CHECK(qw3->layers[0].q_norm && qw3->layers[0].k_norm);
+    CHECKF(attn_cat(qw3, 0, &g) == a0 + LAYERS * 2 * R(hd * 4), "qwen3: attention bytes %llu",
+           (unsigned long long)g.bytes[HEARTH_GPU_CAT_ATTN]);
+    CHECK(g.layers[0].norms && g.layers[LAYERS - 1].k_norm > g.layers[LAYERS - 1].q_norm);
+    hr_gpu_plan_free(&g);
+    /* gemma2: sliding window, q scale, soft-cap: on the host */
+    hr_err e = {{0}};
+    CHECK(!plan(gem, 64 << 20, 0, NULL, HEARTH_FFN_DENSE, &g, &e) && g.n_attn == 0 && !g.layers[0].attn);
+    hr_gpu_plan_free(&g);
+    CHECK(plan(gem, 64 << 20, 1, NULL, HEARTH_FFN_DENSE, &g, &e) == -1 && strstr(e.msg, "sliding window"));
+    hr_gpu_plan_free(&g);
+    hearth_model_free(base), hearth_model_free(ff), hearth_model_free(qw2), hearth_model_free(qw3), hearth_model_free(gem);
+    remove(bp), remove(fp), remove(q2), remove(q3), remove(gp);
 }
 
 int main(void) {
-    test_rope_host();
+    test_attn_vectors();
     test_sweep(HR_F32);
     test_sweep(HR_Q4_0);
     test_index();

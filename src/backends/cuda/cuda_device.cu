@@ -155,6 +155,7 @@ static const hr_dev_ops k_cuda_ops = {
     hr_cu_ffn_act,
     hr_cu_apply_mask,
     hr_cu_add,
+    hr_cu_add_bias,
     cu_sync,
     cu_free,
 };

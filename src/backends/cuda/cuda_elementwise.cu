@@ -1,4 +1,4 @@
-/* ffn_act, apply_mask and add: element-wise, with the CPU's activation formulas
+/* ffn_act, apply_mask, add and add_bias: element-wise, with the CPU's activation formulas
  * (engine/ops.c), including ggml's F16-rounded tanh GELU. */
 #include "cuda_internal.h"
 #include "cuda_numerics.cuh"
@@ -45,6 +45,12 @@ __global__ void k_mask(float *A, const uint8_t *mask, int64_t n) {
 __global__ void k_add(const float *X, int64_t n, float *Y) {
     for (int64_t i = (int64_t)blockIdx.x * EW_THREADS + threadIdx.x; i < n; i += (int64_t)gridDim.x * EW_THREADS)
         Y[i] = __fadd_rn(Y[i], X[i]);
+}
+
+/* Row t of Y plus the bias: as the CPU's add_bias, one rounding per element. */
+__global__ void k_add_bias(const float *b, int64_t n, int64_t total, float *Y) {
+    for (int64_t i = (int64_t)blockIdx.x * EW_THREADS + threadIdx.x; i < total; i += (int64_t)gridDim.x * EW_THREADS)
+        Y[i] = __fadd_rn(Y[i], b[i % n]);
 }
 
 int hr_cu_ffn_act(hr_dev *d, uint64_t G, uint64_t U, int64_t n, int act, uint64_t H, hr_err *e) {
@@ -97,6 +103,22 @@ int hr_cu_add(hr_dev *d, uint64_t X, int64_t n, uint64_t Y, hr_err *e) {
     return hr_cu_launched(op, e);
 }
 
+int hr_cu_add_bias(hr_dev *d, uint64_t b, int64_t n, int64_t n_tok, uint64_t Y, hr_err *e) {
+    hr_cuda *c = hr_cu(d);
+    const char *op = "add_bias";
+    if (n < 0 || n_tok < 0) return hr_errf(e, "cuda add_bias: negative size");
+    if (n == 0 || n_tok == 0) return 0;
+    if (b % 4 || Y % 4) return hr_errf(e, "cuda add_bias: b and Y must be 4-byte aligned");
+    if ((uint64_t)n_tok > UINT64_MAX / 4 / (uint64_t)n) return hr_errf(e, "cuda add_bias: size overflow");
+    const int64_t total = n * n_tok;
+    if (hr_cu_span(c, b, (uint64_t)n * 4, op, "b", e) || hr_cu_span(c, Y, (uint64_t)total * 4, op, "Y", e) ||
+        hr_cu_enter(c, op, e))
+        return -1;
+    HR_CU_LAUNCH(k_add_bias, hr_cu_blocks(total, EW_THREADS), EW_THREADS, 0, c->stream)(hr_cu_at<const float>(c, b), n, total,
+                                                                               hr_cu_at<float>(c, Y));
+    return hr_cu_launched(op, e);
+}
+
 int hr_cu_probe(int index, hr_err *e) {
     cudaFuncAttributes fa;
     cudaError_t st = cudaFuncGetAttributes(&fa, k_mask);
@@ -111,5 +133,6 @@ cudaError_t hr_cu_load_elementwise(void) {
     HR_CU_LOAD(st, k_act);
     HR_CU_LOAD(st, k_mask);
     HR_CU_LOAD(st, k_add);
+    HR_CU_LOAD(st, k_add_bias);
     return st;
 }

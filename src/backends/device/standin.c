@@ -160,13 +160,29 @@ static int sd_rmsnorm(hr_dev *d, uint64_t X, uint64_t w, int64_t n, int64_t n_to
 }
 
 static int sd_rope(hr_dev *d, uint64_t X, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
-                   const int32_t *pos, float base, float freq_scale, bool neox, hr_err *e) {
+                   const int32_t *pos, float base, float freq_scale, bool neox, const hr_dev_rope *ext, hr_err *e) {
     if (n_tok < 1 || n_head < 1 || head_dim < 1 || n_rot < 0 || n_rot > head_dim || n_rot % 2 || n_rot > 2048)
         return hr_errf(e, "standin: rope of %lld tokens, %d heads of %d, %d rotated", (long long)n_tok, n_head, head_dim, n_rot);
     float *x = fspan(d, X, (uint64_t)(n_tok * n_head * head_dim), "rope input", e);
     if (!x) return -1;
+    const float *ff = NULL;
+    if (ext && ext->freq_factors != UINT64_MAX && !(ff = fspan(d, ext->freq_factors, (uint64_t)(n_rot / 2), "rope factors", e)))
+        return -1;
+    const hr_rope_yarn y = ext ? (hr_rope_yarn){ext->ext_factor, ext->attn_factor, {ext->corr_dims[0], ext->corr_dims[1]}}
+                               : (hr_rope_yarn){0.0f, 1.0f, {0.0f, 0.0f}};
     for (int64_t t = 0; t < n_tok; t++)
-        hr_rope(x + t * n_head * head_dim, n_head, head_dim, n_rot, pos[t], base, freq_scale, neox);
+        hr_rope_ext(x + t * n_head * head_dim, n_head, head_dim, n_rot, pos[t], base, freq_scale, neox, ff, ext ? &y : NULL);
+    return 0;
+}
+
+static int sd_add_bias(hr_dev *d, uint64_t b, int64_t n, int64_t n_tok, uint64_t Y, hr_err *e) {
+    if (n < 0 || n_tok < 0) return hr_errf(e, "standin: add_bias of %lld x %lld", (long long)n_tok, (long long)n);
+    const float *bv = fspan(d, b, (uint64_t)n, "add_bias bias", e);
+    float *y = bv ? fspan(d, Y, (uint64_t)(n * n_tok), "add_bias output", e) : NULL;
+    if (!y) return -1;
+    /* The CPU's add_bias (engine/forward.c): one float addition per element. */
+    for (int64_t t = 0; t < n_tok; t++)
+        for (int64_t i = 0; i < n; i++) y[t * n + i] += bv[i];
     return 0;
 }
 
@@ -222,7 +238,7 @@ static const hr_dev_ops standin_ops = {
     .host_alloc = sd_host_alloc, .host_free = sd_host_free, .to_dev = sd_to_dev, .to_host = sd_to_host,
     .matmul = sd_matmul, .gather_matmul = sd_gather, .sparse_axpy = sd_axpy, .rmsnorm = sd_rmsnorm,
     .rope = sd_rope, .attention = hr_standin_attention, .ffn_act = sd_ffn_act, .apply_mask = sd_apply_mask,
-    .add = sd_add, .sync = sd_sync, .free = sd_free,
+    .add = sd_add, .add_bias = sd_add_bias, .sync = sd_sync, .free = sd_free,
 };
 
 hr_dev *hr_dev_standin_open(uint64_t capacity, int n_threads, hr_err *e) {
