@@ -3,9 +3,10 @@
  *   bit 7 clear: encode the bytes with the synthetic SPM and BPE vocabularies, with and
  *     without special-token parsing, and check the round trips that must hold (SPM on
  *     valid UTF-8 without U+2581: " " + text; BPE on valid UTF-8: the text itself); run
- *     the three pre-tokenizers and the streaming decoder over the bytes.
+ *     every pre-tokenizer kind and the streaming decoder over the bytes.
  *   bit 7 set: build a vocabulary from the bytes (lines are tokens, a byte per token
- *     picks its type), which must either be refused with a message or encode text. */
+ *     picks its type; the pre-tokenizer name from bits 1-2 and the first byte), which must
+ *     either be refused with a message or encode text. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -81,7 +82,7 @@ static void encode_checks(const char *s, size_t n, uint8_t mode) {
             free(ids);
         }
     }
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < HR_PRE_COUNT; p++) {
         hr_words w;
         if (hr_pretok((hr_pre_kind)p, s, n, &w)) abort();
         size_t sum = 0;
@@ -137,9 +138,14 @@ static void vocab_from_bytes(const char *s, size_t n, uint8_t mode) {
         memcpy(merges[nm] + a + 1, text[i + 1], b + 1);
         nm++;
     }
-    static char *pres[] = {"default", "gpt-2", "llama3", "qwen2", NULL};
+    static char *pres[32] = {"default", "gpt-2", "llama3", "qwen2", "qwen35", "deepseek-llm", "deepseek-v3",
+                             "deepseek-coder", "falcon", "starcoder", "poro-chat", "viking", "tekken", "chameleon",
+                             "gpt-4o", "granite-embed-multi-97m", "tiny_aya", "kimi-k2", "superbpe", "bailingmoe",
+                             "seed-coder", "ufakzeka", "afmoe", "laguna", "exaone-moe", "gemma4", "minicpm5",
+                             "jais-2", "spark2_5", "youtu", "sarvam-moe", "chatglm-bpe"};
+    unsigned pick = ((mode >> 1) & 3) | (n ? ((unsigned char)s[0] & 7) << 2 : 0);
     hr_vocab_desc d = {.kind = (hr_tok_kind)(mode & 1), .n = nt, .text = text, .scores = scores, .types = types,
-                       .n_merges = nm, .merges = merges, .pre = pres[(mode >> 1) & 3],
+                       .n_merges = nm, .merges = merges, .pre = pres[pick],
                        .bos = (int32_t)((mode >> 3) & 7) - 1, .eos = -1, .unk = -1, .pad = -1,
                        .add_bos = mode & 64, .add_space_prefix = mode & 32};
     hr_tokenizer *t = NULL;

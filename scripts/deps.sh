@@ -17,6 +17,7 @@ if [ "${1:-build}" = test ]; then
     need_pkg libclang-rt-14-dev          # libFuzzer runtime for the fuzz tests
     need_cmd node nodejs                 # node-llama-cpp, the llama.cpp reference
     need_cmd npm npm
+    need_cmd git git                     # conformance.vocab unpacks llama.cpp's source bundle
     need_cmd chromium chromium           # the chat page's browser test (playwright-core drives it)
 fi
 [ -z "$missing" ] && exit 0

@@ -48,8 +48,8 @@ int hr_tok_piece(const hr_tokenizer *t, int32_t id, bool render_special, char *b
     if (!render_special && (a & (HR_ATTR_UNKNOWN | HR_ATTR_CONTROL))) return 0;
     if (a & (HR_ATTR_UNKNOWN | HR_ATTR_CONTROL | HR_ATTR_USER_DEFINED)) return put(buf, cap, 0, s, n);
     if (a & HR_ATTR_NORMAL) {
-        if (t->kind == HR_TOK_BPE) return bpe_decode(t, id, buf, cap);
-        size_t k = 0; /* SPM: U+2581 stands for a space */
+        if (t->kind == HR_TOK_BPE && !t->raw_bpe) return bpe_decode(t, id, buf, cap);
+        size_t k = 0; /* SPM and SentencePiece-style BPE: U+2581 stands for a space */
         for (size_t i = 0; i < n;) {
             if (n - i >= 3 && !memcmp(s + i, "\xe2\x96\x81", 3)) {
                 k += (size_t)put(buf, cap, k, " ", 1);

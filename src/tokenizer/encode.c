@@ -74,8 +74,9 @@ static int partition(const hr_tokenizer *t, const char *text, size_t n, bool par
 }
 
 /* SPM sees the fragment with a leading space when it follows a special token (or
- * starts the text) and the vocabulary asks for one, and every space as U+2581. */
-static int spm_fragment(const hr_tokenizer *t, const char *s, size_t n, bool prefix, tok_ids *out, hr_err *e) {
+ * starts the text) and the vocabulary asks for one, and every space as U+2581; so does
+ * SentencePiece-style BPE (gemma4), without the prefix. */
+static int escaped_fragment(const hr_tokenizer *t, const char *s, size_t n, bool prefix, tok_ids *out, hr_err *e) {
     size_t spaces = prefix;
     for (size_t i = 0; i < n; i++) spaces += s[i] == ' ';
     char *buf = malloc(n + 2 * spaces + 1 + 1);
@@ -93,7 +94,7 @@ static int spm_fragment(const hr_tokenizer *t, const char *s, size_t n, bool pre
             buf[k++] = s[i];
         }
     }
-    int rc = hr_spm_encode(t, buf, k, out, e);
+    int rc = t->kind == HR_TOK_SPM ? hr_spm_encode(t, buf, k, out, e) : hr_bpe_encode(t, buf, k, out, e);
     free(buf);
     return rc;
 }
@@ -115,8 +116,10 @@ int hr_tok_encode(const hr_tokenizer *t, const char *text, size_t len, bool add_
             if (hr_ids_push(&ids, f.id)) rc = hr_errf(e, "out of memory");
             prev_special = true;
         } else if (t->kind == HR_TOK_SPM) {
-            rc = spm_fragment(t, text + f.off, f.len, t->add_space_prefix && prev_special, &ids, e);
+            rc = escaped_fragment(t, text + f.off, f.len, t->add_space_prefix && prev_special, &ids, e);
             prev_special = false;
+        } else if (t->raw_bpe) {
+            rc = escaped_fragment(t, text + f.off, f.len, false, &ids, e);
         } else {
             rc = hr_bpe_encode(t, text + f.off, f.len, &ids, e);
         }

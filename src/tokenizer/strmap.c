@@ -2,9 +2,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* FNV-1a, then a multiplicative finalizer: FNV's low bits (the slot index) mix poorly on
+ * its own, which made probe runs long on 500k-merge vocabularies. */
 static uint64_t hash(const char *s, size_t n) {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    h ^= h >> 32;
+    h *= 0x9E3779B97F4A7C15ull;
     return h ^ (h >> 29);
 }
 

@@ -1,6 +1,7 @@
 /* Byte-level BPE as llama.cpp does it: pre-tokenize into words, map every byte to
  * its printable stand-in, merge adjacent symbols by lowest merge rank, and emit each
  * symbol as its token (or its single bytes' tokens, silently skipping bytes without one). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "symbols.h"
@@ -38,19 +39,34 @@ static int try_pair(bpe_ctx *c, int l, int r) {
     return hr_heap_push(&c->h, (tok_pair){(double)rank, l, r, c->sy[l].n + c->sy[r].n});
 }
 
+/* A byte's token: its one-character text, or <0xXX> in SentencePiece-style BPE. */
+static int32_t byte_token(const hr_tokenizer *t, unsigned char b) {
+    if (!t->raw_bpe) return hr_tok_find(t, (const char *)&b, 1);
+    char hex[7];
+    snprintf(hex, sizeof hex, "<0x%02X>", b);
+    return hr_tok_find(t, hex, 6);
+}
+
 static int emit(const hr_tokenizer *t, const char *s, size_t n, tok_ids *out) {
     int32_t id = hr_tok_find(t, s, n);
     if (id >= 0) return hr_ids_push(out, id);
     for (size_t j = 0; j < n; j++) {
-        int32_t b = hr_tok_find(t, s + j, 1);
+        int32_t b = byte_token(t, (unsigned char)s[j]);
         if (b >= 0 && hr_ids_push(out, b)) return -1;
     }
     return 0;
 }
 
+static bool only_newlines(const char *w, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != '\n') return false;
+    return true;
+}
+
 static int merge_word(bpe_ctx *c, const char *w, size_t n, tok_ids *out) {
     const hr_tokenizer *t = c->t;
-    if (t->ignore_merges && hr_tok_find(t, w, n) >= 0) return emit(t, w, n, out);
+    if ((t->ignore_merges || (t->newline_words && only_newlines(w, n))) && hr_tok_find(t, w, n) >= 0)
+        return emit(t, w, n, out);
     size_t ns;
     free(c->sy);
     c->sy = NULL;
@@ -75,12 +91,17 @@ static int merge_word(bpe_ctx *c, const char *w, size_t n, tok_ids *out) {
 }
 
 /* The word's UTF-8 (as re-encoded from its code points) with each byte replaced by
- * the character standing for it. */
-static size_t byte_encode(const uint32_t *cp, size_t n, char *dst) {
+ * the character standing for it, or (raw) the UTF-8 itself. */
+static size_t byte_encode(const uint32_t *cp, size_t n, bool raw, char *dst) {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         char u[4];
         size_t m = hr_utf8_put(cp[i], u);
+        if (raw) {
+            memcpy(dst + k, u, m);
+            k += m;
+            continue;
+        }
         for (size_t j = 0; j < m; j++) k += hr_utf8_put(hr_byte_cpt((unsigned char)u[j]), dst + k);
     }
     return k;
@@ -88,7 +109,7 @@ static size_t byte_encode(const uint32_t *cp, size_t n, char *dst) {
 
 int hr_bpe_encode(const hr_tokenizer *t, const char *text, size_t n, tok_ids *out, hr_err *e) {
     hr_words w;
-    if (hr_pretok(t->pre, text, n, &w)) return hr_errf(e, "out of memory");
+    if (hr_pretok(t->pre, text, n, &w)) return hr_errf(e, "pre-tokenizer failed (out of memory)");
     bpe_ctx c = {.t = t};
     size_t longest = 0;
     for (size_t i = 0; i < w.n_words; i++)
@@ -97,7 +118,7 @@ int hr_bpe_encode(const hr_tokenizer *t, const char *text, size_t n, tok_ids *ou
     int rc = buf ? 0 : -1;
     size_t start = 0;
     for (size_t i = 0; i < w.n_words && !rc; i++) {
-        size_t m = byte_encode(w.cpts + start, w.lens[i], buf);
+        size_t m = byte_encode(w.cpts + start, w.lens[i], t->raw_bpe, buf);
         rc = merge_word(&c, buf, m, out);
         start += w.lens[i];
     }

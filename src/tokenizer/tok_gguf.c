@@ -43,8 +43,14 @@ static int opt_bool(const gguf_file *f, const char *key, bool *v, hr_err *e) {
     return r < 0 ? hr_errctx(e, "%s", key) : 0;
 }
 
-static int model_kind(gguf_str m, hr_tok_kind *k, hr_err *e) {
-    static const char *const other[] = {"bert", "t5", "rwkv", "plamo2", "gemma4", "hybriddna", "whitespace", NULL};
+/* *gemma4: the Gemma 4 model name, a BPE vocabulary whose pre-tokenizer is implied ("gemma4"). */
+static int model_kind(gguf_str m, hr_tok_kind *k, bool *gemma4, hr_err *e) {
+    static const char *const other[] = {"bert", "t5", "rwkv", "plamo2", "hybriddna", "whitespace", NULL};
+    *gemma4 = gguf_str_eq(m, "gemma4");
+    if (*gemma4) {
+        *k = HR_TOK_BPE;
+        return 0;
+    }
     if (gguf_str_eq(m, "llama")) {
         *k = HR_TOK_SPM;
         return 0;
@@ -87,10 +93,12 @@ int hr_tok_from_gguf(hr_tokenizer **t, const gguf_file *f, hr_err *e) {
     if (r < 0) return hr_errctx(e, K "model");
     if (r == 1) return hr_errf(e, "the file has no vocabulary (" K "model is missing)");
     tok_src s = {0};
-    if (model_kind(model, &s.kind, e)) return -1;
+    bool gemma4;
+    if (model_kind(model, &s.kind, &gemma4, e)) return -1;
     tok_pre_info pi = {0};
     if (s.kind == HR_TOK_BPE) {
         if (gguf_get_str(f, K "pre", &pre, e) < 0) return hr_errctx(e, K "pre");
+        if (gemma4) pre = (gguf_str){"gemma4", 6}; /* llama.cpp ignores the file's value here */
         if (hr_tok_pre_lookup(pre.ptr, pre.len, &pi, e)) return -1;
     }
     const gguf_array *tok, *sc, *ty, *mg = NULL;
@@ -100,15 +108,19 @@ int hr_tok_from_gguf(hr_tokenizer **t, const gguf_file *f, hr_err *e) {
     static const gguf_vtype type_types[] = {GGUF_VT_INT32, GGUF_VT_COUNT};
     if (num_arr(f, K "scores", tok->n, score_types, &sc, e) || num_arr(f, K "token_type", tok->n, type_types, &ty, e))
         return -1;
-    if (s.kind == HR_TOK_BPE && str_arr(f, K "merges", true, &mg, e)) return -1;
+    /* Kimi-K2 files may come without merges (llama.cpp accepts that for it alone) */
+    bool need_merges = !gguf_str_eq(pre, "kimi-k2");
+    if (s.kind == HR_TOK_BPE && str_arr(f, K "merges", need_merges, &mg, e)) return -1;
     if (mg && mg->n > (uint64_t)INT32_MAX) return hr_errf(e, K "merges has too many entries");
 
     s.n = (uint32_t)tok->n;
     s.pre = pi.kind;
     s.ignore_merges = pi.ignore_merges;
+    s.raw_bpe = pi.raw;
+    s.newline_words = pi.newline_words;
     bool spm = s.kind == HR_TOK_SPM;
-    s.bos = spm ? 1 : pi.no_bos ? -1 : 11;
-    s.eos = spm ? 2 : 11;
+    s.bos = spm ? 1 : pi.no_bos || gemma4 ? -1 : 11;
+    s.eos = spm ? 2 : gemma4 ? -1 : 11;
     s.unk = spm ? 0 : -1;
     s.pad = -1;
     s.add_bos = spm || pi.add_bos;

@@ -15,6 +15,9 @@ struct hr_tokenizer {
     hr_tok_kind kind;
     hr_pre_kind pre;
     bool ignore_merges; /* whole pre-tokenized words that are tokens skip merging (llama3) */
+    bool raw_bpe;       /* SentencePiece-style BPE (gemma4): spaces as U+2581, merges on raw UTF-8,
+                           <0xXX> byte tokens, no GPT-2 byte alphabet */
+    bool newline_words; /* a word of newlines only that is a token is taken whole (gemma4) */
     uint32_t n;
     char **text;   /* n NUL-terminated copies */
     uint32_t *len; /* their lengths (text may hold NUL bytes) */
@@ -43,7 +46,7 @@ typedef struct tok_src {
     const char *const *merges;
     const uint32_t *merge_len; /* NULL: strlen */
     hr_pre_kind pre;
-    bool ignore_merges;
+    bool ignore_merges, raw_bpe, newline_words;
     int32_t bos, eos, unk, pad; /* -1: none */
     bool add_bos, add_eos, add_space_prefix;
 } tok_src;
@@ -52,7 +55,7 @@ typedef struct tok_src {
  * for names llama.cpp does not know or whose splitting Hearth does not implement. */
 typedef struct tok_pre_info {
     hr_pre_kind kind;
-    bool ignore_merges, add_bos, no_bos;
+    bool ignore_merges, add_bos, no_bos, raw, newline_words;
 } tok_pre_info;
 int hr_tok_pre_lookup(const char *name, size_t len, tok_pre_info *out, hr_err *e);
 

@@ -18,55 +18,126 @@ int hr_ids_push(tok_ids *o, int32_t id) {
 
 int32_t hr_tok_find(const hr_tokenizer *t, const char *s, size_t n) { return hr_strmap_get(&t->ids, s, n); }
 
-/* ---- pre-tokenizer names (llama.cpp's list; only the splits Hearth implements) ---- */
+/* ---- pre-tokenizer names: llama.cpp's list, each with the split and settings it implies ---- */
 
-static bool name_in(const char *name, size_t len, const char *const *list) {
-    for (; *list; list++)
-        if (strlen(*list) == len && !memcmp(*list, name, len)) return true;
-    return false;
-}
+enum { PF_IGNORE_MERGES = 1, PF_ADD_BOS = 2, PF_NO_BOS = 4, PF_RAW = 8, PF_NL_WORDS = 16 };
+
+static const struct {
+    const char *name;
+    hr_pre_kind kind;
+    unsigned flags;
+} pre_names[] = {
+    {"default", HR_PRE_DEFAULT, 0},
+    {"minicpm5", HR_PRE_MINICPM5, PF_IGNORE_MERGES},
+    {"llama3", HR_PRE_LLAMA3, PF_IGNORE_MERGES | PF_ADD_BOS},
+    {"llama-v3", HR_PRE_LLAMA3, PF_IGNORE_MERGES | PF_ADD_BOS},
+    {"llama-bpe", HR_PRE_LLAMA3, PF_IGNORE_MERGES | PF_ADD_BOS},
+    {"falcon3", HR_PRE_LLAMA3, PF_IGNORE_MERGES | PF_ADD_BOS},
+    {"falcon-h1", HR_PRE_LLAMA3, PF_IGNORE_MERGES | PF_ADD_BOS},
+    {"pixtral", HR_PRE_LLAMA3, PF_IGNORE_MERGES | PF_ADD_BOS},
+    {"midm-2.0", HR_PRE_LLAMA3, PF_IGNORE_MERGES | PF_ADD_BOS},
+    {"lfm2", HR_PRE_LLAMA3, PF_IGNORE_MERGES | PF_ADD_BOS},
+    {"jina-v5-nano", HR_PRE_LLAMA3, PF_IGNORE_MERGES | PF_ADD_BOS},
+    {"deepseek-llm", HR_PRE_DEEPSEEK_LLM, 0},
+    {"deepseek-coder", HR_PRE_DEEPSEEK_CODER, 0},
+    {"deepseek-v3", HR_PRE_DEEPSEEK3, 0},
+    {"spark2_5", HR_PRE_SPARK2_5, 0},
+    {"youtu", HR_PRE_YOUTU, PF_IGNORE_MERGES},
+    {"falcon", HR_PRE_FALCON, 0},
+    {"mpt", HR_PRE_GPT2, 0},
+    {"starcoder", HR_PRE_STARCODER, 0},
+    {"gpt-2", HR_PRE_GPT2, 0},
+    {"phi-2", HR_PRE_GPT2, 0},
+    {"jina-es", HR_PRE_GPT2, 0},
+    {"jina-de", HR_PRE_GPT2, 0},
+    {"gigachat", HR_PRE_GPT2, 0},
+    {"jina-v2-es", HR_PRE_GPT2, 0},
+    {"jina-v2-de", HR_PRE_GPT2, 0},
+    {"a.x-4.0", HR_PRE_GPT2, 0},
+    {"mellum", HR_PRE_GPT2, 0},
+    {"modern-bert", HR_PRE_GPT2, 0},
+    {"jais-2", HR_PRE_JAIS2, 0},
+    {"gemma4", HR_PRE_NEWLINES, PF_RAW | PF_NL_WORDS},
+    {"granite-embed-multi-311m", HR_PRE_NEWLINES, PF_RAW | PF_NL_WORDS},
+    {"sarvam-moe", HR_PRE_NEWLINES, PF_RAW},
+    {"jina-v1-en", HR_PRE_GPT2, 0},
+    {"jina-v2-code", HR_PRE_GPT2, 0},
+    {"roberta-bpe", HR_PRE_GPT2, 0},
+    {"refact", HR_PRE_STARCODER, 0},
+    {"command-r", HR_PRE_STARCODER, 0},
+    {"qwen2", HR_PRE_QWEN2, 0},
+    {"deepseek-r1-qwen", HR_PRE_QWEN2, 0},
+    {"kormo", HR_PRE_QWEN2, 0},
+    {"f2llmv2", HR_PRE_QWEN2, 0},
+    {"qwen35", HR_PRE_QWEN35, 0},
+    {"stablelm2", HR_PRE_QWEN2, 0},
+    {"olmo", HR_PRE_GPT2, 0},
+    {"dbrx", HR_PRE_LLAMA3, 0},
+    {"smaug-bpe", HR_PRE_LLAMA3, 0},
+    {"poro-chat", HR_PRE_PORO, 0},
+    {"glm4", HR_PRE_LLAMA3, PF_NO_BOS},
+    {"chatglm-bpe", HR_PRE_LLAMA3, PF_NO_BOS},
+    {"viking", HR_PRE_VIKING, 0},
+    {"jais", HR_PRE_GPT2, 0},
+    {"tekken", HR_PRE_TEKKEN, PF_IGNORE_MERGES | PF_ADD_BOS},
+    {"smollm", HR_PRE_STARCODER, 0},
+    {"codeshell", HR_PRE_STARCODER, 0},
+    {"bloom", HR_PRE_PORO, 0},
+    {"gpt3-finnish", HR_PRE_PORO, 0},
+    {"exaone", HR_PRE_STARCODER, 0},
+    {"exaone4", HR_PRE_GPT2, 0},
+    {"exaone-moe", HR_PRE_EXAONE_MOE, 0},
+    {"chameleon", HR_PRE_CHAMELEON, PF_ADD_BOS},
+    {"minerva-7b", HR_PRE_STARCODER, 0},
+    {"megrez", HR_PRE_QWEN2, 0},
+    {"gpt-4o", HR_PRE_GPT4O, 0},
+    {"llama4", HR_PRE_GPT4O, 0},
+    {"kanana2", HR_PRE_GPT4O, 0},
+    {"talkie", HR_PRE_GPT4O, 0},
+    {"granite-embed-multi-97m", HR_PRE_GRANITE_EMB, PF_IGNORE_MERGES},
+    {"tiny_aya", HR_PRE_TINY_AYA, 0},
+    {"cohere2moe", HR_PRE_TINY_AYA, 0},
+    {"superbpe", HR_PRE_SUPERBPE, 0},
+    {"trillion", HR_PRE_GPT2, 0},
+    {"granite-docling", HR_PRE_GPT2, 0},
+    {"bailingmoe", HR_PRE_BAILINGMOE, 0},
+    {"bailingmoe2", HR_PRE_BAILINGMOE, 0},
+    {"llada-moe", HR_PRE_BAILINGMOE, 0},
+    {"seed-coder", HR_PRE_SEED_CODER, 0},
+    {"hunyuan", HR_PRE_QWEN2, 0},
+    {"hunyuan-dense", HR_PRE_DEEPSEEK3, 0},
+    {"hy_v4", HR_PRE_DEEPSEEK3, 0},
+    {"joyai-llm", HR_PRE_DEEPSEEK3, 0},
+    {"kimi-k2", HR_PRE_KIMI_K2, 0},
+    {"ufakzeka", HR_PRE_UFAKZEKA, 0},
+    {"grok-2", HR_PRE_QWEN2, 0},
+    {"afmoe", HR_PRE_AFMOE, 0},
+    {"laguna", HR_PRE_LAGUNA, 0},
+    {"minimax-m2", HR_PRE_GPT4O, 0},
+    {"solar-open", HR_PRE_QWEN2, 0},
+    {"mellum2", HR_PRE_STARCODER, 0},
+};
 
 int hr_tok_pre_lookup(const char *name, size_t len, tok_pre_info *o, hr_err *e) {
-    static const char *const llama3[] = {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral",
-                                         "midm-2.0", "lfm2", "jina-v5-nano", NULL};
-    static const char *const llama3_plain[] = {"dbrx", "smaug-bpe", NULL};
-    static const char *const glm[] = {"glm4", "chatglm-bpe", NULL};
-    static const char *const gpt2[] = {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "a.x-4.0", "mellum",
-                                       "modern-bert", "jina-v1-en", "roberta-bpe", "mpt", "olmo", "jais",
-                                       "trillion", "granite-docling", "exaone4", NULL};
-    /* Known to llama.cpp but split with patterns Hearth does not implement. */
-    static const char *const other[] = {
-        "minicpm5", "deepseek-llm", "deepseek-coder", "deepseek-v3", "spark2_5", "youtu", "falcon", "starcoder",
-        "jais-2", "gemma4", "granite-embed-multi-311m", "sarvam-moe", "jina-v2-es", "jina-v2-de", "jina-v2-code",
-        "whitespace", "refact", "command-r", "qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "qwen35",
-        "stablelm2", "poro-chat", "viking", "tekken", "smollm", "codeshell", "bloom", "gpt3-finnish", "exaone",
-        "exaone-moe", "chameleon", "minerva-7b", "megrez", "gpt-4o", "llama4", "kanana2", "talkie",
-        "granite-embed-multi-97m", "tiny_aya", "cohere2moe", "superbpe", "bailingmoe", "bailingmoe2",
-        "llada-moe", "seed-coder", "hunyuan", "hunyuan-dense", "hy_v4", "joyai-llm", "kimi-k2", "ufakzeka",
-        "grok-2", "afmoe", "laguna", "minimax-m2", "solar-open", "mellum2", NULL};
     memset(o, 0, sizeof *o);
-    if (len == 0 || (len == 7 && !memcmp(name, "default", 7))) {
+    if (len == 0) { /* llama.cpp warns and uses 'default' */
         o->kind = HR_PRE_DEFAULT;
         return 0;
     }
-    if (name_in(name, len, llama3)) {
-        o->kind = HR_PRE_LLAMA3;
-        o->ignore_merges = o->add_bos = true;
-        return 0;
-    }
-    if (name_in(name, len, llama3_plain) || name_in(name, len, glm)) {
-        o->kind = HR_PRE_LLAMA3;
-        o->no_bos = name_in(name, len, glm);
-        return 0;
-    }
-    if (name_in(name, len, gpt2)) {
-        o->kind = HR_PRE_GPT2;
+    for (size_t i = 0; i < sizeof pre_names / sizeof *pre_names; i++) {
+        if (strlen(pre_names[i].name) != len || memcmp(pre_names[i].name, name, len)) continue;
+        unsigned f = pre_names[i].flags;
+        o->kind = pre_names[i].kind;
+        o->ignore_merges = f & PF_IGNORE_MERGES;
+        o->add_bos = f & PF_ADD_BOS;
+        o->no_bos = f & PF_NO_BOS;
+        o->raw = f & PF_RAW;
+        o->newline_words = f & PF_NL_WORDS;
         return 0;
     }
     int n = len > 64 ? 64 : (int)len;
-    if (name_in(name, len, other))
-        return hr_errf(e, "pre-tokenizer '%.*s' is not implemented (Hearth splits only 'default', 'gpt-2' and "
-                          "'llama3' style text)", n, name);
+    if (len == 10 && !memcmp(name, "whitespace", 10))
+        return hr_errf(e, "pre-tokenizer 'whitespace' is not implemented");
     if (len == 4 && !memcmp(name, "gpt2", 4))
         return hr_errf(e, "unknown pre-tokenizer type: 'gpt2' (llama.cpp's name for it is 'gpt-2')");
     return hr_errf(e, "unknown pre-tokenizer type: '%.*s'", n, name);
@@ -325,6 +396,8 @@ int hr_tok_build(hr_tokenizer **out, const tok_src *s, hr_err *e) {
     t->kind = s->kind;
     t->pre = s->pre;
     t->ignore_merges = s->ignore_merges;
+    t->raw_bpe = s->raw_bpe;
+    t->newline_words = s->newline_words;
     t->n = s->n;
     t->bos = s->bos;
     t->eos = s->eos;
@@ -353,7 +426,8 @@ int hr_tok_new(hr_tokenizer **t, const hr_vocab_desc *d, hr_err *e) {
     tok_src s = {
         .kind = d->kind, .n = d->n, .text = (const char *const *)d->text, .scores = d->scores, .types = d->types,
         .n_merges = d->kind == HR_TOK_BPE ? d->n_merges : 0, .merges = (const char *const *)d->merges,
-        .pre = pi.kind, .ignore_merges = pi.ignore_merges, .bos = d->bos, .eos = d->eos, .unk = d->unk,
+        .pre = pi.kind, .ignore_merges = pi.ignore_merges, .raw_bpe = pi.raw,
+        .newline_words = pi.newline_words, .bos = d->bos, .eos = d->eos, .unk = d->unk,
         .pad = d->pad, .add_bos = d->add_bos, .add_eos = d->add_eos, .add_space_prefix = d->add_space_prefix,
     };
     return hr_tok_build(t, &s, e);

@@ -86,6 +86,24 @@ int main(void) {
         snprintf(want + k, sizeof want - k, "\n");
         CHECK(!strcmp(out, want));
         free(ids);
+        /* --delimiter: each text on its own (here a leading space, an empty text, the last
+         * text running to the end of the file), one line each, equal to encoding the parts */
+        f = fopen(txt, "wb");
+        fputs(" two words|+||+|12345 x", f);
+        fclose(f);
+        snprintf(args, sizeof args, "tokenize -m '%s' -f '%s' --ids --no-bos --delimiter '|+|'", bpe, txt);
+        CHECK(run(args, out, sizeof out) == 0);
+        const char *parts[] = {" two words", "", "12345 x"};
+        k = 0;
+        for (int p = 0; p < 3; p++) {
+            CHECK(hr_tok_encode(tb, parts[p], strlen(parts[p]), false, true, &ids, &n, &e) == 0);
+            for (size_t i = 0; i < n; i++) k += (size_t)snprintf(want + k, sizeof want - k, i ? " %d" : "%d", ids[i]);
+            k += (size_t)snprintf(want + k, sizeof want - k, "\n");
+            free(ids);
+        }
+        CHECKF(!strcmp(out, want), "got '%s' want '%s'", out, want);
+        snprintf(args, sizeof args, "tokenize -m '%s' -f '%s' --delimiter '|+|'", bpe, txt); /* needs --ids */
+        CHECK(run(args, out, sizeof out) == 2);
         /* default format: id<TAB>'piece' per token; BOS renders as its text */
         snprintf(args, sizeof args, "tokenize -m '%s' -p 'the'", spm);
         CHECK(run(args, out, sizeof out) == 0);

@@ -1,4 +1,4 @@
-/* Pre-tokenizer splits against hand-worked examples of the three patterns. */
+/* Pre-tokenizer splits against hand-worked examples of llama.cpp's patterns. */
 #include <stdio.h>
 #include <string.h>
 #include "testutil.h"
@@ -46,6 +46,41 @@ int main(void) {
     /* default: punctuation runs first, then GPT-2, then digit runs, then digit triples */
     E(HR_PRE_DEFAULT, "a,b 1234567", "a|,|b| |123|456|7");
     E(HR_PRE_DEFAULT, "x+=y", "x|+=|y");
+    /* Qwen2: Llama 3's pattern with single digits; Qwen3.5 keeps combining marks in words */
+    E(HR_PRE_QWEN2, "Hello World's 12345\n\nok", "Hello| World|'s| |1|2|3|4|5|\n\n|ok");
+    E(HR_PRE_QWEN2, "e\xcc\x81x", "e|\xcc\x81x");
+    E(HR_PRE_QWEN35, "e\xcc\x81x", "e\xcc\x81x");
+    /* StarCoder family: digits cut one by one first, then GPT-2 */
+    E(HR_PRE_STARCODER, "a12 b", "a|1|2| b");
+    /* Falcon: punctuation runs, GPT-2, then digit triples inside the words */
+    E(HR_PRE_FALCON, "x+=y 1234", "x|+=|y| |123|4");
+    /* DeepSeek LLM: newlines, Latin/Greek/... letter runs, punctuation, CJK runs */
+    E(HR_PRE_DEEPSEEK_LLM, "Hi \xe4\xbd\xa0\xe5\xa5\xbd\n", "Hi| |\xe4\xbd\xa0\xe5\xa5\xbd|\n");
+    /* DeepSeek V3: digits by three first; a punctuation character leads a Latin word */
+    E(HR_PRE_DEEPSEEK3, "abc 12345", "abc| |123|45");
+    E(HR_PRE_DEEPSEEK3, "x.Foo", "x|.Foo");
+    /* BLOOM / Poro: runs without whitespace or the listed punctuation, one leading space */
+    E(HR_PRE_PORO, "Hello, world. ok", "Hello|,| world|.| ok");
+    /* SuperBPE: digit runs, cut in threes from the right by empty lookahead matches */
+    E(HR_PRE_SUPERBPE, "x1234567", "x|1|234|567");
+    /* Tekken / GPT-4o: case-aware words, GPT-4o with contractions and digits by three */
+    E(HR_PRE_TEKKEN, "HelloWORLD abc", "Hello|WORLD| abc");
+    E(HR_PRE_GPT4O, "I'M fine 12345", "I'M| fine| |123|45");
+    /* Chameleon: every stage splits every piece (the sentinel's digits and punctuation too) */
+    E(HR_PRE_CHAMELEON, "<sentinel:12>", "<|sentinel|:|1|2|>");
+    /* Bailing MoE: \s*[\r\n] */
+    E(HR_PRE_BAILINGMOE, "a\n\n  b", "a|\n\n| | b");
+    E(HR_PRE_SEED_CODER, "x=12", "x|=|1|2");
+    /* EXAONE MoE: letters joined by single spaces are one word */
+    E(HR_PRE_EXAONE_MOE, "Hello big world 1", "Hello big world| |1");
+    /* Kimi-K2: Han runs apart, words with their contraction */
+    E(HR_PRE_KIMI_K2, "\xe4\xb8\xad\xe6\x96\x87" "abc's 1234", "\xe4\xb8\xad\xe6\x96\x87|abc's| |123|4");
+    /* AFMoE: digit groups from the right; as in llama.cpp the text before a run joins its first group */
+    E(HR_PRE_AFMOE, "ab12345cd", "ab|12|345|cd");
+    E(HR_PRE_NEWLINES, "a b\n\nc", "a b|\n\n|c");
+    E(HR_PRE_MINICPM5, "x 12345", "x| |123|45");
+    /* Jais 2: whitespace in blocks of 512..4, then 1-2 */
+    E(HR_PRE_JAIS2, "a      b", "a|    | | b");
     /* invalid bytes become U+FFFD, one per byte */
     E(HR_PRE_GPT2, "a\xff\xfe", "a|\xef\xbf\xbd\xef\xbf\xbd");
     /* byte alphabet facts: printable ASCII stands for itself, space is U+0120, newline U+010A */
