@@ -22,6 +22,7 @@ typedef struct {
 typedef struct {
     double prompt_tps, decode_tps;
     uint64_t computed, slots; /* decode phase only: neurons computed, tokens x layers x n_ff */
+    uint64_t moe_read;        /* decode phase only, MoE models: expert bytes the routing read */
 } bench_run;
 
 static double now_s(void) {
@@ -109,14 +110,19 @@ static int32_t argmax(const float *x, int32_t n) {
     return b;
 }
 
-/* Sums the FFN counters over layers: neurons computed and neuron slots (tokens x n_ff). */
-static void ffn_totals(const hearth_ctx *c, const hearth_model_info *in, uint64_t *computed, uint64_t *slots) {
-    *computed = *slots = 0;
+/* Sums the FFN counters over layers: neurons computed and neuron slots (tokens x n_ff;
+ * mixtures of experts: tokens x experts used x n_ff_exp); MoE expert bytes read. */
+static void ffn_totals(const hearth_ctx *c, const hearth_model_info *in, uint64_t *computed, uint64_t *slots,
+                       uint64_t *moe_read) {
+    hearth_moe_stats ms;
+    const bool moe = !hearth_ctx_moe_stats(c, &ms);
+    const uint64_t per_tok = moe ? (uint64_t)ms.n_expert_used * (uint64_t)ms.n_ff_exp : (uint64_t)in->n_ff;
+    *computed = *slots = 0, *moe_read = moe ? ms.decode_read_bytes : 0;
     for (int32_t il = 0; il < in->n_layer; il++) {
         hearth_ffn_stats s;
         if (hearth_ctx_ffn_stats(c, il, &s)) continue;
         *computed += s.computed;
-        *slots += s.tokens * (uint64_t)in->n_ff;
+        *slots += s.tokens * per_tok;
     }
 }
 
@@ -128,18 +134,18 @@ static int bench_once(hearth_ctx *c, const int32_t *prompt, int32_t n_prompt, in
     double t0 = now_s();
     if (hearth_eval(c, prompt, n_prompt, 0, false, e)) return -1;
     double t1 = now_s();
-    uint64_t c0, s0, c1, s1;
-    ffn_totals(c, in, &c0, &s0);
+    uint64_t c0, s0, c1, s1, m0, m1;
+    ffn_totals(c, in, &c0, &s0, &m0);
     int32_t tok = argmax(hearth_logits(c, -1), n_vocab);
     for (int32_t i = 0; i < n_gen; i++) {
         if (hearth_eval(c, &tok, 1, n_prompt + i, false, e)) return -1;
         tok = argmax(hearth_logits(c, -1), n_vocab);
     }
     double t2 = now_s();
-    ffn_totals(c, in, &c1, &s1);
+    ffn_totals(c, in, &c1, &s1, &m1);
     r->prompt_tps = n_prompt / (t1 - t0);
     r->decode_tps = n_gen / (t2 - t1);
-    r->computed = c1 - c0, r->slots = s1 - s0;
+    r->computed = c1 - c0, r->slots = s1 - s0, r->moe_read = m1 - m0;
     return 0;
 }
 
@@ -176,14 +182,26 @@ typedef struct {
     float threshold;
     double fraction;
     uint64_t other, ffn, predictor, weights; /* non-FFN matrices, FFN rows read, fc1+fc2, sum */
+    bool moe;
+    uint64_t moe_expert, moe_router; /* of ffn: expert rows the routing read, routers (per token) */
 } sparse_bytes;
 
-static sparse_bytes weight_bytes(const hearth_model_info *in, hearth_ffn_mode mode, const bench_run *runs, int n) {
+static sparse_bytes weight_bytes(const hearth_model_info *in, const hearth_ctx *c, hearth_ffn_mode mode,
+                                 const bench_run *runs, int n, long n_gen) {
     sparse_bytes b = {.mode = mode, .fraction = 1.0};
-    uint64_t comp = 0, slots = 0;
-    for (int i = 0; i < n; i++) comp += runs[i].computed, slots += runs[i].slots;
+    uint64_t comp = 0, slots = 0, moe_read = 0;
+    for (int i = 0; i < n; i++) comp += runs[i].computed, slots += runs[i].slots, moe_read += runs[i].moe_read;
     if (mode != HEARTH_FFN_DENSE && slots) b.fraction = (double)comp / (double)slots;
     b.other = in->decode_bytes - in->ffn_bytes;
+    hearth_moe_stats ms;
+    if (!hearth_ctx_moe_stats(c, &ms)) { /* experts: what the routing (and exact mode) really read */
+        b.moe = true;
+        b.moe_expert = n && n_gen ? (uint64_t)((double)moe_read / ((double)n * (double)n_gen) + 0.5) : 0;
+        b.moe_router = ms.router_bytes;
+        b.ffn = b.moe_expert + b.moe_router;
+        b.weights = b.other + b.ffn;
+        return b;
+    }
     double full = 0; /* FFN bytes read whatever the fraction */
     if (mode == HEARTH_FFN_EXACT && strcmp(in->ffn_act, "relu")) full = in->ffn_bytes / 3.0; /* the gate */
     b.ffn = (uint64_t)(full + b.fraction * ((double)in->ffn_bytes - full) + 0.5);
@@ -247,6 +265,9 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
         printf(",\"weight_bytes_per_token\":%llu,\"kv_bytes_per_token\":%llu,\"bytes_per_token\":%llu,"
                "\"decode_gb_s\":%.3f",
                (unsigned long long)sb->weights, (unsigned long long)kvb, (unsigned long long)bpt, gbs);
+        if (sb->moe)
+            printf(",\"moe_expert_bytes_per_token\":%llu,\"moe_router_bytes_per_token\":%llu",
+                   (unsigned long long)sb->moe_expert, (unsigned long long)sb->moe_router);
         print_gpu_json(gs);
         printf("}\n");
         return;
@@ -266,10 +287,13 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
     }
     printf("bytes/token  %.1f MiB = weights %.1f MiB + KV cache %.2f MiB (at mean position %.1f)\n",
            bpt / 1048576.0, sb->weights / 1048576.0, kvb / 1048576.0, mean_pos);
-    if (sb->mode != HEARTH_FFN_DENSE)
+    if (sb->mode != HEARTH_FFN_DENSE && !sb->moe)
         printf("  weights = non-FFN %.1f MiB + FFN rows %.1f MiB (of %.1f) + predictor %.1f MiB (%.1f%% of bytes/token)\n",
                sb->other / 1048576.0, sb->ffn / 1048576.0, in->ffn_bytes / 1048576.0, sb->predictor / 1048576.0,
                100 * pred_share);
+    if (sb->moe)
+        printf("  experts: %.1f MiB of expert rows + %.2f MiB of routers per decoded token (from the routing)\n",
+               sb->moe_expert / 1048576.0, sb->moe_router / 1048576.0);
     printf("decode bandwidth  %.2f GB/s\n", gbs);
 }
 
@@ -312,7 +336,7 @@ static int bench(const bench_opts *o, hearth_model *m) {
         if (rc) {
             fprintf(stderr, "hearth bench: %s\n", e.msg);
         } else {
-            sparse_bytes sb = weight_bytes(in, hearth_ctx_ffn_mode(c), runs, (int)o->runs);
+            sparse_bytes sb = weight_bytes(in, c, hearth_ctx_ffn_mode(c), runs, (int)o->runs, o->n_gen);
             sb.threshold = hearth_model_sparse_threshold(m);
             hearth_gpu_status gs;
             hearth_ctx_gpu_status(c, &gs);

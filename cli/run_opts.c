@@ -1,4 +1,5 @@
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 #include "run_opts.h"
@@ -154,20 +155,51 @@ void hr_print_common_help(void) {
            HEARTH_VRAM_MARGIN_MIB);
 }
 
+/* Mixtures of experts: how evenly layer il routes (the busiest expert's share of the
+ * token-expert pairs, and how many experts take half of them). */
+static void print_routing(const hearth_ctx *c, int32_t il, const hearth_moe_stats *ms) {
+    uint64_t *n = calloc((size_t)ms->n_expert, sizeof *n), tot = 0, top = 0, half = 0;
+    if (!n || hearth_ctx_moe_routed(c, il, n)) {
+        free(n);
+        return;
+    }
+    for (int32_t x = 0; x < ms->n_expert; x++) tot += n[x], top = n[x] > top ? n[x] : top;
+    int32_t k = 0, unused = 0;
+    for (int32_t x = 0; x < ms->n_expert; x++) unused += !n[x];
+    while (tot && half * 2 < tot) { /* largest first: repeated maximum (n is small) */
+        int32_t b = 0;
+        for (int32_t x = 1; x < ms->n_expert; x++) b = n[x] > n[b] ? x : b;
+        half += n[b], n[b] = 0, k++;
+    }
+    fprintf(stderr, "  busiest expert %5.1f%%, %d of %d experts take half, %d unused", tot ? 100.0 * (double)top / (double)tot : 0.0,
+            k, ms->n_expert, unused);
+    free(n);
+}
+
 void hr_print_ffn_stats(const hearth_model *m, const hearth_ctx *c) {
     const hearth_model_info *in = hearth_model_get_info(m);
     hearth_ffn_mode mode = hearth_ctx_ffn_mode(c);
-    fprintf(stderr, "FFN activity (mode %s, %d neurons per layer):\n  layer  computed  fired(exact)  recall\n",
-            hearth_ffn_mode_name(mode), in->n_ff);
+    hearth_moe_stats ms;
+    const bool moe = !hearth_ctx_moe_stats(c, &ms);
+    /* experts: neuron slots are the chosen experts' neurons */
+    const int32_t n_ff = moe ? ms.n_expert_used * ms.n_ff_exp : in->n_ff;
+    if (moe)
+        fprintf(stderr, "FFN activity (mode %s, %d experts used of %d, %d neurons each):\n  layer  computed  fired(exact)  recall  routing\n",
+                hearth_ffn_mode_name(mode), ms.n_expert_used, ms.n_expert, ms.n_ff_exp);
+    else
+        fprintf(stderr, "FFN activity (mode %s, %d neurons per layer):\n  layer  computed  fired(exact)  recall\n",
+                hearth_ffn_mode_name(mode), in->n_ff);
     double sc = 0, sf = 0;
     for (int32_t il = 0; il < in->n_layer; il++) {
         hearth_ffn_stats s;
         hearth_ctx_ffn_stats(c, il, &s);
         if (!s.tokens) continue;
-        double denom = (double)s.tokens * in->n_ff, comp = s.computed / denom, fired = s.fired / denom;
+        double denom = (double)s.tokens * n_ff, comp = s.computed / denom, fired = s.fired / denom;
         sc += comp, sf += fired;
-        fprintf(stderr, "  %5d  %7.2f%%  %11.2f%%  %6.2f%%\n", il, 100 * comp, 100 * fired,
+        fprintf(stderr, "  %5d  %7.2f%%  %11.2f%%  %6.2f%%", il, 100 * comp, 100 * fired,
                 s.fired ? 100.0 * s.fired_computed / s.fired : 100.0);
+        if (moe) print_routing(c, il, &ms);
+        fputc('\n', stderr);
     }
     fprintf(stderr, "  mean   %7.2f%%  %11.2f%%\n", 100 * sc / in->n_layer, 100 * sf / in->n_layer);
 }

@@ -52,12 +52,16 @@ typedef struct hearth_ffn_stats {
 
 /* Mixture-of-experts models: the experts' weights and what routing made the context read.
  * Bytes read count each expert a forward call uses once per layer (a batch reads an expert
- * once for all its tokens routed to it); decode_* only calls of one token. */
+ * once for all its tokens routed to it; in exact mode an expert's up rows count only for the
+ * neurons some routed token fires); decode_* only calls of one token. */
 typedef struct hearth_moe_stats {
     int32_t n_expert, n_expert_used, n_layer;
     uint64_t expert_bytes;        /* all experts of all layers */
     uint64_t tokens, read_bytes;  /* every forward call */
     uint64_t decode_tokens, decode_read_bytes;
+    int32_t n_ff_exp;             /* neurons per expert: a layer's FFN counters (hearth_ctx_ffn_stats)
+                                     count over tokens x n_expert_used x n_ff_exp neuron slots */
+    uint64_t router_bytes;        /* all layers' routers, read by every token besides the experts */
 } hearth_moe_stats;
 
 /* Where the GPU side runs. AUTO: CUDA when compiled in and a GPU answers, else the CPU
@@ -136,6 +140,9 @@ hearth_ffn_mode hearth_ctx_ffn_mode(const hearth_ctx *c);
 int hearth_ctx_ffn_stats(const hearth_ctx *c, int32_t il, hearth_ffn_stats *out);
 /* -1 for dense models. */
 int hearth_ctx_moe_stats(const hearth_ctx *c, hearth_moe_stats *out);
+/* Tokens layer il routed to each expert: counts[n_expert], summed over every forward call
+ * (a token counts once for each of its n_expert_used experts). -1 for dense models or a bad il. */
+int hearth_ctx_moe_routed(const hearth_ctx *c, int32_t il, uint64_t *counts);
 const char *hearth_ffn_mode_name(hearth_ffn_mode m);
 float hearth_model_sparse_threshold(const hearth_model *m);
 bool hearth_model_has_predictors(const hearth_model *m);

@@ -165,6 +165,8 @@ hr_sched *hr_sched_new(hearth_model *m, hearth_ctx *c, int32_t n_batch, hr_metri
     s->n_slots = hearth_ctx_n_seq(c);
     s->n_ctx = hearth_ctx_n_ctx(c);
     s->n_layer = in->n_layer, s->n_ff = in->n_ff;
+    hearth_moe_stats ms; /* mixtures of experts: a token's neurons are its chosen experts' */
+    if (!hearth_ctx_moe_stats(s->c, &ms)) s->n_ff = ms.n_expert_used * ms.n_ff_exp;
     /* Every decoding slot needs a place in each batch. */
     s->n_batch = n_batch < s->n_slots ? s->n_slots : n_batch;
     pthread_mutex_init(&s->mu, NULL);

@@ -58,10 +58,13 @@ static int alloc_ffn(hearth_ctx *c, hr_err *e) {
 static int resolve_ffn_mode(const hearth_model *m, hearth_ffn_mode want, hearth_ffn_mode *out, hr_err *e) {
     bool preds = hearth_model_has_predictors(m), relu_family = hr_act_relu_family(m->hp.act);
     if (want == HEARTH_FFN_AUTO) want = preds ? HEARTH_FFN_PREDICTED : HEARTH_FFN_DENSE;
-    /* Experts are computed whole for now: sparse modes inside experts are not implemented. */
-    if (m->hp.n_expert && (want == HEARTH_FFN_EXACT || want == HEARTH_FFN_PREDICTED))
-        return hr_errf(e, "FFN mode '%s' is not available for mixture-of-experts models (%d experts): each chosen expert is computed dense; use dense",
-                       want == HEARTH_FFN_EXACT ? "exact" : "predicted", m->hp.n_expert);
+    /* Inside experts: exact for ReLU-family experts (moe.c); no per-expert predictors exist. */
+    if (m->hp.n_expert && want == HEARTH_FFN_EXACT && !relu_family)
+        return hr_errf(e, "FFN mode 'exact' needs ReLU-family experts (reglu, drelu); this mixture-of-experts model's (%d experts) are %s: use dense",
+                       m->hp.n_expert, hr_act_name(m->hp.act));
+    if (m->hp.n_expert && want == HEARTH_FFN_PREDICTED)
+        return hr_errf(e, "FFN mode 'predicted' is not available for mixture-of-experts models (%d experts): experts have no predictors; use dense or exact",
+                       m->hp.n_expert);
     if (want == HEARTH_FFN_PREDICTED && !preds)
         return hr_errf(e, "FFN mode 'predicted' needs predictors (blk.N.fc1/fc2) and this model has none; use dense or exact");
     if (want == HEARTH_FFN_EXACT && !relu_family)

@@ -6,7 +6,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backends/cpu/ops.h"
+#include "backends/cpu/sparse.h"
 #include "moe.h"
+
+/* Exact mode: above this share of an expert's neurons in its group's union, the full up
+ * product beats gathered rows (hr_gather_matmul equals hr_matmul row for row, so the choice
+ * never changes a result). */
+#define HR_MOE_UNION_DENSE_SHARE 0.6
 
 /* Weights renormalised to sum 1 never divide by less than this (llama.cpp's clamp). */
 #define HR_MOE_MIN_WSUM 6.103515625e-5f
@@ -20,6 +27,9 @@ struct hr_moe_ws {
     int32_t *slot;         /* [n_batch * k] t * k + rank, grouped by expert (token order within) */
     float *xg, *g, *u, *a, *y; /* one expert's group: inputs [n][d], gate/up/act [n][ff], outputs [n][d] */
     float *ys;             /* [n_batch][k][d] weighted expert outputs */
+    float *gc;             /* exact mode: [n][nu] gate values of the group's union */
+    int32_t *idx, *all;    /* exact mode: [ff] the group's union of firing neurons; 0..ff-1 */
+    uint64_t *routed_n;    /* [n_layer][n_expert] tokens routed to each expert */
     bool routed;           /* logits hold this layer's scores already (hr_moe_route_early) */
     uint64_t expert_bytes; /* one expert's three matrices */
     hearth_moe_stats st;
@@ -34,18 +44,27 @@ int hr_moe_ctx_init(hearth_ctx *c, hr_err *e) {
     const size_t nb = (size_t)c->n_batch, k = (size_t)hp->n_expert_used, ne = (size_t)hp->n_expert;
     const size_t d = (size_t)hp->n_embd, ff = (size_t)hp->n_ff_exp;
     w->k = (int32_t)k, w->ne = (int32_t)ne, w->ff = (int32_t)ff, w->d = (int32_t)d;
-    const size_t bytes[] = {nb * ne * 4, nb * k * 4, nb * k * 4, ne * 4, ne * 4, nb * k * 4,
-                            nb * d * 4, nb * ff * 4, nb * ff * 4, nb * ff * 4, nb * d * 4, nb * k * d * 4};
+    const size_t nl = (size_t)hp->n_layer;
+    const size_t bytes[] = {nb * ne * 4, nb * k * 4, nb * k * 4, ne * 4, ne * 4, nb * k * 4, nb * d * 4, nb * ff * 4,
+                            nb * ff * 4, nb * ff * 4, nb * d * 4, nb * k * d * 4, nb * ff * 4, ff * 4, ff * 4, nl * ne * 8};
     void **bufs[] = {(void **)&w->logits, (void **)&w->sel, (void **)&w->w, (void **)&w->count, (void **)&w->start,
                      (void **)&w->slot, (void **)&w->xg, (void **)&w->g, (void **)&w->u, (void **)&w->a,
-                     (void **)&w->y, (void **)&w->ys};
+                     (void **)&w->y, (void **)&w->ys, (void **)&w->gc, (void **)&w->idx, (void **)&w->all,
+                     (void **)&w->routed_n};
     for (size_t i = 0; i < sizeof bytes / sizeof *bytes; i++) {
         if (!(*bufs[i] = calloc(1, bytes[i]))) return hr_errf(e, "out of memory allocating expert buffers");
         c->scratch_bytes += bytes[i];
     }
+    for (size_t j = 0; j < ff; j++) w->all[j] = (int32_t)j;
     w->expert_bytes = hr_moe_expert_bytes(&c->m->layers[0].moe);
+    uint64_t router = 0;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const hr_mat *r = &c->m->layers[il].moe.router;
+        router += (uint64_t)r->row_bytes * (uint64_t)r->n_out;
+    }
     w->st = (hearth_moe_stats){.n_expert = hp->n_expert, .n_expert_used = hp->n_expert_used, .n_layer = hp->n_layer,
-                               .expert_bytes = w->expert_bytes * ne * (uint64_t)hp->n_layer};
+                               .expert_bytes = w->expert_bytes * ne * (uint64_t)hp->n_layer, .n_ff_exp = hp->n_ff_exp,
+                               .router_bytes = router};
     return 0;
 }
 
@@ -54,6 +73,7 @@ void hr_moe_ctx_free(hearth_ctx *c) {
     if (!w) return;
     free(w->logits), free(w->sel), free(w->w), free(w->count), free(w->start), free(w->slot);
     free(w->xg), free(w->g), free(w->u), free(w->a), free(w->y), free(w->ys);
+    free(w->gc), free(w->idx), free(w->all), free(w->routed_n);
     free(w);
     c->moe = NULL;
 }
@@ -119,17 +139,90 @@ static int route(hearth_ctx *c, const hr_layer *L, const float *xn, int32_t n, h
     return 0;
 }
 
+/* Union over the group's cnt tokens of the neurons whose gate fires (g [cnt][ff]) into
+ * w->idx; returns its size. */
+static int64_t gate_union(const struct hr_moe_ws *w, int32_t cnt) {
+    int64_t nu = 0;
+    for (int32_t j = 0; j < w->ff; j++) {
+        bool any = false;
+        for (int32_t i = 0; i < cnt && !any; i++) any = w->g[(size_t)i * (size_t)w->ff + (size_t)j] > 0;
+        if (any) w->idx[nu++] = j;
+    }
+    return nu;
+}
+
+/* Exact mode (ReGLU/dReLU experts): relu(gate) is zero unless gate > 0, so up is computed only
+ * for the union of firing neurons and every other activation is zero. ffn_down_exps holds
+ * n_embd rows of n_ff_exp: the activations go back into full rows (zeros elsewhere) for the
+ * dense down product, which then sees the same values dense mode gives it (relu(g) * u is a
+ * zero there too), so the output equals dense mode's. *rows: the up rows it read. */
+static int expert_exact(hearth_ctx *c, const hr_mat *up, int32_t cnt, int64_t *rows, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    const size_t ff = (size_t)w->ff;
+    int64_t nu = gate_union(w, cnt);
+    const int32_t *idx = w->idx;
+    if (nu > HR_MOE_UNION_DENSE_SHARE * (double)ff) idx = w->all, nu = (int64_t)ff;
+    *rows = nu;
+    memset(w->a, 0, sizeof(float) * (size_t)cnt * ff);
+    if (!nu) return 0;
+    if (hr_gather_matmul(&c->cpu, up, w->xg, cnt, idx, nu, w->u, e)) return -1;
+    for (int32_t i = 0; i < cnt; i++)
+        for (int64_t q = 0; q < nu; q++) w->gc[(size_t)i * (size_t)nu + (size_t)q] = w->g[(size_t)i * ff + (size_t)idx[q]];
+    hr_ffn_act(w->gc, w->gc, w->u, (int64_t)cnt * nu, c->m->hp.act); /* element-wise: in place is fine */
+    for (int32_t i = 0; i < cnt; i++)
+        for (int64_t q = 0; q < nu; q++) {
+            const size_t at = (size_t)i * ff + (size_t)idx[q];
+            if (w->g[at] > 0) w->a[at] = w->gc[(size_t)i * (size_t)nu + (size_t)q];
+        }
+    return 0;
+}
+
+/* FFN counters of one expert's group: neurons computed (exact: gate > 0) and, with --stats,
+ * those that fire (gate > 0, and up > 0 for dReLU). g holds the full gate; up values are in
+ * w->u, [cnt][ff] in dense mode or [cnt][nu] over w->idx (w->all when nu == ff) in exact mode. */
+static void count_expert(hearth_ctx *c, int il, int32_t cnt, bool exact, int64_t nu) {
+    struct hr_moe_ws *w = c->moe;
+    hearth_ffn_stats *s = &c->ffn_stats[il];
+    const bool relu = hr_act_relu_family(c->m->hp.act), drelu = c->m->hp.act == HR_ACT_DRELU;
+    const size_t ff = (size_t)w->ff;
+    if (!exact) s->computed += (uint64_t)cnt * ff;
+    if (!relu || (!exact && !c->ffn_stats_on)) return;
+    const int32_t *idx = exact && nu < (int64_t)ff ? w->idx : w->all;
+    const int64_t n_up = exact ? nu : (int64_t)ff;
+    uint64_t gate_on = 0, fired = 0;
+    for (int32_t i = 0; i < cnt; i++) {
+        const float *g = w->g + (size_t)i * ff, *u = w->u + (size_t)i * (size_t)n_up;
+        for (int64_t q = 0; q < n_up; q++) {
+            const bool on = g[idx[q]] > 0;
+            gate_on += on, fired += on && (!drelu || u[q] > 0);
+        }
+    }
+    if (exact) s->computed += gate_on;
+    if (c->ffn_stats_on) s->fired += fired, s->fired_computed += fired; /* both modes compute every firing neuron */
+}
+
 /* Expert x over its cnt tokens: gather their inputs, gate/up, activation, down, each output
- * row times its weight into ys. */
-static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int32_t x, const float *xn, hr_err *e) {
+ * row times its weight into ys; adds the bytes of the expert's weights it read to *read. */
+static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x, const float *xn, uint64_t *read,
+                      hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     const int32_t cnt = w->count[x], *slot = w->slot + w->start[x];
     const size_t d = (size_t)w->d;
     for (int32_t i = 0; i < cnt; i++) memcpy(w->xg + i * d, xn + (size_t)(slot[i] / w->k) * d, d * sizeof(float));
     const hr_mat gate = hr_moe_expert(&mw->gate, x), up = hr_moe_expert(&mw->up, x), down = hr_moe_expert(&mw->down, x);
-    if (hr_matmul(&c->cpu, &gate, w->xg, cnt, w->g, e) || hr_matmul(&c->cpu, &up, w->xg, cnt, w->u, e)) return -1;
-    hr_ffn_act(w->a, w->g, w->u, (int64_t)cnt * w->ff, c->m->hp.act);
+    const bool exact = c->ffn_mode == HEARTH_FFN_EXACT;
+    int64_t up_rows = up.n_out;
+    if (hr_matmul(&c->cpu, &gate, w->xg, cnt, w->g, e)) return -1;
+    if (exact) {
+        if (expert_exact(c, &up, cnt, &up_rows, e)) return -1;
+    } else {
+        if (hr_matmul(&c->cpu, &up, w->xg, cnt, w->u, e)) return -1;
+        hr_ffn_act(w->a, w->g, w->u, (int64_t)cnt * w->ff, c->m->hp.act);
+    }
+    count_expert(c, il, cnt, exact, up_rows);
     if (hr_matmul(&c->cpu, &down, w->a, cnt, w->y, e)) return -1;
+    *read += (uint64_t)gate.row_bytes * (uint64_t)gate.n_out + (uint64_t)up.row_bytes * (uint64_t)up_rows +
+             (uint64_t)down.row_bytes * (uint64_t)down.n_out;
     for (int32_t i = 0; i < cnt; i++) {
         const float wt = w->w[slot[i]], *y = w->y + i * d;
         float *dst = w->ys + (size_t)slot[i] * d;
@@ -138,23 +231,23 @@ static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int32_t x, const 
     return 0;
 }
 
-static void count_reads(hearth_ctx *c, int il, int32_t n, int32_t used) {
-    hearth_moe_stats *s = &c->moe->st;
-    const uint64_t bytes = (uint64_t)used * c->moe->expert_bytes;
+static void count_reads(hearth_ctx *c, int il, int32_t n, uint64_t bytes) {
+    struct hr_moe_ws *w = c->moe;
+    hearth_moe_stats *s = &w->st;
     if (il == 0) s->tokens += (uint64_t)n, s->decode_tokens += n == 1;
     s->read_bytes += bytes;
     if (n == 1) s->decode_read_bytes += bytes;
+    c->ffn_stats[il].tokens += (uint64_t)n;
+    uint64_t *routed = w->routed_n + (size_t)il * (size_t)w->ne;
+    for (int32_t x = 0; x < w->ne; x++) routed[x] += (uint64_t)w->count[x];
 }
 
 int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     if (route(c, L, xn, n, e)) return -1;
-    int32_t used = 0;
-    for (int32_t x = 0; x < w->ne; x++) {
-        if (!w->count[x]) continue;
-        used++;
-        if (run_expert(c, &L->moe, x, xn, e)) return -1;
-    }
+    uint64_t read = 0;
+    for (int32_t x = 0; x < w->ne; x++)
+        if (w->count[x] && run_expert(c, &L->moe, il, x, xn, &read, e)) return -1;
     const size_t d = (size_t)w->d;
     for (int32_t t = 0; t < n; t++) { /* rank order, as llama.cpp adds the expert views */
         const float *ys = w->ys + (size_t)t * (size_t)w->k * d;
@@ -163,7 +256,7 @@ int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_
         for (int32_t r = 1; r < w->k; r++)
             for (size_t j = 0; j < d; j++) o[j] += ys[(size_t)r * d + j];
     }
-    count_reads(c, il, n, used);
+    count_reads(c, il, n, read);
     return 0;
 }
 
@@ -173,5 +266,11 @@ const float *hr_moe_last_weights(const hearth_ctx *c) { return c->moe ? c->moe->
 int hearth_ctx_moe_stats(const hearth_ctx *c, hearth_moe_stats *out) {
     if (!c->moe) return -1;
     *out = c->moe->st;
+    return 0;
+}
+
+int hearth_ctx_moe_routed(const hearth_ctx *c, int32_t il, uint64_t *counts) {
+    if (!c->moe || il < 0 || il >= c->m->hp.n_layer || !counts) return -1;
+    memcpy(counts, c->moe->routed_n + (size_t)il * (size_t)c->moe->ne, sizeof(uint64_t) * (size_t)c->moe->ne);
     return 0;
 }

@@ -13,7 +13,14 @@
  * A batch groups its tokens by expert: one matrix-matrix product per used expert over the
  * tokens routed to it (decode: one matrix-vector product per chosen expert), results
  * scattered back. Each token's output is bit-identical to computing it alone: the products
- * are row-independent and the per-token sum has a fixed order. */
+ * are row-independent and the per-token sum has a fixed order.
+ *
+ * --ffn exact (ReGLU/dReLU experts, SmallThinker): each used expert's gate is computed in full
+ * for its tokens; up only for the union of the neurons whose gate fires (gathered rows, equal
+ * to the full product's row for row); the activations, zero elsewhere, feed the expert's dense
+ * down product, so the output equals dense mode's and stays batch-independent. The FFN
+ * counters (hearth_ctx_ffn_stats) count over the chosen experts' neurons; routing counts per
+ * layer and expert: hearth_ctx_moe_routed. */
 #ifndef HR_MOE_H
 #define HR_MOE_H
 #include "context.h"

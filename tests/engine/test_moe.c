@@ -14,6 +14,7 @@
 
 static double act(hr_act a, double g, double u) {
     if (a == HR_ACT_REGLU) return (g > 0 ? g : 0) * u;
+    if (a == HR_ACT_DRELU) return (g > 0 ? g : 0) * (u > 0 ? u : 0);
     return g / (1 + exp(-g)) * u; /* SwiGLU */
 }
 
@@ -74,12 +75,12 @@ static void reference(const hearth_model *m, const hr_layer *L, const float *xn,
     free(p), free(h), free(row);
 }
 
-static hearth_model *make(const char *arch, uint32_t type, uint32_t ne, uint32_t k, bool sigmoid, const char *tag) {
+static hearth_model *make_act(const char *arch, uint32_t type, uint32_t ne, uint32_t k, bool sigmoid, int act, const char *tag) {
     hr_synth_params p;
     hr_synth_defaults(&p);
     p.arch = arch, p.type = type, p.n_embd = 64, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 96, p.n_vocab = 300;
     p.n_expert = ne, p.n_expert_used = k, p.moe_sigmoid = sigmoid, p.seed = 7;
-    p.act = hr_synth_default_act(arch, false);
+    p.act = act >= 0 ? (hr_synth_act)act : hr_synth_default_act(arch, false);
     char path[256];
     hr_err e = {{0}};
     if (hr_synth_write(&p, hr_test_tmp(path, sizeof path, tag), &e)) {
@@ -92,13 +93,17 @@ static hearth_model *make(const char *arch, uint32_t type, uint32_t ne, uint32_t
     return m;
 }
 
+static hearth_model *make(const char *arch, uint32_t type, uint32_t ne, uint32_t k, bool sigmoid, const char *tag) {
+    return make_act(arch, type, ne, k, sigmoid, -1, tag);
+}
+
 /* Layer 1's MoE FFN of n random normed-looking inputs against the reference, token by token
- * and as one batch. */
-static void check_layer(hearth_model *m, const char *tag, double tol) {
+ * and as one batch, in FFN mode mode. */
+static void check_layer_mode(hearth_model *m, const char *tag, double tol, hearth_ffn_mode mode) {
     const hr_hparams *hp = &m->hp;
     const int32_t n = 9, d = hp->n_embd, k = hp->n_expert_used;
     hearth_ctx_params cp = hearth_ctx_default_params();
-    cp.n_ctx = 64, cp.n_threads = 2, cp.gpu = HEARTH_GPU_OFF;
+    cp.n_ctx = 64, cp.n_threads = 2, cp.gpu = HEARTH_GPU_OFF, cp.ffn_mode = mode;
     hr_err e = {{0}};
     hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
     CHECKF(c, "%s: %s", tag, e.msg);
@@ -133,10 +138,12 @@ static void check_layer(hearth_model *m, const char *tag, double tol) {
         CHECKF(!memcmp(y1, yb + t * d, sizeof(float) * (size_t)d), "%s token %d: batched output differs from alone", tag, t);
     }
     CHECKF(worst <= tol, "%s: max error %.3g of the output scale, tolerance %.3g", tag, worst, tol);
-    fprintf(stderr, "%s: max error vs float64 reference %.2e of scale (tol %.0e)\n", tag, worst, tol);
+    fprintf(stderr, "%s (%s): max error vs float64 reference %.2e of scale (tol %.0e)\n", tag, hearth_ffn_mode_name(mode), worst, tol);
     free(xn), free(yb), free(y1), free(ref);
     hearth_ctx_free(c);
 }
+
+static void check_layer(hearth_model *m, const char *tag, double tol) { check_layer_mode(m, tag, tol, HEARTH_FFN_DENSE); }
 
 /* A prompt evaluated as one batch (all logits) equals it evaluated token by token. */
 static void check_batch_vs_decode(hearth_model *m, const char *tag) {
@@ -172,7 +179,14 @@ static void check_refusals(hearth_model *m) {
     cp.n_ctx = 64, cp.gpu = HEARTH_GPU_OFF, cp.ffn_mode = HEARTH_FFN_EXACT;
     hr_err e = {{0}};
     hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
-    CHECKF(!c && strstr(e.msg, "mixture-of-experts") && strstr(e.msg, "exact"), "exact mode on MoE: %s", c ? "(accepted)" : e.msg);
+    /* SwiGLU experts have no zero activations to skip */
+    CHECKF(!c && strstr(e.msg, "mixture-of-experts") && strstr(e.msg, "exact") && strstr(e.msg, "swiglu"),
+           "exact mode on SwiGLU MoE: %s", c ? "(accepted)" : e.msg);
+    hearth_ctx_free(c);
+    cp.ffn_mode = HEARTH_FFN_PREDICTED;
+    c = hearth_ctx_new(m, &cp, &e);
+    CHECKF(!c && strstr(e.msg, "mixture-of-experts") && strstr(e.msg, "predicted"), "predicted mode on MoE: %s",
+           c ? "(accepted)" : e.msg);
     hearth_ctx_free(c);
     hr_gpu_plan_in in = {.m = m, .n_ctx = 64, .n_seq = 1, .n_batch = 32, .budget = 1ull << 30, .mode = HEARTH_FFN_DENSE,
                          .n_gpu_layers = 1};
@@ -183,6 +197,102 @@ static void check_refusals(hearth_model *m) {
     in.n_gpu_layers = 0; /* automatic placement: nothing of the MoE layers goes to the device */
     CHECKF(hr_gpu_plan_make(&in, &p, &e) == 0 && p.n_attn == 0 && p.n_whole == 0, "auto plan on MoE: %s", e.msg);
     hr_gpu_plan_free(&p);
+}
+
+/* Logits of a 24-token prompt in mode, as one batch (batch) or token by token, into out
+ * [24][n_vocab]; ffn (per layer) and moe counters after it. */
+enum { NP = 24 };
+static int run_prompt(hearth_model *m, hearth_ffn_mode mode, bool batch, float *out, hearth_ffn_stats *ffn, hearth_moe_stats *ms,
+                      uint64_t *routed0) {
+    int32_t toks[NP];
+    for (int i = 0; i < NP; i++) toks[i] = (int32_t)((i * 53 + 5) % 300);
+    hearth_ctx_params cp = hearth_ctx_default_params();
+    cp.n_ctx = 64, cp.n_threads = 2, cp.gpu = HEARTH_GPU_OFF, cp.kv_k = cp.kv_v = HEARTH_KV_F32, cp.ffn_mode = mode;
+    cp.ffn_stats = true;
+    hr_err e = {{0}};
+    hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
+    if (!c) return fprintf(stderr, "ctx (%s): %s\n", hearth_ffn_mode_name(mode), e.msg), -1;
+    const int32_t nv = hearth_model_get_info(m)->n_vocab;
+    int rc = 0;
+    if (batch) {
+        rc = hearth_eval(c, toks, NP, 0, true, &e);
+        for (int i = 0; !rc && i < NP; i++) memcpy(out + (size_t)i * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
+    } else {
+        for (int i = 0; !rc && i < NP; i++) {
+            rc = hearth_eval(c, &toks[i], 1, i, false, &e);
+            if (!rc) memcpy(out + (size_t)i * nv, hearth_logits(c, -1), sizeof(float) * (size_t)nv);
+        }
+    }
+    if (rc) fprintf(stderr, "eval: %s\n", e.msg);
+    for (int il = 0; il < m->hp.n_layer; il++) hearth_ctx_ffn_stats(c, il, &ffn[il]);
+    hearth_ctx_moe_stats(c, ms);
+    if (routed0 && hearth_ctx_moe_routed(c, 0, routed0)) rc = -1;
+    hearth_ctx_free(c);
+    return rc;
+}
+
+/* --ffn exact inside ReLU-family experts: the same logits as dense (up to the rounding
+ * test_ffn_modes allows dense layers: float noise, or a Q8_0 activation rounding flip),
+ * batched bit-identical to decoded, fewer neurons computed than dense, every firing neuron
+ * computed, fewer expert bytes read; the per-layer routing counts add up. */
+static void check_exact(hearth_model *m, const char *tag, double tol) {
+    const hr_hparams *hp = &m->hp;
+    const int32_t nv = hearth_model_get_info(m)->n_vocab, nl = hp->n_layer;
+    const size_t nlog = (size_t)NP * (size_t)nv;
+    float *dense = malloc(sizeof(float) * nlog), *ex = malloc(sizeof(float) * nlog), *exd = malloc(sizeof(float) * nlog);
+    float *dd = malloc(sizeof(float) * nlog);
+    hearth_ffn_stats fd[8], fe[8], fx[8], fdd[8];
+    hearth_moe_stats md, me, mx, mdd;
+    uint64_t routed[64] = {0};
+    CHECK(nl <= 8 && hp->n_expert <= 64);
+    if (!dense || !ex || !exd || !dd || nl > 8 || hp->n_expert > 64 || run_prompt(m, HEARTH_FFN_DENSE, true, dense, fd, &md, NULL) ||
+        run_prompt(m, HEARTH_FFN_EXACT, true, ex, fe, &me, routed) || run_prompt(m, HEARTH_FFN_EXACT, false, exd, fx, &mx, NULL) ||
+        run_prompt(m, HEARTH_FFN_DENSE, false, dd, fdd, &mdd, NULL)) {
+        CHECKF(0, "%s: exact-mode runs failed", tag);
+        free(dense), free(ex), free(exd), free(dd);
+        return;
+    }
+    double diff = 0;
+    for (size_t i = 0; i < nlog; i++) diff = fmax(diff, fabs((double)dense[i] - ex[i]));
+    CHECKF(diff <= tol, "%s: exact differs from dense by %g (tolerance %g)", tag, diff, tol);
+    double diff1 = 0;
+    for (size_t i = 0; i < nlog; i++) diff1 = fmax(diff1, fabs((double)dd[i] - exd[i]));
+    CHECKF(diff1 <= tol, "%s: exact decoded differs from dense decoded by %g (tolerance %g)", tag, diff1, tol);
+    int bad = 0;
+    for (int i = 0; i < NP; i++) bad += memcmp(ex + (size_t)i * nv, exd + (size_t)i * nv, sizeof(float) * (size_t)nv) != 0;
+    CHECKF(!bad, "%s exact: %d of %d positions differ between the batch and token-by-token decoding", tag, bad, NP);
+    const uint64_t slots = (uint64_t)NP * (uint64_t)hp->n_expert_used * (uint64_t)hp->n_ff_exp;
+    CHECK(me.n_ff_exp == hp->n_ff_exp && me.router_bytes > 0);
+    uint64_t ce = 0, fired = 0, rsum = 0;
+    for (int il = 0; il < nl; il++) {
+        CHECKF(fd[il].tokens == NP && fd[il].computed == slots, "%s layer %d dense: %llu tokens, %llu neurons computed of %llu",
+               tag, il, (unsigned long long)fd[il].tokens, (unsigned long long)fd[il].computed, (unsigned long long)slots);
+        /* ReGLU: exact computes exactly the firing neurons; dReLU: those whose gate fires, a superset */
+        bool same = hp->act == HR_ACT_DRELU ? fe[il].computed >= fe[il].fired : fe[il].computed == fe[il].fired;
+        CHECKF(same && fe[il].fired_computed == fe[il].fired && fe[il].fired > 0 && fe[il].computed < slots,
+               "%s layer %d exact: computed %llu of %llu neurons, %llu fired, %llu of them computed", tag, il,
+               (unsigned long long)fe[il].computed, (unsigned long long)slots, (unsigned long long)fe[il].fired,
+               (unsigned long long)fe[il].fired_computed);
+        /* the same neurons fire in dense mode, and decoding computes the same ones */
+        CHECKF(fd[il].fired == fe[il].fired && fx[il].computed == fe[il].computed, "%s layer %d: fired dense %llu exact %llu; computed batch %llu decoded %llu",
+               tag, il, (unsigned long long)fd[il].fired, (unsigned long long)fe[il].fired,
+               (unsigned long long)fe[il].computed, (unsigned long long)fx[il].computed);
+        ce += fe[il].computed, fired += fe[il].fired;
+    }
+    for (int32_t x = 0; x < hp->n_expert; x++) rsum += routed[x];
+    CHECKF(rsum == (uint64_t)NP * (uint64_t)hp->n_expert_used, "%s: layer 0 routed %llu token-experts, expected %d", tag,
+           (unsigned long long)rsum, NP * hp->n_expert_used);
+    /* decode: dense reads k whole experts per layer, exact fewer up rows; a batch's union may
+     * cover most of an expert, then it reads all of it */
+    CHECKF(mx.decode_tokens == NP && mdd.decode_tokens == NP && mx.decode_read_bytes < mdd.decode_read_bytes &&
+           me.read_bytes <= md.read_bytes,
+           "%s: expert bytes read decoding dense %llu, exact %llu; batch dense %llu, exact %llu", tag,
+           (unsigned long long)mdd.decode_read_bytes, (unsigned long long)mx.decode_read_bytes,
+           (unsigned long long)md.read_bytes, (unsigned long long)me.read_bytes);
+    fprintf(stderr, "%s exact: max |exact - dense| %.3g, decoded %.3g (tol %.0e); %.1f%% of expert neurons computed, %.1f%% fired; expert bytes %.1f%% of dense\n",
+            tag, diff, diff1, tol, 100.0 * (double)ce / ((double)slots * nl), 100.0 * (double)fired / ((double)slots * nl),
+            100.0 * (double)mx.decode_read_bytes / (double)mdd.decode_read_bytes);
+    free(dense), free(ex), free(exd), free(dd);
 }
 
 int main(void) {
@@ -198,6 +308,20 @@ int main(void) {
     hearth_model_free(m);
     m = make("smallthinker", HR_F32, 6, 2, true, "st-sigmoid.gguf");
     if (m) check_layer(m, "smallthinker sigmoid f32 6x2", 1e-5), check_batch_vs_decode(m, "smallthinker sigmoid 6x2");
+    if (m) check_layer_mode(m, "smallthinker sigmoid f32 6x2", 1e-5, HEARTH_FFN_EXACT), check_exact(m, "smallthinker sigmoid f32 6x2", 1e-4);
+    hearth_model_free(m);
+    m = make("smallthinker", HR_F32, 8, 3, false, "st-softmax.gguf");
+    if (m) check_layer_mode(m, "smallthinker softmax f32 8x3", 1e-5, HEARTH_FFN_EXACT), check_exact(m, "smallthinker softmax f32 8x3", 1e-4);
+    hearth_model_free(m);
+    /* Q8_0 activations: ~1% of the scale per product, as for the dense path */
+    m = make("smallthinker", HR_Q8_0, 6, 2, true, "st-sigmoid-q8.gguf");
+    if (m) check_layer_mode(m, "smallthinker sigmoid q8_0 6x2", 3e-2, HEARTH_FFN_EXACT), check_exact(m, "smallthinker sigmoid q8_0 6x2", 5e-2);
+    hearth_model_free(m);
+    m = make("smallthinker", HR_Q8_0, 8, 3, false, "st-softmax-q8.gguf");
+    if (m) check_exact(m, "smallthinker softmax q8_0 8x3", 5e-2);
+    hearth_model_free(m);
+    m = make_act("llama", HR_F32, 6, 2, false, HR_SYNTH_DRELU, "llama-drelu-moe.gguf"); /* dReLU experts */
+    if (m) check_layer_mode(m, "llama drelu f32 6x2", 1e-5, HEARTH_FFN_EXACT), check_exact(m, "llama drelu f32 6x2", 1e-4);
     hearth_model_free(m);
     return TEST_END();
 }
