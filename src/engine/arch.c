@@ -23,7 +23,7 @@ static const hr_arch archs[] = {
     {.name = "smallthinker", .rope = HR_ROPE_NEOX, .act = HR_ACT_REGLU, .act_fixed = true, .sparse_act = HR_ACT_COUNT,
      .eps_key = RMS_EPS, .ff_key = "expert_feed_forward_length", .ffn_suffix = "_exps", .one_expert = 1,
      .moe = true, .moe_required = true, .moe_gate = HR_MOE_SOFTMAX, .moe_gate_key = true, .moe_norm = true,
-     .moe_router_input = true},
+     .moe_router_input = true, .swa_pattern = 4, .swa_dense_first = true, .swa_fixed = 4096, .nope_step = 4},
     /* Bamboo's dReLU: relu(gate) * relu(up), in PowerInfer's dense and sparse paths alike. */
     {.name = "bamboo", .rope = HR_ROPE_NORM, .act = HR_ACT_DRELU, .act_fixed = true, .sparse_act = HR_ACT_COUNT, .powerinfer = true,
      .eps_key = RMS_EPS, .ff_key = FF, .ffn_suffix = ""},

@@ -82,6 +82,11 @@ typedef struct hr_arch {
     const char *moe_ff_key;
     hr_moe_gate moe_gate;
     uint32_t swa_default;  /* window when the file has no sliding_window key (gemma2: 4096); 0 none */
+    /* SmallThinker's form of the pattern (llama.cpp's dense_first): layer il slides iff
+     * il % n != 0; with a window the size is swa_fixed whatever the key's value, and layers
+     * il % nope_step == 0 (the global ones) have no RoPE. */
+    bool swa_dense_first;
+    uint32_t swa_fixed, nope_step;
     /* The sliding layers' RoPE: 0 the global base and scale, unless the file has
      * rope.freq_base_swa (gemma2); > 0 this base (or the key's) and no scaling (gemma3). */
     float swa_rope_base;

@@ -68,6 +68,7 @@ typedef struct hr_layer {
     hr_moe_weights moe;                /* router.data NULL unless a mixture of experts */
     bool use_rope;                     /* false for NoPE layers */
     bool swa;                          /* attention over the last hp.n_swa positions only */
+    bool nope;                         /* no RoPE in this layer (SmallThinker's global layers) */
     float rope_base, rope_freq_scale;  /* this layer's RoPE (Gemma 3's sliding layers have their own) */
     bool attn_scaled;                  /* q scaled after RoPE or scores soft-capped (Gemma), which
                                           the device attention lacks */

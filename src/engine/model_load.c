@@ -200,21 +200,23 @@ static int load_swa(hearth_model *m, const hr_arch *a, hr_err *e) {
     if (arch_u32(m, "attention.sliding_window", false, &swa, e)) return -1;
     if (!swa) swa = a->swa_default;
     if (!swa) return 0;
+    if (a->swa_fixed) swa = a->swa_fixed; /* llama.cpp sets smallthinker's window, not the file */
     if (swa > (1u << 24)) return hr_errf(e, "%s.attention.sliding_window = %u is out of range", m->arch, swa);
     m->hp.n_swa = (int32_t)swa;
     char key[128];
     snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", m->arch);
     const gguf_kv *kv = gguf_find_kv(&m->file, key);
     uint32_t n = a->swa_pattern;
-    if (kv && kv->val.type == GGUF_VT_ARRAY) {
-        const gguf_array *arr = &kv->val.v.a;
-        if (arr->type != GGUF_VT_BOOL || arr->n != (uint64_t)m->hp.n_layer)
-            return hr_errf(e, "%s must hold one bool per layer (%d)", key, m->hp.n_layer);
-        for (int il = 0; il < m->hp.n_layer; il++) m->layers[il].swa = gguf_arr_num(arr, (uint64_t)il) != 0;
-        return 0;
+    const bool arr = kv && kv->val.type == GGUF_VT_ARRAY;
+    if (arr && (kv->val.v.a.type != GGUF_VT_BOOL || kv->val.v.a.n != (uint64_t)m->hp.n_layer))
+        return hr_errf(e, "%s must hold one bool per layer (%d)", key, m->hp.n_layer);
+    if (kv && !arr && gguf_get_u32(&m->file, key, &n, e)) return -1;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        hr_layer *L = &m->layers[il];
+        if (arr) L->swa = gguf_arr_num(&kv->val.v.a, (uint64_t)il) != 0;
+        else L->swa = n == 0 || (a->swa_dense_first ? (uint32_t)il % n != 0 : (uint32_t)il % n < n - 1);
+        L->nope = a->nope_step && (uint32_t)il % a->nope_step == 0;
     }
-    if (kv && gguf_get_u32(&m->file, key, &n, e)) return -1;
-    for (int il = 0; il < m->hp.n_layer; il++) m->layers[il].swa = n == 0 || (uint32_t)il % n < n - 1;
     return 0;
 }
 

@@ -130,7 +130,7 @@ static int load_layer(hearth_model *m, int il, hr_layer *L, hr_err *e) {
         (hp->n_expert ? hr_load_moe(m, il, &L->moe, e)
                       : hr_load_ffn(m, il, hp->arch->ffn_suffix, &L->ffn, e) || load_ffn_bias(m, il, &L->ffn, e)))
         return -1;
-    L->use_rope = hp->arch->rope != HR_ROPE_NONE;
+    L->use_rope = hp->arch->rope != HR_ROPE_NONE && !L->nope;
     L->rope_ext = L->use_rope && (m->rope_freqs || m->rope_long || m->rope_short || hp->rope_yarn.ext_factor != 0.0f ||
                                   hp->rope_yarn.attn_factor != 1.0f);
     return 0;

@@ -82,6 +82,11 @@ const MODEL_CASES = [
         extra: ["--n-expert", "4", "--n-expert-used", "2"]},
     {name: "smallthinker-sigmoid-q8_0", arch: "smallthinker", type: "q8_0", tokenizer: "bpe", seed: 46,
         extra: ["--n-expert", "8", "--n-expert-used", "3", "--expert-gating", "sigmoid"]},
+    // SmallThinker with a window key, as its real files have: llama.cpp then slides 3 of 4
+    // layers (il % 4 != 0) over a fixed 4096 whatever the key says, and the other layers
+    // (0, 4, ...) have no RoPE; 5 layers so that both kinds appear twice.
+    {name: "smallthinker-swa-nope-f32", arch: "smallthinker", type: "f32", tokenizer: "spm", seed: 47, n_layer: 5,
+        extra: ["--n-expert", "4", "--n-expert-used", "2", "--swa", "8"]},
     // Gemma 2: embedding times sqrt(n_embd), post-attention/post-FFN norms, GEGLU (ggml's GELU
     // rounds through F16, so F32 weights get the F16 tolerance, as falcon), q scaled after RoPE,
     // output tied, every other layer sliding with a window of 16 that the prompt plus 32 steps
