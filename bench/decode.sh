@@ -26,10 +26,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 types=f16,q8_0,q4_0,Q4_K_M,Q5_K_M,Q6_K,IQ4_XS,Q4_1 threads=1,2 rounds=3 runs=3 n_prompt=64 n_gen=64 layers=8 llama=1
 hearth=${HEARTH_BIN:-} membw= quantize= cache=${HEARTH_BENCH_DIR:-$root/build-bench}
 
-die() { echo "decode.sh: $*" >&2; exit 2; }
-log() { echo "[decode.sh $(date +%H:%M:%S)] $*" >&2; }
-need() { [ $# -ge 2 ] || die "$1 needs a value"; }
-posint() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: '$2' is not a positive integer"; }
+me=decode.sh
+. "$root/bench/lib.sh"
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -60,36 +58,9 @@ for t in "${thread_list[@]}"; do posint --threads "$t"; done
 mkdir -p "$cache" || die "cannot create $cache"
 
 # --- tools ---------------------------------------------------------------------------------
-if [ -z "$hearth" ]; then
-    for c in "$root/build/hearth" $(ls -t "$root"/build*/hearth 2>/dev/null); do
-        [ -x "$c" ] && { hearth=$c; break; }
-    done
-fi
-[ -n "$hearth" ] && [ -x "$hearth" ] || die "no hearth binary (build it, or pass --hearth BIN)"
-if [ -z "$membw" ]; then
-    for c in "$root/build/bench/membw" "$cache/membw"; do [ -x "$c" ] && { membw=$c; break; }; done
-fi
-if [ -z "$membw" ] || [ "$root/bench/membw.c" -nt "$membw" -a "$membw" = "$cache/membw" ]; then
-    membw=$cache/membw
-    log "compiling bench/membw.c -> $membw"
-    ${CC:-cc} -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -pthread -o "$membw" "$root/bench/membw.c" ||
-        die "cannot compile bench/membw.c"
-fi
-llama_ref=$root/tests/conformance/llama_ref.mjs
-if [ "$llama" = 1 ]; then
-    if ! command -v node >/dev/null 2>&1 || [ ! -f "$llama_ref" ]; then
-        log "node or tests/conformance/llama_ref.mjs missing: Hearth only"; llama=0
-    elif ! sh "$root/scripts/llama-ref-setup.sh" >&2; then
-        log "node-llama-cpp could not be installed: Hearth only"; llama=0
-    fi
-fi
+bench_find_tools
+bench_find_llama
 
-# --- JSON fields (first occurrence: top-level keys precede any per-run arrays) -------------
-jnum() { grep -o "\"$2\":[-0-9.eE+]*" "$1" | head -n 1 | cut -d: -f2; }
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END {
-    if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
-fmt() { awk -v a="$1" -v d="${2:-1}" 'BEGIN { if (a == "") print "-"; else printf "%.*f", d, a }'; }
 
 # --- models --------------------------------------------------------------------------------
 shape="--n-embd 2048 --n-layer $layers --n-head 16 --n-ff 5632 --n-vocab 32000"

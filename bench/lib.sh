@@ -1,0 +1,45 @@
+# Sourced by the bench/*.sh scripts: messages, argument checks, finding the tools and the
+# llama.cpp reference, and the JSON and number helpers. The script sets `me` (its name) and
+# `root` first; the tool finders read and set `hearth`, `membw`, `cache`, `llama`, `llama_ref`.
+die() { echo "$me: $*" >&2; exit 2; }
+log() { echo "[$me $(date +%H:%M:%S)] $*" >&2; }
+need() { [ $# -ge 2 ] || die "$1 needs a value"; }
+posint() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: '$2' is not a positive integer"; }
+
+# hearth: the newest build*/hearth unless given; membw: built next to the cache when missing or stale.
+bench_find_tools() {
+    if [ -z "$hearth" ]; then
+        for c in "$root/build/hearth" $(ls -t "$root"/build*/hearth 2>/dev/null); do
+            [ -x "$c" ] && { hearth=$c; break; }
+        done
+    fi
+    [ -n "$hearth" ] && [ -x "$hearth" ] || die "no hearth binary (build it, or pass --hearth BIN)"
+    if [ -z "$membw" ]; then
+        for c in "$root/build/bench/membw" "$cache/membw"; do [ -x "$c" ] && { membw=$c; break; }; done
+    fi
+    if [ -z "$membw" ] || [ "$root/bench/membw.c" -nt "$membw" -a "$membw" = "$cache/membw" ]; then
+        membw=$cache/membw
+        log "compiling bench/membw.c -> $membw"
+        ${CC:-cc} -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -pthread -o "$membw" "$root/bench/membw.c" ||
+            die "cannot compile bench/membw.c"
+    fi
+}
+
+# llama=1 asks for the llama.cpp reference; it falls back to 0 (Hearth only) when it cannot be had.
+bench_find_llama() {
+    llama_ref=$root/tests/conformance/llama_ref.mjs
+    if [ "$llama" = 1 ]; then
+        if ! command -v node >/dev/null 2>&1 || [ ! -f "$llama_ref" ]; then
+            log "node or tests/conformance/llama_ref.mjs missing: Hearth only"; llama=0
+        elif ! sh "$root/scripts/llama-ref-setup.sh" >&2; then
+            log "node-llama-cpp could not be installed: Hearth only"; llama=0
+        fi
+    fi
+}
+
+# JSON fields (first occurrence: top-level keys precede any per-run arrays) and numbers.
+jnum() { grep -o "\"$2\":[-0-9.eE+]*" "$1" | head -n 1 | cut -d: -f2; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+fmt() { awk -v a="$1" -v d="${2:-1}" 'BEGIN { if (a == "") print "-"; else printf "%.*f", d, a }'; }
