@@ -78,17 +78,6 @@ uint64_t hr_row_bytes(uint32_t t, uint64_t n) {
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
-float hr_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    if (exp == 0x1f) return u2f(sign | 0x7f800000 | (man << 13)); /* Inf/NaN keep payload */
-    if (exp == 0) {
-        /* subnormal (or zero): exactly man * 2^-24 */
-        float v = (float)man * 0x1p-24f;
-        return u2f(sign | f2u(v));
-    }
-    return u2f(sign | ((exp + 112) << 23) | (man << 13));
-}
 
 /* Round to nearest even, as ggml_compute_fp32_to_fp16: the scaling trick makes the FPU do
  * the rounding (including into subnormals); NaN becomes the quiet NaN 0x7e00 with its sign. */

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef enum hr_type {
     HR_F32 = 0,
@@ -73,8 +74,25 @@ uint64_t hr_row_bytes(uint32_t t, uint64_t n);
 bool hr_type_is_weight(uint32_t t);            /* the float and quantized types a weight may have */
 bool hr_type_is_quant(uint32_t t);             /* a block type (quantized), weight or activation */
 
-/* Scalar conversions, bit-exact with ggml (round to nearest even, NaN kept). */
-float hr_f16_to_f32(uint16_t h);
+/* Scalar conversions, bit-exact with ggml (round to nearest even, NaN kept). F16 to F32 is
+ * inline: the attention reads F16 KV-cache entries through it one element at a time. */
+static inline float hr_f16_to_f32(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    const uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
+    uint32_t u;
+    float f;
+    if (exp == 0x1f) {
+        u = sign | 0x7f800000u | (man << 13); /* Inf/NaN keep their payload */
+    } else if (exp == 0) {
+        f = (float)man * 0x1p-24f; /* subnormal (or zero): exactly man * 2^-24 */
+        memcpy(&u, &f, 4);
+        u |= sign;
+    } else {
+        u = sign | ((exp + 112) << 23) | (man << 13);
+    }
+    memcpy(&f, &u, 4);
+    return f;
+}
 uint16_t hr_f32_to_f16(float f);
 float hr_bf16_to_f32(uint16_t h);
 uint16_t hr_f32_to_bf16(float f);
