@@ -79,7 +79,7 @@ typedef struct hr_dev_ops {
     /* Y[t] = X[t] / rms(X[t]) * w (w F32 [n]); Y may equal X. */
     int (*rmsnorm)(hr_dev *d, uint64_t X, uint64_t w, int64_t n, int64_t n_tok, float eps, uint64_t Y, hr_err *e);
     /* Rotates n_rot dims of each head of X [n_tok][n_head*head_dim] at pos[t] (host array);
-     * ext NULL: plain RoPE (hr_rope), else hr_rope_ext with its factors and YaRN. */
+     * ext NULL: plain RoPE (hr_rope_ext without factors or YaRN), else with them. */
     int (*rope)(hr_dev *d, uint64_t X, int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_rot,
                 const int32_t *pos, float base, float freq_scale, bool neox, const hr_dev_rope *ext, hr_err *e);
     /* Stores K, V [n_tok][n_head_kv*head_dim] in the caches at (seq, layer, pos), then

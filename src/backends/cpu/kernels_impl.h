@@ -34,6 +34,16 @@ const hr_kernels_ext *hr_kext_avx2(void);
 const hr_kernels_ext *hr_kext_avx512(void);
 const hr_kernels_ext *hr_kext_neon(void);
 
+/* Round to nearest, ties to even, as _mm256_round_ps(_MM_ROUND_NEAREST) does; adding and
+ * removing 1.5*2^23 leaves the FPU's default rounding to do it (|v| <= 2^22 here). ISO C
+ * mode, no fast-math: the pair is not folded. */
+static inline float hr_round_even(float v) {
+    const float big = 0x1.8p23f;
+    return (v + big) - big;
+}
+/* One 32-element block quantized as ggml's x86 Q8_0 prep does; returns the unrounded d. */
+float hr_q8_block_scalar(const float *x, int8_t qs[HR_QK]);
+
 /* Scalar pieces the SIMD files reuse for odd tails. */
 void hr_prep_f16_scalar(const float *x, void *xq, int64_t n);
 void hr_prep_bf16_scalar(const float *x, void *xq, int64_t n);

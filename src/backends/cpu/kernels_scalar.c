@@ -16,32 +16,27 @@ void hr_prep_bf16_scalar(const float *x, void *xq, int64_t n) {
     for (int64_t i = 0; i < n; i++) h[i] = hr_f32_to_bf16(x[i]);
 }
 
-/* Round to nearest, ties to even, as _mm256_round_ps(_MM_ROUND_NEAREST) does; adding and
- * removing 1.5*2^23 leaves the FPU's default rounding to do it (|v| <= 127.x here). */
-static float round_even(float v) {
-    const float big = 0x1.8p23f; /* ISO C mode, no fast-math: the pair is not folded */
-    return (v + big) - big;
+/* One 32-element block as llama.cpp's x86 quantize_row_q8_0 (not the _ref one) quantizes
+ * it: id = 127/amax (not 1/d) and ties round to even. Returns d = amax/127 unrounded (Q8_1
+ * derives its sum term from it). */
+float hr_q8_block_scalar(const float *x, int8_t qs[HR_QK]) {
+    float amax = 0.0f;
+    for (int j = 0; j < HR_QK; j++) {
+        float a = fabsf(x[j]);
+        amax = a > amax ? a : amax;
+    }
+    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+    for (int j = 0; j < HR_QK; j++) {
+        float r = hr_round_even(x[j] * id);
+        /* NaN (from NaN weights) as the SIMD twin's cvtps gives it: INT_MIN, saturated. */
+        qs[j] = (int8_t)(r > 127.f ? 127 : r < -128.f || r != r ? -128 : (int)r);
+    }
+    return amax / 127.f;
 }
 
-/* Twin of llama.cpp's x86 quantize_row_q8_0 (not the _ref one): id = 127/amax (not 1/d)
- * and ties round to even. */
 void hr_prep_q8_0_scalar(const float *x, void *xq, int64_t n) {
     hr_block_q8_0 *y = xq;
-    for (int64_t i = 0; i < n / HR_QK; i++, x += HR_QK) {
-        float amax = 0.0f;
-        for (int j = 0; j < HR_QK; j++) {
-            float a = fabsf(x[j]);
-            amax = a > amax ? a : amax;
-        }
-        const float d = amax / 127.f;
-        const float id = amax != 0.0f ? 127.f / amax : 0.0f;
-        y[i].d = hr_f32_to_f16(d);
-        for (int j = 0; j < HR_QK; j++) {
-            float r = round_even(x[j] * id);
-            /* NaN (from NaN weights) as the SIMD twin's cvtps gives it: INT_MIN, saturated. */
-            y[i].qs[j] = (int8_t)(r > 127.f ? 127 : r < -128.f || r != r ? -128 : (int)r);
-        }
-    }
+    for (int64_t i = 0; i < n / HR_QK; i++, x += HR_QK) y[i].d = hr_f32_to_f16(hr_q8_block_scalar(x, y[i].qs));
 }
 
 static void dot_f32(int64_t n, float *s, const void *w, const void *x) {

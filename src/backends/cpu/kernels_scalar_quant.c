@@ -8,12 +8,6 @@
 
 #include "kernels_impl.h"
 
-/* Round to nearest, ties to even (the FPU's default mode does it: |v| <= 2^22 here). */
-static float round_even(float v) {
-    const float big = 0x1.8p23f; /* ISO C mode, no fast-math: the pair is not folded */
-    return (v + big) - big;
-}
-
 static float f16(uint16_t h) { return hr_f16_to_f32(h); }
 
 /* ---- activation preps ---- */
@@ -23,21 +17,9 @@ static float f16(uint16_t h) { return hr_f16_to_f32(h); }
 void hr_prep_q8_1_scalar(const float *x, void *xq, int64_t n) {
     hr_block_q8_1 *y = xq;
     for (int64_t i = 0; i < n / HR_QK; i++, x += HR_QK) {
-        float amax = 0.0f;
-        for (int j = 0; j < HR_QK; j++) {
-            float a = fabsf(x[j]);
-            amax = a > amax ? a : amax;
-        }
-        const float d = amax / 127.f;
-        const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+        const float d = hr_q8_block_scalar(x, y[i].qs);
         int sum = 0;
-        for (int j = 0; j < HR_QK; j++) {
-            float r = round_even(x[j] * id);
-            /* NaN (from NaN weights) as the SIMD twin's cvtps gives it: INT_MIN, saturated. */
-            int q = r > 127.f ? 127 : r < -128.f || r != r ? -128 : (int)r;
-            y[i].qs[j] = (int8_t)q;
-            sum += q;
-        }
+        for (int j = 0; j < HR_QK; j++) sum += y[i].qs[j];
         y[i].d = hr_f32_to_f16(d);
         y[i].s = hr_f32_to_f16(d * (float)sum);
     }
@@ -63,7 +45,7 @@ void hr_prep_q8_K_scalar(const float *x, void *xq, int64_t n) {
         const float iscale = -127.f / max;
         for (int j = 0; j < HR_QK_K; j++) {
             /* ggml's bit-trick rounding turns NaN into 0; a float-to-int cast of it is undefined. */
-            const float r = round_even(iscale * x[j]);
+            const float r = hr_round_even(iscale * x[j]);
             int v = r != r ? 0 : r > 127.f ? 127 : r < -128.f ? -128 : (int)r;
             y[i].qs[j] = (int8_t)v;
         }

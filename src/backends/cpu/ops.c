@@ -68,10 +68,6 @@ void hr_rope_ext(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int
     }
 }
 
-void hr_rope(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale, bool neox) {
-    hr_rope_ext(x, n_heads, head_dim, n_rot, pos, base, freq_scale, neox, NULL, NULL);
-}
-
 void hr_softmax(float *x, int64_t n, float s) {
     float max = -INFINITY;
     for (int64_t i = 0; i < n; i++) {

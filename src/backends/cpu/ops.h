@@ -18,17 +18,15 @@ static inline hr_act hr_act_device(hr_act a) { return a == HR_ACT_GEGLU ? HR_ACT
 void hr_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps);
 /* y = (x - mean) / sqrt(var + eps) * w + b (b may be NULL). */
 void hr_layernorm(float *y, const float *x, const float *w, const float *b, int64_t n, float eps);
-/* Rotates n_rot dims of each of n_heads heads (head_dim apart) at position pos. */
-void hr_rope(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale, bool neox);
 /* YaRN's part of ggml's RoPE: ext_factor 0 is none (angles freq_scale * theta); otherwise
  * pair k mixes the interpolated and extrapolated angle by a ramp over corr_dims. Every
  * rotation is scaled by attn_factor (and, with YaRN, by 1 + 0.1 ln(1 / freq_scale)). */
 typedef struct hr_rope_yarn {
     float ext_factor, attn_factor, corr_dims[2];
 } hr_rope_yarn;
-/* hr_rope with per-pair frequency divisors freq_factors[n_rot/2] (Llama-3.1 rope_freqs,
- * LongRoPE's long/short factors; NULL for none) and YaRN (NULL for none); with both NULL
- * it is exactly hr_rope. */
+/* Rotates n_rot dims of each of n_heads heads (head_dim apart) at position pos, with
+ * per-pair frequency divisors freq_factors[n_rot/2] (Llama-3.1 rope_freqs, LongRoPE's
+ * long/short factors; NULL for none) and YaRN (NULL for none). */
 void hr_rope_ext(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale,
                  bool neox, const float *freq_factors, const hr_rope_yarn *yarn);
 /* In place softmax of x[0..n) after scaling by s; returns nothing (entries beyond n untouched). */
