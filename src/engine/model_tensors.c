@@ -27,7 +27,8 @@ int hr_get_mat(const hearth_model *m, const char *name, int64_t n_in, int64_t n_
         return shape_error(t, name, n_in, n_out, e);
     if (!hr_type_is_weight(t->type))
         return hr_errf(e, "tensor '%s' has type %s, which is not a weight type Hearth computes with", name,
-                       hr_type_name(t->type) ? hr_type_name(t->type) : "unknown");
+                       t->type == HR_I32_OLD ? "i32 (PowerInfer) or IQ3_XXS (ggml id 18, not supported)"
+                                             : hr_type_name(t->type) ? hr_type_name(t->type) : "unknown");
     *out = (hr_mat){.type = t->type, .n_in = n_in, .n_out = n_out, .row_bytes = hr_row_bytes(t->type, (uint64_t)n_in), .data = t->data};
     return 0;
 }

@@ -230,7 +230,11 @@ static int parse_tensor_info(rd *r, gguf_tensor *t, uint64_t idx) {
     for (uint32_t d = 0; d < t->n_dims; d++)
         if (rd_u64(r, "dimension", &t->ne[d])) return hr_errctx(r->e, "tensor '%s'", name);
     if (rd_u32(r, "type", &t->type)) return hr_errctx(r->e, "tensor '%s'", name);
-    if (!hr_type_known(t->type)) return hr_errf(r->e, "tensor '%s': unknown type id %u", name, t->type);
+    if (!hr_type_known(t->type)) {
+        const char *gn = hr_type_ggml_name(t->type);
+        if (gn) return hr_errf(r->e, "tensor '%s': type %s (ggml id %u) is not supported by Hearth", name, gn, t->type);
+        return hr_errf(r->e, "tensor '%s': unknown type id %u", name, t->type);
+    }
     if (tensor_size(r, t, name)) return -1;
     if (rd_u64(r, "offset", &t->offset)) return hr_errctx(r->e, "tensor '%s'", name);
     return 0;

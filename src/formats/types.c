@@ -52,6 +52,21 @@ bool hr_type_known(uint32_t t) { return t < HR_TYPE_MAX && k_types[t].name != NU
 
 const char *hr_type_name(uint32_t t) { return hr_type_known(t) ? k_types[t].name : NULL; }
 
+/* ggml's names for the ids Hearth does not read, so a refusal names what the file holds.
+ * 18 is I32 in PowerInfer's 2023 ggml (its GPU index) and IQ3_XXS in today's. */
+const char *hr_type_ggml_name(uint32_t t) {
+    static const char *const names[] = {
+        [4] = "Q4_2 (removed from ggml)", [5] = "Q4_3 (removed from ggml)", [16] = "IQ2_XXS",
+        [17] = "IQ2_XS", [18] = "IQ3_XXS", [19] = "IQ1_S", [21] = "IQ3_S", [22] = "IQ2_S",
+        [27] = "I64", [28] = "F64", [29] = "IQ1_M", [31] = "Q4_0_4_4 (repacked, removed from ggml)",
+        [32] = "Q4_0_4_8 (repacked, removed from ggml)", [33] = "Q4_0_8_8 (repacked, removed from ggml)",
+        [34] = "TQ1_0", [35] = "TQ2_0", [36] = "IQ4_NL_4_4 (repacked, removed from ggml)",
+        [37] = "IQ4_NL_4_8 (repacked, removed from ggml)", [38] = "IQ4_NL_8_8 (repacked, removed from ggml)",
+        [40] = "NVFP4", [41] = "Q1_0", [42] = "Q2_0",
+    };
+    return t < sizeof names / sizeof names[0] ? names[t] : NULL;
+}
+
 int hr_type_from_name(const char *name) {
     if (!name) return -1;
     /* I32 has two ids; the name means the current one, so scan the modern id first. */

@@ -66,6 +66,7 @@ void hr_k4_scale_min(int j, const uint8_t *q, uint8_t *d, uint8_t *m);
 /* Properties; unknown ids give block 0 / name NULL. */
 bool hr_type_known(uint32_t t);
 const char *hr_type_name(uint32_t t);          /* "f32", "f16", "q4_0", "q4_k", "iq4_xs", "mxfp4", ... */
+const char *hr_type_ggml_name(uint32_t t);    /* ggml's name of an id Hearth does not read, else NULL */
 int hr_type_from_name(const char *name);       /* -1 if unknown; case-insensitive */
 uint64_t hr_type_block_elems(uint32_t t);      /* 1 for plain types, 32 or 256 for block types */
 uint64_t hr_type_block_bytes(uint32_t t);

@@ -264,7 +264,9 @@ static void test_tensors(void) {
     one_tensor(&x, "ty", 2, ne, 77, 0, 256);
     EXPECT_FAIL(&x, "unknown type id 77");
     one_tensor(&x, "ty16", 2, ne, 16, 0, 256); /* IQ2_XXS: not supported by Hearth */
-    EXPECT_FAIL(&x, "unknown type id 16");
+    EXPECT_FAIL(&x, "tensor 'ty16': type IQ2_XXS (ggml id 16) is not supported by Hearth");
+    one_tensor(&x, "ty35", 2, ne, 35, 0, 256);
+    EXPECT_FAIL(&x, "type TQ2_0 (ggml id 35) is not supported");
     one_tensor(&x, "k32", 2, ne, HR_Q4_K, 0, 256); /* a row of 32 cannot hold a 256-element super-block */
     EXPECT_FAIL(&x, "ne0 = 32 is not a multiple");
     uint64_t ne33[1] = {33};
