@@ -76,7 +76,7 @@ static int64_t mask_union(const ffn_job *j) {
 /* Activations of the union's neurons from c->g/c->u ([n][nu]); masked-out entries zeroed. */
 static void activate(const ffn_job *j, const int32_t *idx, int64_t nu, float *A) {
     const hr_hparams *hp = &j->c->m->hp;
-    hr_ffn_act(A, j->f->gate.data ? j->c->g : NULL, j->c->u, j->n * nu, hp->act);
+    hr_ffn_act_tab(A, j->f->gate.data ? j->c->g : NULL, j->c->u, j->n * nu, hp->act, j->c->m->gelu_tab);
     const uint8_t *mk = j->c->ffn_mask;
     for (int32_t t = 0; t < j->n; t++)
         for (int64_t i = 0; i < nu; i++)
@@ -99,7 +99,8 @@ static int ffn_masked(const ffn_job *j, float *out, hr_err *e) {
 
 static int ffn_dense(const ffn_job *j, float *out, hr_err *e) {
     if (gate_up(j, j->c->ffn_all, j->ff, true, e)) return -1;
-    hr_ffn_act(j->c->ffn_a, j->f->gate.data ? j->c->g : NULL, j->c->u, j->n * j->ff, j->c->m->hp.act);
+    hr_ffn_act_tab(j->c->ffn_a, j->f->gate.data ? j->c->g : NULL, j->c->u, j->n * j->ff, j->c->m->hp.act,
+                   j->c->m->gelu_tab);
     return project_down(j, j->c->ffn_a, j->c->ffn_all, j->ff, out, e);
 }
 

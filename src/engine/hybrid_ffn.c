@@ -71,7 +71,7 @@ static int cold_part(hearth_ctx *c, const hr_layer *L, const float *xn, int32_t 
     if ((f->gate.data && hr_gather_matmul(&c->cpu, &f->gate, xn, n, idx, nc, c->g, e)) ||
         hr_gather_matmul(&c->cpu, &f->up, xn, n, idx, nc, c->u, e))
         return -1;
-    hr_ffn_act(c->ffn_a, f->gate.data ? c->g : NULL, c->u, n * nc, c->m->hp.act);
+    hr_ffn_act_tab(c->ffn_a, f->gate.data ? c->g : NULL, c->u, n * nc, c->m->hp.act, c->m->gelu_tab);
     for (int32_t t = 0; t < n; t++)
         for (int64_t i = 0; i < nc; i++)
             if (!c->ffn_mask[t * ff + idx[i]]) c->ffn_a[t * nc + i] = 0.0f;

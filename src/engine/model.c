@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "formats/type_mix.h"
+#include "backends/cpu/vmath.h"
 #include "formats/types.h"
 #include "model.h"
 
@@ -104,6 +105,12 @@ hearth_model *hearth_model_load(const char *path, const hearth_model_params *p, 
         goto fail;
     }
     if (hr_load_layer_kinds(m, e) || hr_load_tensors(m, e) || hr_tok_from_gguf(&m->tok, &m->file, e) || check_vocab(m, e)) goto fail;
+    if ((m->hp.act == HR_ACT_GELU || m->hp.act == HR_ACT_GEGLU) &&
+        !(m->gelu_tab = malloc(sizeof(uint16_t) * HR_GELU_TABLE_SIZE))) {
+        hr_errf(e, "out of memory");
+        goto fail;
+    }
+    if (m->gelu_tab) hr_gelu_table_init(m->gelu_tab);
     fill_info(m);
     return m;
 fail:
@@ -116,6 +123,7 @@ void hearth_model_free(hearth_model *m) {
     if (!m) return;
     hr_tok_free(m->tok);
     free(m->layers);
+    free(m->gelu_tab);
     gguf_close(&m->file);
     free(m);
 }

@@ -89,6 +89,7 @@ struct hearth_model {
      * context; LongRoPE's long factors for contexts longer than hp.n_ctx_orig, else short. */
     const float *rope_freqs, *rope_long, *rope_short;
     hr_layer *layers;
+    uint16_t *gelu_tab;        /* GELU/GEGLU models: ggml's F16 GELU table (vmath.h), 128 KiB */
     hearth_model_info info;
     char arch[32];
     bool sparse_file;          /* PWRI magic: predictors and down_t */

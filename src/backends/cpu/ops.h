@@ -34,7 +34,11 @@ void hr_softmax(float *x, int64_t n, float s);
 /* h[i] = act(g[i]) * u[i] (or act(u[i]) when g is NULL; dReLU: relu(g) * relu(u)).
  * SwiGLU, ReGLU and dReLU need g. */
 void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act);
+/* The same with GELU read from a table of hr_gelu_table_init (vmath.h; NULL: computed):
+ * equal bit for bit, without a tanhf per element. */
+void hr_ffn_act_tab(float *h, const float *g, const float *u, int64_t n, hr_act act, const uint16_t *gelu_table);
 /* x[i] = cap * tanh(x[i] * (1 / cap)) over n elements (Gemma's soft-capping of attention
- * scores and output logits, in ggml's order: scale by 1/cap, tanh, scale by cap). */
+ * scores and output logits, in ggml's order: scale by 1/cap, tanh, scale by cap), with
+ * vmath.h's vectorized tanh (within 4 ulp of libm's). */
 void hr_softcap(float *x, int64_t n, float cap);
 #endif

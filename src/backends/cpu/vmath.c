@@ -1,0 +1,54 @@
+#include "vmath.h"
+#include <math.h>
+#include <string.h>
+#include "formats/types.h"
+
+static inline float bits_f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
+
+/* exp(y) for y in [0, 20]: y = k ln2 + r with |r| <= ln2/2 (ln2 split in two so k ln2 is
+ * exact), e^r by its Taylor series to r^7 (error below 6e-9 relative), 2^k from the bits. */
+static inline float exp_0_20(float y) {
+    const float k = (y * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    const float r = (y - k * 0.693145751953125f) - k * 1.428606765330187045e-06f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    return p * bits_f((uint32_t)((int32_t)k + 127) << 23);
+}
+
+/* tanh: below 0.5 its odd Taylor series to x^15 (next term below 1e-8 relative); above,
+ * 1 - 2 / (e^2a + 1), which loses little there (2 / (e^2a + 1) < 1.2 tanh); from 9.1 on tanh
+ * rounds to 1 in float, so a is capped at 10. Branch-free so the loop vectorizes. */
+static inline float tanh_one(float x) {
+    const float a0 = fabsf(x);
+    const float a = a0 < 10.0f ? a0 : 10.0f; /* NaN takes 10 here; restored below */
+    const float big = 1.0f - 2.0f / (exp_0_20(2.0f * a) + 1.0f);
+    const float s = a * a;
+    float q = -929569.0f / 638512875.0f;
+    q = q * s + 21844.0f / 6081075.0f;
+    q = q * s + -1382.0f / 155925.0f;
+    q = q * s + 62.0f / 2835.0f;
+    q = q * s + -17.0f / 315.0f;
+    q = q * s + 2.0f / 15.0f;
+    q = q * s + -1.0f / 3.0f;
+    const float small = a + a * s * q;
+    const float t = copysignf(a < 0.5f ? small : big, x);
+    return x == x ? t : x;
+}
+
+void hr_vtanh_scaled(float *y, const float *x, int64_t n, float pre, float post) {
+    for (int64_t i = 0; i < n; i++) y[i] = tanh_one(x[i] * pre) * post;
+}
+
+void hr_gelu_table_init(uint16_t *tab) {
+    for (uint32_t h = 0; h < HR_GELU_TABLE_SIZE; h++) {
+        const float v = hr_f16_to_f32((uint16_t)h);
+        const float g = 0.5f * v * (1.0f + tanhf(0.79788456080286535587989211986876f * v * (1.0f + 0.044715f * v * v)));
+        tab[h] = hr_f32_to_f16(g);
+    }
+}

@@ -1,0 +1,118 @@
+/* The vectorized tanh against double-precision tanh (ulp error over a sweep of every
+ * 61st float up to 10 and beyond, special values, awkward lengths in and out of place), and
+ * the table GELU against the computed one bit for bit. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backends/cpu/ops.h"
+#include "backends/cpu/vmath.h"
+#include "formats/types.h"
+#include "testutil.h"
+
+static int64_t ordered(float f) {
+    int32_t i;
+    memcpy(&i, &f, 4);
+    return i < 0 ? -(int64_t)(i & 0x7fffffff) : i;
+}
+
+static int64_t ulp_diff(float a, float b) {
+    int64_t d = ordered(a) - ordered(b);
+    return d < 0 ? -d : d;
+}
+
+/* Max ulp error of tanh over positive floats from bits lo to hi, stepping by step. */
+static int64_t sweep(uint32_t lo, uint32_t hi, uint32_t step, float *worst_at) {
+    enum { B = 4096 };
+    static float x[B], y[B]; /* static: 32 KiB off the stack; the test is single-threaded */
+    int64_t worst = 0;
+    for (uint64_t u = lo; u <= hi;) {
+        int n = 0;
+        for (; n < B && u <= hi; n++, u += step) {
+            uint32_t b = (uint32_t)u;
+            memcpy(&x[n], &b, 4);
+            if (n & 1) x[n] = -x[n];
+        }
+        hr_vtanh_scaled(y, x, n, 1.0f, 1.0f);
+        for (int i = 0; i < n; i++) {
+            int64_t d = ulp_diff(y[i], (float)tanh((double)x[i]));
+            if (d > worst) worst = d, *worst_at = x[i];
+        }
+    }
+    return worst;
+}
+
+static void test_accuracy(void) {
+    float at = 0;
+    const uint32_t ten = 0x41200000u; /* 10.0f */
+    int64_t w = sweep(1, ten, 61, &at);
+    printf("tanh: max error %lld ulp (at %.9g) over every 61st float in (0, 10]\n", (long long)w, at);
+    CHECKF(w <= 4, "max error %lld ulp at %.9g", (long long)w, at);
+    w = sweep(ten, 0x7f7fffffu, 104729, &at);
+    CHECKF(w == 0, "above 10: %lld ulp at %.9g", (long long)w, at);
+}
+
+static void test_special(void) {
+    float x[6] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f}, y[6];
+    hr_vtanh_scaled(y, x, 6, 1.0f, 3.0f);
+    CHECK(isnan(y[0]));
+    CHECKF(y[1] == 3.0f && y[2] == -3.0f, "tanh(+-inf) * 3 = %g %g", y[1], y[2]);
+    CHECK(y[3] == 0.0f && !signbit(y[3]) && y[4] == 0.0f && signbit(y[4]));
+    CHECK(y[5] == 3.0f * 1e-40f);
+}
+
+/* Any length, in place or not, gives each element the value it has alone (the vector body
+ * and the remainder loop agree) and the scale order cap * tanh(x / cap). */
+static void test_lengths(void) {
+    hr_rng r = {7};
+    const int64_t lens[] = {0, 1, 3, 7, 15, 17, 31, 33, 1001};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        int64_t n = lens[li];
+        float *x = malloc(sizeof(float) * (size_t)(n + 1)), *y = malloc(sizeof(float) * (size_t)(n + 1));
+        for (int64_t i = 0; i < n; i++) x[i] = (hr_rng_uniform(&r) - 0.5f) * 120.0f;
+        memcpy(y, x, sizeof(float) * (size_t)n);
+        hr_softcap(y, n, 30.0f);
+        for (int64_t i = 0; i < n; i++) {
+            float one;
+            hr_vtanh_scaled(&one, &x[i], 1, 1.0f / 30.0f, 30.0f);
+            CHECKF(memcmp(&one, &y[i], 4) == 0, "n %lld i %lld", (long long)n, (long long)i);
+            CHECKF(fabs(y[i] - 30.0 * tanh(x[i] / 30.0)) <= 30.0 * 5e-7, "n %lld i %lld", (long long)n, (long long)i);
+        }
+        free(x);
+        free(y);
+    }
+}
+
+static void test_gelu_table(void) {
+    uint16_t *tab = malloc(sizeof(uint16_t) * HR_GELU_TABLE_SIZE);
+    hr_gelu_table_init(tab);
+    enum { N = 20000 };
+    float *g = malloc(sizeof(float) * N), *u = malloc(sizeof(float) * N);
+    float *a = malloc(sizeof(float) * N), *b = malloc(sizeof(float) * N);
+    hr_rng r = {11};
+    for (int i = 0; i < N; i++) {
+        g[i] = (hr_rng_uniform(&r) - 0.5f) * 26.0f;
+        u[i] = hr_rng_normal(&r);
+    }
+    g[0] = -10.0f, g[1] = 10.0f, g[2] = -9.999f, g[3] = 9.999f, g[4] = 0.0f, g[5] = 65519.0f, g[6] = -1e-7f;
+    const hr_act acts[] = {HR_ACT_GELU, HR_ACT_GEGLU};
+    for (int k = 0; k < 2; k++) {
+        hr_ffn_act(a, g, u, N, acts[k]);
+        hr_ffn_act_tab(b, g, u, N, acts[k], tab);
+        CHECKF(memcmp(a, b, sizeof(float) * N) == 0, "gated act %d", (int)acts[k]);
+    }
+    hr_ffn_act(a, NULL, g, N, HR_ACT_GELU);
+    hr_ffn_act_tab(b, NULL, g, N, HR_ACT_GELU, tab);
+    CHECK(memcmp(a, b, sizeof(float) * N) == 0);
+    hr_ffn_act_tab(b, g, u, N, HR_ACT_SWIGLU, tab); /* other activations ignore the table */
+    hr_ffn_act(a, g, u, N, HR_ACT_SWIGLU);
+    CHECK(memcmp(a, b, sizeof(float) * N) == 0);
+    free(tab), free(g), free(u), free(a), free(b);
+}
+
+int main(void) {
+    test_accuracy();
+    test_special();
+    test_lengths();
+    test_gelu_table();
+    return TEST_END();
+}
