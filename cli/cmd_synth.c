@@ -23,6 +23,8 @@ static void usage(FILE *f) {
             "                        gemma2 (GEGLU, post norms, soft-caps, every other layer\n"
             "                        sliding, tied) | gemma3 (gemma2 with q/k norms, 5:1 sliding)\n"
             "                        | phi3 (fused QKV and gate|up, NEOX RoPE, LongRoPE factors)\n"
+            "                        | gpt-oss (biased attention with sinks, every other layer\n"
+            "                        sliding, biased experts with clamped SwiGLU)\n"
             "                        (every entry of the engine's architecture table)   [llama]\n"
             "  --falcon-40b          falcon: attn_norm_2 for the attention input (40B layout)\n"
             "  --type T              f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 |\n"
@@ -43,7 +45,8 @@ static void usage(FILE *f) {
             "                        geglu (gemma only)\n"
             "                        [swiglu; smallthinker reglu, bamboo drelu, opt relu,\n"
             "                        falcon gelu (relu with --powerinfer), gemma geglu]\n"
-            "  --swa N               attention.sliding_window (gemma2, gemma3)  [not written]\n"
+            "  --swa N               attention.sliding_window (gemma2, gemma3,  [not written;\n"
+            "                        gpt-oss)                                   gpt-oss 128]\n"
             "  --swa-pattern N       attention.sliding_window_pattern: layer il slides iff\n"
             "                        il %% N < N - 1 (0: every layer)           [not written]\n"
             "  --rope-base-swa X     rope.freq_base_swa (sliding layers' base)  [not written]\n"
@@ -61,9 +64,12 @@ static void usage(FILE *f) {
             "                        (arch llama, bamboo, falcon, opt)\n"
             "  --pred-rank R         predictor rank (fc1 rows)                      [64]\n"
             "  --n-expert N          mixture of experts of n-ff each (llama, qwen3moe,\n"
-            "                        smallthinker); 0 dense   [0; qwen3moe needs N > 0]\n"
+            "                        smallthinker, gpt-oss); 0 dense  [0; qwen3moe, gpt-oss\n"
+            "                        need N > 0]\n"
             "  --n-expert-used K     experts the router picks per token    [min(2, N)]\n"
             "  --expert-gating G     smallthinker's router: softmax | sigmoid   [softmax]\n"
+            "  --expert-type T       type of the expert tensors ffn_*_exps (gpt-oss files:\n"
+            "                        mxfp4), any --type name                    [--type]\n"
             "  --sparse-threshold X  write powerinfer.sparse_threshold\n"
             "  -q, --quiet           no progress output\n"
             "  -h, --help            this help\n"
@@ -71,14 +77,14 @@ static void usage(FILE *f) {
             "multiples of the type's block: 32, or 256 for q2_k..q6_k and iq4_xs.\n");
 }
 
-/* Prints when the whole percentage changes; ud holds the last one printed. */
+/* Prints when the whole percentage changes (a log: every 10%); ud holds the last one printed. */
 static void progress(void *ud, uint64_t done, uint64_t total) {
     int *last = ud;
     const int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
-    if (pct == *last) return;
-    *last = pct;
-    fprintf(stderr, "\rhearth synth: generated %llu / %llu MiB (%3d%%)%s", (unsigned long long)(done >> 20),
-            (unsigned long long)(total >> 20), pct, done == total ? ", writing...\n" : "");
+    const char *pre = hr_progress_step(last, pct, false);
+    if (!pre) return;
+    fprintf(stderr, "%shearth synth: generated %llu / %llu MiB (%3d%%)%s", pre, (unsigned long long)(done >> 20),
+            (unsigned long long)(total >> 20), pct, done == total ? ", writing...\n" : hr_progress_tty() ? "" : "\n");
     fflush(stderr);
 }
 
@@ -99,11 +105,12 @@ static int value_flag(hr_synth_params *p, const char *f, const char *v, const ch
         if (!hr_arch_find(v, strlen(v)))
             return hr_usage_error(CMD, "--arch: unknown architecture '%s' (%s)", v, hr_arch_list(names, sizeof names));
         p->arch = v;
-    } else if (!strcmp(f, "--type")) {
+    } else if (!strcmp(f, "--type") || !strcmp(f, "--expert-type")) {
         k = hr_type_from_name(v);
         if (k < 0 || !hr_type_is_weight((uint32_t)k))
-            return hr_usage_error(CMD, "--type: '%s' is not a weight type (hearth synth --help lists them)", v);
-        p->type = (uint32_t)k;
+            return hr_usage_error(CMD, "%s: '%s' is not a weight type (hearth synth --help lists them)", f, v);
+        if (!strcmp(f, "--type")) p->type = (uint32_t)k;
+        else p->expert_type = (uint32_t)k, p->has_expert_type = true;
     } else if (!strcmp(f, "--act")) {
         if ((k = hr_synth_act_from_name(v)) < 0) return hr_usage_error(CMD, "--act: unknown activation '%s'", v);
         p->act = (hr_synth_act)k;

@@ -1,5 +1,5 @@
 /* The architecture table. Sources: llama.cpp's graph builders (llama, exaone, smallthinker,
- * falcon, qwen2, qwen3, gemma2, gemma3, phi3) and PowerInfer's (bamboo: llama layout with dReLU;
+ * falcon, qwen2, qwen3, gemma2, gemma3, phi3, gpt-oss) and PowerInfer's (bamboo: llama layout with dReLU;
  * falcon: ReLU FFN in its sparse files; opt). */
 #include <stdio.h>
 #include <string.h>
@@ -72,6 +72,17 @@ static const hr_arch archs[] = {
     {.name = "phi3", .rope = HR_ROPE_NEOX, .tensors = HR_AT_FUSED_QKV | HR_AT_FUSED_GATE_UP | HR_AT_ROPE_LONG_SHORT,
      .act = HR_ACT_SWIGLU, .act_fixed = true, .sparse_act = HR_ACT_COUNT, .eps_key = RMS_EPS, .ff_key = FF,
      .ffn_suffix = ""},
+    /* gpt-oss (llama.cpp's openai-moe): q/k/v/output biases, a learned sink logit per head in
+     * every attention softmax, every other layer sliding (il even, window from the file, which
+     * must have the key), NEOX RoPE (YaRN from the file's keys, the same on sliding layers
+     * unless rope.freq_base_swa), the FFN norm named post_attention_norm, every FFN a mixture
+     * of experts with biased router and experts: top-k on the raw scores, softmax over the k,
+     * no renormalisation, OpenAI's clamped SwiGLU (alpha 1.702, limit 7, as llama.cpp fixes). */
+    {.name = "gpt-oss", .rope = HR_ROPE_NEOX, .tensors = HR_AT_QKV_BIAS | HR_AT_O_BIAS | HR_AT_SINKS, .act = HR_ACT_SWIGLU,
+     .act_fixed = true, .sparse_act = HR_ACT_COUNT, .eps_key = RMS_EPS, .ff_key = "expert_feed_forward_length",
+     .ffn_suffix = "", .moe = true, .moe_required = true, .moe_ff_key = "expert_feed_forward_length",
+     .moe_gate = HR_MOE_SOFTMAX_WEIGHT, .moe_bias = true, .moe_act_alpha = 1.702f, .moe_act_limit = 7.0f,
+     .ffn_norm_name = "post_attention_norm", .swa_pattern = 2, .swa_required = true},
 };
 
 #define N_ARCHS (sizeof archs / sizeof archs[0])

@@ -38,11 +38,14 @@ enum {
                                        (or, with rope.scaling.type longrope, the pair below) */
     HR_AT_ROPE_LONG_SHORT = 1u << 14, /* optional rope_factors_long/short {n_rot/2}: LongRoPE's
                                          divisors for contexts beyond / within the original */
+    HR_AT_SINKS = 1u << 15,         /* attn_sinks {n_head} (gpt-oss): a learned logit per head that
+                                       joins every softmax denominator (attention.c) */
 };
 #define HR_AT_QKV_BIAS (HR_AT_Q_BIAS | HR_AT_K_BIAS | HR_AT_V_BIAS)
 
 /* Router gating of mixture-of-experts layers, as llama.cpp's expert_gating_func numbers it. */
-typedef enum hr_moe_gate { HR_MOE_SOFTMAX = 1, HR_MOE_SIGMOID = 2 } hr_moe_gate;
+/* SOFTMAX_WEIGHT (gpt-oss): top-k on the raw scores, then a softmax over the k chosen. */
+typedef enum hr_moe_gate { HR_MOE_SOFTMAX = 1, HR_MOE_SIGMOID = 2, HR_MOE_SOFTMAX_WEIGHT = 3 } hr_moe_gate;
 
 typedef struct hr_arch {
     const char *name;
@@ -81,7 +84,18 @@ typedef struct hr_arch {
     bool moe, moe_required, moe_gate_key, moe_norm, moe_router_input;
     const char *moe_ff_key;
     hr_moe_gate moe_gate;
+    /* gpt-oss: moe_bias, the router and each expert's gate/up/down have biases
+     * (ffn_gate_inp.bias {n_expert}, ffn_{gate,up}_exps.bias {n_ff_exp, n_expert},
+     * ffn_down_exps.bias {n_embd, n_expert}); moe_act_limit > 0, the experts compute OpenAI's
+     * clamped SwiGLU min(g, L) * sigmoid(alpha min(g, L)) * (clamp(u, -L, L) + 1) with
+     * alpha moe_act_alpha and L moe_act_limit instead of the entry's act. */
+    bool moe_bias;
+    float moe_act_alpha, moe_act_limit;
+    /* The norm before the FFN: "blk.N.<ffn_norm_name>.weight" (NULL: ffn_norm; gpt-oss names
+     * it post_attention_norm). */
+    const char *ffn_norm_name;
     uint32_t swa_default;  /* window when the file has no sliding_window key (gemma2: 4096); 0 none */
+    bool swa_required;     /* the file must have the sliding_window key (gpt-oss, as llama.cpp) */
     /* SmallThinker's form of the pattern (llama.cpp's dense_first): layer il slides iff
      * il % n != 0; with a window the size is swa_fixed whatever the key's value, and layers
      * il % nope_step == 0 (the global ones) have no RoPE. */

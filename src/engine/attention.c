@@ -6,6 +6,7 @@
 #include "context.h"
 #include "formats/types.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/ops_oai.h"
 
 typedef struct {
     hearth_ctx *c;
@@ -30,7 +31,11 @@ static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_
     for (int32_t p = 0; p < n_kv; p++) k->vec_dot[kt](hd, &s[p], K + (size_t)p * kvd * c->k_elem, qp);
     /* llama.cpp caps the raw scores, then the softmax applies its scale (1 where q was scaled). */
     if (hp->attn_softcap > 0) hr_softcap(s, n_kv, hp->attn_softcap);
-    hr_softmax(s, n_kv, hp->attn_scale);
+    /* gpt-oss: the head's sink logit takes its share of the denominator (llama.cpp adds it
+     * after the scale, unscaled). */
+    const float *sinks = c->m->layers[j->il].sinks;
+    if (sinks) hr_softmax_sink(s, n_kv, hp->attn_scale, sinks[h]);
+    else hr_softmax(s, n_kv, hp->attn_scale);
     float *out = c->att + ((int64_t)t * hp->n_head + h) * hd;
     memset(out, 0, sizeof(float) * (size_t)hd);
     const uint8_t *V = c->v_cache + first * c->v_elem;

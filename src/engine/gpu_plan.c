@@ -31,10 +31,10 @@ static uint64_t kv_bytes(const planner *q, int32_t n) {
 }
 
 /* The device's attention computes biases, per-head q/k norms and RoPE with frequency
- * factors, YaRN and an attention factor (hr_dev_rope), but has no sliding window and no q
- * scale or soft-cap (L->attn_scaled): layers that ask for those keep their attention on
- * the host. */
-static bool attn_ok(const hr_layer *L) { return !L->swa && !L->attn_scaled; }
+ * factors, YaRN and an attention factor (hr_dev_rope), but has no sliding window, no q
+ * scale or soft-cap (L->attn_scaled) and no sinks (gpt-oss): layers that ask for those keep
+ * their attention on the host. */
+static bool attn_ok(const hr_layer *L) { return !L->swa && !L->attn_scaled && !L->sinks; }
 static uint64_t vec_bytes(const float *v, int64_t n) { return v ? R((uint64_t)n * 4) : 0; }
 /* The RoPE factors this context uses: uploaded once, with layer 0's attention. */
 static const float *rope_ff(const planner *q) { return hr_rope_factors(q->in->m, q->in->n_ctx); }

@@ -55,6 +55,9 @@ typedef struct hr_moe_weights {
     hr_mat router;         /* ffn_gate_inp {n_embd, n_expert}; data NULL: a dense layer */
     hr_mat gate, up;       /* ffn_{gate,up}_exps {n_embd, n_ff_exp, n_expert} */
     hr_mat down;           /* ffn_down_exps {n_ff_exp, n_embd, n_expert} */
+    /* Biases where the entry has moe_bias (gpt-oss), else NULL: router {n_expert}; gate, up
+     * {n_ff_exp} and down {n_embd} per expert, expert e's at e * that length. */
+    const float *router_b, *gate_b, *up_b, *down_b;
 } hr_moe_weights;
 
 typedef struct hr_layer {
@@ -64,6 +67,7 @@ typedef struct hr_layer {
     hr_mat wq, wk, wv, wo;             /* with a fused attn_qkv: row views into it */
     const float *bq, *bk, *bv, *bo;    /* attention biases, NULL if none */
     const float *q_norm, *k_norm;      /* per-head RMSNorm weights {head_dim} of q and k, NULL if none */
+    const float *sinks;                /* attention sink logit per head {n_head} (gpt-oss), NULL if none */
     hr_ffn_weights ffn;
     hr_moe_weights moe;                /* router.data NULL unless a mixture of experts */
     bool use_rope;                     /* false for NoPE layers */
@@ -94,12 +98,30 @@ struct hearth_model {
     char arch[32];
     bool sparse_file;          /* PWRI magic: predictors and down_t */
     float sparse_threshold;    /* predictor threshold (file, env, or flag) */
+    float *ffn_thr;            /* per layer, FFN mode threshold's bound on |act(gate)| (file key
+                                  hearth.ffn_threshold or the load override); NULL: none (ffn_threshold.c) */
     const char *ffn_act;       /* activation override from the load parameters (load time only) */
+    hr_err notes;              /* load warnings, '\n'-separated (hearth_model_notices) */
 };
+
+/* Opens the file as p asks (mapped, or read into memory; optionally locked). */
+int hr_model_open_file(hearth_model *m, const char *path, const hearth_model_params *p, hr_err *e);
+/* A FLOAT32/64 key of the file (absent: *out unchanged); NaN and infinities are refused. */
+int hr_model_f32(const hearth_model *m, const char *key, float *out, hr_err *e);
+/* Appends a line to the load warnings. */
+void hr_model_note(hearth_model *m, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* Loads layer il's FFN tensors with names "blk.<il>.<prefix>..." (gate/up/down or
  * PowerInfer's down_t, fc1, fc2); suffix is "" or "_exps" (one-expert layouts). */
 int hr_load_ffn(hearth_model *m, int il, const char *suffix, hr_ffn_weights *f, hr_err *e);
+/* Reads the thresholds of FFN mode threshold into m->ffn_thr (ffn_threshold.c). */
+int hr_load_ffn_thresholds(hearth_model *m, const hearth_model_params *p, hr_err *e);
+/* Whether FFN mode threshold can run on m: one error line saying why not. */
+int hr_ffn_threshold_check(const hearth_model *m, hr_err *e);
 int hr_get_mat(const hearth_model *m, const char *name, int64_t n_in, int64_t n_out, bool required, hr_mat *out, hr_err *e);
 int hr_get_vec(const hearth_model *m, const char *name, int64_t n, const float **out, hr_err *e);
 /* The frequency factors a context of n_ctx positions per sequence uses (NULL: none), as

@@ -1,8 +1,16 @@
-/* Loading a GGUF model: architecture hyperparameters, tensor lookup with shape checks. */
+/* Loading a GGUF model: the file (mapped or read), architecture hyperparameters, tensor
+ * lookup with shape checks. */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "formats/types.h"
 #include "model.h"
 #include "util/checked.h"
@@ -15,6 +23,83 @@ int hr_act_from_name(const char *s, size_t len) {
     for (int i = 0; i < HR_ACT_COUNT; i++)
         if (strlen(act_names[i]) == len && !memcmp(act_names[i], s, len)) return i;
     return -1;
+}
+
+void hr_model_note(hearth_model *m, const char *fmt, ...) {
+    size_t n = strlen(m->notes.msg), cap = sizeof m->notes.msg;
+    if (n && n + 1 < cap) m->notes.msg[n++] = '\n', m->notes.msg[n] = 0;
+    if (n + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->notes.msg + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+/* --no-mmap: the whole file in anonymous memory, so gguf_close's munmap frees it as it frees
+ * a mapping. */
+static void *read_whole(int fd, size_t size, const char *path, hr_err *e) {
+    void *buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) {
+        hr_errf(e, "%s: --no-mmap: cannot allocate %zu bytes to read the file into: %s", path, size, strerror(errno));
+        return NULL;
+    }
+    for (size_t got = 0; got < size;) {
+        ssize_t r = read(fd, (char *)buf + got, size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            hr_errf(e, "%s: read failed at byte %zu of %zu: %s", path, got, size, r ? strerror(errno) : "unexpected end");
+            munmap(buf, size);
+            return NULL;
+        }
+        got += (size_t)r;
+    }
+    mprotect(buf, size, PROT_READ);
+    return buf;
+}
+
+/* --mlock as llama.cpp treats it: a lock the limit refuses is a warning, not a failure. */
+static void lock_pages(hearth_model *m) {
+    if (!mlock(m->file.base, m->file.size)) return;
+    const int err = errno;
+    struct rlimit rl;
+    char lim[64] = "";
+    if (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY)
+        snprintf(lim, sizeof lim, "; RLIMIT_MEMLOCK allows %.1f MiB (ulimit -l)", (double)rl.rlim_cur / 1048576.0);
+    hr_model_note(m, "--mlock: could not lock the model's %.1f MiB in RAM (%s%s); its pages may be swapped out",
+                  (double)m->file.size / 1048576.0, strerror(err), lim);
+}
+
+int hr_model_open_file(hearth_model *m, const char *path, const hearth_model_params *p, hr_err *e) {
+    if (!p || !p->no_mmap) {
+        if (gguf_open(&m->file, path, e)) return -1;
+    } else {
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) return hr_errf(e, "%s: cannot open: %s", path, strerror(errno));
+        struct stat st;
+        if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size == 0) {
+            close(fd);
+            return hr_errf(e, "%s: %s", path, st.st_size == 0 && S_ISREG(st.st_mode) ? "empty file" : "not a regular file");
+        }
+        void *buf = read_whole(fd, (size_t)st.st_size, path, e);
+        close(fd);
+        if (!buf) return -1;
+        if (gguf_parse(&m->file, buf, (size_t)st.st_size, e)) {
+            munmap(buf, (size_t)st.st_size);
+            return hr_errctx(e, "%s", path);
+        }
+        m->file.mapped = true; /* gguf_close unmaps it */
+    }
+    if (p && p->mlock) lock_pages(m);
+    return 0;
+}
+
+int hr_model_f32(const hearth_model *m, const char *key, float *out, hr_err *e) {
+    float v = *out;
+    int r = gguf_get_f32(&m->file, key, &v, e);
+    if (r < 0) return -1;
+    if (r == 0 && !isfinite(v)) return hr_errf(e, "%s is %g: values from the file must be finite", key, (double)v);
+    if (r == 0) *out = v;
+    return r;
 }
 
 /* Reads "<arch>.<suffix>" as u32; required keys give an error when absent. */
@@ -30,7 +115,7 @@ static int arch_u32(const hearth_model *m, const char *suffix, bool required, ui
 static int arch_f32(const hearth_model *m, const char *suffix, float *out, hr_err *e) {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", m->arch, suffix);
-    return gguf_get_f32(&m->file, key, out, e) < 0 ? -1 : 0;
+    return hr_model_f32(m, key, out, e) < 0 ? -1 : 0;
 }
 
 static int positive(const char *what, uint32_t v, uint32_t max, hr_err *e) {
@@ -127,7 +212,7 @@ static int load_hparams(hearth_model *m, const hr_arch *a, hr_err *e) {
                        .rope_base = 10000.0f, .rope_freq_scale = 1.0f, .has_gate = true, .arch = a,
                        .rope_neox = a->rope == HR_ROPE_NEOX, .attn_scale = 1.0f / sqrtf((float)key_len)};
     if (arch_f32(m, a->eps_key, &hp->rms_eps, e) || arch_f32(m, "rope.freq_base", &hp->rope_base, e)) return -1;
-    if (!(hp->rope_base > 0)) return hr_errf(e, "rope.freq_base %g must be positive", hp->rope_base);
+    if (!(hp->rope_base > 0) || !isfinite(hp->rope_base)) return hr_errf(e, "rope.freq_base %g must be positive", hp->rope_base);
     if (load_rope_scaling(m, a, e)) return -1;
     if (!(hp->rms_eps > 0 && hp->rms_eps < 1)) return hr_errf(e, "%s.%s %g is out of range", m->arch, a->eps_key, hp->rms_eps);
     return 0;
@@ -180,7 +265,7 @@ static int check_experts(hearth_model *m, const hr_arch *a, hr_err *e) {
     if (n_used == 0 || n_used > n_expert)
         return hr_errf(e, "%s.expert_used_count = %u is out of range [1, %u] (the expert count)", m->arch, n_used, n_expert);
     if (a->moe_gate_key && arch_u32(m, "expert_gating_func", false, &gate, e)) return -1;
-    if (gate != HR_MOE_SOFTMAX && gate != HR_MOE_SIGMOID)
+    if (gate != HR_MOE_SOFTMAX && gate != HR_MOE_SIGMOID && gate != (uint32_t)a->moe_gate) /* a fixed gating: its own */
         return hr_errf(e, "%s.expert_gating_func = %u is not supported (1 softmax, 2 sigmoid)", m->arch, gate);
     if (a->moe_ff_key && arch_u32(m, a->moe_ff_key, false, &ff_exp, e)) return -1;
     if (!ff_exp) ff_exp = a->moe_ff_key ? (uint32_t)hp->n_ff / n_used : (uint32_t)hp->n_ff;
@@ -197,7 +282,7 @@ static int check_experts(hearth_model *m, const hr_arch *a, hr_err *e) {
 static int load_swa(hearth_model *m, const hr_arch *a, hr_err *e) {
     uint32_t swa = 0;
     if (!a->swa_pattern) return 0;
-    if (arch_u32(m, "attention.sliding_window", false, &swa, e)) return -1;
+    if (arch_u32(m, "attention.sliding_window", a->swa_required, &swa, e)) return -1;
     if (!swa) swa = a->swa_default;
     if (!swa) return 0;
     if (a->swa_fixed) swa = a->swa_fixed; /* llama.cpp sets smallthinker's window, not the file */

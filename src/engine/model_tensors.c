@@ -95,7 +95,8 @@ static int load_attn(const hearth_model *m, int il, hr_layer *L, hr_err *e) {
            opt_vec(m, HR_AT_V_BIAS, il, "attn_v.bias", kv, &L->bv, e) ||
            opt_vec(m, HR_AT_O_BIAS, il, "attn_output.bias", d, &L->bo, e) ||
            opt_vec(m, HR_AT_QK_NORM, il, "attn_q_norm.weight", hp->head_dim, &L->q_norm, e) ||
-           opt_vec(m, HR_AT_QK_NORM, il, "attn_k_norm.weight", hp->head_dim, &L->k_norm, e)
+           opt_vec(m, HR_AT_QK_NORM, il, "attn_k_norm.weight", hp->head_dim, &L->k_norm, e) ||
+           opt_vec(m, HR_AT_SINKS, il, "attn_sinks.weight", hp->n_head, &L->sinks, e)
                ? -1
                : 0;
 }
@@ -122,8 +123,10 @@ static int load_layer(hearth_model *m, int il, hr_layer *L, hr_err *e) {
     if (hr_arch_has(hp->arch, HR_AT_ATTN_NORM_2) && gguf_find_tensor(&m->file, NAME("attn_norm_2.weight")) &&
         load_norm(m, NAME("attn_norm_2"), &L->attn_norm2, &L->attn_norm2_b, e))
         return -1;
-    if (!hp->arch->parallel && load_norm(m, NAME("ffn_norm"), &L->ffn_norm, &L->ffn_norm_b, e)) return -1;
 #undef NAME
+    const char *ffn_norm = hp->arch->ffn_norm_name ? hp->arch->ffn_norm_name : "ffn_norm";
+    snprintf(n, sizeof n, "blk.%d.%s", il, ffn_norm);
+    if (!hp->arch->parallel && load_norm(m, n, &L->ffn_norm, &L->ffn_norm_b, e)) return -1;
     if (opt_vec(m, HR_AT_POST_NORMS, il, "post_attention_norm.weight", hp->n_embd, &L->attn_post_norm, e) ||
         opt_vec(m, HR_AT_POST_NORMS, il, "post_ffw_norm.weight", hp->n_embd, &L->ffn_post_norm, e))
         return -1;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backends/cpu/ops.h"
+#include "backends/cpu/ops_oai.h"
 #include "backends/cpu/sparse.h"
 #include "moe.h"
 
@@ -85,6 +86,20 @@ int hr_moe_route_early(hearth_ctx *c, const hr_layer *L, const float *x, int32_t
     return 0;
 }
 
+/* x[t][0..len) += b for each of n rows (b NULL: nothing), in ggml's order: product, then bias. */
+static void add_rows(float *x, const float *b, int32_t n, int32_t len) {
+    if (!b) return;
+    for (int32_t t = 0; t < n; t++)
+        for (int32_t j = 0; j < len; j++) x[(size_t)t * (size_t)len + (size_t)j] += b[j];
+}
+
+/* The experts' activation: the entry's, or OpenAI's clamped SwiGLU (gpt-oss). */
+static void expert_act(const hearth_ctx *c, float *a, const float *g, const float *u, int64_t n) {
+    const hr_arch *ar = c->m->hp.arch;
+    if (ar->moe_act_limit > 0) hr_swiglu_oai(a, g, u, n, ar->moe_act_alpha, ar->moe_act_limit);
+    else hr_ffn_act(a, g, u, n, c->m->hp.act);
+}
+
 /* Probabilities of one token's scores p[ne], in place. */
 static void gate_probs(hr_moe_gate g, float *p, int32_t ne) {
     if (g == HR_MOE_SIGMOID) {
@@ -113,6 +128,8 @@ static void choose(const hearth_ctx *c, struct hr_moe_ws *w, int32_t t) {
         }
         sel[r] = best, wt[r] = p[best];
     }
+    /* gpt-oss: the chosen raw scores become the weights through a softmax of their own */
+    if (c->m->hp.moe_gate == HR_MOE_SOFTMAX_WEIGHT) gate_probs(HR_MOE_SOFTMAX, wt, w->k);
     if (!c->m->hp.arch->moe_norm) return;
     double sum = 0;
     for (int32_t r = 0; r < w->k; r++) sum += (double)wt[r];
@@ -127,8 +144,10 @@ static int route(hearth_ctx *c, const hr_layer *L, const float *xn, int32_t n, h
     if (!w->routed && hr_matmul(&c->cpu, &L->moe.router, xn, n, w->logits, e)) return -1;
     w->routed = false;
     memset(w->count, 0, sizeof(int32_t) * (size_t)w->ne);
+    add_rows(w->logits, L->moe.router_b, n, w->ne);
     for (int32_t t = 0; t < n; t++) {
-        gate_probs(c->m->hp.moe_gate, w->logits + (int64_t)t * w->ne, w->ne);
+        /* SOFTMAX_WEIGHT ranks the raw scores; choose() turns the chosen ones into weights */
+        if (c->m->hp.moe_gate != HR_MOE_SOFTMAX_WEIGHT) gate_probs(c->m->hp.moe_gate, w->logits + (int64_t)t * w->ne, w->ne);
         choose(c, w, t);
         for (int32_t r = 0; r < w->k; r++) w->count[w->sel[t * w->k + r]]++;
     }
@@ -212,15 +231,19 @@ static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x
     const hr_mat gate = hr_moe_expert(&mw->gate, x), up = hr_moe_expert(&mw->up, x), down = hr_moe_expert(&mw->down, x);
     const bool exact = c->ffn_mode == HEARTH_FFN_EXACT;
     int64_t up_rows = up.n_out;
+    const size_t ffo = (size_t)x * (size_t)w->ff;
     if (hr_matmul(&c->cpu, &gate, w->xg, cnt, w->g, e)) return -1;
-    if (exact) {
+    if (mw->gate_b) add_rows(w->g, mw->gate_b + ffo, cnt, w->ff);
+    if (exact) { /* ReLU-family experts only, which have no biases */
         if (expert_exact(c, &up, cnt, &up_rows, e)) return -1;
     } else {
         if (hr_matmul(&c->cpu, &up, w->xg, cnt, w->u, e)) return -1;
-        hr_ffn_act(w->a, w->g, w->u, (int64_t)cnt * w->ff, c->m->hp.act);
+        if (mw->up_b) add_rows(w->u, mw->up_b + ffo, cnt, w->ff);
+        expert_act(c, w->a, w->g, w->u, (int64_t)cnt * w->ff);
     }
     count_expert(c, il, cnt, exact, up_rows);
     if (hr_matmul(&c->cpu, &down, w->a, cnt, w->y, e)) return -1;
+    if (mw->down_b) add_rows(w->y, mw->down_b + (size_t)x * d, cnt, w->d);
     *read += (uint64_t)gate.row_bytes * (uint64_t)gate.n_out + (uint64_t)up.row_bytes * (uint64_t)up_rows +
              (uint64_t)down.row_bytes * (uint64_t)down.n_out;
     for (int32_t i = 0; i < cnt; i++) {

@@ -1,11 +1,14 @@
-/* Mixture-of-experts FFN layers (Mixtral-style llama, qwen3moe, smallthinker).
+/* Mixture-of-experts FFN layers (Mixtral-style llama, qwen3moe, smallthinker, gpt-oss).
  *
- * A router (ffn_gate_inp {n_embd, n_expert}) scores the experts of each token; the gating of
- * the architecture's entry (softmax, or sigmoid where the file's expert_gating_func says)
- * turns the scores into probabilities, the n_expert_used most probable experts are chosen
- * (ties: the lower id), their probabilities renormalised to sum 1 where the entry says so
- * (llama.cpp's norm_w), and the token's output is the weighted sum of the chosen experts'
- * FFNs, summed in rank order (most probable first) as llama.cpp's graph adds them.
+ * A router (ffn_gate_inp {n_embd, n_expert}, plus its bias where the entry has moe_bias)
+ * scores the experts of each token; the gating of the architecture's entry (softmax, or
+ * sigmoid where the file's expert_gating_func says) turns the scores into probabilities, the
+ * n_expert_used most probable experts are chosen (ties: the lower id), their probabilities
+ * renormalised to sum 1 where the entry says so (llama.cpp's norm_w), and the token's output
+ * is the weighted sum of the chosen experts' FFNs, summed in rank order (most probable first)
+ * as llama.cpp's graph adds them. gpt-oss (HR_MOE_SOFTMAX_WEIGHT) chooses on the raw scores
+ * and weights the chosen by a softmax over theirs; its experts add a bias after each product
+ * and compute the clamped SwiGLU of ops_oai.h.
  *
  * Experts are used in place from the 3-D tensors ffn_{gate,up,down}_exps: hr_moe_weights
  * holds expert 0's matrix, expert e's rows follow at data + e * n_out * row_bytes.

@@ -1,5 +1,6 @@
 /* Loading one layer's mixture-of-experts tensors: the router and the three 3-D expert
  * tensors, shapes checked against expert_count and the experts' FFN size. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "formats/types.h"
@@ -22,6 +23,37 @@ static int get_experts(const hearth_model *m, const char *name, int64_t n_in, in
     return 0;
 }
 
+/* The F32 bias "name" {n, n_expert} (n_expert 1: the router's {n}), as expert 0's vector. */
+static int get_bias(const hearth_model *m, const char *name, int64_t n, int64_t ne, const float **out, hr_err *e) {
+    const gguf_tensor *t = gguf_find_tensor(&m->file, name);
+    *out = NULL;
+    if (!t) return hr_errf(e, "missing tensor '%s'", name);
+    const bool ok = ne == 1 ? t->ne[1] == 1 : (int64_t)t->ne[1] == ne;
+    if ((int64_t)t->ne[0] != n || !ok || t->ne[2] != 1 || t->ne[3] != 1)
+        return hr_errf(e, "tensor '%s' has shape {%llu, %llu, %llu, %llu}, expected {%lld, %lld}", name,
+                       (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
+                       (unsigned long long)t->ne[3], (long long)n, (long long)ne);
+    if (t->type != HR_F32) return hr_errf(e, "tensor '%s' has type %s, expected f32", name, hr_type_name(t->type) ? hr_type_name(t->type) : "unknown");
+    if ((uintptr_t)t->data % sizeof(float)) return hr_errf(e, "tensor '%s' data is not 4-byte aligned", name);
+    *out = t->data;
+    return 0;
+}
+
+/* gpt-oss's biases of the router and of each expert's three products. */
+static int load_moe_bias(const hearth_model *m, int il, hr_moe_weights *w, hr_err *e) {
+    const hr_hparams *hp = &m->hp;
+    const int64_t d = hp->n_embd, ff = hp->n_ff_exp, ne = hp->n_expert;
+    char n[96];
+#define NAME(fmt) (snprintf(n, sizeof n, "blk.%d." fmt, il), n)
+    return get_bias(m, NAME("ffn_gate_inp.bias"), ne, 1, &w->router_b, e) ||
+                   get_bias(m, NAME("ffn_gate_exps.bias"), ff, ne, &w->gate_b, e) ||
+                   get_bias(m, NAME("ffn_up_exps.bias"), ff, ne, &w->up_b, e) ||
+                   get_bias(m, NAME("ffn_down_exps.bias"), d, ne, &w->down_b, e)
+               ? -1
+               : 0;
+#undef NAME
+}
+
 int hr_load_moe(const hearth_model *m, int il, hr_moe_weights *w, hr_err *e) {
     const hr_hparams *hp = &m->hp;
     const int64_t d = hp->n_embd, ff = hp->n_ff_exp;
@@ -36,7 +68,7 @@ int hr_load_moe(const hearth_model *m, int il, hr_moe_weights *w, hr_err *e) {
         get_experts(m, NAME("ffn_down_exps.weight"), ff, d, &w->down, e))
         return -1;
 #undef NAME
-    return 0;
+    return hp->arch->moe_bias ? load_moe_bias(m, il, w, e) : 0;
 }
 
 uint64_t hr_moe_expert_bytes(const hr_moe_weights *w) {

@@ -83,15 +83,26 @@ static int plan_ffn(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err
         /* One expert takes the dense FFN's values (the same model as llama + reglu); more
          * experts each have their own. */
         const bool one = ne == 1;
+        const uint32_t xt = p->has_expert_type ? p->expert_type : p->type;
+        /* clamped-SwiGLU experts: inner values wide enough to reach the clamps */
+        const float sd_gu = synth_arch(p)->moe_act_limit > 0 ? HR_SYNTH_OAI_EXPERT_STD * sd_in : sd_in;
         int r = 0;
         NAME(n, "ffn_gate_inp");
         r |= add(pl, n, NULL, HR_F32, p->n_embd, ne, 0, SYNTH_FILL_NORMAL, sd_in, false, e);
         NAME(n, "ffn_gate_exps"), NAME(s, "ffn_gate");
-        r |= add(pl, n, one ? s : NULL, p->type, p->n_embd, p->n_ff, ne, SYNTH_FILL_NORMAL, sd_in, false, e);
+        r |= add(pl, n, one ? s : NULL, xt, p->n_embd, p->n_ff, ne, SYNTH_FILL_NORMAL, sd_gu, false, e);
         NAME(n, "ffn_up_exps"), NAME(s, "ffn_up");
-        r |= add(pl, n, one ? s : NULL, p->type, p->n_embd, p->n_ff, ne, SYNTH_FILL_NORMAL, sd_in, false, e);
+        r |= add(pl, n, one ? s : NULL, xt, p->n_embd, p->n_ff, ne, SYNTH_FILL_NORMAL, sd_gu, false, e);
         NAME(n, "ffn_down_exps"), NAME(s, "ffn_down");
-        r |= add(pl, n, one ? s : NULL, p->type, p->n_ff, p->n_embd, ne, SYNTH_FILL_NORMAL, sd_ff, false, e);
+        r |= add(pl, n, one ? s : NULL, xt, p->n_ff, p->n_embd, ne, SYNTH_FILL_NORMAL, sd_ff, false, e);
+        if (!r && synth_arch(p)->moe_bias) { /* gpt-oss: router and expert biases */
+            static const char *const bn[4] = {"ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+            const uint64_t len[4] = {ne, p->n_ff, p->n_ff, p->n_embd};
+            for (int i = 0; i < 4 && !r; i++) {
+                snprintf(n, sizeof n, "blk.%u.%s.bias", l, bn[i]);
+                r = add(pl, n, NULL, HR_F32, len[i], i ? ne : 0, 0, SYNTH_FILL_NORMAL, HR_SYNTH_BIAS_STD, false, e);
+            }
+        }
         return r ? -1 : 0;
     }
     if (has(p, HR_AT_FUSED_GATE_UP)) /* phi3: one ffn_up, the gate's rows then up's */
@@ -142,8 +153,11 @@ static int plan_attn(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_er
             return -1;
     }
     if ((snprintf(n, sizeof n, "blk.%u.attn_output.weight", l), add_mat(pl, p, n, n_q, p->n_embd, e))) return -1;
-    return has(p, HR_AT_O_BIAS) ? (snprintf(n, sizeof n, "blk.%u.attn_output.bias", l), add_bias(pl, n, NULL, p->n_embd, e))
-                                : 0;
+    if (has(p, HR_AT_O_BIAS) && (snprintf(n, sizeof n, "blk.%u.attn_output.bias", l), add_bias(pl, n, NULL, p->n_embd, e)))
+        return -1;
+    return has(p, HR_AT_SINKS) ? (snprintf(n, sizeof n, "blk.%u.attn_sinks.weight", l),
+                                  add(pl, n, NULL, HR_F32, p->n_head, 0, 0, SYNTH_FILL_NORMAL, HR_SYNTH_SINK_STD, false, e))
+                               : 0;
 }
 
 static int plan_layer(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err *e) {
@@ -154,7 +168,8 @@ static int plan_layer(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_e
     const bool post = has(p, HR_AT_POST_NORMS); /* Gemma: norms of the attention and FFN outputs */
     if (post && (snprintf(n, sizeof n, "blk.%u.post_attention_norm.weight", l), add_vec(pl, n, p->n_embd, e))) return -1;
     /* parallel blocks (falcon): the FFN reads attn_norm's output, no ffn_norm */
-    if (!synth_arch(p)->parallel && (snprintf(n, sizeof n, "blk.%u.ffn_norm", l), add_norm(pl, p, n, e))) return -1;
+    const char *ffn_norm = synth_arch(p)->ffn_norm_name ? synth_arch(p)->ffn_norm_name : "ffn_norm";
+    if (!synth_arch(p)->parallel && (snprintf(n, sizeof n, "blk.%u.%s", l, ffn_norm), add_norm(pl, p, n, e))) return -1;
     if (plan_ffn(pl, p, l, e)) return -1;
     return post ? (snprintf(n, sizeof n, "blk.%u.post_ffw_norm.weight", l), add_vec(pl, n, p->n_embd, e)) : 0;
 }
@@ -254,7 +269,7 @@ static void put_keys(gguf_writer *w, const hr_synth_params *p) {
         /* softmax: one expert gets weight exactly 1 */
         if (A->moe_gate_key) gguf_w_u32(w, KEY("expert_gating_func"), p->moe_sigmoid ? HR_MOE_SIGMOID : HR_MOE_SOFTMAX);
     }
-    if (p->n_swa) gguf_w_u32(w, KEY("attention.sliding_window"), p->n_swa);
+    if (p->n_swa || A->swa_required) gguf_w_u32(w, KEY("attention.sliding_window"), p->n_swa ? p->n_swa : 128);
     if (p->has_swa_pattern) gguf_w_u32(w, KEY("attention.sliding_window_pattern"), p->swa_pattern);
     if (p->rope_base_swa > 0) gguf_w_f32(w, KEY("rope.freq_base_swa"), p->rope_base_swa);
     if (p->attn_softcap > 0) gguf_w_f32(w, KEY("attn_logit_softcapping"), p->attn_softcap);

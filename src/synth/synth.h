@@ -58,6 +58,14 @@
  *     blk.N.ffn_up_exps.weight   {n_embd, n_ff, E}      type
  *     blk.N.ffn_down_exps.weight {n_ff, n_embd, E}      type
  *     qwen3moe: the qwen3 attention (q/k norms); every FFN is a mixture.
+ *     gpt-oss: blk.N.ffn_gate_inp.bias {E}, ffn_gate_exps.bias and ffn_up_exps.bias
+ *     {n_ff, E}, ffn_down_exps.bias {n_embd, E}, all F32 (after the weights); the expert
+ *     tensors of type expert_type where has_expert_type; gate/up of std
+ *     HR_SYNTH_OAI_EXPERT_STD/sqrt(n_embd).
+ *   gpt-oss attention and norms: attn_q/k/v.bias, attn_output.bias, after it
+ *     blk.N.attn_sinks.weight {n_head} F32 (std HR_SYNTH_SINK_STD), and the FFN norm named
+ *     blk.N.post_attention_norm.weight instead of ffn_norm. Keys: A.expert_feed_forward_length
+ *     = n_ff, A.attention.sliding_window = n_swa, or 128 (gpt-oss's window) when unset.
  *   smallthinker (one expert, equal to a dense ReGLU FFN):
  *     blk.N.ffn_gate_inp.weight  {n_embd, 1}            F32
  *     blk.N.ffn_gate_exps.weight {n_embd, n_ff, 1}      type
@@ -128,6 +136,11 @@
 #define HR_SYNTH_TIED_EMBD_STD 1.0f
 #define HR_SYNTH_NORM_NOISE 0.05f
 #define HR_SYNTH_BIAS_STD 0.1f
+/* gpt-oss experts (clamped SwiGLU, limit 7): gate and up weights of std 4/sqrt(n_embd), so a
+ * few percent of the inner values lie beyond the limit and the clamps matter; attention
+ * sinks of std 1, the size of the scaled scores. */
+#define HR_SYNTH_OAI_EXPERT_STD 4.0f
+#define HR_SYNTH_SINK_STD 1.0f
 
 
 /* Same order as the engine's hr_act. */
@@ -152,11 +165,15 @@ typedef struct hr_synth_params {
     bool falcon_40b; /* falcon: attn_norm_2 for the attention input (the 40B layout) */
     bool powerinfer; /* PWRI magic, predictor tensors, ffn_down_t (llama, bamboo, falcon, opt) */
     uint32_t pred_rank;
-    /* Mixture of experts (llama, qwen3moe, smallthinker): n_expert experts of n_ff each, the
+    /* Mixture of experts (llama, qwen3moe, smallthinker, gpt-oss): n_expert experts of n_ff each, the
      * router choosing n_expert_used (0: min(2, n_expert)); n_expert 0: dense (smallthinker:
      * its one-expert dense form). moe_sigmoid: smallthinker's sigmoid gating. */
     uint32_t n_expert, n_expert_used;
     bool moe_sigmoid;
+    /* has_expert_type: the three expert tensors ffn_{gate,up,down}_exps have expert_type
+     * instead of type (gpt-oss's files: MXFP4 experts, the rest wider). */
+    bool has_expert_type;
+    uint32_t expert_type;
     bool has_sparse_threshold;
     float sparse_threshold;
     const char *name; /* general.name; NULL: "hearth-synth" */

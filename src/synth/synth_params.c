@@ -162,8 +162,17 @@ static int check_experts(const hr_synth_params *p, const hr_arch *a, hr_err *e) 
     const uint32_t ne = hr_synth_n_expert(p);
     if (!ne) {
         if (a->moe_required) return hr_errf(e, "arch %s is a mixture of experts: n_expert must be > 0", a->name);
-        if (p->n_expert_used || p->moe_sigmoid) return hr_errf(e, "n_expert_used and moe_sigmoid need n_expert > 0");
+        if (p->n_expert_used || p->moe_sigmoid || p->has_expert_type)
+            return hr_errf(e, "n_expert_used, moe_sigmoid and expert_type need n_expert > 0");
         return 0;
+    }
+    if (p->has_expert_type) {
+        const uint32_t t = p->expert_type;
+        const uint64_t blk = hr_type_is_weight(t) ? hr_type_block_elems(t) : 0;
+        if (!blk || hr_synth_ftype(t) == UINT32_MAX) return hr_errf(e, "expert type %u is not a type hearth synth writes", t);
+        if (p->n_embd % blk || p->n_ff % blk)
+            return hr_errf(e, "n_embd = %u and n_ff = %u must be multiples of %llu for expert type %s", p->n_embd, p->n_ff,
+                           (unsigned long long)blk, hr_type_name(t));
     }
     if (!a->moe) return hr_errf(e, "arch %s has no mixture-of-experts layout (n_expert must be 0)", a->name);
     if (in_range("n_expert", ne, 1, 256, e) || in_range("n_expert_used", hr_synth_n_expert_used(p), 1, ne, e)) return -1;

@@ -87,6 +87,19 @@ const MODEL_CASES = [
     // (0, 4, ...) have no RoPE; 5 layers so that both kinds appear twice.
     {name: "smallthinker-swa-nope-f32", arch: "smallthinker", type: "f32", tokenizer: "spm", seed: 47, n_layer: 5,
         extra: ["--n-expert", "4", "--n-expert-used", "2", "--swa", "8"]},
+    // gpt-oss (llama.cpp's openai-moe): q/k/v/output biases, a sink logit per head in every
+    // attention softmax, even layers sliding (window 8, crossed by the prompt), biased router
+    // and experts, top-k on the raw scores then a softmax over the k, OpenAI's clamped SwiGLU
+    // (synth's gate/up values reach the limit 7); F32, and MXFP4 experts with the rest F32 as
+    // the released files have them (Q8_0 activations: the q8_0 tolerance), there with head
+    // size 64 (n_head * head_dim 256 != n_embd) and YaRN as the real files use it. Measured
+    // 1.3e-6 and 2.8e-7 of the scale; seed 62 of the MXFP4 case gave 9.9e-3, the size of one
+    // Q8_0 activation rounding that goes the other way (see the quantized cases below).
+    {name: "gpt-oss-f32", arch: "gpt-oss", type: "f32", tokenizer: "bpe", seed: 61, n_layer: 3,
+        extra: ["--n-expert", "8", "--n-expert-used", "4", "--swa", "8"]},
+    {name: "gpt-oss-mxfp4", arch: "gpt-oss", type: "f32", label: "f32+mxfp4 experts", tokenizer: "bpe", seed: 66,
+        n_layer: 2, tol: TOL.q8_0, extra: ["--n-expert", "4", "--n-expert-used", "2", "--swa", "8", "--expert-type", "mxfp4",
+            "--head-dim", "64", "--rope-scaling", "yarn", "--rope-scale", "32", "--rope-orig-ctx", "64"]},
     // Gemma 2: embedding times sqrt(n_embd), post-attention/post-FFN norms, GEGLU (ggml's GELU
     // rounds through F16, so F32 weights get the F16 tolerance, as falcon), q scaled after RoPE,
     // output tied, every other layer sliding with a window of 16 that the prompt plus 32 steps
@@ -163,6 +176,10 @@ const QUANT_CASES = [
     // seeds 21 and 24 do it (steps 6 and 31), seed 22 has no such tie in its 32 steps.
     {mix: "Q4_K_M", arch: "qwen3moe", tokenizer: "bpe", name: "qwen3moe-q4_k_m", seed: 22,
         extra: ["--n-expert", "4", "--n-expert-used", "2"]},
+    // gpt-oss in llama.cpp's MXFP4_MOE mix (its experts MXFP4, as the released files): 1.7e-7
+    // of the scale measured.
+    {mix: "MXFP4_MOE", arch: "gpt-oss", tokenizer: "bpe", name: "gpt-oss-mxfp4_moe", seed: 23,
+        extra: ["--n-expert", "4", "--n-expert-used", "2", "--swa", "8"]},
 ].map((c) => ({...QBASE, ...c, name: c.name ?? c.mix.toLowerCase(), tol: QUANT_TOL,
     extra: [...(c.tied ? ["--tied"] : []), ...(c.extra ?? [])], type: "f32", label: c.mix}));
 

@@ -129,6 +129,22 @@ int main(void) {
     expect_error(q3m, &(mutation){.u32_key = "qwen3moe.expert_feed_forward_length", .u32_val = 64}, "tensor 'blk.0.ffn_gate_exps.weight' has shape");
     expect_error(stm, &(mutation){.u32_key = "smallthinker.expert_gating_func", .u32_val = 7}, "expert_gating_func = 7 is not supported");
     remove(moe), remove(q3m), remove(stm);
+    /* gpt-oss: sinks, biases of the router and experts, its FFN norm's name, the window key. */
+    char go[256];
+    p.n_expert = 4, p.n_expert_used = 2, p.arch = "gpt-oss", p.act = HR_SYNTH_SWIGLU;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(go, sizeof go, "gptoss.gguf"), &e) == 0, "%s", e.msg);
+    p.n_expert = 0, p.n_expert_used = 0, p.arch = "llama";
+    expect_error(go, &(mutation){.drop_tensor = "blk.1.attn_sinks.weight"}, "missing tensor 'blk.1.attn_sinks.weight'");
+    expect_error(go, &(mutation){.reshape0 = "blk.0.attn_sinks.weight"}, "tensor 'blk.0.attn_sinks.weight' has shape");
+    expect_error(go, &(mutation){.drop_tensor = "blk.0.ffn_gate_inp.bias"}, "missing tensor 'blk.0.ffn_gate_inp.bias'");
+    expect_error(go, &(mutation){.drop_tensor = "blk.1.ffn_up_exps.bias"}, "missing tensor 'blk.1.ffn_up_exps.bias'");
+    expect_error(go, &(mutation){.reshape = "blk.0.ffn_down_exps.bias"}, "tensor 'blk.0.ffn_down_exps.bias' has shape");
+    expect_error(go, &(mutation){.drop_tensor = "blk.0.attn_output.bias"}, "missing tensor 'blk.0.attn_output.bias'");
+    expect_error(go, &(mutation){.drop_tensor = "blk.1.post_attention_norm.weight"}, "missing tensor 'blk.1.post_attention_norm.weight'");
+    expect_error(go, &(mutation){.drop_key = "gpt-oss.attention.sliding_window"}, "missing metadata key 'gpt-oss.attention.sliding_window'");
+    expect_error(go, &(mutation){.drop_key = "gpt-oss.expert_feed_forward_length"}, "gpt-oss.expert_feed_forward_length");
+    expect_error(go, &(mutation){.u32_key = "gpt-oss.expert_count", .u32_val = 0}, "gpt-oss needs gpt-oss.expert_count > 0");
+    remove(go);
     /* PowerInfer files: predictor and transposed down matrix. */
     char pw[256];
     p.arch = "llama", p.act = HR_SYNTH_REGLU, p.powerinfer = true, p.pred_rank = 16;

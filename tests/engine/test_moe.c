@@ -12,7 +12,13 @@
 #include "synth/synth.h"
 #include "testutil.h"
 
-static double act(hr_act a, double g, double u) {
+static double act(const hr_hparams *hp, double g, double u) {
+    const hr_act a = hp->act;
+    const double lim = hp->arch->moe_act_limit, alpha = hp->arch->moe_act_alpha;
+    if (lim > 0) { /* gpt-oss: OpenAI's clamped SwiGLU */
+        const double x = g < lim ? g : lim, y = u < -lim ? -lim : u > lim ? lim : u;
+        return x / (1 + exp(-alpha * x)) * (y + 1);
+    }
     if (a == HR_ACT_REGLU) return (g > 0 ? g : 0) * u;
     if (a == HR_ACT_DRELU) return (g > 0 ? g : 0) * (u > 0 ? u : 0);
     return g / (1 + exp(-g)) * u; /* SwiGLU */
@@ -34,9 +40,11 @@ static void reference(const hearth_model *m, const hr_layer *L, const float *xn,
         hr_dequant_row(L->moe.router.type, (const uint8_t *)L->moe.router.data + (size_t)x * L->moe.router.row_bytes, row, d);
         double s = 0;
         for (int32_t j = 0; j < d; j++) s += (double)row[j] * xn[j];
-        p[x] = s;
+        p[x] = s + (L->moe.router_b ? L->moe.router_b[x] : 0);
     }
-    if (hp->moe_gate == HR_MOE_SIGMOID) {
+    if (hp->moe_gate == HR_MOE_SOFTMAX_WEIGHT) {
+        /* ranked on the raw scores; the weights come below */
+    } else if (hp->moe_gate == HR_MOE_SIGMOID) {
         for (int32_t x = 0; x < ne; x++) p[x] = 1 / (1 + exp(-p[x]));
     } else {
         double mx = p[0], z = 0;
@@ -54,7 +62,14 @@ static void reference(const hearth_model *m, const hr_layer *L, const float *xn,
         }
         sel[r] = best, wt[r] = p[best], wsum += p[best];
     }
-    for (int32_t r = 0; r < k; r++) wt[r] /= wsum;
+    if (hp->moe_gate == HR_MOE_SOFTMAX_WEIGHT) { /* softmax over the chosen scores */
+        double mx = wt[0];
+        wsum = 0;
+        for (int32_t r = 0; r < k; r++) mx = wt[r] > mx ? wt[r] : mx;
+        for (int32_t r = 0; r < k; r++) wsum += (wt[r] = exp(wt[r] - mx));
+    }
+    if (hp->arch->moe_norm || hp->moe_gate == HR_MOE_SOFTMAX_WEIGHT)
+        for (int32_t r = 0; r < k; r++) wt[r] /= wsum;
     memset(out, 0, sizeof(double) * (size_t)d);
     for (int32_t r = 0; r < k; r++) {
         for (int32_t i = 0; i < ff; i++) {
@@ -63,11 +78,13 @@ static void reference(const hearth_model *m, const hr_layer *L, const float *xn,
             for (int32_t j = 0; j < d; j++) g += (double)row[j] * xn[j];
             row_of(&L->moe.up, sel[r], i, row);
             for (int32_t j = 0; j < d; j++) u += (double)row[j] * xn[j];
-            h[i] = act(hp->act, g, u);
+            if (L->moe.gate_b) g += L->moe.gate_b[(size_t)sel[r] * (size_t)ff + (size_t)i];
+            if (L->moe.up_b) u += L->moe.up_b[(size_t)sel[r] * (size_t)ff + (size_t)i];
+            h[i] = act(hp, g, u);
         }
         for (int32_t j = 0; j < d; j++) {
             row_of(&L->moe.down, sel[r], j, row);
-            double y = 0;
+            double y = L->moe.down_b ? L->moe.down_b[(size_t)sel[r] * (size_t)d + (size_t)j] : 0;
             for (int32_t i = 0; i < ff; i++) y += (double)row[i] * h[i];
             out[j] += wt[r] * y;
         }
@@ -95,6 +112,34 @@ static hearth_model *make_act(const char *arch, uint32_t type, uint32_t ne, uint
 
 static hearth_model *make(const char *arch, uint32_t type, uint32_t ne, uint32_t k, bool sigmoid, const char *tag) {
     return make_act(arch, type, ne, k, sigmoid, -1, tag);
+}
+
+/* gpt-oss with F32 weights and experts of expert_type, a window of 8 (crossed by the
+ * 24-token prompts) on the even layers: checks the layout the loader made of it. */
+static hearth_model *make_gptoss(uint32_t expert_type, uint32_t ne, uint32_t k, const char *tag) {
+    hr_synth_params p;
+    hr_synth_defaults(&p);
+    p.arch = "gpt-oss", p.type = HR_F32, p.n_embd = 64, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 96, p.n_vocab = 300;
+    p.n_layer = 3, p.n_expert = ne, p.n_expert_used = k, p.seed = 9, p.n_swa = 8;
+    p.has_expert_type = true, p.expert_type = expert_type;
+    char path[256];
+    hr_err e = {{0}};
+    if (hr_synth_write(&p, hr_test_tmp(path, sizeof path, tag), &e)) {
+        CHECKF(0, "synth %s: %s", tag, e.msg);
+        return NULL;
+    }
+    hearth_model *m = hearth_model_load(path, NULL, &e);
+    CHECKF(m, "load %s: %s", tag, e.msg);
+    remove(path);
+    if (!m) return NULL;
+    const hr_layer *L0 = &m->layers[0], *L1 = &m->layers[1];
+    CHECKF(m->hp.n_swa == 8 && L0->swa && !L1->swa && m->layers[2].swa, "%s: window %d, layers slide %d %d %d", tag,
+           m->hp.n_swa, L0->swa, L1->swa, m->layers[2].swa);
+    CHECKF(L0->sinks && L1->sinks && L0->bq && L0->bk && L0->bv && L0->bo && L0->ffn_norm, "%s: sinks, biases, ffn norm", tag);
+    CHECKF(L1->moe.router_b && L1->moe.gate_b && L1->moe.up_b && L1->moe.down_b && L1->moe.gate.type == expert_type &&
+               m->hp.moe_gate == HR_MOE_SOFTMAX_WEIGHT,
+           "%s: expert biases, type %u, gating %d", tag, L1->moe.gate.type, (int)m->hp.moe_gate);
+    return m;
 }
 
 /* Layer 1's MoE FFN of n random normed-looking inputs against the reference, token by token
@@ -319,6 +364,15 @@ int main(void) {
     hearth_model_free(m);
     m = make("smallthinker", HR_Q8_0, 8, 3, false, "st-softmax-q8.gguf");
     if (m) check_exact(m, "smallthinker softmax q8_0 8x3", 5e-2);
+    hearth_model_free(m);
+    /* gpt-oss: biased router and experts, softmax over the chosen scores, clamped SwiGLU (its
+     * synthetic gate/up values reach the clamp), attention sinks and a window in the prompt. */
+    m = make_gptoss(HR_F32, 8, 4, "gptoss-f32.gguf");
+    if (m) check_layer(m, "gpt-oss f32 8x4", 1e-5), check_batch_vs_decode(m, "gpt-oss f32 8x4"), check_refusals(m);
+    hearth_model_free(m);
+    m = make_gptoss(HR_MXFP4, 4, 2, "gptoss-mxfp4.gguf");
+    /* MXFP4 experts take Q8_0 activations, as in llama.cpp: ~1% of the scale per product */
+    if (m) check_layer(m, "gpt-oss mxfp4 4x2", 3e-2), check_batch_vs_decode(m, "gpt-oss mxfp4 4x2");
     hearth_model_free(m);
     m = make_act("llama", HR_F32, 6, 2, false, HR_SYNTH_DRELU, "llama-drelu-moe.gguf"); /* dReLU experts */
     if (m) check_layer_mode(m, "llama drelu f32 6x2", 1e-5, HEARTH_FFN_EXACT), check_exact(m, "llama drelu f32 6x2", 1e-4);

@@ -382,8 +382,36 @@ static void progress(void) {
     remove(path);
 }
 
+/* gpt-oss files: expert tensors of their own type (the rest in --type), sinks and biases,
+ * the window key even when unset; expert types checked against the shapes. */
+static void expert_type(void) {
+    hr_synth_params p = small();
+    p.arch = "gpt-oss", p.n_expert = 4, p.has_expert_type = true, p.expert_type = HR_MXFP4;
+    char path[256];
+    if (write_tmp(&p, path, sizeof path, "gptoss.gguf")) return;
+    gguf_file f;
+    hr_err e = {{0}};
+    if (!gguf_open(&f, path, &e)) {
+        const gguf_tensor *g = gguf_find_tensor(&f, "blk.1.ffn_gate_exps.weight"), *q = gguf_find_tensor(&f, "blk.1.attn_q.weight");
+        const gguf_tensor *sk = gguf_find_tensor(&f, "blk.0.attn_sinks.weight"), *db = gguf_find_tensor(&f, "blk.0.ffn_down_exps.bias");
+        uint32_t swa = 0;
+        CHECK(g && g->type == HR_MXFP4 && g->ne[2] == 4 && q && q->type == HR_F32);
+        CHECK(sk && sk->ne[0] == 4 && sk->type == HR_F32 && db && db->ne[0] == 64 && db->ne[1] == 4);
+        CHECK(gguf_find_tensor(&f, "blk.0.post_attention_norm.weight") && !gguf_find_tensor(&f, "blk.0.ffn_norm.weight"));
+        CHECK(gguf_get_u32(&f, "gpt-oss.attention.sliding_window", &swa, &e) == 0 && swa == 128);
+        gguf_close(&f);
+    } else CHECKF(0, "%s", e.msg);
+    remove(path);
+    p.n_ff = 80; /* not a whole number of MXFP4 blocks */
+    CHECK(hr_synth_validate(&p, &e) < 0 && strstr(e.msg, "expert type mxfp4"));
+    p = small();
+    p.has_expert_type = true, p.expert_type = HR_Q8_0; /* a dense model has no experts */
+    CHECK(hr_synth_validate(&p, &e) < 0 && strstr(e.msg, "expert_type need n_expert > 0"));
+}
+
 int main(void) {
     names();
+    expert_type();
     variants();
     determinism();
     identities();
