@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include "cli.h"
 
 bool hr_arg_need(const char *cmd, int argc, char **argv, int i) {
@@ -67,4 +68,15 @@ int hr_usage_error(const char *cmd, const char *fmt, ...) {
     va_end(ap);
     fprintf(stderr, "\ntry 'hearth %s --help'\n", cmd);
     return 2;
+}
+
+bool hr_progress_tty(void) { return isatty(STDERR_FILENO) == 1; }
+
+const char *hr_progress_step(int *last, int pct, bool force) {
+    const bool tty = hr_progress_tty();
+    if (pct == *last && !force) return NULL;
+    /* a log keeps every line: one per 10% step, and the end */
+    if (!tty && !force && *last >= 0 && pct / 10 == *last / 10 && pct < 100) return NULL;
+    *last = pct;
+    return tty ? "\r" : "";
 }

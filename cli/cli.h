@@ -23,6 +23,12 @@ bool hr_arg_need(const char *cmd, int argc, char **argv, int i);      /* argv[i+
 bool hr_arg_long(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out);
 bool hr_arg_float(const char *cmd, const char *flag, const char *v, double lo, double hi, double *out);
 bool hr_arg_u64(const char *cmd, const char *flag, const char *v, uint64_t *out);
+/* Progress on stderr: a terminal gets each whole percentage redrawn in place; a log or a pipe
+ * one plain line per 10% step (and 100%). Returns the line's prefix ("\r" on a terminal, else
+ * ""), or NULL when pct is not to be printed; *last is the last one printed (start at -1);
+ * force prints anyway (a new phase). End such a line with hr_progress_tty() ? "" : "\n". */
+bool hr_progress_tty(void);
+const char *hr_progress_step(int *last, int pct, bool force);
 /* Usage error helper: prints message + "try 'hearth <cmd> --help'" and returns 2. */
 int hr_usage_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)

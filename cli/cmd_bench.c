@@ -16,7 +16,7 @@ typedef struct {
     long threads, n_prompt, n_gen, runs, n_ctx;
     uint64_t seed;
     bool json;
-    hr_run_opts ffn; /* only --ffn, --sparse-threshold, --stats are taken from the shared parser */
+    hr_run_opts ffn; /* only --ffn, --sparse-threshold, --ffn-threshold, --stats are taken from the shared parser */
 } bench_opts;
 
 typedef struct {
@@ -43,14 +43,17 @@ static void help(void) {
            "  -r, --repetitions N     runs (default 3)\n"
            "  -c, --ctx-size N        context size (default: prompt + decoded tokens)\n"
            "  --seed N                seed of the random prompt (default 42)\n"
-           "  --ffn MODE              dense, exact, predicted (default: predicted when the file has\n"
-           "                          predictors, else dense)\n"
+           "  --ffn MODE              dense, exact, predicted, threshold (default: predicted when the\n"
+           "                          file has predictors, else threshold when it has thresholds,\n"
+           "                          else dense)\n"
+           "  --ffn-threshold X       one threshold for every layer in --ffn threshold (docs/threshold.md)\n"
            "  --sparse-threshold X    predictor threshold (default: env, then the file's, then 0)\n"
            "  --stats                 also count fired neurons and print the per-layer table (costs a\n"
            "                          full gate product per layer: slows the decode it measures)\n"
            "  --json                  print one JSON object instead of text\n"
            "  --gpu, --gpu-device, --vram-budget, -ngl, --gpu-index, --reset-gpu-index,\n"
-           "  --disable-gpu-index     GPU placement, as for hearth run (see hearth run --help)\n"
+           "  --disable-gpu-index, --cpu-moe, --n-cpu-moe\n"
+           "                          GPU placement, as for hearth run (see hearth run --help)\n"
            "  -h, --help              this help\n\n"
            "bytes/token = weights one decoded token reads (all matrices, one embedding row, norms)\n"
            "            + K and V cache bytes read by attention at the mean decode position.\n"
@@ -73,7 +76,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
             o->json = true;
             continue;
         }
-        if (!strcmp(a, "--ffn") || !strcmp(a, "--sparse-threshold") || !strcmp(a, "--stats") || hr_is_gpu_flag(a)) {
+        if (!strcmp(a, "--ffn") || !strcmp(a, "--sparse-threshold") || !strcmp(a, "--ffn-threshold") || !strcmp(a, "--stats") ||
+            hr_is_gpu_flag(a)) {
             if (hr_parse_common_flag(cmd, argc, argv, &i, &o->ffn) < 0) return 2;
             continue;
         }
@@ -203,7 +207,8 @@ static sparse_bytes weight_bytes(const hearth_model_info *in, const hearth_ctx *
         return b;
     }
     double full = 0; /* FFN bytes read whatever the fraction */
-    if (mode == HEARTH_FFN_EXACT && strcmp(in->ffn_act, "relu")) full = in->ffn_bytes / 3.0; /* the gate */
+    if ((mode == HEARTH_FFN_EXACT || mode == HEARTH_FFN_THRESHOLD) && strcmp(in->ffn_act, "relu"))
+        full = in->ffn_bytes / 3.0; /* the gate */
     b.ffn = (uint64_t)(full + b.fraction * ((double)in->ffn_bytes - full) + 0.5);
     if (mode == HEARTH_FFN_PREDICTED) b.predictor = in->predictor_bytes;
     b.weights = b.other + b.ffn + b.predictor;
@@ -362,6 +367,7 @@ int hr_cmd_bench(int argc, char **argv) {
     hearth_model_params mp = hearth_model_default_params();
     mp.has_sparse_threshold = o.ffn.mp.has_sparse_threshold;
     mp.sparse_threshold = o.ffn.mp.sparse_threshold;
+    mp.has_ffn_threshold = o.ffn.mp.has_ffn_threshold, mp.ffn_threshold = o.ffn.mp.ffn_threshold;
     hearth_model *m = hearth_model_load(o.model, &mp, &e);
     if (!m) {
         fprintf(stderr, "hearth bench: %s\n", e.msg);

@@ -39,14 +39,14 @@ static void usage(FILE *f) {
     list_types(f);
 }
 
-/* Prints when the whole percentage changes; ud holds the last one printed. */
+/* Prints when the whole percentage changes (a log: every 10%); ud holds the last one printed. */
 static void progress(void *ud, uint64_t done, uint64_t total) {
     int *last = ud;
     const int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
-    if (pct == *last) return;
-    *last = pct;
-    fprintf(stderr, "\rhearth quantize: converted %llu / %llu MiB (%3d%%)%s", (unsigned long long)(done >> 20),
-            (unsigned long long)(total >> 20), pct, done == total ? ", writing...\n" : "");
+    const char *pre = hr_progress_step(last, pct, false);
+    if (!pre) return;
+    fprintf(stderr, "%shearth quantize: converted %llu / %llu MiB (%3d%%)%s", pre, (unsigned long long)(done >> 20),
+            (unsigned long long)(total >> 20), pct, done == total ? ", writing...\n" : hr_progress_tty() ? "" : "\n");
     fflush(stderr);
 }
 

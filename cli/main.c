@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "run_opts.h"
 
 typedef struct {
     const char *name;
@@ -24,7 +25,7 @@ static const subcommand cmds[] = {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: hearth <command> [flags]   (hearth <command> --help for its flags)\n\ncommands:\n");
+    fprintf(f, "usage: hearth <command> [flags]   (hearth <command> --help for its flags; hearth --version)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].help);
 }
 
@@ -32,6 +33,10 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        hr_print_version();
+        return 0;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);

@@ -19,6 +19,8 @@ if [ "${1:-build}" = test ]; then
     need_cmd npm npm
     need_cmd git git                     # conformance.vocab unpacks llama.cpp's source bundle
     need_cmd chromium chromium           # the chat page's browser test (playwright-core drives it)
+    need_cmd python3 python3             # hearth chat on a pseudo-terminal (tests/cli/chat_tty.py)
+    need_pkg python3-jinja2              # the server's tool prompts against the real Jinja templates (tests/server/tools_jinja.py)
 fi
 [ -z "$missing" ] && exit 0
 echo "installing:$missing"

@@ -48,16 +48,22 @@ static uint64_t rng_next(uint64_t *s) {
 
 static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
 
-static int check_params(const hr_sampler_params *p, int32_t n_vocab, hr_err *e) {
-    if (n_vocab <= 0) return hr_errf(e, "sampler: n_vocab %d must be positive", n_vocab);
-    if (isnan(p->temp) || isinf(p->temp)) return hr_errf(e, "sampler: temperature must be finite");
-    if (isnan(p->top_p)) return hr_errf(e, "sampler: top_p is NaN");
-    if (isnan(p->min_p)) return hr_errf(e, "sampler: min_p is NaN");
-    if (!(p->repeat_penalty > 0.0f) || isinf(p->repeat_penalty))
-        return hr_errf(e, "sampler: repeat_penalty %g must be positive and finite", (double)p->repeat_penalty);
-    if (p->repeat_last_n < 0)
-        return hr_errf(e, "sampler: repeat_last_n %d must be >= 0 (resolve -1 to the context size first)",
-                       p->repeat_last_n);
+int hr_sampler_params_check(const hr_sampler_params *p, hr_err *e) {
+    if (!p) return hr_errf(e, "sampler: no parameters");
+    if (!(p->temp >= 0.0f && p->temp <= HR_SAMPLER_TEMP_MAX))
+        return hr_errf(e, "temp: %g is out of range [0, %g] (0 = greedy)", (double)p->temp, HR_SAMPLER_TEMP_MAX);
+    if (p->top_k < 0 || p->top_k > HR_SAMPLER_TOP_K_MAX)
+        return hr_errf(e, "top_k: %d is out of range [0, %d] (0 = off)", p->top_k, HR_SAMPLER_TOP_K_MAX);
+    if (!(p->top_p >= 0.0f && p->top_p <= 1.0f))
+        return hr_errf(e, "top_p: %g is out of range [0, 1] (1 = off)", (double)p->top_p);
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
+        return hr_errf(e, "min_p: %g is out of range [0, 1] (0 = off)", (double)p->min_p);
+    if (!(p->repeat_penalty > 0.0f && p->repeat_penalty <= HR_SAMPLER_PENALTY_MAX))
+        return hr_errf(e, "repeat_penalty: %g is out of range (0, %g]: it must be > 0 (1 = off)",
+                       (double)p->repeat_penalty, HR_SAMPLER_PENALTY_MAX);
+    if (p->repeat_last_n < 0 || p->repeat_last_n > HR_SAMPLER_LAST_N_MAX)
+        return hr_errf(e, "repeat_last_n: %d is out of range [0, %d] (resolve -1 to the context size first)",
+                       p->repeat_last_n, HR_SAMPLER_LAST_N_MAX);
     return 0;
 }
 
@@ -66,7 +72,14 @@ hr_sampler *hr_sampler_new(const hr_sampler_params *p, int32_t n_vocab, hr_err *
         hr_errf(e, "sampler: no parameters");
         return NULL;
     }
-    if (check_params(p, n_vocab, e) < 0) return NULL;
+    if (n_vocab <= 0) {
+        hr_errf(e, "sampler: n_vocab %d must be positive", n_vocab);
+        return NULL;
+    }
+    if (hr_sampler_params_check(p, e) < 0) {
+        hr_errctx(e, "sampler");
+        return NULL;
+    }
     hr_sampler *s = calloc(1, sizeof *s);
     if (!s) {
         hr_errf(e, "sampler: out of memory");

@@ -1,5 +1,7 @@
 /* The tokenizer.ggml.* keys: reading them as llama.cpp's vocabulary loader does, and
  * writing them for a vocabulary held in memory. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tok_internal.h"
@@ -27,15 +29,52 @@ static int num_arr(const gguf_file *f, const char *key, uint64_t n, const gguf_v
     return 0;
 }
 
+/* Appends a line to the warnings (NULL: none wanted). */
+static void warn(hr_err *w, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void warn(hr_err *w, const char *fmt, ...) {
+    if (!w) return;
+    size_t n = strlen(w->msg), cap = sizeof w->msg;
+    if (n && n + 1 < cap) w->msg[n++] = '\n', w->msg[n] = 0;
+    if (n + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->msg + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
 /* A special-token id key: absent keeps the default; out of range is ignored with the
- * default kept, as llama.cpp does (real files carry e.g. a padding id past the end). */
-static int special_id(const gguf_file *f, const char *key, uint32_t n, int32_t *id, hr_err *e) {
+ * default kept, as llama.cpp does (real files carry e.g. a padding id past the end).
+ * *bad is set when the file's id lies outside the vocabulary. */
+static int special_id(const gguf_file *f, const char *key, uint32_t n, int32_t *id, bool *bad, hr_err *e) {
     uint32_t v;
     int r = gguf_get_u32(f, key, &v, e);
     if (r < 0) return hr_errctx(e, "%s", key);
     if (r == 0 && v < n) *id = (int32_t)v;
+    if (bad) *bad = r == 0 && v >= n;
     if (*id >= 0 && (uint32_t)*id >= n) *id = -1;
     return 0;
+}
+
+/* BOS and EOS ids outside the vocabulary: llama.cpp keeps its default id, which names some
+ * unrelated token; Hearth disables the token instead and says so. */
+static void disable_bad(const gguf_file *f, tok_src *s, bool bad_bos, bool bad_eos, hr_err *w) {
+    uint32_t v = 0;
+    if (bad_bos) {
+        gguf_get_u32(f, K "bos_token_id", &v, NULL);
+        warn(w, K "bos_token_id %u is outside the vocabulary (%u tokens): no BOS token is added", v, s->n);
+        s->bos = -1, s->add_bos = false;
+    }
+    if (bad_eos) {
+        gguf_get_u32(f, K "eos_token_id", &v, NULL);
+        warn(w, K "eos_token_id %u is outside the vocabulary (%u tokens): no EOS token; generation ends only at "
+                  "other end-of-generation tokens, -n or the context",
+             v, s->n);
+        s->eos = -1, s->add_eos = false;
+    }
 }
 
 static int opt_bool(const gguf_file *f, const char *key, bool *v, hr_err *e) {
@@ -86,7 +125,9 @@ static int take_strs(const gguf_array *a, strs *s, const char *key, hr_err *e) {
     return 0;
 }
 
-int hr_tok_from_gguf(hr_tokenizer **t, const gguf_file *f, hr_err *e) {
+int hr_tok_from_gguf(hr_tokenizer **t, const gguf_file *f, hr_err *e) { return hr_tok_from_gguf_warn(t, f, NULL, e); }
+
+int hr_tok_from_gguf_warn(hr_tokenizer **t, const gguf_file *f, hr_err *w, hr_err *e) {
     *t = NULL;
     gguf_str model, pre = {"", 0};
     int r = gguf_get_str(f, K "model", &model, e);
@@ -126,11 +167,13 @@ int hr_tok_from_gguf(hr_tokenizer **t, const gguf_file *f, hr_err *e) {
     s.add_bos = spm || pi.add_bos;
     s.add_eos = false;
     s.add_space_prefix = spm;
-    if (special_id(f, K "bos_token_id", s.n, &s.bos, e) || special_id(f, K "eos_token_id", s.n, &s.eos, e) ||
-        special_id(f, K "unknown_token_id", s.n, &s.unk, e) || special_id(f, K "padding_token_id", s.n, &s.pad, e) ||
+    bool bad_bos = false, bad_eos = false;
+    if (special_id(f, K "bos_token_id", s.n, &s.bos, &bad_bos, e) || special_id(f, K "eos_token_id", s.n, &s.eos, &bad_eos, e) ||
+        special_id(f, K "unknown_token_id", s.n, &s.unk, NULL, e) || special_id(f, K "padding_token_id", s.n, &s.pad, NULL, e) ||
         opt_bool(f, K "add_bos_token", &s.add_bos, e) || opt_bool(f, K "add_eos_token", &s.add_eos, e) ||
         opt_bool(f, K "add_space_prefix", &s.add_space_prefix, e))
         return -1;
+    disable_bad(f, &s, bad_bos, bad_eos, w);
 
     strs ts = {0}, ms = {0};
     float *scores = NULL;

@@ -34,6 +34,9 @@ typedef struct hr_vocab_desc {
 typedef struct hr_tokenizer hr_tokenizer;
 
 int hr_tok_from_gguf(hr_tokenizer **t, const gguf_file *f, hr_err *e);
+/* The same, with warnings (a BOS/EOS id outside the vocabulary: disabled) appended to *w as
+ * '\n'-separated lines; w may be NULL. */
+int hr_tok_from_gguf_warn(hr_tokenizer **t, const gguf_file *f, hr_err *w, hr_err *e);
 int hr_tok_new(hr_tokenizer **t, const hr_vocab_desc *d, hr_err *e); /* copies what it needs */
 void hr_tok_free(hr_tokenizer *t);
 

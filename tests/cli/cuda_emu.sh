@@ -19,10 +19,15 @@ P="$T/p.gguf" D="$T/d.gguf"
     >/dev/null 2>&1 || { echo "FAIL: synth"; exit 1; }
 R="-p hello -n 8 --temp 0 -t 2 -c 64"
 
-# No device: an error for --gpu cuda, one line and the CPU for --gpu auto.
+# No device: an error for --gpu cuda; for --gpu auto the CPU, and one line only when a GPU was
+# asked for (-ngl, a budget) or with --verbose.
 expect 1 "no CUDA device" -- "$H" run -m "$P" $R --gpu cuda
 [ "$(grep -c . "$T/out")" -eq 1 ] || { echo "FAIL: --gpu cuda without a device: want one line"; fails=$((fails + 1)); }
-expect 0 "^hearth: no usable GPU (no CUDA device" -- "$H" run -m "$P" $R
+expect 0 "^hearth: no usable GPU (no CUDA device" -- "$H" run -m "$P" $R --verbose
+[ "$(grep -c "no usable GPU" "$T/out")" -eq 1 ] || { echo "FAIL: --verbose: want the notice once"; fails=$((fails + 1)); }
+expect 0 "^hearth: no usable GPU (no CUDA device" -- "$H" run -m "$P" $R -ngl 1
+"$H" run -m "$P" $R >/dev/null 2>"$T/err"
+grep -q "no usable GPU" "$T/err" && { echo "FAIL: --gpu auto, nothing asked: the notice is not quiet"; fails=$((fails + 1)); }
 
 export HEARTH_CUDAEMU_VRAM=1G
 expect 1 "compute capability 7.0; Hearth needs 7.5" -- env HEARTH_CUDAEMU_CC=70 "$H" run -m "$P" $R --gpu cuda

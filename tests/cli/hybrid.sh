@@ -1,6 +1,7 @@
 #!/bin/sh
 # GPU flags (hearth run, bench): bad values, --gpu cuda without a GPU (exit 1 and the reason),
-# --gpu auto (silent without CUDA, one line with CUDA and no GPU), the stand-in device end to
+# --gpu auto (silent without CUDA; with CUDA and no GPU one line when a GPU was asked for or with
+# --verbose, else silent), the stand-in device end to
 # end (same greedy tokens as the CPU; the plan printed with --verbose; bench --json fields),
 # -ngl on a dense file, and the GPU index file: made from statistics, read back, reset, disabled,
 # and the one hearth place writes read unchanged by hearth run with the same budget.
@@ -44,8 +45,13 @@ if [ "$gpu" = 0 ]; then
     if grep -q "no CUDA backend" "$T/out" "$T/err" || "$H" run -m "$P" $R --gpu cuda 2>&1 | grep -q "no CUDA backend"; then
         [ "$n" -eq 0 ] || { echo "FAIL: --gpu auto in a build without CUDA is not silent"; fails=$((fails + 1)); }
     else
-        [ "$n" -eq 1 ] && grep -q "^hearth: no usable GPU (.*); running on the CPU$" "$T/err" ||
-            { echo "FAIL: --gpu auto with CUDA but no GPU: want exactly one line"; cat "$T/err"; fails=$((fails + 1)); }
+        # quiet by default; one line when a GPU was asked for (-ngl N, a budget) or with --verbose
+        [ "$n" -eq 0 ] || { echo "FAIL: --gpu auto with CUDA but no GPU, nothing asked: want no notice"; cat "$T/err"; fails=$((fails + 1)); }
+        for asked in "-ngl 2" "--vram-budget 1" "--verbose"; do
+            "$H" run -m "$P" $R $asked >"$T/out" 2>"$T/err" || { echo "FAIL: --gpu auto $asked without a GPU failed"; fails=$((fails + 1)); }
+            [ "$(grep -c "no usable GPU" "$T/err")" -eq 1 ] && grep -q "^hearth: no usable GPU (.*); running on the CPU$" "$T/err" ||
+                { echo "FAIL: --gpu auto $asked with CUDA but no GPU: want exactly one line"; cat "$T/err"; fails=$((fails + 1)); }
+        done
     fi
 fi
 

@@ -144,6 +144,25 @@ static void test_bad_params(void) {
     e.msg[0] = 0;
     CHECK(hr_sampler_new(&p, 10, &e) == NULL && e.msg[0]);
     CHECK(hr_sampler_new(NULL, 10, NULL) == NULL);
+    /* the one range: each field at its bounds and just past them */
+    struct { float temp, top_p, min_p, pen; int32_t top_k, last_n; const char *field; } cases[] = {
+        {0, 1, 0, 1, 0, 0, NULL},          {100, 0, 1, 100, 1 << 24, 1 << 20, NULL},
+        {-0.5f, 1, 0, 1, 0, 0, "temp:"},   {INFINITY, 1, 0, 1, 0, 0, "temp:"},
+        {1, 1.5f, 0, 1, 0, 0, "top_p:"},   {1, NAN, 0, 1, 0, 0, "top_p:"},
+        {1, 1, -0.1f, 1, 0, 0, "min_p:"},  {1, 1, 2, 1, 0, 0, "min_p:"},
+        {1, 1, 0, 0, 0, 0, "repeat_penalty:"}, {1, 1, 0, -1, 0, 0, "repeat_penalty:"},
+        {1, 1, 0, 101, 0, 0, "repeat_penalty:"}, {1, 1, 0, 1, -1, 0, "top_k:"},
+        {1, 1, 0, 1, 0, (1 << 20) + 1, "repeat_last_n:"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        p = hr_sampler_defaults();
+        p.temp = cases[i].temp, p.top_p = cases[i].top_p, p.min_p = cases[i].min_p, p.repeat_penalty = cases[i].pen;
+        p.top_k = cases[i].top_k, p.repeat_last_n = cases[i].last_n;
+        e.msg[0] = 0;
+        int r = hr_sampler_params_check(&p, &e);
+        if (!cases[i].field) CHECKF(r == 0, "case %zu refused: %s", i, e.msg);
+        else CHECKF(r < 0 && !strncmp(e.msg, cases[i].field, strlen(cases[i].field)), "case %zu: \"%s\"", i, e.msg);
+    }
     CHECK(hr_sampler_sample(NULL, NULL) == -1);
     hr_sampler_free(NULL);
 }
