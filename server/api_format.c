@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "json_util.h"
+#include "tool_format.h"
 
 void hr_fmt_init(hr_fmt *f, hr_server *s, hr_api_kind kind) {
     memset(f, 0, sizeof *f);
@@ -124,6 +125,7 @@ cJSON *hr_fmt_usage_chunk(hr_fmt *f, int32_t n_prompt, int32_t n_gen) {
 cJSON *hr_fmt_full(hr_fmt *f, hr_job *j, int32_t n_chunks) {
     bool chat = f->kind == HR_API_CHAT;
     size_t len = 0;
+    int n_calls = 0;
     for (int32_t i = 0; i < n_chunks; i++) len += hr_job_chunk(j, i).len;
     char *text = malloc(len + 1);
     if (!text) return NULL;
@@ -141,14 +143,15 @@ cJSON *hr_fmt_full(hr_fmt *f, hr_job *j, int32_t n_chunks) {
     if (chat) {
         cJSON *m = cJSON_AddObjectToObject(ch, "message");
         cJSON_AddStringToObject(m, "role", "assistant");
-        cJSON_AddItemToObject(m, "content", hr_json_str(text, len));
+        if (j->tools) n_calls = hr_fmt_tool_message(f, j->tools, text, len, m);
+        else cJSON_AddItemToObject(m, "content", hr_json_str(text, len));
     } else {
         cJSON_AddItemToObject(ch, "text", hr_json_str(text, len));
     }
     free(text);
     if (lp) cJSON_AddItemToObject(ch, "logprobs", lp);
     else cJSON_AddNullToObject(ch, "logprobs");
-    cJSON_AddStringToObject(ch, "finish_reason", j->finish);
+    cJSON_AddStringToObject(ch, "finish_reason", n_calls > 0 ? "tool_calls" : j->finish);
     cJSON_AddItemToObject(o, "usage", hr_fmt_usage(j->n_prompt, j->n_gen));
     return o;
 }

@@ -1,4 +1,4 @@
-/* GET /health, /v1/models, /metrics and the chat page at /. */
+/* GET /health, /v1/models, /props, /metrics and the chat page at /. */
 #include <stdlib.h>
 #include <string.h>
 #include "routes.h"
@@ -34,6 +34,25 @@ enum MHD_Result hr_api_models(hr_http_req *r) {
     cJSON_AddNumberToObject(meta, "slots", s->metrics.n_slots);
     cJSON_AddStringToObject(meta, "chat_template", hr_chat_name(s->tmpl));
     cJSON_AddStringToObject(meta, "ffn_mode", hearth_ffn_mode_name(hearth_ctx_ffn_mode(s->ctx)));
+    return hr_http_json(r, 200, o);
+}
+
+/* llama-server's GET /props, the part clients read: the defaults a request gets for the fields it
+ * leaves out, and the context of one slot. The chat page shows these as its settings' defaults. */
+enum MHD_Result hr_api_props(hr_http_req *r) {
+    const hr_server *s = r->srv;
+    cJSON *o = cJSON_CreateObject(), *d = cJSON_AddObjectToObject(o, "default_generation_settings");
+    cJSON_AddNumberToObject(d, "n_ctx", s->n_ctx);
+    cJSON *p = cJSON_AddObjectToObject(d, "params");
+    cJSON_AddNumberToObject(p, "n_predict", s->p.n_predict);
+    cJSON_AddNumberToObject(p, "temperature", s->p.sp.temp);
+    cJSON_AddNumberToObject(p, "top_k", s->p.sp.top_k);
+    cJSON_AddNumberToObject(p, "top_p", s->p.sp.top_p);
+    cJSON_AddNumberToObject(p, "min_p", s->p.sp.min_p);
+    cJSON_AddNumberToObject(p, "repeat_penalty", s->p.sp.repeat_penalty);
+    cJSON_AddNumberToObject(p, "repeat_last_n", s->p.sp.repeat_last_n);
+    cJSON_AddNumberToObject(o, "total_slots", s->metrics.n_slots);
+    cJSON_AddStringToObject(o, "model_path", s->model_id);
     return hr_http_json(r, 200, o);
 }
 

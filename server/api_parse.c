@@ -1,5 +1,6 @@
 /* Request bodies to jobs: field types and ranges, prompt, sampling, stops, limits. */
 #include "api_parse.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "json_util.h"
@@ -37,7 +38,7 @@ static int parse_sampling(hr_server *s, const cJSON *root, hr_job *j, hr_apierr 
     if (hr_json_num(root, "min_p", 0, 1, &d, ae)) return -1;
     j->sp.min_p = (float)d;
     d = j->sp.repeat_penalty;
-    if (hr_json_num(root, "repeat_penalty", 0, 10, &d, ae)) return -1;
+    if (hr_json_num(root, "repeat_penalty", -HUGE_VAL, HUGE_VAL, &d, ae)) return -1;
     j->sp.repeat_penalty = (float)d;
     i = j->sp.top_k;
     if (hr_json_int(root, "top_k", 0, 1 << 24, &i, NULL, ae)) return -1;
@@ -45,7 +46,7 @@ static int parse_sampling(hr_server *s, const cJSON *root, hr_job *j, hr_apierr 
     /* JSON numbers are doubles: integers are exact up to 2^53. */
     if (hr_json_int(root, "seed", -(INT64_C(1) << 53), INT64_C(1) << 53, &i, &has_seed, ae)) return -1;
     j->sp.seed = has_seed ? (uint64_t)i : s->p.seed_fixed ? s->p.sp.seed : hr_server_next(s);
-    return 0;
+    return hr_json_sampling_check(&j->sp, ae); /* the sampler's ranges, as the CLI's */
 }
 
 static int parse_limits(hr_server *s, hr_api_kind kind, const cJSON *root, hr_job *j, hr_apierr *ae) {
@@ -120,13 +121,22 @@ static int fill(hr_server *s, hr_api_kind kind, const cJSON *root, hr_gen_req *o
         return -1;
     char *text = NULL;
     int rc;
-    if (kind == HR_API_CHAT) {
-        rc = hr_chat_prompt(s, hr_json_field(root, "messages"), &text, ae);
+    hr_tools_req tr = {0};
+    if (kind == HR_API_CHAT && hr_tools_parse(root, &tr, ae)) return -1;
+    if (kind == HR_API_CHAT && hr_tools_needed(&tr, hr_json_field(root, "messages"))) {
+        rc = hr_tools_prompt_fit(s, root, &tr, j->max_tokens, &text, &j->tools, &out->trimmed, ae);
+        /* Call markers may be special tokens, which the reply's text must then show. */
+        j->special_text = j->tools != NULL;
+        for (const char *const *st = hr_chat_stops(s->tmpl); !rc && st && *st; st++)
+            if (hr_job_add_stop(j, *st, strlen(*st))) rc = hr_apierr_set(ae, 500, NULL, NULL, "out of memory");
+    } else if (kind == HR_API_CHAT) {
+        rc = hr_chat_prompt_fit(s, root, j->max_tokens, &text, &out->trimmed, ae);
         for (const char *const *st = hr_chat_stops(s->tmpl); !rc && st && *st; st++)
             if (hr_job_add_stop(j, *st, strlen(*st))) rc = hr_apierr_set(ae, 500, NULL, NULL, "out of memory");
     } else {
         rc = completion_prompt(s, root, &text, j, ae);
     }
+    if (!rc) rc = hr_constrain_parse(root, &tr, j, ae);
     if (!rc && text) rc = tokenize(s, text, j, ae, param);
     free(text);
     if (rc) return -1;
@@ -134,17 +144,18 @@ static int fill(hr_server *s, hr_api_kind kind, const cJSON *root, hr_gen_req *o
     if (j->n_prompt > s->n_ctx)
         return hr_apierr_set(ae, 400, param, "context_length_exceeded", "prompt has %d tokens, the context holds %d",
                              j->n_prompt, s->n_ctx);
+    /* A default reply length never asks for more than the context leaves. */
+    if (!hr_json_field(root, "max_tokens") && !hr_json_field(root, "max_completion_tokens") &&
+        j->max_tokens > s->n_ctx - j->n_prompt)
+        j->max_tokens = s->n_ctx > j->n_prompt ? s->n_ctx - j->n_prompt : 1;
     return 0;
 }
 
 int hr_gen_parse(hr_server *s, hr_api_kind kind, const char *body, size_t len, hr_gen_req *out, hr_apierr *ae) {
     memset(out, 0, sizeof *out);
     out->kind = kind;
-    const char *end = NULL;
-    /* body[len] is NUL: including it lets cJSON reject anything after the value. */
-    cJSON *root = cJSON_ParseWithLengthOpts(body, len + 1, &end, true);
-    if (!root)
-        return hr_apierr_set(ae, 400, NULL, "invalid_json", "malformed JSON near byte %td", end && end >= body ? end - body : 0);
+    cJSON *root = hr_json_parse_body(body, len, ae);
+    if (!root) return -1;
     hr_job *j = hr_job_new();
     int rc = !j ? hr_apierr_set(ae, 500, NULL, NULL, "out of memory")
              : !cJSON_IsObject(root) ? hr_apierr_set(ae, 400, NULL, "invalid_json", "the body must be a JSON object")

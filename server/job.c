@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "grammar/grammar.h"
+#include "tools.h"
 
 hr_job *hr_job_new(void) {
     hr_job *j = calloc(1, sizeof *j);
@@ -35,6 +37,8 @@ void hr_job_unref(hr_job *j) {
     for (int32_t i = 0; i < j->n_chunks; i++) free(j->chunks[i].text), free(j->chunks[i].lps);
     for (int32_t i = 0; i < j->n_stops; i++) free(j->stops[i]);
     free(j->stops);
+    if (j->grammar) hr_grammar_free(j->grammar);
+    hr_tool_spec_free(j->tools);
     free(j->chunks);
     free(j->prompt);
     pthread_cond_destroy(&j->cv);
@@ -77,6 +81,7 @@ int hr_job_push(hr_job *j, const char *text, size_t len, const hr_tok_lp *lps, i
     }
     j->chunks[j->n_chunks++] = c;
     pthread_cond_broadcast(&j->cv);
+    if (j->notify) j->notify(j->notify_ud);
     pthread_mutex_unlock(&j->mu);
     return 0;
 }
@@ -94,6 +99,7 @@ void hr_job_finish(hr_job *j, const char *finish, int32_t n_gen, int status, con
         }
     }
     pthread_cond_broadcast(&j->cv);
+    if (j->notify) j->notify(j->notify_ud);
     pthread_mutex_unlock(&j->mu);
 }
 
@@ -135,4 +141,10 @@ hr_chunk hr_job_chunk(hr_job *j, int32_t i) {
     hr_chunk c = j->chunks[i];
     pthread_mutex_unlock(&j->mu);
     return c;
+}
+
+void hr_job_set_notify(hr_job *j, void (*fn)(void *ud), void *ud) {
+    pthread_mutex_lock(&j->mu);
+    j->notify = fn, j->notify_ud = ud;
+    pthread_mutex_unlock(&j->mu);
 }

@@ -37,6 +37,9 @@ typedef struct hr_job {
     bool ignore_eos;
     char **stops; /* user and template stop texts */
     int32_t n_stops;
+    struct hr_grammar *grammar;  /* response_format / grammar / forced tool call, or NULL */
+    struct hr_tool_spec *tools;  /* tools offered: the reply is parsed for calls (server/tools.h) */
+    bool special_text;           /* special tokens are part of the reply's text (call markers) */
 
     /* Output, guarded by mu. */
     pthread_mutex_t mu;
@@ -49,6 +52,10 @@ typedef struct hr_job {
     int err_status;     /* HTTP status of the failure: 500, 503 when the server is stopping */
     int32_t n_gen;
     int refs;
+    /* Called (under mu) after each push and at the finish: wakes the connection waiting
+     * for this job (server/waker.h). NULL: none. */
+    void (*notify)(void *ud);
+    void *notify_ud;
 } hr_job;
 
 /* A job with one reference (the caller's). Returns NULL when out of memory. */
@@ -71,4 +78,7 @@ int32_t hr_job_wait(hr_job *j, int32_t next, int timeout_ms, bool *done);
 /* Chunk i (< a count hr_job_wait returned); its text and lps stay valid while the job lives. */
 hr_chunk hr_job_chunk(hr_job *j, int32_t i);
 void hr_job_cancel(hr_job *j);
+/* Sets (fn non-NULL) or clears the notify hook; once a clear returns, fn is not running
+ * and will not be called again. */
+void hr_job_set_notify(hr_job *j, void (*fn)(void *ud), void *ud);
 #endif

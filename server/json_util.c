@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "sampler/sampler.h"
 
 const cJSON *hr_json_field(const cJSON *obj, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -48,6 +49,56 @@ int hr_json_string(const cJSON *obj, const char *key, const char **out, hr_apier
     if (!cJSON_IsString(v)) return hr_apierr_set(ae, 400, key, "invalid_type", "'%s' must be a string", key);
     *out = v->valuestring;
     return 0;
+}
+
+int hr_json_sampling_check(const hr_sampler_params *p, hr_apierr *ae) {
+    hr_err e = {{0}};
+    if (!hr_sampler_params_check(p, &e)) return 0;
+    /* The sampler's message starts with its name of the field. */
+    static const char *const names[][2] = {{"temp", "temperature"}, {"top_k", "top_k"}, {"top_p", "top_p"},
+                                           {"min_p", "min_p"}, {"repeat_penalty", "repeat_penalty"},
+                                           {"repeat_last_n", "repeat_last_n"}};
+    const char *colon = strchr(e.msg, ':');
+    size_t n = colon ? (size_t)(colon - e.msg) : 0;
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (n == strlen(names[k][0]) && !strncmp(e.msg, names[k][0], n))
+            return hr_apierr_set(ae, 400, names[k][1], "invalid_value", "'%s'%s", names[k][1], colon);
+    return hr_apierr_set(ae, 400, NULL, "invalid_value", "%s", e.msg);
+}
+
+/* Deepest nesting of arrays and objects in text[0..n), strings skipped. */
+static int nesting(const char *text, size_t n) {
+    int depth = 0, most = 0;
+    bool in_str = false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = text[i];
+        if (in_str) {
+            if (ch == '\\') i++;
+            else if (ch == '"') in_str = false;
+        } else if (ch == '"') {
+            in_str = true;
+        } else if (ch == '[' || ch == '{') {
+            if (++depth > most) most = depth;
+        } else if (ch == ']' || ch == '}') {
+            depth--;
+        }
+    }
+    return most;
+}
+
+cJSON *hr_json_parse_body(const char *body, size_t len, hr_apierr *ae) {
+    const char *end = NULL;
+    /* body[len] is NUL: including it lets cJSON reject anything after the value. */
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len + 1, &end, true);
+    if (root) return root;
+    size_t at = end && end >= body ? (size_t)(end - body) : 0;
+    /* cJSON stops at its depth limit as if the text were broken there. */
+    if (nesting(body, at + 1 < len ? at + 1 : len) > CJSON_NESTING_LIMIT)
+        hr_apierr_set(ae, 400, NULL, "invalid_json", "JSON nested deeper than %d levels (at byte %zu) is not accepted",
+                      CJSON_NESTING_LIMIT, at);
+    else
+        hr_apierr_set(ae, 400, NULL, "invalid_json", "malformed JSON near byte %zu", at);
+    return NULL;
 }
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */

@@ -15,6 +15,13 @@ int hr_json_bool(const cJSON *obj, const char *key, bool *out, hr_apierr *ae);
 int hr_json_int(const cJSON *obj, const char *key, int64_t lo, int64_t hi, int64_t *out, bool *present, hr_apierr *ae);
 int hr_json_num(const cJSON *obj, const char *key, double lo, double hi, double *out, hr_apierr *ae);
 int hr_json_string(const cJSON *obj, const char *key, const char **out, hr_apierr *ae);
+/* hr_sampler_params_check with the request's field names: a 400 naming the field. */
+struct hr_sampler_params;
+int hr_json_sampling_check(const struct hr_sampler_params *p, hr_apierr *ae);
+/* Parses a request body (NUL at body[len]; nothing may follow the value): the value, or NULL
+ * with a 400 in ae: malformed JSON with the byte position, or valid JSON nested deeper than
+ * the parser allows (CJSON_NESTING_LIMIT), said as such. */
+cJSON *hr_json_parse_body(const char *body, size_t len, hr_apierr *ae);
 /* A string holding len bytes of s (len (size_t)-1: up to the NUL), invalid UTF-8
  * replaced by U+FFFD so the output is always valid JSON text. */
 cJSON *hr_json_str(const char *s, size_t len);

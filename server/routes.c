@@ -1,7 +1,8 @@
-/* The route table. */
+/* The route table; CORS preflights; the API key check. */
 #include "routes.h"
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct route {
     const char *path, *method;
@@ -12,7 +13,10 @@ typedef struct route {
 static const route routes[] = {
     {"/v1/completions", "POST", hr_api_completions, true},
     {"/v1/chat/completions", "POST", hr_api_chat, true},
+    {"/v1/embeddings", "POST", hr_api_embeddings, true},
+    {"/embedding", "POST", hr_api_embedding, true}, /* llama-server's own shape */
     {"/v1/models", "GET", hr_api_models, true},
+    {"/props", "GET", hr_api_props, true},
     {"/metrics", "GET", hr_api_metrics, true},
     {"/health", "GET", hr_api_health, false},
     {"/", "GET", hr_api_page, false},
@@ -30,10 +34,24 @@ static bool authorized(const hr_http_req *r) {
     const char *key = r->srv->p.api_key;
     if (!key) return true;
     const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!h || strncmp(h, "Bearer ", 7)) return false;
+    /* The scheme name is case-insensitive (RFC 9110 11.1). */
+    if (!h || strncasecmp(h, "Bearer", 6) || (h[6] != ' ' && h[6] != '\t')) return false;
     h += 7;
-    while (*h == ' ') h++;
+    while (*h == ' ' || *h == '\t') h++;
     return same_secret(h, key);
+}
+
+/* A browser's CORS preflight: which methods and headers the real request may use. No key
+ * is needed (browsers send none with a preflight). */
+static enum MHD_Result preflight(hr_http_req *r, const route *hit) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    const char *want = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Access-Control-Request-Headers");
+    MHD_add_response_header(resp, "Access-Control-Allow-Methods",
+                            !strcmp(hit->method, "GET") ? "GET, HEAD, OPTIONS" : "POST, OPTIONS");
+    MHD_add_response_header(resp, "Access-Control-Allow-Headers", want && *want ? want : "Authorization, Content-Type");
+    MHD_add_response_header(resp, "Access-Control-Max-Age", "86400");
+    return hr_http_queue(r, 204, resp);
 }
 
 enum MHD_Result hr_route(hr_http_req *r) {
@@ -46,6 +64,7 @@ enum MHD_Result hr_route(hr_http_req *r) {
         return hr_http_error(r, &ae);
     }
     r->endpoint = hit->path;
+    if (!strcmp(r->method, "OPTIONS")) return preflight(r, hit);
     bool head = !strcmp(hit->method, "GET") && !strcmp(r->method, "HEAD");
     if (strcmp(r->method, hit->method) && !head) {
         hr_apierr_set(&ae, 405, NULL, "method_not_allowed", "%s needs %s, not %s", r->url, hit->method, r->method);

@@ -16,6 +16,8 @@ struct hr_sched {
     pthread_cond_t cv;
     hr_job **queue; /* FIFO: queue[0] is next */
     int32_t q_len, q_cap;
+    hr_job **embq;  /* embedding jobs, FIFO */
+    int32_t e_len, e_cap;
     hr_slot *slots;
     int32_t rr; /* slot whose prompt goes first this step, rotated for fairness */
     bool stop, started;
@@ -127,14 +129,60 @@ static void step(hr_sched *s) {
     hr_metrics_step(s->mx, (uint64_t)n_prompt, gen, now_s() - t0, ffn_share(s));
 }
 
+/* Mean hidden state of j's tokens on sequence seq (free), into one chunk. */
+static void embed_one(hr_sched *s, hr_job *j, int32_t seq) {
+    const int32_t n = j->n_prompt, d = hearth_model_get_info(s->m)->n_embd;
+    int32_t *pos = malloc((size_t)n * sizeof *pos), *sq = malloc((size_t)n * sizeof *sq);
+    bool *want = malloc((size_t)n * sizeof *want);
+    float *mean = calloc((size_t)d, sizeof *mean);
+    double *acc = calloc((size_t)d, sizeof *acc);
+    hr_err e = {{0}};
+    int rc = !pos || !sq || !want || !mean || !acc ? hr_errf(&e, "out of memory") : 0;
+    for (int32_t i = 0; !rc && i < n; i++) pos[i] = i, sq[i] = seq, want[i] = true;
+    double t0 = now_s();
+    if (!rc) {
+        hearth_batch b = {n, j->prompt, pos, sq, want};
+        hearth_ctx_set_embeddings(s->c, true);
+        rc = hearth_eval_batch(s->c, &b, &e);
+        hearth_ctx_set_embeddings(s->c, false);
+    }
+    for (int32_t i = 0; !rc && i < n; i++) {
+        const float *h = hearth_embeddings(s->c, i);
+        for (int32_t k = 0; k < d; k++) acc[k] += h[k];
+    }
+    for (int32_t k = 0; !rc && k < d; k++) mean[k] = (float)(acc[k] / n);
+    if (!rc && hr_job_push(j, (const char *)mean, sizeof(float) * (size_t)d, NULL, 0)) rc = hr_errf(&e, "out of memory");
+    if (!rc) hr_metrics_step(s->mx, (uint64_t)n, 0, now_s() - t0, ffn_share(s));
+    hr_job_finish(j, rc ? NULL : "stop", 0, 500, rc ? e.msg : NULL);
+    free(pos), free(sq), free(want), free(mean), free(acc);
+}
+
+/* Embedding jobs run whole, between steps, on any free slot's sequence. Called with mu held;
+ * releases it while evaluating. */
+static void run_embeds(hr_sched *s) {
+    while (s->e_len && !s->stop) {
+        int32_t seq = 0;
+        while (seq < s->n_slots && s->slots[seq].job) seq++;
+        if (seq == s->n_slots) return;
+        hr_job *j = s->embq[0];
+        memmove(s->embq, s->embq + 1, (size_t)--s->e_len * sizeof *s->embq);
+        pthread_mutex_unlock(&s->mu);
+        if (hr_job_is_cancelled(j)) hr_job_finish(j, NULL, 0, 499, "cancelled");
+        else embed_one(s, j, seq);
+        hr_job_unref(j);
+        pthread_mutex_lock(&s->mu);
+    }
+}
+
 static void *engine(void *arg) {
     hr_sched *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
         drop_cancelled(s);
+        run_embeds(s);
         admit(s);
         int32_t busy = count_busy(s);
-        hr_metrics_load(s->mx, busy, s->q_len);
+        hr_metrics_load(s->mx, busy, s->q_len + s->e_len);
         if (s->stop) break;
         if (!busy) {
             hr_metrics_idle(s->mx);
@@ -152,6 +200,11 @@ static void *engine(void *arg) {
         hr_job_unref(s->queue[i]);
     }
     s->q_len = 0;
+    for (int32_t i = 0; i < s->e_len; i++) {
+        hr_job_finish(s->embq[i], NULL, 0, 503, SHUTDOWN);
+        hr_job_unref(s->embq[i]);
+    }
+    s->e_len = 0;
     hr_metrics_load(s->mx, 0, 0);
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -211,6 +264,24 @@ int hr_sched_submit(hr_sched *s, hr_job *j) {
     return rc;
 }
 
+int hr_sched_submit_embed(hr_sched *s, hr_job *j) {
+    pthread_mutex_lock(&s->mu);
+    if (!s->stop && s->e_len == s->e_cap) {
+        int32_t cap = s->e_cap ? 2 * s->e_cap : 16;
+        hr_job **q = realloc(s->embq, (size_t)cap * sizeof *q);
+        if (q) s->embq = q, s->e_cap = cap;
+    }
+    int rc = -1;
+    if (!s->stop && s->e_len < s->e_cap) {
+        hr_job_ref(j);
+        s->embq[s->e_len++] = j;
+        pthread_cond_signal(&s->cv);
+        rc = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 void hr_sched_cancel(hr_sched *s, hr_job *j) {
     pthread_mutex_lock(&s->mu);
     int32_t i = 0;
@@ -244,6 +315,7 @@ void hr_sched_free(hr_sched *s) {
     for (int32_t i = 0; s->slots && i < s->n_slots; i++) hr_slot_free(&s->slots[i]);
     free(s->slots);
     free(s->queue);
+    free(s->embq);
     free(s->b_tok), free(s->b_pos), free(s->b_seq), free(s->b_lg);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);

@@ -14,6 +14,11 @@ hr_sched *hr_sched_new(hearth_model *m, hearth_ctx *c, int32_t n_batch, hr_metri
 int32_t hr_sched_n_slots(const hr_sched *s);
 /* Queues j (the scheduler takes its own reference). -1 when the scheduler is stopping. */
 int hr_sched_submit(hr_sched *s, hr_job *j);
+/* Queues an embedding job (the scheduler takes its own reference): j->prompt is evaluated in
+ * embeddings mode on the sequence of a free slot, between steps; the job gets one chunk whose
+ * bytes are the n_embd floats of the mean hidden state over its tokens, then finishes "stop".
+ * -1 when the scheduler is stopping. */
+int hr_sched_submit_embed(hr_sched *s, hr_job *j);
 /* The client is gone: drops j from the queue, or frees its slot at the next step. */
 void hr_sched_cancel(hr_sched *s, hr_job *j);
 /* Fails what is queued or running ("the server is shutting down") and joins the thread. */

@@ -67,8 +67,9 @@ const char *hr_server_chat_template(const hr_server *s) { return hr_chat_name(s-
 
 void hr_server_stop(hr_server *s) {
     if (!s) return;
-    /* Engine first: it ends every job, so connection threads blocked on one wake up and
-     * finish; then the daemon joins them; then nothing refers to the scheduler. */
+    /* Engine first: it ends every job, whose notify hooks resume the connections waiting
+     * for them; then the daemon (no connection left suspended) closes every connection and
+     * joins its threads; then nothing refers to the scheduler. */
     hr_sched_stop(s->sched);
     hr_http_stop(s);
     hr_sched_free(s->sched);

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "hearth.h"
 #include "sampler/sampler.h"
 
@@ -20,6 +21,12 @@ typedef struct hr_server_params {
     int32_t n_predict;     /* max_tokens when a request gives none */
     hr_sampler_params sp;  /* sampling defaults for requests */
     bool seed_fixed;       /* sp.seed is the default seed (else each request draws one) */
+    const char *cors;      /* allowed browser origins: "*" (NULL: the default), a comma-separated
+                              list, or "" (no CORS headers) */
+    FILE *log;             /* one line per request; NULL: none */
+    int timeout_s;         /* idle limit of a connection with a request under way; 0: 600 */
+    int conn_per_ip;       /* connections at once from one address; 0: no limit */
+    int max_conns;         /* connections at once; 0: what the open-file limit allows */
 } hr_server_params;
 
 typedef struct hr_server hr_server;

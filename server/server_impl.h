@@ -17,6 +17,7 @@ struct hr_server {
     char host[256];
     char model_id[256];
     struct MHD_Daemon *mhd;
+    struct hr_waker *waker;
     hr_sched *sched;
     hr_metrics metrics;
     int port;

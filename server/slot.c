@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "grammar/grammar.h"
 
 void hr_slot_init(hr_slot *sl, const hearth_model *m) {
     memset(sl, 0, sizeof *sl);
@@ -12,7 +13,15 @@ void hr_slot_init(hr_slot *sl, const hearth_model *m) {
 }
 
 int hr_slot_start(hr_slot *sl, hr_job *j, hr_err *e) {
-    if (!(sl->smp = hr_sampler_new(&j->sp, sl->n_vocab, e))) return -1;
+    if (j->grammar) {
+        if (!sl->masked && !(sl->masked = malloc((size_t)sl->n_vocab * sizeof *sl->masked))) return hr_errf(e, "out of memory");
+        if (!(sl->gs = hr_grammar_sampler_new(j->grammar, hearth_model_tokenizer(sl->m), e))) return -1;
+    }
+    if (!(sl->smp = hr_sampler_new(&j->sp, sl->n_vocab, e))) {
+        if (sl->gs) hr_grammar_sampler_free(sl->gs);
+        sl->gs = NULL;
+        return -1;
+    }
     for (int32_t i = 0; i < j->n_prompt; i++) hr_sampler_accept(sl->smp, j->prompt[i]);
     sl->job = j;
     sl->n_fed = sl->n_past = sl->n_gen = 0;
@@ -77,10 +86,33 @@ static int feed(hr_slot *sl, const char *text, size_t n, bool final, bool *hit) 
     return ok || final ? emit(sl, ok) : 0;
 }
 
+/* The logits the sampler sees: under a grammar, every token it does not allow next masked.
+ * NULL: the grammar allows nothing more (it is stuck or complete). */
+static const float *constrained(hr_slot *sl, const float *logits) {
+    if (!sl->gs) return logits;
+    if (hr_grammar_sampler_done(sl->gs)) return NULL;
+    memcpy(sl->masked, logits, (size_t)sl->n_vocab * sizeof *sl->masked);
+    return hr_grammar_sampler_apply(sl->gs, sl->masked) > 0 ? sl->masked : NULL;
+}
+
 void hr_slot_next(hr_slot *sl, const float *logits, int32_t n_ctx) {
     hr_job *j = sl->job;
-    int32_t tok = hr_sampler_sample(sl->smp, logits);
+    const float *lg = constrained(sl, logits);
+    if (!lg) { /* nothing is allowed: the reply ends here, as at an end-of-generation token */
+        char out[8];
+        bool hit = false;
+        size_t k = hr_detok_flush(&sl->dt, out, sizeof out);
+        if (feed(sl, out, k, true, &hit)) { hr_slot_end(sl, NULL, 500, "out of memory"); return; }
+        hr_slot_end(sl, "stop", 0, NULL);
+        return;
+    }
+    int32_t tok = hr_sampler_sample(sl->smp, lg);
     hr_sampler_accept(sl->smp, tok);
+    hr_err ge = {{0}};
+    if (sl->gs && !hearth_token_is_eog(sl->m, tok) && hr_grammar_sampler_accept(sl->gs, tok, &ge)) {
+        hr_slot_end(sl, NULL, 500, ge.msg);
+        return;
+    }
     sl->n_gen++;
     if (j->n_logprobs >= 0 && keep_lp(sl, logits, tok)) { hr_slot_end(sl, NULL, 500, "out of memory"); return; }
     bool hit = false;
@@ -93,10 +125,11 @@ void hr_slot_next(hr_slot *sl, const float *logits, int32_t n_ctx) {
         return;
     }
     char piece[256], out[sizeof piece + 8];
-    int len = hearth_token_piece(sl->m, tok, false, piece, sizeof piece);
+    int len = hearth_token_piece(sl->m, tok, j->special_text, piece, sizeof piece);
     if (len > (int)sizeof piece) len = sizeof piece;
     size_t k = len > 0 ? hr_detok_push(&sl->dt, piece, (size_t)len, out, sizeof out) : 0;
     const char *finish = sl->n_gen >= j->max_tokens || sl->n_past >= n_ctx ? "length" : NULL;
+    if (!finish && sl->gs && hr_grammar_sampler_done(sl->gs)) finish = "stop"; /* the grammar is complete */
     if (finish) k += hr_detok_flush(&sl->dt, out + k, sizeof out - k);
     if (feed(sl, out, k, finish != NULL, &hit)) { hr_slot_end(sl, NULL, 500, "out of memory"); return; }
     if (hit) finish = "stop";
@@ -110,6 +143,8 @@ void hr_slot_end(hr_slot *sl, const char *finish, int status, const char *err) {
     sl->job = NULL;
     hr_sampler_free(sl->smp);
     sl->smp = NULL;
+    if (sl->gs) hr_grammar_sampler_free(sl->gs);
+    sl->gs = NULL;
     sl->st.len = 0;
     sl->row = -1;
 }
@@ -119,4 +154,6 @@ void hr_slot_free(hr_slot *sl) {
     hr_stop_free(&sl->st);
     free(sl->lps);
     sl->lps = NULL;
+    free(sl->masked);
+    sl->masked = NULL;
 }

@@ -21,6 +21,8 @@ typedef struct hr_slot {
     hr_stopper st;
     hr_tok_lp *lps;   /* log-probabilities not yet sent with text */
     int32_t n_lps, cap_lps;
+    struct hr_grammar_sampler *gs; /* the job's grammar matcher, or NULL */
+    float *masked;    /* n_vocab logits with the grammar's mask (kept between jobs) */
 } hr_slot;
 
 void hr_slot_init(hr_slot *sl, const hearth_model *m);

@@ -1,9 +1,10 @@
-# hearth serve: robustness (bad input, bad clients, limits, auth) and concurrency (a reply
-# never depends on what else runs) — tests/server/*.mjs, Node's built-in modules only.
+# hearth serve: robustness (bad input, bad clients, limits, auth), concurrency (a reply
+# never depends on what else runs) and limits (connection floods, CORS, embeddings, context
+# trimming, request log) — tests/server/*.mjs, Node's built-in modules only.
 if(TARGET hr_server)
   find_program(HEARTH_NODE node)
   if(HEARTH_NODE)
-    foreach(t robust concurrency)
+    foreach(t robust concurrency limits)
       add_test(NAME server.${t} COMMAND ${HEARTH_NODE} ${CMAKE_SOURCE_DIR}/tests/server/${t}.mjs)
       set_tests_properties(server.${t} PROPERTIES
         ENVIRONMENT "HEARTH_BIN=$<TARGET_FILE:hearth>;HEARTH_SRC=${CMAKE_SOURCE_DIR}"

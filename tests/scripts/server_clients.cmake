@@ -1,12 +1,12 @@
 # hearth serve against real clients (docs/server-clients.md): the official `openai` npm
-# client (tests/server/openai.mjs) and the chat page in a headless Chromium driven by
-# playwright-core (tests/server/web.mjs). Each test first runs scripts/server-test-setup.sh
+# client (tests/server/openai.mjs; structured output and tool calls: tools.mjs) and the chat
+# page in a headless Chromium driven by playwright-core (tests/server/web.mjs). Each test first runs scripts/server-test-setup.sh
 # (pinned versions into tests/server/node_modules; a no-op once installed); without node,
 # the npm registry or Chromium the tests skip (77) and say why.
 if(TARGET hr_server)
   find_program(HEARTH_NODE node)
   if(HEARTH_NODE)
-    foreach(client openai web)
+    foreach(client openai web tools)
       add_test(NAME server_clients.${client}
                COMMAND sh -c "sh \"$1\" && exec \"$2\" \"$3\"" server-clients
                        ${CMAKE_SOURCE_DIR}/scripts/server-test-setup.sh ${HEARTH_NODE}

@@ -90,7 +90,8 @@ run(async () => {
       '--gpu-index', path.join(os.tmpdir(), `hearth-serve-${process.pid}.gpuidx`)],
      'PowerInfer, hybrid (stand-in device)', `${SRC}/models/bible-drelu.powerinfer.gguf`],
   ]) {
-    await withServer([...args, '-c', '512', '-t', '2'], async (srv) => {
+    // -c is the total context, split over the slots (llama-server's meaning): 512 per slot
+    await withServer([...args, '-c', String(512 * +args[1]), '-t', '2'], async (srv) => {
       check(srv.slots === +args[1] && srv.ctx === 512, `${label}: listening line shows slots and context`, srv);
       texts.push(await scenario(srv.port, label, srv.slots));
       if (model) {

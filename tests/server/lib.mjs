@@ -270,7 +270,7 @@ export function metric(text, name) {
 
 // The greedy continuation of prompt, n tokens: `hearth run --temp 0`.
 export function greedy(prompt, n, { model = env().model } = {}) {
-  const out = execFileSync(env().bin, ['run', '-m', model, '-p', prompt, '-n', String(n), '--temp', '0'],
+  const out = execFileSync(env().bin, ['run', '-m', model, '-p', prompt, '-n', String(n), '--temp', '0', '--no-display-prompt'],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60000 });
   assert(out.endsWith('\n'), 'hearth run output does not end with a newline');
   return out.slice(0, -1);

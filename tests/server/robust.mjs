@@ -281,7 +281,8 @@ function flags(busyPort) {
 
 run(async () => {
   const ctx = 1024;
-  await withServer(['--parallel', '2', '-c', String(ctx), '--api-key', KEY, '--max-body', String(MAX_BODY), '-t', '2'], async (srv) => {
+  // -c is the total over the 2 slots (llama-server's meaning): ctx per slot
+  await withServer(['--parallel', '2', '-c', String(2 * ctx), '--api-key', KEY, '--max-body', String(MAX_BODY), '-t', '2'], async (srv) => {
     flags(srv.port);
     await routesAndAuth(srv.port);
     await badInput(srv.port);
