@@ -8,7 +8,9 @@
 #              config.json: 32 layers, vocab 151936; here 8 layers, vocab 32000; not verified here)
 # Each is written in F16 by hearth synth, then quantized to Q4_K_M by llama.cpp's own quantizer
 # (the llama-quantize-ref tool built with the tests). Hearth (dense experts; SmallThinker also
-# --ffn exact: only the neurons whose gate fires) and llama.cpp run the same files at 1 and 2
+# --ffn exact: only the neurons whose gate fires, and exact-t: --ffn exact on the file hearth
+# calibrate writes with the experts' down matrices transposed, so down rows too are read only
+# for those neurons) and llama.cpp run the same files at 1 and 2
 # threads, interleaved round by round (order alternating); medians over all runs. The memory
 # read bandwidth is measured by the same script (bench/membw) so each Hearth figure is also a
 # share of what the memory can deliver; bytes/token counts the expert rows the routing really
@@ -106,7 +108,20 @@ make_model() { # model: F16 synth (temporary name, so an interrupted run never l
     HEARTH_SRC=$root "$quantize" -t 2 "$f" "$m.part" "$qtype" >"$cache/err" 2>&1 && mv "$m.part" "$m" ||
         { rm -f "$m.part"; die "llama-quantize-ref $qtype failed for $1: $(tail -n 2 "$cache/err")"; }
 }
+# ReLU-family experts: the same file with the experts' down matrices transposed (hearth calibrate
+# over a short text: ffn_down_exps_t, requantized to the same types), for the exact-t variant.
+sparse_path() { echo "$cache/moe-$1-l$(n_layers "$1")-$2.sparse.gguf"; }
+make_sparse() {
+    local m s; m=$(model_path "$1" "$qtype") s=$(sparse_path "$1" "$qtype")
+    [ -s "$s" ] && return 0
+    log "transposing the experts' down matrices of $m (hearth calibrate)"
+    head -c 4000 "$root/README.md" >"$cache/calib.txt"
+    "$hearth" calibrate -m "$m" -f "$cache/calib.txt" -o "$s.part.gguf" -c 256 -t 2 >"$cache/err" 2>&1 &&
+        mv "$s.part.gguf" "$s" && mv "$s.part.stats.gguf" "${s%.gguf}.stats.gguf" ||
+        { rm -f "$s.part.gguf" "$s.part.stats.gguf"; die "hearth calibrate failed for $1: $(tail -n 2 "$cache/err")"; }
+}
 for m in "${model_list[@]}"; do make_model "$m"; done
+for m in "${model_list[@]}"; do [ "$m" = smallthinker ] && make_sparse "$m"; done
 
 # --- memory bandwidth ------------------------------------------------------------------------
 log "measuring memory read bandwidth ($membw --threads $threads)"
@@ -114,14 +129,17 @@ log "measuring memory read bandwidth ($membw --threads $threads)"
 bw() { grep -o '"gb_s":{[^}]*}' "$cache/membw.json" | grep -o "\"$1\":[0-9.eE+-]*" | cut -d: -f2; }
 
 # --- interleaved runs ----------------------------------------------------------------------
-# Hearth variants: "dense" for every model; "exact" (--ffn exact) for ReLU-family experts.
-variants() { if [ "$1" = smallthinker ]; then echo "dense exact"; else echo dense; fi; }
+# Hearth variants: "dense" for every model; "exact" (--ffn exact) for ReLU-family experts, and
+# "exact-t" (--ffn exact on the transposed-down file: down rows only for the firing neurons).
+variants() { if [ "$1" = smallthinker ]; then echo "dense exact exact-t"; else echo dense; fi; }
 load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 declare -A hp hd lp ld bpt ebt frac
 out=$cache/out.json
 run_hearth() { # model variant threads
-    local k=$1,$2,$3
-    if "$hearth" bench -m "$(model_path "$1" "$qtype")" -t "$3" -p "$n_prompt" -n "$n_gen" -r "$runs" --ffn "$2" --json \
+    local k=$1,$2,$3 file ffn=$2
+    file=$(model_path "$1" "$qtype")
+    if [ "$2" = exact-t ]; then file=$(sparse_path "$1" "$qtype") ffn=exact; fi
+    if "$hearth" bench -m "$file" -t "$3" -p "$n_prompt" -n "$n_gen" -r "$runs" --ffn "$ffn" --json \
         >"$out" 2>"$cache/err"; then
         hp[$k]+="$(jnum "$out" prompt_tok_s) "
         hd[$k]+="$(jnum "$out" decode_tok_s) "
@@ -164,7 +182,7 @@ echo "Memory read bandwidth (membw, $(grep -o '"isa":"[a-z0-9]*"' "$cache/membw.
      "$(for n in "${thread_list[@]}"; do printf '%s GB/s at %s thread(s). ' "$(fmt "$(bw "$n")")" "$n"; done)"
 echo "Load average at start: $load_start; at end: $load_end."
 echo "bytes/token = the expert rows one decoded token's routing read (exact: the gate and down of each chosen" \
-     "expert, up rows only for the neurons whose gate fired) + routers + attention, embedding and output rows +" \
+     "expert, up rows only for the neurons whose gate fired; exact-t: down rows too only for them) + routers + attention, embedding and output rows +" \
      "K/V cache at the mean decode position (F16 KV). The llama.cpp columns repeat per Hearth variant."
 echo
 echo "| model | Hearth FFN | threads | prompt tok/s Hearth | llama.cpp | ratio | decode tok/s Hearth | llama.cpp | ratio | expert neurons computed | expert MB/token | bytes/token | Hearth GB/s | share of membw |"

@@ -1,5 +1,6 @@
 /* hearth calibrate: count neuron activations of a ReLU-family model over a text, train
- * per-layer predictors, write a PowerInfer file and the activation-statistics file. */
+ * per-layer predictors, write a PowerInfer file and the activation-statistics file; or,
+ * with --target-sparsity, per-layer thresholds of FFN mode threshold (any gated FFN). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,11 +9,15 @@
 #include "cli.h"
 #include "formats/types.h"
 #include "hearth.h"
+#include "moe_cli.h"
 #include "sparse/calibrate.h"
+#include "sparse/moe_calib.h"
 
 typedef struct {
     const char *model, *text, *out, *plot;
-    double recall;
+    double recall, target; /* target < 0: predictors (ReLU family), else thresholds */
+    bool keep_down;
+    bool out_default; /* OUT not given: named after MODEL */
     long max_rank, pairs, threads, n_ctx, epochs;
     uint64_t seed;
 } cal_opts;
@@ -22,7 +27,13 @@ static void help(void) {
            "Runs a ReLU-family model (reglu, drelu, relu) densely over a text, counts how often\n"
            "each FFN neuron fires, trains one activation predictor per layer, and writes a\n"
            "PowerInfer GGUF (OUT, default MODEL.powerinfer.gguf) plus its statistics file\n"
-           "(OUT with .gguf replaced by .stats.gguf; see docs/stats-format.md).\n\n"
+           "(OUT with .gguf replaced by .stats.gguf; see docs/stats-format.md). PowerInfer\n"
+           "loads OUT too: a tied output is written as output.weight, a dReLU llama as its\n"
+           "bamboo (PowerInfer's sparse kernels need F16 or Q4_0: hearth quantize OUT first).\n"
+           "Mixtures of experts: counts how often each expert is routed and, inside ReLU-family\n"
+           "experts, how often each neuron fires (the statistics file), and writes OUT (default\n"
+           "MODEL.sparse.gguf) with the experts' down matrices transposed (ffn_down_exps_t), where\n"
+           "--ffn exact reads only the firing neurons' down rows; no predictors inside experts.\n\n"
            "  -m, --model FILE    model to calibrate\n"
            "  -f, --file FILE     calibration text\n"
            "  -o, --output FILE   PowerInfer file to write\n"
@@ -33,7 +44,14 @@ static void help(void) {
            "  -c, --ctx-size N    tokens per chunk, each from an empty cache (default 512)\n"
            "  -t, --threads N     threads (default: all cores)\n"
            "  --seed N            training seed (default 1)\n"
-           "  --plot FILE.svg     activation-frequency plot\n");
+           "  --plot FILE.svg     activation-frequency plot\n\n"
+           "Thresholds instead of predictors (any gated FFN: swiglu, geglu, reglu, drelu):\n"
+           "  --target-sparsity S per layer, the threshold on |act(gate x)| under which a share S\n"
+           "                      (0 <= S < 1) of neurons falls over the text, the model run densely;\n"
+           "                      writes OUT (default MODEL.threshold.gguf) with the key\n"
+           "                      hearth.ffn_threshold and ffn_down as ffn_down_t (--ffn threshold)\n"
+           "  --keep-down         keep ffn_down (llama.cpp still loads OUT; the down projection then\n"
+           "                      runs dense)\n");
 }
 
 typedef struct {
@@ -45,11 +63,12 @@ static void progress(void *ud, const char *phase, double frac) {
     bar *b = ud;
     double total = b->n_layer > 0 ? (b->layer + frac) / b->n_layer : frac;
     int pct = (int)(total * 100 + 0.5);
-    if (pct == b->last && phase == b->phase) return;
-    b->last = pct, b->phase = phase;
+    const char *pre = hr_progress_step(&b->last, pct, phase != b->phase);
+    if (!pre) return;
+    b->phase = phase;
     int fill = pct * 30 / 100;
-    fprintf(stderr, "\r%-9s [%.*s%*s] %3d%%", phase, fill, "##############################", 30 - fill, "", pct);
-    if (pct >= 100) fprintf(stderr, "\n");
+    fprintf(stderr, "%s%-9s [%.*s%*s] %3d%%", pre, phase, fill, "##############################", 30 - fill, "", pct);
+    if (pct >= 100 || !hr_progress_tty()) fprintf(stderr, "\n");
     fflush(stderr);
 }
 
@@ -58,6 +77,10 @@ static int parse(int argc, char **argv, cal_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return help(), 1;
+        if (!strcmp(a, "--keep-down")) {
+            o->keep_down = true;
+            continue;
+        }
         if (!hr_arg_need(cmd, argc, argv, i)) return -1;
         const char *v = argv[++i];
         bool ok = true;
@@ -65,7 +88,10 @@ static int parse(int argc, char **argv, cal_opts *o) {
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->text = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
         else if (!strcmp(a, "--plot")) o->plot = v;
-        else if (!strcmp(a, "--recall")) ok = hr_arg_float(cmd, a, v, 1e-6, 1.0, &o->recall);
+        else if (!strcmp(a, "--target-sparsity")) {
+            ok = hr_arg_float(cmd, a, v, 0, 1, &o->target);
+            if (ok && o->target >= 1) return hr_usage_error(cmd, "--target-sparsity %g: it must be below 1", o->target), -1;
+        } else if (!strcmp(a, "--recall")) ok = hr_arg_float(cmd, a, v, 1e-6, 1.0, &o->recall);
         else if (!strcmp(a, "--max-rank")) ok = hr_arg_long(cmd, a, v, 4, 1L << 16, &o->max_rank);
         else if (!strcmp(a, "--tokens")) ok = hr_arg_long(cmd, a, v, 10, 1L << 30, &o->pairs);
         else if (!strcmp(a, "--epochs")) ok = hr_arg_long(cmd, a, v, 1, 1000, &o->epochs);
@@ -77,6 +103,7 @@ static int parse(int argc, char **argv, cal_opts *o) {
     }
     if (!o->model) return hr_usage_error(cmd, "a model is required (-m FILE)"), -1;
     if (!o->text) return hr_usage_error(cmd, "a calibration text is required (-f FILE)"), -1;
+    if (o->keep_down && o->target < 0) return hr_usage_error(cmd, "--keep-down needs --target-sparsity"), -1;
     return 0;
 }
 
@@ -164,6 +191,13 @@ static int calibrate(hearth_model *m, const int32_t *toks, size_t n, const cal_o
     hr_collect_opts co = {(int32_t)o->n_ctx, (int32_t)o->threads, o->pairs, hearth_token_bos(m), progress, NULL};
     bar b = {NULL, 0, 0, -1};
     co.progress_ud = &b;
+    if (hr_calib_is_moe(m)) { /* mixtures of experts: counts and the transposed-down file (moe_calibrate.c) */
+        char moe_out[4096];
+        size_t l = strlen(o->model);
+        if (l >= 5 && !strcmp(o->model + l - 5, ".gguf")) l -= 5;
+        snprintf(moe_out, sizeof moe_out, "%.*s.sparse.gguf", (int)l, o->model);
+        return hr_calibrate_moe(m, toks, n, o->out_default ? moe_out : o->out, &co, e);
+    }
     hr_stats s;
     hr_pairs pairs;
     fprintf(stderr, "calibrate: %zu tokens, chunks of %ld, %s FFN, %d layers x %d neurons\n", n, o->n_ctx, info->ffn_act,
@@ -185,16 +219,38 @@ static int calibrate(hearth_model *m, const int32_t *toks, size_t n, const cal_o
     return rc;
 }
 
+/* --target-sparsity: per-layer thresholds from the dense run, then the file. */
+static int calibrate_thresholds(hearth_model *m, const int32_t *toks, size_t n, const cal_opts *o, hr_err *e) {
+    const hearth_model_info *info = hearth_model_get_info(m);
+    hr_collect_opts co = {(int32_t)o->n_ctx, (int32_t)o->threads, 0, hearth_token_bos(m), progress, NULL};
+    bar b = {NULL, 0, 0, -1};
+    co.progress_ud = &b;
+    fprintf(stderr, "calibrate: %zu tokens, chunks of %ld, %s FFN, %d layers x %d neurons, target sparsity %g\n", n, o->n_ctx,
+            info->ffn_act, info->n_layer, info->n_ff, o->target);
+    float *thr = malloc(sizeof(float) * (size_t)(info->n_layer ? info->n_layer : 1));
+    double t0 = now();
+    int rc = thr ? hr_calib_thresholds(m, toks, (int64_t)n, &co, o->target, thr, e) : hr_errf(e, "out of memory");
+    if (!rc) {
+        fprintf(stderr, "calibrate: measured %zu tokens in %.1f s\n", n, now() - t0);
+        printf("%5s %12s\n", "layer", "threshold");
+        for (int32_t l = 0; l < info->n_layer; l++) printf("%5d %12.6g\n", l, (double)thr[l]);
+        rc = hr_write_thresholds(m, thr, !o->keep_down, o->out, e);
+    }
+    if (!rc) fprintf(stderr, "wrote %s (run it with --ffn threshold, the default for it)\n", o->out);
+    free(thr);
+    return rc;
+}
+
 int hr_cmd_calibrate(int argc, char **argv) {
-    cal_opts o = {.recall = 0.99, .max_rank = 512, .pairs = 16384, .n_ctx = 512, .seed = 1};
+    cal_opts o = {.recall = 0.99, .target = -1, .max_rank = 512, .pairs = 16384, .n_ctx = 512, .seed = 1};
     int pr = parse(argc, argv, &o);
     if (pr) return pr > 0 ? 0 : 2;
     char out_buf[4096];
     if (!o.out) {
         size_t l = strlen(o.model);
         if (l >= 5 && !strcmp(o.model + l - 5, ".gguf")) l -= 5;
-        snprintf(out_buf, sizeof out_buf, "%.*s.powerinfer.gguf", (int)l, o.model);
-        o.out = out_buf;
+        snprintf(out_buf, sizeof out_buf, "%.*s.%s.gguf", (int)l, o.model, o.target >= 0 ? "threshold" : "powerinfer");
+        o.out = out_buf, o.out_default = true;
     }
     size_t len = 0;
     char *text = read_text(o.text, &len);
@@ -209,7 +265,7 @@ int hr_cmd_calibrate(int argc, char **argv) {
     int rc = 1;
     if (m && !hearth_tokenize(m, text, len, false, false, &toks, &n, &e)) {
         if (n < 1) snprintf(e.msg, sizeof e.msg, "the text '%s' has no tokens", o.text);
-        else if (!calibrate(m, toks, n, &o, &e)) rc = 0;
+        else if (!(o.target >= 0 ? calibrate_thresholds(m, toks, n, &o, &e) : calibrate(m, toks, n, &o, &e))) rc = 0;
     }
     if (rc) fprintf(stderr, "hearth calibrate: %s\n", e.msg);
     free(toks), free(text);

@@ -29,16 +29,27 @@ typedef struct hearth_model_params {
                                   "gelu") of files whose architecture leaves it open, as the
                                   hearth.ffn_activation key would (e.g. a dense ReluLLaMA GGUF
                                   that says nothing); NULL: the file's */
+    bool no_mmap;              /* read the file into memory instead of mapping it (llama.cpp's
+                                  --no-mmap): the weights then never page back in from disk */
+    bool has_ffn_threshold;    /* one threshold for every layer's |act(gate)| in FFN mode
+                                  threshold, instead of the file's hearth.ffn_threshold (>= 0) */
+    float ffn_threshold;
+    bool mlock;                /* lock the model's pages in RAM (llama.cpp's --mlock); when the
+                                  limit (RLIMIT_MEMLOCK) refuses, a notice says so and loading goes on */
 } hearth_model_params;
 
 /* FFN modes: dense computes every neuron; exact computes the gate fully, then only the
  * neurons whose activation is non-zero (ReLU-family models; same output as dense);
  * predicted lets the file's per-layer predictors choose (PowerInfer files). */
 typedef enum hearth_ffn_mode {
-    HEARTH_FFN_AUTO = 0, /* predicted when the file has predictors, else dense */
+    HEARTH_FFN_AUTO = 0, /* predicted when the file has predictors, else threshold when it has
+                            thresholds, else dense */
     HEARTH_FFN_DENSE,
     HEARTH_FFN_EXACT,
-    HEARTH_FFN_PREDICTED
+    HEARTH_FFN_PREDICTED,
+    HEARTH_FFN_THRESHOLD /* gated FFNs with per-layer thresholds (hearth.ffn_threshold or the
+                            ffn_threshold load parameter): the gate fully, then up and down only
+                            for neurons whose |act(gate)| is above the layer's threshold */
 } hearth_ffn_mode;
 
 /* Per-layer activity, summed over evaluated tokens. tokens and computed are always
@@ -53,7 +64,8 @@ typedef struct hearth_ffn_stats {
 /* Mixture-of-experts models: the experts' weights and what routing made the context read.
  * Bytes read count each expert a forward call uses once per layer (a batch reads an expert
  * once for all its tokens routed to it; in exact mode an expert's up rows count only for the
- * neurons some routed token fires); decode_* only calls of one token. */
+ * neurons some routed token fires; with ffn_down_exps_t only the down rows of non-zero
+ * activations count); decode_* only calls of one token. */
 typedef struct hearth_moe_stats {
     int32_t n_expert, n_expert_used, n_layer;
     uint64_t expert_bytes;        /* all experts of all layers */
@@ -117,6 +129,9 @@ hearth_ctx_params hearth_ctx_default_params(void);
 hearth_model *hearth_model_load(const char *path, const hearth_model_params *p, hr_err *e);
 void hearth_model_free(hearth_model *m);
 const hearth_model_info *hearth_model_get_info(const hearth_model *m);
+/* Warnings of the load, one line each ('\n'-separated, no trailing newline; "" when none):
+ * a BOS/EOS id outside the vocabulary (disabled), --mlock refused. The library never prints. */
+const char *hearth_model_notices(const hearth_model *m);
 
 /* Tokenizer of the model (see src/tokenizer/tokenizer.h for the semantics). *out is malloc'ed. */
 int hearth_tokenize(const hearth_model *m, const char *text, size_t len, bool add_special,
@@ -125,6 +140,10 @@ int hearth_token_piece(const hearth_model *m, int32_t id, bool render_special, c
 int32_t hearth_token_bos(const hearth_model *m);
 int32_t hearth_token_eos(const hearth_model *m); /* -1 if the vocabulary has none */
 bool hearth_token_is_eog(const hearth_model *m, int32_t id);
+/* The model's tokenizer (src/tokenizer/tokenizer.h), for modules such as src/grammar that need
+ * every token's bytes; valid while the model lives. */
+struct hr_tokenizer;
+const struct hr_tokenizer *hearth_model_tokenizer(const hearth_model *m);
 
 hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *e);
 void hearth_ctx_free(hearth_ctx *c);
@@ -145,6 +164,8 @@ int hearth_ctx_moe_stats(const hearth_ctx *c, hearth_moe_stats *out);
 int hearth_ctx_moe_routed(const hearth_ctx *c, int32_t il, uint64_t *counts);
 const char *hearth_ffn_mode_name(hearth_ffn_mode m);
 float hearth_model_sparse_threshold(const hearth_model *m);
+/* Layer il's threshold of FFN mode threshold; negative when the model has none. */
+float hearth_model_ffn_threshold(const hearth_model *m, int32_t il);
 bool hearth_model_has_predictors(const hearth_model *m);
 
 /* A batch over several sequences: token i is at position pos[i] of sequence seq[i]
@@ -250,5 +271,12 @@ void hearth_gpu_budget_free(hearth_gpu_budget *b);
 int hearth_eval(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, bool all_logits, hr_err *e);
 /* Logits (n_vocab floats) of token i of the last eval (i = -1: the last token). */
 const float *hearth_logits(const hearth_ctx *c, int32_t i);
+/* Embeddings mode (off by default): evals give each token whose logits they ask for its final
+ * hidden state instead, the residual stream after the output norm (n_embd floats, what the
+ * output matrix would multiply), and compute no logits; hearth_logits then returns NULL. */
+int hearth_ctx_set_embeddings(hearth_ctx *c, bool on);
+/* Hidden state of the i-th requested token of the last eval in embeddings mode (i = -1: the
+ * last); NULL when out of range or the eval was not in embeddings mode. */
+const float *hearth_embeddings(const hearth_ctx *c, int32_t i);
 
 #endif

@@ -24,11 +24,11 @@ static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_
     const int32_t p0 = c->m->layers[j->il].swa && pos >= hp->n_swa ? pos - hp->n_swa + 1 : 0;
     const int32_t n_kv = pos + 1 - p0;
     const size_t first = hr_kv_cell(c, j->f->seq[t], j->il, p0) + (size_t)kvh * hd;
-    const uint32_t kt = c->k_elem == 2 ? HR_F16 : HR_F32;
+    const uint32_t kt = c->kv.k_elem == 2 ? HR_F16 : HR_F32;
     const hr_kernels *k = c->cpu.k;
-    const uint8_t *K = c->k_cache + first * c->k_elem;
+    const uint8_t *K = c->kv.k_cache + first * c->kv.k_elem;
     k->act_prep[kt](c->q + ((int64_t)t * hp->n_head + h) * hd, qp, hd);
-    for (int32_t p = 0; p < n_kv; p++) k->vec_dot[kt](hd, &s[p], K + (size_t)p * kvd * c->k_elem, qp);
+    for (int32_t p = 0; p < n_kv; p++) k->vec_dot[kt](hd, &s[p], K + (size_t)p * kvd * c->kv.k_elem, qp);
     /* llama.cpp caps the raw scores, then the softmax applies its scale (1 where q was scaled). */
     if (hp->attn_softcap > 0) hr_softcap(s, n_kv, hp->attn_softcap);
     /* gpt-oss: the head's sink logit takes its share of the denominator (llama.cpp adds it
@@ -38,9 +38,9 @@ static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_
     else hr_softmax(s, n_kv, hp->attn_scale);
     float *out = c->att + ((int64_t)t * hp->n_head + h) * hd;
     memset(out, 0, sizeof(float) * (size_t)hd);
-    const uint8_t *V = c->v_cache + first * c->v_elem;
+    const uint8_t *V = c->kv.v_cache + first * c->kv.v_elem;
     for (int32_t p = 0; p < n_kv; p++) {
-        if (c->v_elem == 2) {
+        if (c->kv.v_elem == 2) {
             const float w = hr_f16_to_f32(hr_f32_to_f16(s[p]));
             const uint16_t *v = (const uint16_t *)(V + (size_t)p * kvd * 2);
             for (int32_t d = 0; d < hd; d++) out[d] += w * hr_f16_to_f32(v[d]);
@@ -69,10 +69,10 @@ static void store_kv(hearth_ctx *c, int il, const hr_fwd *f) {
         const size_t base = hr_kv_cell(c, f->seq[t], il, f->pos[t]);
         const float *k = c->k + t * kvd, *v = c->v + t * kvd;
         for (int64_t i = 0; i < kvd; i++) {
-            if (c->k_elem == 2) ((uint16_t *)c->k_cache)[base + i] = hr_f32_to_f16(k[i]);
-            else ((float *)c->k_cache)[base + i] = k[i];
-            if (c->v_elem == 2) ((uint16_t *)c->v_cache)[base + i] = hr_f32_to_f16(v[i]);
-            else ((float *)c->v_cache)[base + i] = v[i];
+            if (c->kv.k_elem == 2) ((uint16_t *)c->kv.k_cache)[base + i] = hr_f32_to_f16(k[i]);
+            else ((float *)c->kv.k_cache)[base + i] = k[i];
+            if (c->kv.v_elem == 2) ((uint16_t *)c->kv.v_cache)[base + i] = hr_f32_to_f16(v[i]);
+            else ((float *)c->kv.v_cache)[base + i] = v[i];
         }
     }
 }

@@ -57,7 +57,8 @@ static int alloc_ffn(hearth_ctx *c, hr_err *e) {
 
 static int resolve_ffn_mode(const hearth_model *m, hearth_ffn_mode want, hearth_ffn_mode *out, hr_err *e) {
     bool preds = hearth_model_has_predictors(m), relu_family = hr_act_relu_family(m->hp.act);
-    if (want == HEARTH_FFN_AUTO) want = preds ? HEARTH_FFN_PREDICTED : HEARTH_FFN_DENSE;
+    if (want == HEARTH_FFN_AUTO) want = preds ? HEARTH_FFN_PREDICTED : m->ffn_thr && !m->hp.n_expert && m->hp.has_gate ? HEARTH_FFN_THRESHOLD : HEARTH_FFN_DENSE;
+    if (want == HEARTH_FFN_THRESHOLD && hr_ffn_threshold_check(m, e)) return -1;
     /* Inside experts: exact for ReLU-family experts (moe.c); no per-expert predictors exist. */
     if (m->hp.n_expert && want == HEARTH_FFN_EXACT && !relu_family)
         return hr_errf(e, "FFN mode 'exact' needs ReLU-family experts (reglu, drelu); this mixture-of-experts model's (%d experts) are %s: use dense",
@@ -69,7 +70,7 @@ static int resolve_ffn_mode(const hearth_model *m, hearth_ffn_mode want, hearth_
         return hr_errf(e, "FFN mode 'predicted' needs predictors (blk.N.fc1/fc2) and this model has none; use dense or exact");
     if (want == HEARTH_FFN_EXACT && !relu_family)
         return hr_errf(e, "FFN mode 'exact' needs a ReLU-family FFN (reglu, drelu, relu); this model's is %s", hr_act_name(m->hp.act));
-    if (want < HEARTH_FFN_AUTO || want > HEARTH_FFN_PREDICTED) return hr_errf(e, "unknown FFN mode %d", (int)want);
+    if (want < HEARTH_FFN_AUTO || want > HEARTH_FFN_THRESHOLD) return hr_errf(e, "unknown FFN mode %d", (int)want);
     *out = want;
     return 0;
 }
@@ -89,24 +90,24 @@ int hr_ctx_shape_resolve(const hearth_model *m, const hearth_ctx_params *d, hr_c
  * keeps those layers' caches itself), so the hybrid plan must be known by now. */
 static int map_kv_layers(hearth_ctx *c, hr_err *e) {
     const int32_t nl = c->m->hp.n_layer;
-    c->kv_layer = malloc(sizeof(int32_t) * (size_t)(nl ? nl : 1));
-    if (!c->kv_layer) return hr_errf(e, "out of memory");
-    c->n_kv_layer = 0;
-    for (int il = 0; il < nl; il++) c->kv_layer[il] = hr_hybrid_has_attn(c, il) ? -1 : c->n_kv_layer++;
+    c->kv.layer = malloc(sizeof(int32_t) * (size_t)(nl ? nl : 1));
+    if (!c->kv.layer) return hr_errf(e, "out of memory");
+    c->kv.n_layer = 0;
+    for (int il = 0; il < nl; il++) c->kv.layer[il] = hr_hybrid_has_attn(c, il) ? -1 : c->kv.n_layer++;
     return 0;
 }
 
 static int alloc_kv(hearth_ctx *c, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
     if (map_kv_layers(c, e)) return -1;
-    size_t cells = (size_t)c->n_seq * (size_t)c->n_kv_layer * (size_t)c->n_ctx * (size_t)hp->n_head_kv * (size_t)hp->head_dim;
-    c->k_elem = c->kv_k == HEARTH_KV_F32 ? 4 : 2;
-    c->v_elem = c->kv_v == HEARTH_KV_F32 ? 4 : 2;
-    c->kv_bytes = cells * (c->k_elem + c->v_elem);
+    size_t cells = (size_t)c->n_seq * (size_t)c->kv.n_layer * (size_t)c->n_ctx * (size_t)hp->n_head_kv * (size_t)hp->head_dim;
+    c->kv.k_elem = c->kv.k_type == HEARTH_KV_F32 ? 4 : 2;
+    c->kv.v_elem = c->kv.v_type == HEARTH_KV_F32 ? 4 : 2;
+    c->kv.bytes = cells * (c->kv.k_elem + c->kv.v_elem);
     if (!cells) return 0; /* every layer's cache is on the device */
-    c->k_cache = calloc(cells, c->k_elem);
-    c->v_cache = calloc(cells, c->v_elem);
-    if (!c->k_cache || !c->v_cache) return hr_errf(e, "out of memory allocating a %llu-byte KV cache", (unsigned long long)c->kv_bytes);
+    c->kv.k_cache = calloc(cells, c->kv.k_elem);
+    c->kv.v_cache = calloc(cells, c->kv.v_elem);
+    if (!c->kv.k_cache || !c->kv.v_cache) return hr_errf(e, "out of memory allocating a %llu-byte KV cache", (unsigned long long)c->kv.bytes);
     return 0;
 }
 
@@ -121,7 +122,7 @@ hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *
     }
     c->m = m;
     c->n_ctx = sh.n_ctx, c->n_batch = sh.n_batch, c->n_seq = sh.n_seq, c->ffn_mode = sh.ffn_mode;
-    c->kv_k = d.kv_k, c->kv_v = d.kv_v;
+    c->kv.k_type = d.kv_k, c->kv.v_type = d.kv_v;
     int nt = d.n_threads ? d.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nt < 1) nt = 1;
     c->ffn_stats_on = d.ffn_stats;
@@ -141,9 +142,9 @@ void hearth_ctx_free(hearth_ctx *c) {
     hr_moe_ctx_free(c);
     hr_cpu_free(&c->cpu);
     hr_sparse_ws_free(&c->sparse_ws);
-    free(c->k_cache), free(c->v_cache), free(c->kv_layer);
+    free(c->kv.k_cache), free(c->kv.v_cache), free(c->kv.layer);
     free(c->x), free(c->xn), free(c->xb), free(c->tmp), free(c->q), free(c->att), free(c->k), free(c->v);
-    free(c->g), free(c->u), free(c->h), free(c->scores), free(c->qprep), free(c->logits);
+    free(c->g), free(c->u), free(c->h), free(c->scores), free(c->qprep), free(c->logits), free(c->embd);
     free(c->tok_pos), free(c->tok_seq), free(c->tok_want);
     free(c->ffn_a), free(c->ffn_s), free(c->ffn_ph), free(c->ffn_idx), free(c->ffn_all), free(c->ffn_mask), free(c->ffn_stats);
     free(c);
@@ -153,8 +154,8 @@ int32_t hearth_ctx_n_ctx(const hearth_ctx *c) { return c->n_ctx; }
 hearth_ffn_mode hearth_ctx_ffn_mode(const hearth_ctx *c) { return c->ffn_mode; }
 
 const char *hearth_ffn_mode_name(hearth_ffn_mode m) {
-    static const char *const names[] = {"auto", "dense", "exact", "predicted"};
-    return m >= HEARTH_FFN_AUTO && m <= HEARTH_FFN_PREDICTED ? names[m] : "unknown";
+    static const char *const names[] = {"auto", "dense", "exact", "predicted", "threshold"};
+    return m >= HEARTH_FFN_AUTO && m <= HEARTH_FFN_THRESHOLD ? names[m] : "unknown";
 }
 
 int hearth_ctx_ffn_stats(const hearth_ctx *c, int32_t il, hearth_ffn_stats *out) {
@@ -162,7 +163,7 @@ int hearth_ctx_ffn_stats(const hearth_ctx *c, int32_t il, hearth_ffn_stats *out)
     *out = c->ffn_stats[il];
     return 0;
 }
-uint64_t hearth_ctx_kv_bytes(const hearth_ctx *c) { return c->kv_bytes; }
+uint64_t hearth_ctx_kv_bytes(const hearth_ctx *c) { return c->kv.bytes; }
 uint64_t hearth_ctx_scratch_bytes(const hearth_ctx *c) {
     return c->scratch_bytes + (uint64_t)c->logits_cap * 4 + c->cpu.scratch_bytes;
 }
@@ -177,13 +178,45 @@ static int ensure_logits(hearth_ctx *c, int64_t rows, hr_err *e) {
     return 0;
 }
 
+/* Rows for the wanted tokens of the next eval: logits, or hidden states in embeddings mode. */
+static int ensure_out(hearth_ctx *c, int64_t rows, hr_err *e) {
+    c->n_logits = c->n_embd_rows = 0;
+    if (!c->embd_mode) {
+        if (ensure_logits(c, rows, e)) return -1;
+        c->n_logits = rows;
+        return 0;
+    }
+    int64_t need = rows * c->m->hp.n_embd;
+    if (need > c->embd_cap) {
+        float *p = realloc(c->embd, (size_t)need * sizeof(float));
+        if (!p) return hr_errf(e, "out of memory for %lld hidden states", (long long)rows);
+        c->embd = p, c->embd_cap = need;
+    }
+    c->n_embd_rows = rows;
+    return 0;
+}
+
+int hearth_ctx_set_embeddings(hearth_ctx *c, bool on) {
+    c->embd_mode = on;
+    return 0;
+}
+
+const float *hearth_embeddings(const hearth_ctx *c, int32_t i) {
+    if (i < 0) i = (int32_t)c->n_embd_rows - 1;
+    if (i < 0 || i >= c->n_embd_rows) return NULL;
+    return c->embd + (int64_t)i * c->m->hp.n_embd;
+}
+
 /* One forward call over tokens[0..n) whose positions, sequences and logit requests are in
- * c->tok_pos / tok_seq / tok_want; the wanted logits go to rows *row.. of c->logits. */
+ * c->tok_pos / tok_seq / tok_want; the wanted logits (hidden states in embeddings mode) go
+ * to rows *row.. of c->logits (c->embd). */
 static int forward_chunk(hearth_ctx *c, const int32_t *tokens, int32_t n, int64_t *row, hr_err *e) {
     int32_t want = 0;
     for (int32_t t = 0; t < n; t++) want += c->tok_want[t];
     hr_fwd f = {.tokens = tokens, .pos = c->tok_pos, .seq = c->tok_seq, .n = n,
-                .want = want ? c->tok_want : NULL, .logits = want ? c->logits + *row * c->m->hp.n_vocab : NULL};
+                .want = want ? c->tok_want : NULL,
+                .logits = want && !c->embd_mode ? c->logits + *row * c->m->hp.n_vocab : NULL,
+                .embd = want && c->embd_mode ? c->embd + *row * c->m->hp.n_embd : NULL};
     *row += want;
     return hr_forward(c, &f, e);
 }
@@ -211,8 +244,7 @@ static int check_batch(const hearth_ctx *c, const hearth_batch *b, int64_t *n_wa
 
 int hearth_eval_batch(hearth_ctx *c, const hearth_batch *b, hr_err *e) {
     int64_t n_want = 0, row = 0;
-    if (check_batch(c, b, &n_want, e) || ensure_logits(c, n_want, e)) return -1;
-    c->n_logits = n_want;
+    if (check_batch(c, b, &n_want, e) || ensure_out(c, n_want, e)) return -1;
     for (int32_t done = 0; done < b->n;) {
         const int32_t chunk = b->n - done < c->n_batch ? b->n - done : c->n_batch;
         for (int32_t t = 0; t < chunk; t++) {
@@ -232,8 +264,7 @@ int hearth_eval(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, bo
         return hr_errf(e, "%d tokens at position %d do not fit in the context of %d tokens", n, pos, c->n_ctx);
     for (int32_t i = 0; i < n; i++)
         if (check_token(c, tokens[i], i, e)) return -1;
-    if (ensure_logits(c, all_logits ? n : 1, e)) return -1;
-    c->n_logits = all_logits ? n : 1;
+    if (ensure_out(c, all_logits ? n : 1, e)) return -1;
     int64_t row = 0;
     for (int32_t done = 0; done < n;) {
         const int32_t chunk = n - done < c->n_batch ? n - done : c->n_batch;
@@ -249,7 +280,7 @@ int hearth_eval(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, bo
 
 const float *hearth_logits(const hearth_ctx *c, int32_t i) {
     if (i < 0) i = (int32_t)c->n_logits - 1;
-    if (i >= c->n_logits) return NULL;
+    if (i < 0 || i >= c->n_logits) return NULL;
     return c->logits + (int64_t)i * c->m->hp.n_vocab;
 }
 

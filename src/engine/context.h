@@ -5,17 +5,24 @@
 #include "backends/cpu/sparse.h"
 #include "model.h"
 
+/* The host KV cache (context.c allocates, attention.c reads and writes): the layers whose
+ * attention runs on the host; the device keeps the others' (hybrid.h). */
+typedef struct hr_kv_cache {
+    hearth_kv_type k_type, v_type;
+    uint8_t *k_cache, *v_cache; /* [n_seq][n_layer][n_ctx][n_head_kv * head_dim] of F16 or F32 */
+    int32_t *layer;             /* [model's n_layer]: the layer's index in the caches; -1 when its
+                                   attention, and so its cache, is on the device */
+    int32_t n_layer;            /* layers the caches hold */
+    size_t k_elem, v_elem;      /* bytes per cache element */
+    uint64_t bytes;
+} hr_kv_cache;
+
 struct hearth_ctx {
     hearth_model *m;
     int32_t n_ctx, n_batch, n_seq;
-    hearth_kv_type kv_k, kv_v;
     hr_cpu cpu;
     hr_sparse_ws sparse_ws; /* partial sums of the sparse down projection */
-    uint8_t *k_cache, *v_cache; /* [n_seq][n_kv_layer][n_ctx][n_head_kv * head_dim] of F16 or F32 */
-    int32_t *kv_layer;          /* [n_layer]: the layer's index in the host caches; -1 when its
-                                   attention, and so its cache, is on the device (hybrid.h) */
-    int32_t n_kv_layer;         /* layers the host caches hold */
-    size_t k_elem, v_elem;      /* bytes per cache element */
+    hr_kv_cache kv;
     /* scratch, sized for n_batch tokens */
     float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *h;
     float *xb;      /* parallel layers (Falcon): attention input and output [n_batch][n_embd] */
@@ -38,7 +45,10 @@ struct hearth_ctx {
     bool *tok_want;             /* [n_batch] logits wanted */
     float *logits;  /* [logits_rows][n_vocab] */
     int64_t logits_cap, n_logits;
-    uint64_t kv_bytes, scratch_bytes;
+    bool embd_mode;  /* wanted tokens get their final hidden state instead of logits */
+    float *embd;     /* [embd rows][n_embd] */
+    int64_t embd_cap, n_embd_rows;
+    uint64_t scratch_bytes;
     struct hr_hybrid *hy; /* device side (hybrid.h); NULL: CPU only */
     struct hr_moe_ws *moe; /* mixture-of-experts workspace and counters (moe.c); NULL: dense */
 };
@@ -51,6 +61,7 @@ typedef struct hr_fwd {
     int32_t n;
     const bool *want;
     float *logits;
+    float *embd; /* non-NULL: the wanted tokens' rows after the output norm go here, no logits */
 } hr_fwd;
 
 int hr_forward(hearth_ctx *c, const hr_fwd *f, hr_err *e);
@@ -66,9 +77,9 @@ int hr_ctx_shape_resolve(const hearth_model *m, const hearth_ctx_params *p, hr_c
  * for layers with a host cache (forward.c gives the others to the device). */
 void hr_attention(hearth_ctx *c, int il, const hr_fwd *f);
 /* Element index of the first entry of host cache cell (seq, layer, pos); only for layers
- * whose attention runs on the host (c->kv_layer[il] >= 0): the device keeps the others. */
+ * whose attention runs on the host (c->kv.layer[il] >= 0): the device keeps the others. */
 static inline size_t hr_kv_cell(const hearth_ctx *c, int32_t seq, int il, int32_t pos) {
-    return (((size_t)seq * (size_t)c->n_kv_layer + (size_t)c->kv_layer[il]) * (size_t)c->n_ctx + (size_t)pos) *
+    return (((size_t)seq * (size_t)c->kv.n_layer + (size_t)c->kv.layer[il]) * (size_t)c->n_ctx + (size_t)pos) *
            (size_t)c->m->hp.n_head_kv * (size_t)c->m->hp.head_dim;
 }
 #endif

@@ -1,4 +1,4 @@
-/* One layer's FFN in dense, exact or predicted mode. Sparse modes build, per token, a
+/* One layer's FFN in dense, exact, predicted or threshold mode. Sparse modes build, per token, a
  * mask of the neurons to compute; the batch computes the union of the masks (gathered
  * rows), zeroes each token's inactive neurons, and projects down with a sparse axpy over
  * rows of ffn_down_t (or a dense product when the file has only ffn_down). */
@@ -132,13 +132,37 @@ static int ffn_exact(const ffn_job *j, float *out, hr_err *e) {
     return project_down(j, c->ffn_a, c->ffn_idx, nu, out, e);
 }
 
+/* Threshold: the gate fully; neurons whose |act(gate)| is above the layer's bound get up
+ * and down. Past HR_UNION_DENSE_SHARE of the batch's union, up is one dense product (the
+ * gathered rows' values bit for bit), so threshold 0 equals dense exactly for SwiGLU; a
+ * token's result never depends on the other tokens of its batch (sparse.h). */
+static int ffn_threshold(const ffn_job *j, float *out, hr_err *e) {
+    hearth_ctx *c = j->c;
+    const int64_t nf = j->n * j->ff;
+    const float thr = c->m->ffn_thr[j->il];
+    if (hr_matmul(&c->cpu, &j->f->gate, j->xn, j->n, c->ffn_s, e)) return -1;
+    hr_ffn_gate_mag(c->ffn_a, c->ffn_s, nf, c->m->hp.act, c->m->gelu_tab); /* ffn_a is free until activate */
+    for (int64_t i = 0; i < nf; i++) c->ffn_mask[i] = c->ffn_a[i] > thr;
+    int64_t nu = mask_union(j);
+    const int32_t *idx = c->ffn_idx;
+    if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) idx = c->ffn_all, nu = j->ff;
+    if (gate_up(j, idx, nu, false, e)) return -1;
+    for (int32_t t = 0; t < j->n; t++)
+        for (int64_t i = 0; i < nu; i++) c->g[t * nu + i] = c->ffn_s[t * j->ff + idx[i]];
+    activate(j, idx, nu, c->ffn_a);
+    return project_down(j, c->ffn_a, idx, nu, out, e);
+}
+
+const float *hr_ffn_last_gate(const hearth_ctx *c) { return c->g; }
+
 /* Predictor: score = fc2 · relu(fc1 · x); neuron active iff score >= threshold. */
-static int predict(const ffn_job *j, const float *x, hr_err *e) {
+static int predict(const ffn_job *j, const hr_ffn_dev *d, const float *x, hr_err *e) {
     hearth_ctx *c = j->c;
     const hr_ffn_weights *f = j->f;
     const int64_t r = f->fc1.n_out;
-    if (hr_hybrid_take_scores(c)) { /* computed with the attention, in the same round trip */
-    } else if (hr_hybrid_has_pred(c, j->il)) {
+    const float *sc = d->in.scores ? d->in.scores : c->ffn_s; /* given: computed with the attention, in one round trip */
+    if (d->in.scores) {
+    } else if (d->pred) {
         if (hr_hybrid_predict(c, j->il, x, j->n, c->ffn_s, e)) return -1;
     } else {
         if (hr_matmul(&c->cpu, &f->fc1, x, j->n, c->ffn_ph, e)) return -1;
@@ -146,7 +170,7 @@ static int predict(const ffn_job *j, const float *x, hr_err *e) {
         if (hr_matmul(&c->cpu, &f->fc2, c->ffn_ph, j->n, c->ffn_s, e)) return -1;
     }
     const float thr = c->m->sparse_threshold;
-    for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn_mask[i] = c->ffn_s[i] >= thr;
+    for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn_mask[i] = sc[i] >= thr;
     return 0;
 }
 
@@ -179,35 +203,50 @@ static int count_fired(const ffn_job *j, int il, hearth_ffn_mode mode, hr_err *e
         const float b = f->b_up ? f->b_up[i % j->ff] : 0.0f;
         bool fired = f->gate.data ? c->ffn_a[i] > 0 : c->ffn_a[i] + b > 0;
         if (drelu) fired = fired && c->ffn_s[i] + b > 0;
-        bool computed = mode == HEARTH_FFN_PREDICTED ? c->ffn_mask[i] : mode == HEARTH_FFN_EXACT ? fired : true;
+        bool computed = mode == HEARTH_FFN_PREDICTED || mode == HEARTH_FFN_THRESHOLD ? c->ffn_mask[i]
+                        : mode == HEARTH_FFN_EXACT                                   ? fired
+                                                                                     : true;
         s->fired += fired, s->fired_computed += fired && computed;
     }
     return 0;
 }
 
 int hr_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *x, const float *xn, int32_t n, float *out, hr_err *e) {
+    const hr_ffn_dev d = hr_hybrid_ffn_parts(c, il);
+    return hr_ffn_dev_run(c, L, il, x, xn, n, &d, out, e);
+}
+
+int hr_ffn_dev_run(hearth_ctx *c, const hr_layer *L, int il, const float *x, const float *xn, int32_t n, const hr_ffn_dev *d,
+                   float *out, hr_err *e) {
     ffn_job j = {c, &L->ffn, xn, n, c->m->hp.n_ff, il};
     const hearth_ffn_mode mode = c->ffn_mode;
     const bool fired = c->ffn_stats_on && hr_act_relu_family(c->m->hp.act);
     int r;
     switch (mode) {
     case HEARTH_FFN_PREDICTED:
-        if (predict(&j, x, e) || (fired && count_fired(&j, il, mode, e))) return -1;
-        r = hr_hybrid_has_hot(c, il) ? hr_hybrid_ffn_split(c, L, il, xn, n, out, e) : ffn_masked(&j, out, e);
+        if (predict(&j, d, x, e) || (fired && count_fired(&j, il, mode, e))) return -1;
+        r = d->split ? hr_hybrid_ffn_split(c, L, il, xn, d->in.xn_on_dev, n, out, e) : ffn_masked(&j, out, e);
         break;
     case HEARTH_FFN_EXACT:
         if (fired && count_fired(&j, il, mode, e)) return -1;
-        if (hr_hybrid_has_dense_ffn(c, il)) { /* exact equals dense for ReLU-family FFNs */
+        if (d->whole) { /* exact equals dense for ReLU-family FFNs */
             memset(c->ffn_mask, 1, (size_t)(n * j.ff));
             r = hr_hybrid_ffn_dense(c, il, xn, n, out, e);
         } else r = ffn_exact(&j, out, e); /* builds the mask it counts */
         break;
+    case HEARTH_FFN_THRESHOLD:
+        if (d->whole) { /* a layer the GPU plan put on the device runs dense */
+            memset(c->ffn_mask, 1, (size_t)(n * j.ff));
+            r = hr_hybrid_ffn_dense(c, il, xn, n, out, e);
+        } else r = ffn_threshold(&j, out, e); /* builds the mask count_fired reads */
+        if (!r && fired) r = count_fired(&j, il, mode, e);
+        break;
     default:
         if (fired && count_fired(&j, il, mode, e)) return -1;
-        if (hr_hybrid_has_hot(c, il)) {
+        if (d->split) {
             memset(c->ffn_mask, 1, (size_t)(n * j.ff));
-            r = hr_hybrid_ffn_split(c, L, il, xn, n, out, e);
-        } else if (hr_hybrid_has_dense_ffn(c, il)) r = hr_hybrid_ffn_dense(c, il, xn, n, out, e);
+            r = hr_hybrid_ffn_split(c, L, il, xn, d->in.xn_on_dev, n, out, e);
+        } else if (d->whole) r = hr_hybrid_ffn_dense(c, il, xn, n, out, e);
         else r = ffn_dense(&j, out, e);
         /* calibration hook: c->ffn_a still holds the dense activations [n][n_ff] */
         if (!r && c->ffn_observer) c->ffn_observer(c->ffn_observer_ud, il, n, x, c->ffn_a);

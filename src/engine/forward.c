@@ -39,12 +39,19 @@ static void head_norms(const hr_hparams *hp, float *x, const float *w, int64_t n
     for (int64_t h = 0; h < n_heads; h++) hr_rmsnorm(x + h * hp->head_dim, x + h * hp->head_dim, w, hp->head_dim, hp->rms_eps);
 }
 
+/* What a layer's step runs on the device besides the host's work. */
+typedef struct layer_dev {
+    bool attn;      /* attention and its KV cache */
+    hr_ffn_dev ffn; /* the FFN's share */
+} layer_dev;
+
 /* out = Wo · attention(in) (+ bo) for the tokens of f; in may equal out. */
-static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, const hr_fwd *f, float *out, hr_err *e) {
+static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, const hr_fwd *f, const layer_dev *ld, float *out,
+                     hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
     const int32_t n = f->n;
     const int64_t qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_head_kv * hp->head_dim;
-    if (hr_hybrid_has_attn(c, il)) return hr_hybrid_attention(c, L, il, in, f, out, e);
+    if (ld->attn) return hr_hybrid_attention(c, L, il, in, f, out, e);
     if (hr_matmul(&c->cpu, &L->wq, in, n, c->q, e) || hr_matmul(&c->cpu, &L->wk, in, n, c->k, e) ||
         hr_matmul(&c->cpu, &L->wv, in, n, c->v, e))
         return -1;
@@ -67,30 +74,21 @@ static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, 
     return 0;
 }
 
-/* x += attention(norm(x)); x += ffn(ffn_norm(x)), the first half and the predictor in one
- * device round trip (hybrid_run.c). */
-static int fused_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
-    const int64_t nd = (int64_t)f->n * c->m->hp.n_embd;
-    const int rc = hr_hybrid_attn_pred(c, il, f, e) || hr_ffn(c, L, il, c->x, c->xn, f->n, c->tmp, e) ? -1 : 0;
-    hr_hybrid_layer_done(c);
-    if (!rc) add_into(c->x, c->tmp, nd);
-    return rc;
-}
-
 /* x += attention(norm(x)); x += ffn(ffn_norm(x)); Gemma's post norms of each output
  * before its add. */
-static int serial_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
+static int serial_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, const layer_dev *ld, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
     const int32_t n = f->n;
     const int64_t nd = (int64_t)n * hp->n_embd;
-    if (hr_hybrid_fused(c, il)) return fused_layer(c, L, il, f, e);
     if (hr_moe_route_early(c, L, c->x, n, e)) return -1; /* routers that read the layer input */
     norm_rows(hp, c->xn, c->x, L->attn_norm, L->attn_norm_b, n);
-    if (attention(c, L, il, c->xn, f, c->tmp, e)) return -1;
+    if (attention(c, L, il, c->xn, f, ld, c->tmp, e)) return -1;
     if (L->attn_post_norm) norm_rows(hp, c->tmp, c->tmp, L->attn_post_norm, NULL, n);
     add_into(c->x, c->tmp, nd);
     norm_rows(hp, c->xn, c->x, L->ffn_norm, L->ffn_norm_b, n);
-    if (L->moe.router.data ? hr_moe_ffn(c, L, il, c->xn, n, c->tmp, e) : hr_ffn(c, L, il, c->x, c->xn, n, c->tmp, e)) return -1;
+    if (L->moe.router.data ? hr_moe_ffn(c, L, il, c->xn, n, c->tmp, e)
+                           : hr_ffn_dev_run(c, L, il, c->x, c->xn, n, &ld->ffn, c->tmp, e))
+        return -1;
     if (L->ffn_post_norm) norm_rows(hp, c->tmp, c->tmp, L->ffn_post_norm, NULL, n);
     add_into(c->x, c->tmp, nd);
     return 0;
@@ -98,7 +96,7 @@ static int serial_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *
 
 /* Falcon: x += ffn(attn_norm(x)) + attention(attn_norm_2(x) or attn_norm(x)); the
  * predictor sees the layer input x. Summed in llama.cpp's order: (ffn + attn) + x. */
-static int parallel_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
+static int parallel_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, const layer_dev *ld, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
     const int32_t n = f->n;
     const int64_t nd = (int64_t)n * hp->n_embd;
@@ -108,10 +106,60 @@ static int parallel_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd
         norm_rows(hp, c->xb, c->x, L->attn_norm2, L->attn_norm2_b, n);
         attn_in = c->xb;
     }
-    if (attention(c, L, il, attn_in, f, c->xb, e) || hr_ffn(c, L, il, c->x, c->xn, n, c->tmp, e)) return -1;
+    if (attention(c, L, il, attn_in, f, ld, c->xb, e) || hr_ffn_dev_run(c, L, il, c->x, c->xn, n, &ld->ffn, c->tmp, e)) return -1;
     for (int64_t i = 0; i < nd; i++) c->x[i] = (c->tmp[i] + c->xb[i]) + c->x[i];
     return 0;
 }
+
+/* ---- the layer steps: one per kind of the layer plan (gpu_plan.h) ---- */
+
+static int host_parts(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, const layer_dev *ld, hr_err *e) {
+    return c->m->hp.arch->parallel ? parallel_layer(c, L, il, f, ld, e) : serial_layer(c, L, il, f, ld, e);
+}
+
+static int step_host(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
+    const layer_dev ld = {0};
+    return host_parts(c, L, il, f, &ld, e);
+}
+
+static int step_attn(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
+    const layer_dev ld = {.attn = true};
+    return host_parts(c, L, il, f, &ld, e);
+}
+
+static int step_split_ffn(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
+    const layer_dev ld = {.attn = hr_hybrid_has_attn(c, il), .ffn = hr_hybrid_ffn_parts(c, il)};
+    return host_parts(c, L, il, f, &ld, e);
+}
+
+/* x += attention(norm(x)); x += ffn(ffn_norm(x)), the first half and the predictor in one
+ * device round trip (hybrid_run.c), whose results the FFN is handed. */
+static int step_attn_pred(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
+    hr_ffn_dev d = hr_hybrid_ffn_parts(c, il);
+    if (hr_hybrid_attn_pred(c, il, f, &d.in, e) || hr_ffn_dev_run(c, L, il, c->x, c->xn, f->n, &d, c->tmp, e)) return -1;
+    add_into(c->x, c->tmp, (int64_t)f->n * c->m->hp.n_embd);
+    return 0;
+}
+
+/* Only enqueued: x stays on the device until a host layer (or the output) needs it. */
+static int step_resident(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
+    (void)L;
+    if (!hr_hybrid_run_layer(c, il, f, e)) return 0;
+    hr_err ignored;
+    hr_hybrid_fetch_x(c, f->n, &ignored); /* the next batch must not find x on the device */
+    return -1;
+}
+
+static int step_split_moe(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
+    (void)c, (void)L, (void)f;
+    return hr_errf(e, "internal error: layer %d's plan shares its experts with the device, which is not implemented", il);
+}
+
+typedef int (*layer_step)(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e);
+static const layer_step steps[HR_STEP_COUNT] = {
+    [HR_STEP_HOST] = step_host,           [HR_STEP_ATTN] = step_attn,           [HR_STEP_ATTN_PRED] = step_attn_pred,
+    [HR_STEP_RESIDENT] = step_resident,   [HR_STEP_SPLIT_FFN] = step_split_ffn, [HR_STEP_SPLIT_MOE] = step_split_moe,
+};
 
 static int embed(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
     const hearth_model *m = c->m;
@@ -144,6 +192,10 @@ static int output(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
         }
     if (!rows) return 0;
     norm_rows(&m->hp, c->xn, c->x, m->output_norm, m->output_norm_b, rows);
+    if (f->embd) { /* embeddings: the normed rows are the result */
+        memcpy(f->embd, c->xn, sizeof(float) * (size_t)(rows * d));
+        return 0;
+    }
     if (hr_hybrid_has_output(c) ? hr_hybrid_logits(c, c->xn, rows, f->logits, e)
                                 : hr_matmul(&c->cpu, &m->output, c->xn, rows, f->logits, e))
         return -1;
@@ -155,16 +207,9 @@ int hr_forward(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
     const hearth_model *m = c->m;
     const hr_hparams *hp = &m->hp;
     if (embed(c, f, e)) return -1;
-    for (int il = 0; il < hp->n_layer; il++) {
-        const hr_layer *L = &m->layers[il];
-        if (hr_hybrid_resident(c, il)) { /* x stays on the device until a host layer needs it */
-            if (!hr_hybrid_run_layer(c, il, f, e)) continue;
-            hr_err ignored;
-            hr_hybrid_fetch_x(c, f->n, &ignored); /* the next batch must not find x on the device */
-            return -1;
-        }
-        if (hr_hybrid_fetch_x(c, f->n, e) || (hp->arch->parallel ? parallel_layer(c, L, il, f, e) : serial_layer(c, L, il, f, e)))
-            return -1;
+    for (int il = 0; il < hp->n_layer; il++) { /* one step per layer, the kind its plan names */
+        const hr_step_kind k = hr_hybrid_step(c, il);
+        if ((k != HR_STEP_RESIDENT && hr_hybrid_fetch_x(c, f->n, e)) || steps[k](c, &m->layers[il], il, f, e)) return -1;
     }
     if (hr_hybrid_fetch_x(c, f->n, e)) return -1;
     return f->want ? output(c, f, e) : 0;

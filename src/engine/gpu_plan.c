@@ -305,6 +305,22 @@ static int neuron_sizes(planner *q, hr_err *e) {
     return 0;
 }
 
+const char *hr_step_kind_name(hr_step_kind k) {
+    static const char *const n[HR_STEP_COUNT] = {"host", "attention", "attention+predictor", "resident", "split FFN", "split MoE"};
+    return k >= 0 && k < HR_STEP_COUNT ? n[k] : "?";
+}
+
+/* One step per layer from the parts placed: the norms go only with fused attention and
+ * predictor (predicted mode) or with a resident whole layer (never with a predictor), so
+ * they tell the two apart. Mixture-of-experts layers stay on the host; HR_STEP_SPLIT_MOE
+ * waits for expert placement. */
+static hr_step_kind step_of(const hr_gpu_layer *g, const hr_layer *L) {
+    if (L->moe.router.data) return HR_STEP_HOST;
+    if (g->norms) return g->pred ? HR_STEP_ATTN_PRED : HR_STEP_RESIDENT;
+    if (g->pred || g->n_hot || g->ffn_dense) return HR_STEP_SPLIT_FFN;
+    return g->attn ? HR_STEP_ATTN : HR_STEP_HOST;
+}
+
 /* Whole layers (-ngl, dense files) or dense parts then hot neurons (PowerInfer files). */
 static int place(planner *q, hr_err *e) {
     const hearth_model *m = q->in->m;
@@ -348,7 +364,9 @@ int hr_gpu_plan_make(const hr_gpu_plan_in *in, hr_gpu_plan *p, hr_err *e) {
         return hr_errf(e, "GPU budget too small: it leaves %llu bytes (%.3f GiB) beyond the device's own overhead, and "
                           "device scratch for %d tokens needs %llu bytes (raise --vram-budget or lower -b)",
                        (unsigned long long)in->budget, in->budget / GIB, in->n_batch, (unsigned long long)q.used);
-    return place(&q, e) ? -1 : layout(&q, e);
+    if (place(&q, e) || layout(&q, e)) return -1;
+    for (int il = 0; il < m->hp.n_layer; il++) p->layers[il].step = step_of(&p->layers[il], &m->layers[il]);
+    return 0;
 }
 
 void hr_gpu_plan_free(hr_gpu_plan *p) {

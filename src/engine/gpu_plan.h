@@ -42,7 +42,25 @@ typedef struct hr_gpu_scratch {
     uint64_t mask;   /* U8 [n_batch][n_ff] */
 } hr_gpu_scratch;
 
+/* The layer plan: what one layer's step does, chosen once per layer from the parts below;
+ * the forward pass runs the step function this kind names (forward.c's table). */
+typedef enum hr_step_kind {
+    HR_STEP_HOST,       /* nothing of the layer on the device (also every mixture-of-experts layer) */
+    HR_STEP_ATTN,       /* attention and its KV cache on the device; predictor and FFN on the host */
+    HR_STEP_ATTN_PRED,  /* norms, attention and predictor on the device in one round trip
+                           (hr_hybrid_attn_pred), then the FFN split (or on the host without hot rows) */
+    HR_STEP_RESIDENT,   /* the whole serial layer on the device, the residual stream kept there
+                           (hr_hybrid_run_layer); run as HR_STEP_SPLIT_FFN while the host watches
+                           the FFN (--stats, calibration) */
+    HR_STEP_SPLIT_FFN,  /* the FFN shared: predictor, hot neurons or the whole FFN on the device,
+                           the rest on the CPU; attention on either side (attn says) */
+    HR_STEP_SPLIT_MOE,  /* experts shared between the devices: reserved, never chosen yet */
+    HR_STEP_COUNT
+} hr_step_kind;
+const char *hr_step_kind_name(hr_step_kind k);
+
 typedef struct hr_gpu_layer {
+    hr_step_kind step;          /* what the forward pass runs for this layer */
     bool attn;                  /* wq, wk, wv, wo resident; KV slice in the caches */
     hr_dmat wq, wk, wv, wo;
     bool pred;

@@ -198,7 +198,7 @@ static void fill_status(const hearth_ctx *c, hr_hybrid *h) {
     s->used_kv = p->bytes[HEARTH_GPU_CAT_KV], s->used_scratch = p->bytes[HEARTH_GPU_CAT_SCRATCH];
     s->used_neurons = p->bytes[HEARTH_GPU_CAT_NEURONS] + p->bytes[HEARTH_GPU_CAT_FFN];
     s->layers_attn = p->n_attn, s->layers_whole = p->n_whole, s->output_on_device = p->output;
-    for (int32_t il = 0; il < p->n_layer; il++) s->layers_resident += hr_hybrid_resident(c, il);
+    for (int32_t il = 0; il < p->n_layer; il++) s->layers_resident += hr_hybrid_step(c, il) == HR_STEP_RESIDENT;
     uint64_t ffn_dev = p->hot_bytes;
     for (int32_t il = 0; il < p->n_layer; il++) {
         s->layers_pred += p->layers[il].pred;

@@ -1,8 +1,9 @@
 /* Hybrid CPU/device execution (docs/hybrid.md): at context creation the device is
  * opened, the plan made (gpu_plan.h) and the placed tensors uploaded into its arena;
- * in the forward pass the hooks below run a layer's attention, predictor, FFN share or
- * the output on the device. With no device (c->hy NULL, or inactive) the CPU path runs
- * untouched. */
+ * in the forward pass each layer runs the step its plan names (hr_hybrid_step), whose
+ * device parts are the functions below: attention, predictor, FFN share, whole layers,
+ * the output. With no device (c->hy NULL, or inactive) every layer is HR_STEP_HOST and the
+ * CPU path runs untouched. */
 #ifndef HR_HYBRID_H
 #define HR_HYBRID_H
 #include "context.h"
@@ -20,10 +21,25 @@ typedef struct hr_hybrid {
     int32_t *h_idx;             /* [n_ff] active local hot rows */
     uint8_t *h_mask;            /* [n_batch][n_ff] mask over h_idx */
     int32_t *h_iota;            /* [n_ff] 0, 1, ...: every row of a whole layer's neurons */
-    bool x_dev;                 /* the residual stream of this batch is in scratch xp (device-resident layers) */
-    bool scores_ready;          /* hr_hybrid_attn_pred left this layer's predictor scores in c->ffn_s */
-    bool xn_dev;                /* ... and the FFN input in scratch x, so the hot part need not send it */
+    bool x_dev;                 /* where this batch's residual stream lives: in scratch xp from the first
+                                   device-resident layer of a run until hr_hybrid_fetch_x */
 } hr_hybrid;
+
+/* What a device step brought back for the rest of its layer (hr_hybrid_attn_pred), handed
+ * on explicitly rather than left as flags on the context. */
+typedef struct hr_dev_out {
+    const float *scores;        /* [n][n_ff] this layer's predictor scores in host memory, or NULL */
+    bool xn_on_dev;             /* the FFN's normed input is in scratch x: the hot part need not send it */
+} hr_dev_out;
+
+/* A layer FFN's share of device work, from the plan (hr_hybrid_ffn_parts) plus what the
+ * layer's earlier device step left (in); all false: the FFN runs on the host. */
+typedef struct hr_ffn_dev {
+    bool pred;                  /* the predictor on the device (hr_hybrid_predict) */
+    bool split;                 /* hot neurons on the device: hr_hybrid_ffn_split, given the mask */
+    bool whole;                 /* the whole dense FFN on the device (hr_hybrid_ffn_dense) */
+    hr_dev_out in;
+} hr_ffn_dev;
 
 /* The forward pass's transfers and waits, counted in the status (what a round trip
  * costs on a real device is latency, so the count is what the design can change). */
@@ -58,25 +74,20 @@ static inline bool hr_hybrid_has_attn(const hearth_ctx *c, int il) {
     const hr_gpu_layer *g = hr_hybrid_layer(c, il);
     return g && g->attn;
 }
-static inline bool hr_hybrid_has_pred(const hearth_ctx *c, int il) {
+/* The FFN's device share of layer il as the plan placed it (nothing without a device). */
+static inline hr_ffn_dev hr_hybrid_ffn_parts(const hearth_ctx *c, int il) {
     const hr_gpu_layer *g = hr_hybrid_layer(c, il);
-    return g && g->pred;
-}
-/* Hot neurons (split with the CPU) or the whole dense FFN on the device. */
-static inline bool hr_hybrid_has_hot(const hearth_ctx *c, int il) {
-    const hr_gpu_layer *g = hr_hybrid_layer(c, il);
-    return g && g->n_hot > 0;
-}
-static inline bool hr_hybrid_has_dense_ffn(const hearth_ctx *c, int il) {
-    const hr_gpu_layer *g = hr_hybrid_layer(c, il);
-    return g && g->ffn_dense;
+    return g ? (hr_ffn_dev){.pred = g->pred, .split = g->n_hot > 0, .whole = g->ffn_dense} : (hr_ffn_dev){0};
 }
 static inline bool hr_hybrid_has_output(const hearth_ctx *c) { return c->hy && c->hy->dev && c->hy->plan.output; }
-/* Layer il runs device-resident (hr_hybrid_run_layer): whole on the device with its norms, and
- * nothing asks the host to watch its FFN (predictor, firing statistics, calibration). */
-static inline bool hr_hybrid_resident(const hearth_ctx *c, int il) {
+/* The step layer il runs: the plan's kind, except that a resident layer runs as a split FFN
+ * (attention and whole FFN on the device, one round trip each) while the host watches its
+ * FFN (firing statistics, calibration), which the context may ask for after the plan. */
+static inline hr_step_kind hr_hybrid_step(const hearth_ctx *c, int il) {
     const hr_gpu_layer *g = hr_hybrid_layer(c, il);
-    return g && g->norms && c->ffn_mode != HEARTH_FFN_PREDICTED && !c->ffn_stats_on && !c->ffn_observer;
+    if (!g) return HR_STEP_HOST;
+    if (g->step == HR_STEP_RESIDENT && (c->ffn_stats_on || c->ffn_observer)) return HR_STEP_SPLIT_FFN;
+    return g->step;
 }
 
 /* out = Wo . attention(in) for the tokens of f, with the device's KV cache. */
@@ -84,30 +95,15 @@ int hr_hybrid_attention(hearth_ctx *c, const hr_layer *L, int il, const float *i
 /* Predictor scores fc2 . relu(fc1 . x) into scores [n][n_ff]. */
 int hr_hybrid_predict(hearth_ctx *c, int il, const float *x, int32_t n, float *scores, hr_err *e);
 /* The FFN given c->ffn_mask: active hot neurons on the device while the CPU computes the
- * active cold ones; out = cold + hot. */
-int hr_hybrid_ffn_split(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e);
+ * active cold ones; out = cold + hot. xn_on_dev: scratch x already holds xn. */
+int hr_hybrid_ffn_split(hearth_ctx *c, const hr_layer *L, int il, const float *xn, bool xn_on_dev, int32_t n, float *out,
+                        hr_err *e);
 /* The whole dense FFN of layer il on the device. */
 int hr_hybrid_ffn_dense(hearth_ctx *c, int il, const float *xn, int32_t n, float *out, hr_err *e);
-/* Layer il's attention and predictor in one round trip: both on the device with the
- * layer's norms, predicted mode (a whole layer that can run resident never gets here). */
-static inline bool hr_hybrid_fused(const hearth_ctx *c, int il) {
-    const hr_gpu_layer *g = hr_hybrid_layer(c, il);
-    return g && g->norms && g->attn && g->pred && c->ffn_mode == HEARTH_FFN_PREDICTED;
-}
-/* x += attention(norm(x)) on the device, then the predictor's scores over the new x into
- * c->ffn_s and c->xn = ffn_norm(x), all in one wait; hr_ffn then takes the scores (and the
- * hot part finds its input on the device) instead of asking again. */
-int hr_hybrid_attn_pred(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e);
-/* True once, after hr_hybrid_attn_pred: the scores in c->ffn_s are this layer's. */
-static inline bool hr_hybrid_take_scores(hearth_ctx *c) {
-    if (!c->hy || !c->hy->scores_ready) return false;
-    c->hy->scores_ready = false;
-    return true;
-}
-/* Forgets what hr_hybrid_attn_pred left on the device for this layer. */
-static inline void hr_hybrid_layer_done(hearth_ctx *c) {
-    if (c->hy) c->hy->scores_ready = c->hy->xn_dev = false;
-}
+/* HR_STEP_ATTN_PRED's device part: x += attention(norm(x)) on the device, then the
+ * predictor's scores over the new x into c->ffn_s and c->xn = ffn_norm(x), all in one wait;
+ * *out says so (scores, FFN input on the device), for the FFN that follows. */
+int hr_hybrid_attn_pred(hearth_ctx *c, int il, const hr_fwd *f, hr_dev_out *out, hr_err *e);
 /* The whole serial layer il on the device: x += attention(norm(x)); x += ffn(norm(x)),
  * with x kept in device scratch from the first resident layer of a run to the last; only
  * enqueued (hr_hybrid_fetch_x brings x back). */

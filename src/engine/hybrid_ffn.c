@@ -38,7 +38,7 @@ static void partition(hearth_ctx *c, int il, int32_t n, int64_t *nh, int64_t *nc
     *nh = a, *nc = b;
 }
 
-static int enqueue_hot(hearth_ctx *c, int il, const float *xn, int32_t n, int64_t nh, hr_err *e) {
+static int enqueue_hot(hearth_ctx *c, int il, const float *xn, bool xn_on_dev, int32_t n, int64_t nh, hr_err *e) {
     hr_hybrid *h = c->hy;
     hr_dev *d = h->dev;
     const hr_dev_ops *o = d->ops;
@@ -46,8 +46,8 @@ static int enqueue_hot(hearth_ctx *c, int il, const float *xn, int32_t n, int64_
     const hr_gpu_scratch *s = &h->plan.sc;
     const int64_t nd = (int64_t)n * c->m->hp.n_embd;
     const bool gate = g->gate.n_out > 0;
-    if (!h->xn_dev) memcpy(h->h_in, xn, sizeof(float) * (size_t)nd); /* else scratch x holds it already */
-    return (!h->xn_dev && hr_hy_to_dev(h, s->x, h->h_in, (uint64_t)nd * 4, e)) ||
+    if (!xn_on_dev) memcpy(h->h_in, xn, sizeof(float) * (size_t)nd); /* else scratch x holds it already */
+    return (!xn_on_dev && hr_hy_to_dev(h, s->x, h->h_in, (uint64_t)nd * 4, e)) ||
                    hr_hy_to_dev(h, s->idx, h->h_idx, (uint64_t)nh * 4, e) ||
                    hr_hy_to_dev(h, s->mask, h->h_mask, (uint64_t)(n * nh), e) ||
                    (gate && o->gather_matmul(d, &g->gate, s->x, n, s->idx, nh, s->g, e)) ||
@@ -78,12 +78,13 @@ static int cold_part(hearth_ctx *c, const hr_layer *L, const float *xn, int32_t 
     return hr_sparse_axpy_ws(&c->cpu, &c->sparse_ws, &f->down_t, c->ffn_a, n, idx, nc, out, e);
 }
 
-int hr_hybrid_ffn_split(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e) {
+int hr_hybrid_ffn_split(hearth_ctx *c, const hr_layer *L, int il, const float *xn, bool xn_on_dev, int32_t n, float *out,
+                        hr_err *e) {
     hr_hybrid *h = c->hy;
     int64_t nh, nc;
     partition(c, il, n, &nh, &nc);
     const double t0 = now_s();
-    if (nh && enqueue_hot(c, il, xn, n, nh, e)) return -1;
+    if (nh && enqueue_hot(c, il, xn, xn_on_dev, n, nh, e)) return -1;
     const double t1 = now_s();
     if (cold_part(c, L, xn, n, nc, out, e)) {
         hr_err ignored;

@@ -130,7 +130,7 @@ int hr_hybrid_run_layer(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
     return 0;
 }
 
-int hr_hybrid_attn_pred(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
+int hr_hybrid_attn_pred(hearth_ctx *c, int il, const hr_fwd *f, hr_dev_out *out, hr_err *e) {
     hr_hybrid *h = c->hy;
     const hr_gpu_scratch *s = &h->plan.sc;
     const int32_t n = f->n;
@@ -142,7 +142,7 @@ int hr_hybrid_attn_pred(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
         return -1;
     memcpy(c->x, h->h_y, sizeof(float) * (size_t)nd);
     memcpy(c->xn, h->h_in, sizeof(float) * (size_t)nd);
-    h->scores_ready = h->xn_dev = true;
+    *out = (hr_dev_out){.scores = c->ffn_s, .xn_on_dev = true};
     return 0;
 }
 

@@ -1,4 +1,5 @@
 /* Model lifetime and the public model/tokenizer API. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "formats/type_mix.h"
@@ -66,12 +67,12 @@ static int check_vocab(hearth_model *m, hr_err *e) {
  * params > LLAMA_SPARSE_PRED_THRESHOLD > powerinfer.sparse_threshold > 0. */
 static int resolve_threshold(hearth_model *m, const hearth_model_params *p, hr_err *e) {
     m->sparse_threshold = 0.0f;
-    if (m->sparse_file && gguf_get_f32(&m->file, "powerinfer.sparse_threshold", &m->sparse_threshold, e) < 0) return -1;
+    if (m->sparse_file && hr_model_f32(m, "powerinfer.sparse_threshold", &m->sparse_threshold, e) < 0) return -1;
     const char *env = getenv("LLAMA_SPARSE_PRED_THRESHOLD");
     if (env && *env) {
         char *end;
         float v = strtof(env, &end);
-        if (*end || v != v) return hr_errf(e, "LLAMA_SPARSE_PRED_THRESHOLD='%s' is not a number", env);
+        if (*end || !isfinite(v)) return hr_errf(e, "LLAMA_SPARSE_PRED_THRESHOLD='%s' is not a finite number", env);
         m->sparse_threshold = v;
     }
     if (p && p->has_sparse_threshold) m->sparse_threshold = p->sparse_threshold;
@@ -92,7 +93,7 @@ hearth_model *hearth_model_load(const char *path, const hearth_model_params *p, 
         hr_errf(e, "out of memory");
         return NULL;
     }
-    if (gguf_open(&m->file, path, e)) {
+    if (hr_model_open_file(m, path, p, e)) {
         free(m);
         return NULL;
     }
@@ -104,7 +105,9 @@ hearth_model *hearth_model_load(const char *path, const hearth_model_params *p, 
         hr_errf(e, "out of memory");
         goto fail;
     }
-    if (hr_load_layer_kinds(m, e) || hr_load_tensors(m, e) || hr_tok_from_gguf(&m->tok, &m->file, e) || check_vocab(m, e)) goto fail;
+    if (hr_load_layer_kinds(m, e) || hr_load_tensors(m, e) || hr_tok_from_gguf_warn(&m->tok, &m->file, &m->notes, e) ||
+        check_vocab(m, e) || hr_load_ffn_thresholds(m, p, e))
+        goto fail;
     if ((m->hp.act == HR_ACT_GELU || m->hp.act == HR_ACT_GEGLU) &&
         !(m->gelu_tab = malloc(sizeof(uint16_t) * HR_GELU_TABLE_SIZE))) {
         hr_errf(e, "out of memory");
@@ -124,11 +127,14 @@ void hearth_model_free(hearth_model *m) {
     hr_tok_free(m->tok);
     free(m->layers);
     free(m->gelu_tab);
+    free(m->ffn_thr);
     gguf_close(&m->file);
     free(m);
 }
 
 const hearth_model_info *hearth_model_get_info(const hearth_model *m) { return &m->info; }
+
+const char *hearth_model_notices(const hearth_model *m) { return m ? m->notes.msg : ""; }
 
 int hearth_tokenize(const hearth_model *m, const char *text, size_t len, bool add_special, bool parse_special,
                     int32_t **out, size_t *n_out, hr_err *e) {
@@ -143,6 +149,8 @@ int32_t hearth_token_bos(const hearth_model *m) { return hr_tok_bos(m->tok); }
 int32_t hearth_token_eos(const hearth_model *m) { return hr_tok_eos(m->tok); }
 
 bool hearth_token_is_eog(const hearth_model *m, int32_t id) { return hr_tok_is_eog(m->tok, id); }
+
+const struct hr_tokenizer *hearth_model_tokenizer(const hearth_model *m) { return m->tok; }
 
 const char *hearth_model_meta_str(const hearth_model *m, const char *key, size_t *len) {
     gguf_str s;

@@ -55,6 +55,9 @@ typedef struct hr_moe_weights {
     hr_mat router;         /* ffn_gate_inp {n_embd, n_expert}; data NULL: a dense layer */
     hr_mat gate, up;       /* ffn_{gate,up}_exps {n_embd, n_ff_exp, n_expert} */
     hr_mat down;           /* ffn_down_exps {n_ff_exp, n_embd, n_expert} */
+    /* ffn_down_exps_t {n_embd, n_ff_exp, n_expert} (hearth calibrate writes it in place of
+     * ffn_down_exps): row j of expert e is neuron j's down column, read by the sparse axpy. */
+    hr_mat down_t;
     /* Biases where the entry has moe_bias (gpt-oss), else NULL: router {n_expert}; gate, up
      * {n_ff_exp} and down {n_embd} per expert, expert e's at e * that length. */
     const float *router_b, *gate_b, *up_b, *down_b;

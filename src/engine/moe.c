@@ -31,6 +31,7 @@ struct hr_moe_ws {
     float *gc;             /* exact mode: [n][nu] gate values of the group's union */
     int32_t *idx, *all;    /* exact mode: [ff] the group's union of firing neurons; 0..ff-1 */
     uint64_t *routed_n;    /* [n_layer][n_expert] tokens routed to each expert */
+    uint32_t *fire_n;      /* NULL, or (hr_moe_count_neurons) [n_layer][n_expert][ff] tokens each neuron fired on */
     bool routed;           /* logits hold this layer's scores already (hr_moe_route_early) */
     uint64_t expert_bytes; /* one expert's three matrices */
     hearth_moe_stats st;
@@ -74,7 +75,7 @@ void hr_moe_ctx_free(hearth_ctx *c) {
     if (!w) return;
     free(w->logits), free(w->sel), free(w->w), free(w->count), free(w->start), free(w->slot);
     free(w->xg), free(w->g), free(w->u), free(w->a), free(w->y), free(w->ys);
-    free(w->gc), free(w->idx), free(w->all), free(w->routed_n);
+    free(w->gc), free(w->idx), free(w->all), free(w->routed_n), free(w->fire_n);
     free(w);
     c->moe = NULL;
 }
@@ -175,20 +176,20 @@ static int64_t gate_union(const struct hr_moe_ws *w, int32_t cnt) {
  * n_embd rows of n_ff_exp: the activations go back into full rows (zeros elsewhere) for the
  * dense down product, which then sees the same values dense mode gives it (relu(g) * u is a
  * zero there too), so the output equals dense mode's. *rows: the up rows it read. */
-static int expert_exact(hearth_ctx *c, const hr_mat *up, int32_t cnt, int64_t *rows, hr_err *e) {
+static int expert_exact(hearth_ctx *c, const hr_mat *up, int32_t cnt, bool scatter, int64_t *rows, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     const size_t ff = (size_t)w->ff;
     int64_t nu = gate_union(w, cnt);
     const int32_t *idx = w->idx;
     if (nu > HR_MOE_UNION_DENSE_SHARE * (double)ff) idx = w->all, nu = (int64_t)ff;
     *rows = nu;
-    memset(w->a, 0, sizeof(float) * (size_t)cnt * ff);
+    if (scatter) memset(w->a, 0, sizeof(float) * (size_t)cnt * ff);
     if (!nu) return 0;
     if (hr_gather_matmul(&c->cpu, up, w->xg, cnt, idx, nu, w->u, e)) return -1;
     for (int32_t i = 0; i < cnt; i++)
         for (int64_t q = 0; q < nu; q++) w->gc[(size_t)i * (size_t)nu + (size_t)q] = w->g[(size_t)i * ff + (size_t)idx[q]];
     hr_ffn_act(w->gc, w->gc, w->u, (int64_t)cnt * nu, c->m->hp.act); /* element-wise: in place is fine */
-    for (int32_t i = 0; i < cnt; i++)
+    for (int32_t i = 0; scatter && i < cnt; i++)
         for (int64_t q = 0; q < nu; q++) {
             const size_t at = (size_t)i * ff + (size_t)idx[q];
             if (w->g[at] > 0) w->a[at] = w->gc[(size_t)i * (size_t)nu + (size_t)q];
@@ -199,25 +200,54 @@ static int expert_exact(hearth_ctx *c, const hr_mat *up, int32_t cnt, int64_t *r
 /* FFN counters of one expert's group: neurons computed (exact: gate > 0) and, with --stats,
  * those that fire (gate > 0, and up > 0 for dReLU). g holds the full gate; up values are in
  * w->u, [cnt][ff] in dense mode or [cnt][nu] over w->idx (w->all when nu == ff) in exact mode. */
-static void count_expert(hearth_ctx *c, int il, int32_t cnt, bool exact, int64_t nu) {
+static void count_expert(hearth_ctx *c, int il, int32_t x, int32_t cnt, bool exact, int64_t nu) {
     struct hr_moe_ws *w = c->moe;
     hearth_ffn_stats *s = &c->ffn_stats[il];
     const bool relu = hr_act_relu_family(c->m->hp.act), drelu = c->m->hp.act == HR_ACT_DRELU;
     const size_t ff = (size_t)w->ff;
+    uint32_t *fn = w->fire_n && relu ? w->fire_n + ((size_t)il * (size_t)w->ne + (size_t)x) * ff : NULL;
     if (!exact) s->computed += (uint64_t)cnt * ff;
-    if (!relu || (!exact && !c->ffn_stats_on)) return;
+    if (!relu || (!exact && !c->ffn_stats_on && !fn)) return;
     const int32_t *idx = exact && nu < (int64_t)ff ? w->idx : w->all;
     const int64_t n_up = exact ? nu : (int64_t)ff;
     uint64_t gate_on = 0, fired = 0;
     for (int32_t i = 0; i < cnt; i++) {
         const float *g = w->g + (size_t)i * ff, *u = w->u + (size_t)i * (size_t)n_up;
         for (int64_t q = 0; q < n_up; q++) {
-            const bool on = g[idx[q]] > 0;
-            gate_on += on, fired += on && (!drelu || u[q] > 0);
+            const bool on = g[idx[q]] > 0, f = on && (!drelu || u[q] > 0);
+            gate_on += on, fired += f;
+            if (fn && f) fn[idx[q]]++;
         }
     }
     if (exact) s->computed += gate_on;
     if (c->ffn_stats_on) s->fired += fired, s->fired_computed += fired; /* both modes compute every firing neuron */
+}
+
+/* Row reads of the sparse axpy over [cnt][n_idx] coefficients A: it takes the tokens in
+ * groups of 16 (sparse.h) and reads a row once per group where some coefficient is non-zero. */
+static int64_t rows_needed(const float *A, int32_t cnt, int64_t n_idx) {
+    int64_t rows = 0;
+    for (int32_t t0 = 0; t0 < cnt; t0 += 16)
+        for (int64_t q = 0; q < n_idx; q++) {
+            bool any = false;
+            for (int32_t i = t0; i < cnt && i < t0 + 16 && !any; i++) any = A[(size_t)i * (size_t)n_idx + (size_t)q] != 0.0f;
+            rows += any;
+        }
+    return rows;
+}
+
+/* y = down . activations from ffn_down_exps_t rows: the sparse axpy skips zero activations,
+ * and its sums do not depend on the zero-coefficient indices it is handed, so dense mode
+ * (every neuron, a [cnt][ff]) and exact mode (the union, gc [cnt][nu]) give the same bits,
+ * and each token the bits it gets alone. *rows: down_t rows read. */
+static int down_sparse(hearth_ctx *c, const hr_mat *down_t, int32_t cnt, bool exact, int64_t nu, int64_t *rows, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    const float *A = exact ? w->gc : w->a;
+    const int32_t *idx = exact && nu < (int64_t)w->ff ? w->idx : w->all;
+    const int64_t n_idx = exact ? nu : (int64_t)w->ff;
+    *rows = n_idx ? rows_needed(A, cnt, n_idx) : 0;
+    if (!n_idx) return memset(w->y, 0, sizeof(float) * (size_t)cnt * (size_t)w->d), 0;
+    return hr_sparse_axpy_ws(&c->cpu, &c->sparse_ws, down_t, A, cnt, idx, n_idx, w->y, e);
 }
 
 /* Expert x over its cnt tokens: gather their inputs, gate/up, activation, down, each output
@@ -229,23 +259,25 @@ static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x
     const size_t d = (size_t)w->d;
     for (int32_t i = 0; i < cnt; i++) memcpy(w->xg + i * d, xn + (size_t)(slot[i] / w->k) * d, d * sizeof(float));
     const hr_mat gate = hr_moe_expert(&mw->gate, x), up = hr_moe_expert(&mw->up, x), down = hr_moe_expert(&mw->down, x);
-    const bool exact = c->ffn_mode == HEARTH_FFN_EXACT;
-    int64_t up_rows = up.n_out;
+    const hr_mat down_t = hr_moe_expert(&mw->down_t, x);
+    const bool exact = c->ffn_mode == HEARTH_FFN_EXACT, sparse_down = mw->down_t.data != NULL;
+    int64_t up_rows = up.n_out, down_rows = 0;
     const size_t ffo = (size_t)x * (size_t)w->ff;
     if (hr_matmul(&c->cpu, &gate, w->xg, cnt, w->g, e)) return -1;
     if (mw->gate_b) add_rows(w->g, mw->gate_b + ffo, cnt, w->ff);
     if (exact) { /* ReLU-family experts only, which have no biases */
-        if (expert_exact(c, &up, cnt, &up_rows, e)) return -1;
+        if (expert_exact(c, &up, cnt, !sparse_down, &up_rows, e)) return -1;
     } else {
         if (hr_matmul(&c->cpu, &up, w->xg, cnt, w->u, e)) return -1;
         if (mw->up_b) add_rows(w->u, mw->up_b + ffo, cnt, w->ff);
         expert_act(c, w->a, w->g, w->u, (int64_t)cnt * w->ff);
     }
-    count_expert(c, il, cnt, exact, up_rows);
-    if (hr_matmul(&c->cpu, &down, w->a, cnt, w->y, e)) return -1;
+    count_expert(c, il, x, cnt, exact, up_rows);
+    if (sparse_down ? down_sparse(c, &down_t, cnt, exact, up_rows, &down_rows, e) : hr_matmul(&c->cpu, &down, w->a, cnt, w->y, e))
+        return -1;
     if (mw->down_b) add_rows(w->y, mw->down_b + (size_t)x * d, cnt, w->d);
     *read += (uint64_t)gate.row_bytes * (uint64_t)gate.n_out + (uint64_t)up.row_bytes * (uint64_t)up_rows +
-             (uint64_t)down.row_bytes * (uint64_t)down.n_out;
+             (sparse_down ? (uint64_t)down_t.row_bytes * (uint64_t)down_rows : (uint64_t)down.row_bytes * (uint64_t)down.n_out);
     for (int32_t i = 0; i < cnt; i++) {
         const float wt = w->w[slot[i]], *y = w->y + i * d;
         float *dst = w->ys + (size_t)slot[i] * d;
@@ -281,6 +313,21 @@ int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_
     }
     count_reads(c, il, n, read);
     return 0;
+}
+
+int hr_moe_count_neurons(hearth_ctx *c, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    if (!w) return hr_errf(e, "not a mixture-of-experts model");
+    if (w->fire_n) return 0;
+    const size_t n = (size_t)c->m->hp.n_layer * (size_t)w->ne * (size_t)w->ff;
+    if (!(w->fire_n = calloc(n, sizeof *w->fire_n))) return hr_errf(e, "out of memory for %zu expert neuron counters", n);
+    c->scratch_bytes += n * sizeof *w->fire_n;
+    return 0;
+}
+
+const uint32_t *hr_moe_neuron_counts(const hearth_ctx *c, int il) {
+    if (!c->moe || !c->moe->fire_n || il < 0 || il >= c->m->hp.n_layer) return NULL;
+    return c->moe->fire_n + (size_t)il * (size_t)c->moe->ne * (size_t)c->moe->ff;
 }
 
 const int32_t *hr_moe_last_experts(const hearth_ctx *c) { return c->moe ? c->moe->sel : NULL; }

@@ -20,8 +20,11 @@
  *
  * --ffn exact (ReGLU/dReLU experts, SmallThinker): each used expert's gate is computed in full
  * for its tokens; up only for the union of the neurons whose gate fires (gathered rows, equal
- * to the full product's row for row); the activations, zero elsewhere, feed the expert's dense
- * down product, so the output equals dense mode's and stays batch-independent. The FFN
+ * to the full product's row for row). Files with ffn_down_exps_t (hearth calibrate writes
+ * them) project down with the sparse axpy over the firing neurons' rows only, in both modes
+ * (it skips zero activations), so exact equals dense bit for bit; files with only
+ * ffn_down_exps feed the activations, zero elsewhere, to the dense down product, which reads
+ * every column: then only up is saved. Either way the output stays batch-independent. The FFN
  * counters (hearth_ctx_ffn_stats) count over the chosen experts' neurons; routing counts per
  * layer and expert: hearth_ctx_moe_routed. */
 #ifndef HR_MOE_H
@@ -51,6 +54,12 @@ int hr_moe_route_early(hearth_ctx *c, const hr_layer *L, const float *x, int32_t
 
 /* out[n][n_embd] = the MoE FFN of xn[n][n_embd] (ffn_norm's output). */
 int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e);
+
+/* Calibration: from now on count, per layer, expert and neuron, the tokens on which the
+ * neuron fired (ReLU-family experts; dense and exact mode alike). */
+int hr_moe_count_neurons(hearth_ctx *c, hr_err *e);
+/* Layer il's counts [n_expert][n_ff_exp], or NULL (not counting, dense model, bad il). */
+const uint32_t *hr_moe_neuron_counts(const hearth_ctx *c, int il);
 
 /* Routing of the last call for layer il (tests): token t's chosen experts in rank order and
  * their weights, n_expert_used each. */

@@ -64,8 +64,12 @@ int hr_load_moe(const hearth_model *m, int il, hr_moe_weights *w, hr_err *e) {
 #define NAME(fmt) (snprintf(n, sizeof n, "blk.%d." fmt, il), n)
     if (hr_get_mat(m, NAME("ffn_gate_inp.weight"), d, hp->n_expert, true, &w->router, e)) return -1;
     /* Gated experts only: llama.cpp's ungated SiLU experts have no Hearth activation. */
-    if (get_experts(m, NAME("ffn_gate_exps.weight"), d, ff, &w->gate, e) || get_experts(m, NAME("ffn_up_exps.weight"), d, ff, &w->up, e) ||
-        get_experts(m, NAME("ffn_down_exps.weight"), ff, d, &w->down, e))
+    if (get_experts(m, NAME("ffn_gate_exps.weight"), d, ff, &w->gate, e) || get_experts(m, NAME("ffn_up_exps.weight"), d, ff, &w->up, e))
+        return -1;
+    /* The transposed down matrices, where the file has them, replace ffn_down_exps. */
+    if (gguf_find_tensor(&m->file, NAME("ffn_down_exps_t.weight"))) {
+        if (get_experts(m, n, d, ff, &w->down_t, e)) return -1;
+    } else if (get_experts(m, NAME("ffn_down_exps.weight"), ff, d, &w->down, e))
         return -1;
 #undef NAME
     return hp->arch->moe_bias ? load_moe_bias(m, il, w, e) : 0;
@@ -73,5 +77,5 @@ int hr_load_moe(const hearth_model *m, int il, hr_moe_weights *w, hr_err *e) {
 
 uint64_t hr_moe_expert_bytes(const hr_moe_weights *w) {
     return (uint64_t)(w->gate.row_bytes * (size_t)w->gate.n_out + w->up.row_bytes * (size_t)w->up.n_out +
-                      w->down.row_bytes * (size_t)w->down.n_out);
+                      w->down.row_bytes * (size_t)w->down.n_out + w->down_t.row_bytes * (size_t)w->down_t.n_out);
 }

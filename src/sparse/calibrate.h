@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "backends/cpu/matmul.h"
+#include "formats/gguf.h"
 #include "hearth.h"
 #include "stats.h"
 
@@ -86,8 +87,30 @@ double hr_calib_neuron_bytes(const hearth_model *m);
 
 /* Writes model m as a PowerInfer GGUF: every KV (but powerinfer.sparse_threshold) and
  * tensor copied, ffn_down replaced by its transpose ffn_down_t (same type), and
- * blk.N.fc1/fc2 from preds (F16 if f16, else F32). */
+ * blk.N.fc1/fc2 from preds (F16 if f16, else F32). For PowerInfer's loader: a tied output
+ * is written as output.weight (a copy of token_embd) unless the architecture always ties
+ * it (opt), and a dReLU llama without rope_freqs is written as architecture bamboo (its
+ * llama.* keys as bamboo.*). */
 int hr_write_powerinfer(const hearth_model *m, const hr_predictor *preds, bool f16, const char *path, hr_err *e);
+
+/* ffn_down {n_ff, n_embd} t transposed to ffn_down_t {n_embd, n_ff} of the same type:
+ * its size (0 with a message when the type or shape cannot be), and the transposition
+ * into out (that many bytes). */
+uint64_t hr_down_t_bytes(const gguf_tensor *t, hr_err *e);
+int hr_transpose_down_into(const gguf_tensor *t, void *out, hr_err *e);
+
+/* ---- thresholds of FFN mode threshold (thr_calib.c, thr_write.c) ---- */
+
+/* Per layer, the bound on |act(gate·x)| under which a fraction target (in [0, 1)) of the
+ * layer's neurons falls over the tokens, the model run densely (chunks as o says; pairs
+ * and max_pairs unused). From a histogram of 128 log-spaced bins per octave, interpolated
+ * within the bin; target 0 gives 0 (skip only exact zeros: dense). Gated FFNs only. */
+int hr_calib_thresholds(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, double target,
+                        float *thr, hr_err *e);
+/* Writes model m with key hearth.ffn_threshold = thr (one per layer), every other KV and
+ * tensor copied; down_t: ffn_down replaced by ffn_down_t (what the sparse path reads; such
+ * a file is Hearth's only), else ffn_down kept (llama.cpp still loads the file). */
+int hr_write_thresholds(const hearth_model *m, const float *thr, bool down_t, const char *path, hr_err *e);
 
 /* ---- plot (plot_svg.c) ---- */
 

@@ -1,6 +1,11 @@
 /* Writes a calibrated model as a PowerInfer GGUF: the input's KVs and tensors, ffn_down
  * transposed to ffn_down_t (same weight type: dequantize, transpose, requantize), and the
- * trained predictors. Tensor data of the input is used in place from its mapping. */
+ * trained predictors. Tensor data of the input is used in place from its mapping.
+ * So that PowerInfer itself (its 2023 llama.cpp fork) runs the file with Hearth's meaning:
+ * its sparse loader requires output.weight (llama, bamboo, falcon), so a tied output is
+ * written out as a copy of token_embd; and its llama computes ReLU(gate) * up, so a dReLU
+ * llama is written as its bamboo (the llama layout with ReLU(gate) * ReLU(up)), every
+ * llama.* key renamed bamboo.*. Hearth reads both changes with the same meaning. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,15 +37,34 @@ static void keep_free(keep_list *k) {
 
 /* {n_ff, n_embd} down -> {n_embd, n_ff} down_t of the same type. */
 static int transpose_down(const gguf_tensor *t, keep_list *k, void **out, uint64_t *nbytes, hr_err *e) {
+    uint64_t nb = hr_down_t_bytes(t, e);
+    uint8_t *dst = nb ? keep(k, (size_t)nb) : NULL;
+    if (!nb) return -1;
+    if (!dst) return hr_errf(e, "out of memory transposing ffn_down");
+    if (hr_transpose_down_into(t, dst, e)) return -1;
+    *out = dst, *nbytes = nb;
+    return 0;
+}
+
+uint64_t hr_down_t_bytes(const gguf_tensor *t, hr_err *e) {
     const int64_t ff = (int64_t)t->ne[0], d = (int64_t)t->ne[1];
     const uint32_t ty = t->type;
     const uint64_t blk = hr_type_block_elems(ty), in_row = hr_row_bytes(ty, (uint64_t)ff), out_row = hr_row_bytes(ty, (uint64_t)d);
-    if (!hr_type_is_weight(ty) || !blk || d % (int64_t)blk || !in_row || !out_row)
-        return hr_errf(e, "cannot transpose ffn_down of type %s and shape {%lld, %lld} (n_embd must be a multiple of the %llu-element block)",
-                       hr_type_name(ty) ? hr_type_name(ty) : "unknown", (long long)ff, (long long)d, (unsigned long long)blk);
+    if (!hr_type_is_weight(ty) || !blk || d % (int64_t)blk || !in_row || !out_row) {
+        hr_errf(e, "cannot transpose ffn_down of type %s and shape {%lld, %lld} (n_embd must be a multiple of the %llu-element block)",
+                hr_type_name(ty) ? hr_type_name(ty) : "unknown", (long long)ff, (long long)d, (unsigned long long)blk);
+        return 0;
+    }
+    return out_row * (uint64_t)ff;
+}
+
+int hr_transpose_down_into(const gguf_tensor *t, void *out, hr_err *e) {
+    const int64_t ff = (int64_t)t->ne[0], d = (int64_t)t->ne[1];
+    const uint32_t ty = t->type;
+    const uint64_t in_row = hr_row_bytes(ty, (uint64_t)ff), out_row = hr_row_bytes(ty, (uint64_t)d);
+    uint8_t *dst = out;
     float *F = malloc(sizeof(float) * (size_t)(ff * d)), *row = malloc(sizeof(float) * (size_t)(ff > d ? ff : d));
-    uint8_t *dst = keep(k, (size_t)(out_row * (uint64_t)ff));
-    if (!F || !row || !dst) {
+    if (!F || !row) {
         free(F), free(row);
         return hr_errf(e, "out of memory transposing ffn_down");
     }
@@ -50,7 +74,6 @@ static int transpose_down(const gguf_tensor *t, keep_list *k, void **out, uint64
     }
     for (int64_t j = 0; j < ff; j++) hr_quant_row(ty, F + j * d, dst + (size_t)(out_row * (uint64_t)j), d);
     free(F), free(row);
-    *out = dst, *nbytes = out_row * (uint64_t)ff;
     return 0;
 }
 
@@ -81,8 +104,21 @@ static int layer_of(const char *name, const char **rest) {
     return il;
 }
 
+/* PowerInfer's name for the written architecture where it differs from the input's: a
+ * dReLU llama becomes bamboo. Not with rope_freqs (Llama-3.1+), which bamboo does not read. */
+static const char *written_arch(const hearth_model *m) {
+    return !strcmp(m->arch, "llama") && m->hp.act == HR_ACT_DRELU && !m->rope_freqs ? "bamboo" : NULL;
+}
+
+/* The input ties the output matrix to token_embd although its architecture reads an
+ * output.weight (not OPT's or Gemma's, which always use token_embd). */
+static bool untie_output(const hearth_model *m) {
+    return !m->hp.arch->tied_output && !gguf_find_tensor(&m->file, "output.weight");
+}
+
 static int add_tensors(gguf_writer *w, const hearth_model *m, const hr_predictor *preds, bool f16, keep_list *k, int *n_pred, hr_err *e) {
     const gguf_file *f = &m->file;
+    const bool untie = untie_output(m);
     char name[256], nn[256];
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         const gguf_tensor *t = &f->tensors[i];
@@ -106,6 +142,7 @@ static int add_tensors(gguf_writer *w, const hearth_model *m, const hr_predictor
             memcpy(name, nn, strlen(nn) + 1);
         }
         gguf_w_tensor(w, name, t->type, t->n_dims, ne, data, nbytes);
+        if (untie && !strcmp(name, "token_embd.weight")) gguf_w_tensor(w, "output.weight", t->type, t->n_dims, ne, data, nbytes);
         if (down_w) {
             if (add_predictor(w, &preds[il], il, f16, k, e)) return -1;
             (*n_pred)++;
@@ -118,9 +155,21 @@ int hr_write_powerinfer(const hearth_model *m, const hr_predictor *preds, bool f
     gguf_writer *w = gguf_writer_new(true);
     if (!w) return hr_errf(e, "out of memory");
     const gguf_file *f = &m->file;
-    for (uint64_t i = 0; i < f->n_kv; i++)
-        if (!gguf_str_eq(f->kv[i].key, "powerinfer.sparse_threshold")) /* predictors are calibrated for 0 */
-            gguf_w_kv_copy(w, &f->kv[i]);
+    const char *arch = written_arch(m);
+    char key[512];
+    for (uint64_t i = 0; i < f->n_kv; i++) {
+        gguf_kv kv = f->kv[i];
+        if (gguf_str_eq(kv.key, "powerinfer.sparse_threshold")) continue; /* predictors are calibrated for 0 */
+        if (arch && gguf_str_eq(kv.key, "general.architecture")) {
+            gguf_w_str(w, "general.architecture", arch);
+            continue;
+        }
+        if (arch && kv.key.len > 6 && kv.key.len < sizeof key - 8 && !memcmp(kv.key.ptr, "llama.", 6)) {
+            int n = snprintf(key, sizeof key, "%s.%.*s", arch, (int)(kv.key.len - 6), kv.key.ptr + 6);
+            kv.key = (gguf_str){key, (uint64_t)n};
+        }
+        gguf_w_kv_copy(w, &kv);
+    }
     keep_list k = {0};
     int n_pred = 0;
     int rc = add_tensors(w, m, preds, f16, &k, &n_pred, e);

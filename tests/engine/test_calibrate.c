@@ -255,7 +255,135 @@ static void powerinfer_file(void) {
     remove(in), remove(out);
 }
 
+/* ---- files PowerInfer's loader accepts (llm_load_sparse_model_tensors, llm_load_hparams) ---- */
+
+/* Predictors of width 4 with fixed values: the writer's job, not training, is under test. */
+static void fixed_preds(hr_predictor *p) {
+    for (int l = 0; l < NL; l++) {
+        p[l] = (hr_predictor){D, FF, 4, malloc(sizeof(float) * 4 * D), malloc(sizeof(float) * FF * 4), 1, 1, 0, 0};
+        for (int i = 0; i < 4 * D; i++) p[l].fc1[i] = (float)((i * 37 + l) % 11) / 5.0f - 1.0f;
+        for (int i = 0; i < 4 * FF; i++) p[l].fc2[i] = (float)((i * 53 + l) % 13) / 6.0f - 1.0f;
+    }
+}
+
+static bool key_is(const gguf_file *f, const char *key, const char *want) {
+    const gguf_kv *kv = gguf_find_kv(f, key);
+    return kv && kv->val.type == GGUF_VT_STRING && gguf_str_eq(kv->val.v.s, want);
+}
+
+/* out holds exactly the tensors PowerInfer's sparse llama/bamboo loader creates (an extra one
+ * fails its CUDA load), and every key its loader requires under the arch's prefix. */
+static void check_pi_layout(const char *in, const char *out, const char *arch) {
+    gguf_file a, b;
+    hr_err e;
+    CHECK(gguf_open(&a, in, &e) == 0);
+    CHECKF(gguf_open(&b, out, &e) == 0, "%s", e.msg);
+    CHECKF(b.sparse && key_is(&b, "general.architecture", arch), "%s: magic or architecture", out);
+    const char *req[] = {"context_length", "embedding_length", "feed_forward_length", "attention.head_count", "block_count",
+                         "attention.layer_norm_rms_epsilon"};
+    char key[256];
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+        snprintf(key, sizeof key, "%s.%s", arch, req[i]);
+        CHECKF(gguf_find_kv(&b, key) != NULL, "%s lacks %s", out, key);
+    }
+    CHECK(gguf_find_kv(&b, "tokenizer.ggml.tokens") && gguf_find_kv(&b, "tokenizer.ggml.model"));
+    CHECK(b.n_kv == a.n_kv); /* renamed, none lost */
+    for (uint64_t i = 0; i < a.n_kv; i++) { /* each input key, renamed where the arch changed, with its value */
+        const gguf_kv *ka = &a.kv[i];
+        if (ka->key.len > 6 && !memcmp(ka->key.ptr, "llama.", 6)) snprintf(key, sizeof key, "%s.%.*s", arch, (int)ka->key.len - 6, ka->key.ptr + 6);
+        else snprintf(key, sizeof key, "%.*s", (int)ka->key.len, ka->key.ptr);
+        const gguf_kv *kb = gguf_find_kv(&b, key);
+        CHECKF(kb && kb->val.type == ka->val.type, "key %s", key);
+        if (kb && kb->val.type == GGUF_VT_UINT32) CHECKF(kb->val.v.u == ka->val.v.u, "key %s value", key);
+    }
+    const char *per[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down_t", "fc1", "fc2"};
+    uint64_t want = 3 + NL * (sizeof per / sizeof per[0]);
+    CHECKF(b.n_tensors == want, "%s has %llu tensors, PowerInfer's loader creates %llu", out, (unsigned long long)b.n_tensors,
+           (unsigned long long)want);
+    CHECK(gguf_find_tensor(&b, "token_embd.weight") && gguf_find_tensor(&b, "output_norm.weight"));
+    for (int l = 0; l < NL; l++)
+        for (size_t i = 0; i < sizeof per / sizeof per[0]; i++) {
+            snprintf(key, sizeof key, "blk.%d.%s.weight", l, per[i]);
+            CHECKF(gguf_find_tensor(&b, key) != NULL, "%s lacks %s", out, key);
+        }
+    const gguf_tensor *te = gguf_find_tensor(&b, "token_embd.weight"), *o = gguf_find_tensor(&b, "output.weight");
+    CHECKF(!gguf_find_tensor(&a, "output.weight") && o && te && o->type == te->type && o->ne[0] == te->ne[0] &&
+               o->ne[1] == te->ne[1] && o->nbytes == te->nbytes && !memcmp(o->data, te->data, te->nbytes),
+           "%s: output.weight is not a copy of the tied token_embd", out);
+    gguf_close(&a), gguf_close(&b);
+}
+
+/* A copy of src as the writer made such files before: arch llama and output tied. */
+static void write_untransformed(const char *src, const char *dst) {
+    gguf_file f;
+    hr_err e;
+    CHECK(gguf_open(&f, src, &e) == 0);
+    gguf_writer *w = gguf_writer_new(true);
+    char key[256];
+    for (uint64_t i = 0; i < f.n_kv; i++) {
+        gguf_kv kv = f.kv[i];
+        if (gguf_str_eq(kv.key, "general.architecture")) {
+            gguf_w_str(w, "general.architecture", "llama");
+            continue;
+        }
+        if (kv.key.len > 7 && !memcmp(kv.key.ptr, "bamboo.", 7)) {
+            int n = snprintf(key, sizeof key, "llama.%.*s", (int)kv.key.len - 7, kv.key.ptr + 7);
+            kv.key = (gguf_str){key, (uint64_t)n};
+        }
+        gguf_w_kv_copy(w, &kv);
+    }
+    for (uint64_t i = 0; i < f.n_tensors; i++) {
+        const gguf_tensor *t = &f.tensors[i];
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        if (strcmp(name, "output.weight")) gguf_w_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+    }
+    CHECKF(gguf_w_write(w, dst, &e) == 0, "%s", e.msg);
+    gguf_writer_free(w);
+    gguf_close(&f);
+}
+
+static void same_logits(const char *a, const char *b, const int32_t *toks, int n) {
+    hearth_model *ma = load(a), *mb = load(b);
+    float *la = malloc(sizeof(float) * n * VOCAB), *lb = malloc(sizeof(float) * n * VOCAB);
+    const hearth_ffn_mode modes[] = {HEARTH_FFN_DENSE, HEARTH_FFN_PREDICTED};
+    for (int k = 0; k < 2; k++) {
+        run(ma, modes[k], toks, n, la, NULL), run(mb, modes[k], toks, n, lb, NULL);
+        CHECKF(!memcmp(la, lb, sizeof(float) * n * VOCAB), "%s and %s: logits differ (mode %d)", a, b, (int)modes[k]);
+    }
+    free(la), free(lb);
+    hearth_model_free(ma), hearth_model_free(mb);
+}
+
+static void powerinfer_loadable(void) {
+    const struct { hr_synth_act act; const char *arch; } cases[] = {{HR_SYNTH_DRELU, "bamboo"}, {HR_SYNTH_REGLU, "llama"}};
+    enum { T = 20 };
+    int32_t toks[T];
+    for (int i = 0; i < T; i++) toks[i] = (int32_t)((i * 97 + 5) % VOCAB);
+    for (int c = 0; c < 2; c++) {
+        char in[256], out[256], old[256];
+        hr_test_tmp(in, sizeof in, "pi_in.gguf"), hr_test_tmp(out, sizeof out, "pi_out.gguf"), hr_test_tmp(old, sizeof old, "pi_old.gguf");
+        hr_synth_params p;
+        hr_synth_defaults(&p);
+        p.type = HR_F16, p.act = cases[c].act, p.n_embd = D, p.n_head = 4, p.n_head_kv = 2, p.n_ff = FF, p.n_vocab = VOCAB;
+        p.n_layer = NL, p.seed = 4, p.tied = true;
+        hr_err e;
+        CHECKF(hr_synth_write(&p, in, &e) == 0, "%s", e.msg);
+        hearth_model *m = load(in);
+        hr_predictor preds[NL];
+        fixed_preds(preds);
+        CHECKF(hr_write_powerinfer(m, preds, true, out, &e) == 0, "%s", e.msg);
+        hearth_model_free(m);
+        check_pi_layout(in, out, cases[c].arch);
+        write_untransformed(out, old); /* Hearth reads the new file with the old one's meaning */
+        same_logits(out, old, toks, T);
+        for (int l = 0; l < NL; l++) hr_predictor_free(&preds[l]);
+        remove(in), remove(out), remove(old);
+    }
+}
+
 int main(void) {
+    powerinfer_loadable();
     counts();
     refuses_swiglu();
     powerinfer_file();

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "engine/gpu_plan.h"
 #include "engine/moe.h"
+#include "sparse/moe_calib.h"
 #include "formats/types.h"
 #include "hearth.h"
 #include "synth/synth.h"
@@ -81,6 +82,13 @@ static void reference(const hearth_model *m, const hr_layer *L, const float *xn,
             if (L->moe.gate_b) g += L->moe.gate_b[(size_t)sel[r] * (size_t)ff + (size_t)i];
             if (L->moe.up_b) u += L->moe.up_b[(size_t)sel[r] * (size_t)ff + (size_t)i];
             h[i] = act(hp, g, u);
+        }
+        if (L->moe.down_t.data) { /* transposed: row i is neuron i's column of down */
+            for (int32_t i = 0; i < ff; i++) {
+                row_of(&L->moe.down_t, sel[r], i, row);
+                for (int32_t j = 0; j < d; j++) out[j] += wt[r] * (double)row[j] * h[i];
+            }
+            continue;
         }
         for (int32_t j = 0; j < d; j++) {
             row_of(&L->moe.down, sel[r], j, row);
@@ -340,6 +348,105 @@ static void check_exact(hearth_model *m, const char *tag, double tol) {
     free(dense), free(ex), free(exd), free(dd);
 }
 
+/* m's file with the experts' down matrices transposed (what hearth calibrate writes), loaded. */
+static hearth_model *transposed(const hearth_model *m, const char *tag) {
+    char path[256];
+    hr_err e = {{0}};
+    if (hr_write_moe_down_t(m, hr_test_tmp(path, sizeof path, tag), &e)) {
+        CHECKF(0, "%s: %s", tag, e.msg);
+        return NULL;
+    }
+    hearth_model *t = hearth_model_load(path, NULL, &e);
+    CHECKF(t, "load %s: %s", tag, e.msg);
+    remove(path);
+    if (!t) return NULL;
+    const hr_mat *dt = &t->layers[0].moe.down_t, *dn = &m->layers[0].moe.down;
+    CHECKF(dt->data && !t->layers[0].moe.down.data && dt->type == dn->type && dt->n_in == dn->n_out && dt->n_out == dn->n_in,
+           "%s: ffn_down_exps_t type %u {%lld, %lld}, ffn_down_exps type %u {%lld, %lld}", tag, dt->type, (long long)dt->n_in,
+           (long long)dt->n_out, dn->type, (long long)dn->n_in, (long long)dn->n_out);
+    return t;
+}
+
+/* F32 experts, m and its transposed file t: the same logits up to summation order, and in
+ * exact decoding t reads the same gate and up rows but only the fired neurons' down rows
+ * where m reads whole down matrices (the difference in bytes, counted independently). */
+static void check_down_bytes(hearth_model *m, hearth_model *t, const char *tag) {
+    const hr_hparams *hp = &m->hp;
+    const int32_t nv = hearth_model_get_info(m)->n_vocab, nl = hp->n_layer;
+    const size_t nlog = (size_t)NP * (size_t)nv;
+    float *a = malloc(sizeof(float) * nlog), *b = malloc(sizeof(float) * nlog);
+    hearth_ffn_stats fa[8], fb[8];
+    hearth_moe_stats ma, mb;
+    if (!a || !b || nl > 8 || run_prompt(m, HEARTH_FFN_EXACT, false, a, fa, &ma, NULL) || run_prompt(t, HEARTH_FFN_EXACT, false, b, fb, &mb, NULL)) {
+        CHECKF(0, "%s: runs failed", tag);
+        free(a), free(b);
+        return;
+    }
+    double diff = 0;
+    for (size_t i = 0; i < nlog; i++) diff = fmax(diff, fabs((double)a[i] - b[i]));
+    CHECKF(diff <= 1e-4, "%s: transposed file's logits differ by %g", tag, diff);
+    uint64_t fired = 0;
+    for (int il = 0; il < nl; il++) fired += fb[il].fired;
+    const hr_mat *dn = &m->layers[0].moe.down, *dt = &t->layers[0].moe.down_t;
+    const uint64_t whole = (uint64_t)NP * (uint64_t)nl * (uint64_t)hp->n_expert_used * (uint64_t)dn->n_out * dn->row_bytes;
+    const uint64_t want = whole - fired * dt->row_bytes;
+    CHECKF(ma.decode_read_bytes - mb.decode_read_bytes == want, "%s: down bytes saved %llu, expected %llu (%llu fired neurons)", tag,
+           (unsigned long long)(ma.decode_read_bytes - mb.decode_read_bytes), (unsigned long long)want, (unsigned long long)fired);
+    fprintf(stderr, "%s: transposed down, exact decode reads %.1f%% of the expert bytes it read before (logits within %.2g)\n", tag,
+            100.0 * (double)mb.decode_read_bytes / (double)ma.decode_read_bytes, diff);
+    free(a), free(b);
+}
+
+/* Layer 1's per-neuron firing and routing counters (hr_moe_count_neurons) after one batch
+ * and the same tokens alone, against a count from the float64 reference's routing and
+ * gates (and ups, dReLU). */
+static void check_counts(hearth_model *m, const char *tag) {
+    const hr_hparams *hp = &m->hp;
+    const int32_t n = 9, d = hp->n_embd, k = hp->n_expert_used, ne = hp->n_expert, ff = hp->n_ff_exp;
+    hearth_ctx_params cp = hearth_ctx_default_params();
+    cp.n_ctx = 64, cp.n_threads = 2, cp.gpu = HEARTH_GPU_OFF;
+    hr_err e = {{0}};
+    hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
+    float *xn = malloc(sizeof(float) * (size_t)(n * d)), *y = malloc(sizeof(float) * (size_t)(n * d)), *row = malloc(sizeof(float) * (size_t)d);
+    uint32_t *want = calloc((size_t)(ne * ff), sizeof *want);
+    uint64_t routed[64] = {0}, want_r[64] = {0};
+    double ref[512], wt[16];
+    int32_t sel[16];
+    CHECK(c && d <= 512 && ne <= 64 && hr_moe_count_neurons(c, &e) == 0);
+    if (!c || !xn || !y || !row || !want || d > 512 || ne > 64) goto done;
+    uint64_t s = 777;
+    for (int32_t i = 0; i < n * d; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        xn[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 3.4 - 1.7);
+    }
+    const hr_layer *L = &m->layers[1];
+    CHECK(hr_moe_ffn(c, L, 1, xn, n, y, &e) == 0);
+    for (int32_t t = 0; t < n; t++) {
+        CHECK(hr_moe_ffn(c, L, 1, xn + t * d, 1, y, &e) == 0);
+        reference(m, L, xn + t * d, ref, sel, wt);
+        for (int32_t r = 0; r < k; r++) {
+            want_r[sel[r]] += 2;
+            for (int32_t i = 0; i < ff; i++) {
+                double g = 0, u = 0;
+                row_of(&L->moe.gate, sel[r], i, row);
+                for (int32_t j = 0; j < d; j++) g += (double)row[j] * xn[t * d + j];
+                row_of(&L->moe.up, sel[r], i, row);
+                for (int32_t j = 0; j < d; j++) u += (double)row[j] * xn[t * d + j];
+                want[(size_t)sel[r] * (size_t)ff + (size_t)i] += g > 0 && (hp->act != HR_ACT_DRELU || u > 0) ? 2 : 0;
+            }
+        }
+    }
+    const uint32_t *got = hr_moe_neuron_counts(c, 1);
+    CHECK(got && hr_moe_neuron_counts(c, 0) && hearth_ctx_moe_routed(c, 1, routed) == 0);
+    int bad = 0, bad_r = 0;
+    for (int32_t i = 0; got && i < ne * ff; i++) bad += got[i] != want[i];
+    for (int32_t x = 0; x < ne; x++) bad_r += routed[x] != want_r[x];
+    CHECKF(!bad && !bad_r, "%s: %d of %d neuron counts and %d of %d routing counts differ from the reference", tag, bad, ne * ff, bad_r, ne);
+done:
+    free(xn), free(y), free(row), free(want);
+    hearth_ctx_free(c);
+}
+
 int main(void) {
     hearth_model *m = make("llama", HR_F32, 8, 3, false, "llama-moe.gguf");
     if (m) check_layer(m, "llama f32 8x3", 1e-5), check_batch_vs_decode(m, "llama f32 8x3"), check_refusals(m);
@@ -357,6 +464,12 @@ int main(void) {
     hearth_model_free(m);
     m = make("smallthinker", HR_F32, 8, 3, false, "st-softmax.gguf");
     if (m) check_layer_mode(m, "smallthinker softmax f32 8x3", 1e-5, HEARTH_FFN_EXACT), check_exact(m, "smallthinker softmax f32 8x3", 1e-4);
+    if (m) check_counts(m, "smallthinker softmax f32 8x3");
+    hearth_model *t = m ? transposed(m, "st-softmax-t.gguf") : NULL;
+    /* transposed down: the sparse axpy gives exact mode dense mode's bits (tolerance 0) */
+    if (t) check_layer_mode(t, "smallthinker down_t f32 8x3", 1e-5, HEARTH_FFN_EXACT), check_layer(t, "smallthinker down_t f32 8x3", 1e-5);
+    if (t) check_exact(t, "smallthinker down_t f32 8x3", 0), check_down_bytes(m, t, "smallthinker down_t f32 8x3");
+    hearth_model_free(t);
     hearth_model_free(m);
     /* Q8_0 activations: ~1% of the scale per product, as for the dense path */
     m = make("smallthinker", HR_Q8_0, 6, 2, true, "st-sigmoid-q8.gguf");
@@ -364,6 +477,9 @@ int main(void) {
     hearth_model_free(m);
     m = make("smallthinker", HR_Q8_0, 8, 3, false, "st-softmax-q8.gguf");
     if (m) check_exact(m, "smallthinker softmax q8_0 8x3", 5e-2);
+    t = m ? transposed(m, "st-softmax-q8-t.gguf") : NULL; /* requantized transposed rows: against the reference of t itself */
+    if (t) check_layer_mode(t, "smallthinker down_t q8_0 8x3", 3e-2, HEARTH_FFN_EXACT), check_exact(t, "smallthinker down_t q8_0 8x3", 0);
+    hearth_model_free(t);
     hearth_model_free(m);
     /* gpt-oss: biased router and experts, softmax over the chosen scores, clamped SwiGLU (its
      * synthetic gate/up values reach the clamp), attention sinks and a window in the prompt. */
@@ -376,6 +492,10 @@ int main(void) {
     hearth_model_free(m);
     m = make_act("llama", HR_F32, 6, 2, false, HR_SYNTH_DRELU, "llama-drelu-moe.gguf"); /* dReLU experts */
     if (m) check_layer_mode(m, "llama drelu f32 6x2", 1e-5, HEARTH_FFN_EXACT), check_exact(m, "llama drelu f32 6x2", 1e-4);
+    if (m) check_counts(m, "llama drelu f32 6x2");
+    t = m ? transposed(m, "llama-drelu-moe-t.gguf") : NULL;
+    if (t) check_exact(t, "llama drelu down_t f32 6x2", 0), check_down_bytes(m, t, "llama drelu down_t f32 6x2");
+    hearth_model_free(t);
     hearth_model_free(m);
     return TEST_END();
 }

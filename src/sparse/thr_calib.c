@@ -1,0 +1,99 @@
+/* Thresholds for FFN mode threshold (CATS): run the model densely over a text, histogram
+ * |act(gate·x)| per layer through the FFN observer, and per layer take the magnitude under
+ * which the target share of neurons falls. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "calibrate.h"
+#include "engine/ffn.h"
+#include "engine/model.h"
+
+/* Log-spaced bins: bin 0 holds magnitudes below 2^MIN_LOG2 (exact zeros among them), bin b
+ * >= 1 holds [2^(MIN_LOG2 + (b-1)/PER_OCT), 2^(MIN_LOG2 + b/PER_OCT)); the last bin is open. */
+#define PER_OCT 128
+#define MIN_LOG2 (-40)
+#define MAX_LOG2 24
+#define N_BINS (1 + (MAX_LOG2 - MIN_LOG2) * PER_OCT)
+
+typedef struct {
+    const hearth_model *m;
+    const hearth_ctx *ctx; /* set once the context exists; the observer reads its gate */
+    uint64_t *hist;        /* [n_layer][N_BINS] */
+    float *mag;            /* [n_ctx][n_ff] */
+} thr_collector;
+
+static int bin_of(float v) {
+    if (!(v >= ldexpf(1.0f, MIN_LOG2))) return 0;
+    int b = 1 + (int)floorf((log2f(v) - (float)MIN_LOG2) * PER_OCT);
+    return b < 1 ? 1 : b >= N_BINS ? N_BINS - 1 : b;
+}
+
+static void observe(void *ud, int32_t il, int32_t n_tok, const float *p, const float *act) {
+    (void)p, (void)act;
+    thr_collector *c = ud;
+    const int64_t n = (int64_t)n_tok * c->m->hp.n_ff;
+    hr_ffn_gate_mag(c->mag, hr_ffn_last_gate(c->ctx), n, c->m->hp.act, c->m->gelu_tab);
+    uint64_t *h = c->hist + (size_t)il * N_BINS;
+    for (int64_t i = 0; i < n; i++) h[bin_of(c->mag[i])]++;
+}
+
+/* The magnitude with a share `target` of the histogram's mass at or below it. */
+static float pick(const uint64_t *h, double target) {
+    uint64_t total = 0;
+    for (int b = 0; b < N_BINS; b++) total += h[b];
+    const double want = target * (double)total;
+    if (target <= 0 || total == 0) return 0.0f;
+    double cum = 0;
+    for (int b = 0; b < N_BINS; b++) {
+        if (cum + (double)h[b] < want) {
+            cum += (double)h[b];
+            continue;
+        }
+        if (b == 0) return ldexpf(1.0f, MIN_LOG2);
+        double lo = MIN_LOG2 + (double)(b - 1) / PER_OCT, frac = h[b] ? (want - cum) / (double)h[b] : 0;
+        return (float)exp2(lo + frac / PER_OCT);
+    }
+    return ldexpf(1.0f, MAX_LOG2);
+}
+
+static int run_chunks(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, thr_collector *col,
+                      hr_err *e) {
+    hearth_ctx_params cp = hearth_ctx_default_params();
+    cp.n_ctx = o->n_ctx, cp.n_batch = o->n_ctx, cp.n_threads = o->n_threads;
+    cp.ffn_mode = HEARTH_FFN_DENSE, cp.gpu = HEARTH_GPU_OFF; /* the observer reads the CPU's gate */
+    cp.kv_k = cp.kv_v = HEARTH_KV_F32;
+    cp.ffn_observer = observe, cp.ffn_observer_ud = col;
+    hearth_ctx *ctx = hearth_ctx_new(m, &cp, e);
+    if (!ctx) return -1;
+    col->ctx = ctx;
+    const int32_t nc = hearth_ctx_n_ctx(ctx), lead = o->bos >= 0 && nc > 1 ? 1 : 0;
+    int32_t *buf = malloc(sizeof(int32_t) * (size_t)nc);
+    col->mag = malloc(sizeof(float) * (size_t)nc * (size_t)m->hp.n_ff);
+    int r = buf && col->mag ? 0 : hr_errf(e, "out of memory");
+    for (int64_t done = 0; done < n_tokens && !r;) {
+        int32_t n = n_tokens - done < nc - lead ? (int32_t)(n_tokens - done) : nc - lead;
+        if (lead) buf[0] = o->bos;
+        memcpy(buf + lead, tokens + done, sizeof(int32_t) * (size_t)n);
+        r = hearth_eval(ctx, buf, n + lead, 0, false, e);
+        done += n;
+        if (o->progress) o->progress(o->progress_ud, "measuring", (double)done / (double)n_tokens);
+    }
+    free(buf), free(col->mag);
+    hearth_ctx_free(ctx);
+    return r;
+}
+
+int hr_calib_thresholds(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, double target,
+                        float *thr, hr_err *e) {
+    const hr_hparams *hp = &m->hp;
+    if (!(target >= 0 && target < 1)) return hr_errf(e, "target sparsity %g is outside [0, 1)", target);
+    if (hp->n_expert) return hr_errf(e, "thresholds for mixture-of-experts models are not supported (%d experts)", hp->n_expert);
+    if (!hp->has_gate)
+        return hr_errf(e, "thresholds need a gated FFN (swiglu, geglu, reglu, drelu); this model's is %s", hr_act_name(hp->act));
+    if (n_tokens < 1) return hr_errf(e, "no tokens to calibrate on");
+    thr_collector col = {m, NULL, calloc((size_t)hp->n_layer * N_BINS, sizeof(uint64_t)), NULL};
+    int r = col.hist ? run_chunks(m, tokens, n_tokens, o, &col, e) : hr_errf(e, "out of memory");
+    for (int32_t il = 0; !r && il < hp->n_layer; il++) thr[il] = pick(col.hist + (size_t)il * N_BINS, target);
+    free(col.hist);
+    return r;
+}

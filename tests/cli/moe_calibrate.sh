@@ -1,0 +1,51 @@
+#!/bin/sh
+# hearth calibrate on mixtures of experts: the statistics file, the transposed-down model
+# (ReGLU experts) on which --ffn exact gives dense mode's greedy tokens, --stats and --verbose
+# lines about the experts, and SwiGLU experts (routing counts only, no model file).
+# usage: moe_calibrate.sh HEARTH_BINARY
+set -u
+HEARTH=$1
+TMP=$(mktemp -d) || exit 1
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+bad() { printf 'FAIL: %s\n' "$*"; fail=1; }
+[ -x "$HEARTH" ] || { echo "FAIL: $HEARTH is not built"; exit 1; }
+expect() {
+    code=$1; what=$2; shift 3
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    [ "$rc" -eq "$code" ] || bad "$what: exit $rc, want $code; stderr: $(tail -c 400 "$TMP/err")"
+}
+has() { grep -qF -- "$2" "$TMP/$1" || bad "$1 lacks '$2': $(tail -c 300 "$TMP/$1")"; }
+
+SHAPE="--n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 64 --n-layer 2 --n-vocab 400 --n-expert 6 --n-expert-used 2 -q"
+"$HEARTH" synth -o "$TMP/st.gguf" --arch smallthinker --type q8_0 $SHAPE || { echo "FAIL: synth"; exit 1; }
+"$HEARTH" synth -o "$TMP/qw.gguf" --arch qwen3moe --type f32 $SHAPE || { echo "FAIL: synth"; exit 1; }
+i=0
+while [ $i -lt 60 ]; do
+    printf 'the quick brown fox %d jumps over the lazy dog\n' $i
+    i=$((i + 1))
+done >"$TMP/text.txt"
+
+expect 0 "calibrate smallthinker" -- "$HEARTH" calibrate -m "$TMP/st.gguf" -f "$TMP/text.txt" -c 64 -t 2
+has out "busiest experts"
+[ "$(grep -cE '^ +[0-9]+  #[0-9]+ ' "$TMP/out")" -eq 2 ] || bad "table has not 2 layer rows: $(cat "$TMP/out")"
+has err "wrote $TMP/st.sparse.gguf"
+[ -s "$TMP/st.sparse.gguf" ] && [ -s "$TMP/st.sparse.stats.gguf" ] || bad "output files missing"
+expect 0 "inspect" -- "$HEARTH" inspect "$TMP/st.sparse.gguf"
+has out "blk.1.ffn_down_exps_t.weight"
+
+RUN="run -m $TMP/st.sparse.gguf -p hello -n 24 --temp 0 -t 2"
+expect 0 "dense" -- "$HEARTH" $RUN --ffn dense
+cp "$TMP/out" "$TMP/dense.txt"
+expect 0 "exact" -- "$HEARTH" $RUN --ffn exact --stats --verbose
+cmp -s "$TMP/out" "$TMP/dense.txt" || bad "exact and dense tokens differ on the transposed file"
+has err "routing"
+has err "top #"
+has err "whole experts per layer"
+
+expect 0 "calibrate qwen3moe" -- "$HEARTH" calibrate -m "$TMP/qw.gguf" -f "$TMP/text.txt" -o "$TMP/qw.out.gguf" -c 64 -t 2
+has err "routing counts only"
+[ -s "$TMP/qw.out.stats.gguf" ] || bad "qwen3moe statistics missing"
+[ -e "$TMP/qw.out.gguf" ] && bad "a model file was written for SwiGLU experts"
+exit $fail

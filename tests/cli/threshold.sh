@@ -1,0 +1,75 @@
+#!/bin/sh
+# FFN mode threshold from the command line: hearth calibrate --target-sparsity writes a file
+# that runs thresholded by default; threshold 0 gives dense's perplexity; bad flags and
+# files without thresholds fail with one message and the usual exit codes.
+# usage: threshold.sh HEARTH_BINARY
+set -u
+HEARTH=$1
+TMP=$(mktemp -d) || exit 1
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+bad() { printf 'FAIL: %s\n' "$*"; fail=1; }
+[ -x "$HEARTH" ] || { echo "FAIL: $HEARTH is not built"; exit 1; }
+
+expect() {
+    code=$1; what=$2; shift 3
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    [ "$rc" -eq "$code" ] || bad "$what: exit $rc, want $code; stderr: $(tail -c 400 "$TMP/err")"
+}
+has() { grep -qF -- "$2" "$TMP/$1" || bad "$1 lacks '$2'"; }
+ppl() { sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' "$TMP/out"; }
+
+M=$TMP/swiglu.gguf
+"$HEARTH" synth -o "$M" --n-embd 64 --n-head 4 --n-ff 128 --n-layer 2 --n-vocab 400 -q || { echo "FAIL: synth"; exit 1; }
+i=0
+while [ $i -lt 100 ]; do
+    printf 'the quick brown fox %d jumps over the lazy dog and runs far away\n' $i
+    i=$((i + 1))
+done >"$TMP/text.txt"
+PPL="perplexity -f $TMP/text.txt -c 64 --chunks 2 -t 2 --gpu off"
+
+expect 0 "calibrate" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --target-sparsity 0.4 -c 64 -t 2
+OUT=$TMP/swiglu.threshold.gguf
+has out "layer    threshold"
+[ "$(grep -cE '^ +[0-9]+ +[0-9.e-]+$' "$TMP/out")" -eq 2 ] || bad "table has not 2 layer rows: $(cat "$TMP/out")"
+has err "wrote $OUT"
+expect 0 "inspect" -- "$HEARTH" inspect "$OUT"
+has out "hearth.ffn_threshold"
+has out "blk.1.ffn_down_t.weight"
+expect 0 "perplexity of the output" -- "$HEARTH" $PPL -m "$OUT"
+has out "Final estimate"
+head -n 12 "$TMP/text.txt" >"$TMP/head.txt"
+expect 0 "run, default mode" -- "$HEARTH" run -m "$OUT" -f "$TMP/head.txt" -c 1024 -n 1 -t 2 --gpu off --stats
+has err "FFN activity (mode threshold"
+# the realised share of neurons computed on the calibration text is near 1 - 0.4
+mean=$(sed -n 's/^  mean *\([0-9.]*\)%.*/\1/p' "$TMP/err")
+awk -v m="$mean" 'BEGIN { exit !(m > 52 && m < 68) }' || bad "computed $mean% of neurons at target sparsity 0.4"
+
+expect 0 "dense perplexity" -- "$HEARTH" $PPL -m "$M"
+dense=$(ppl)
+expect 0 "threshold 0 perplexity" -- "$HEARTH" $PPL -m "$M" --ffn threshold --ffn-threshold 0
+[ -n "$dense" ] && [ "$(ppl)" = "$dense" ] || bad "threshold 0 perplexity $(ppl) differs from dense $dense"
+expect 0 "threshold 0.1 perplexity" -- "$HEARTH" $PPL -m "$M" --ffn threshold --ffn-threshold 0.1
+[ "$(ppl)" != "$dense" ] || bad "threshold 0.1 perplexity equals dense: nothing skipped"
+
+expect 0 "keep-down" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --target-sparsity 0.25 -c 64 -t 2 --keep-down -o "$TMP/k.gguf"
+expect 0 "inspect keep-down" -- "$HEARTH" inspect "$TMP/k.gguf"
+has out "blk.1.ffn_down.weight"
+grep -q ffn_down_t "$TMP/out" && bad "--keep-down wrote ffn_down_t"
+
+expect 1 "threshold mode without thresholds" -- "$HEARTH" $PPL -m "$M" --ffn threshold
+has err "needs per-layer thresholds"
+expect 2 "negative --ffn-threshold" -- "$HEARTH" $PPL -m "$M" --ffn threshold --ffn-threshold -1
+has err "out of range"
+expect 2 "NaN --ffn-threshold" -- "$HEARTH" $PPL -m "$M" --ffn threshold --ffn-threshold nan
+has err "not a number"
+expect 2 "--target-sparsity 1" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --target-sparsity 1
+has err "below 1"
+expect 2 "--target-sparsity -0.1" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --target-sparsity -0.1
+has err "out of range"
+expect 2 "--keep-down alone" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --keep-down
+has err "--keep-down needs --target-sparsity"
+
+[ $fail -eq 0 ] && echo ok
+exit $fail
