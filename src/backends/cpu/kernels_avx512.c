@@ -322,6 +322,99 @@ INLINE __m512i sidx(int q4, int p) {
 
 QDOT_FUNCS(q8_0, hr_block_q8_0, w_grp_q8_0, w_idot_q8_0, 0)
 QDOT_FUNCS(q4_0, hr_block_q4_0, w_grp_q4_0, w_idot_q4_0, 1)
+/* ---- Q4_0 prompt tiles over activations re-laid once per batch (tile_x) ----
+ * Per 8 blocks, what x_grp computes for every weight row pair, stored once: the four
+ * quads, the two -8*sum(x) vectors and the x scales already in each step's lane order.
+ * The tile then unpacks each weight row's nibbles and scales once for its C tokens, and
+ * per (row, token, step) does x_grp's and QGRP_STEP's arithmetic on the same values:
+ * the lane scale perm(d_w) * perm(d_x) is the permuted product lane for lane. */
+typedef struct { __m512i q[4], n8[2]; __m512 ds[2]; } xgrp_t; /* 512 bytes */
+
+static size_t tile_xbytes_q4_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp_t); }
+
+TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
+    const hr_block_q8_0 *x = xq;
+    xgrp_t *o = xt; /* 64-byte aligned: matmul's scratch rows */
+    const int64_t nb = n / HR_QK;
+    for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
+        hr_block_q8_0 pad[QGRP];
+        const hr_block_q8_0 *src = x + b;
+        if (b + QGRP > nb) { /* zero blocks add exactly +0, as in QDOT_BODY's tail */
+            memset(pad, 0, sizeof pad);
+            memcpy(pad, x + b, (size_t)(nb - b) * sizeof pad[0]);
+            src = pad;
+        }
+        xgrp g;
+        x_grp(&g, src, 1);
+        for (int p = 0; p < 4; p++) _mm512_store_si512(&o[gi].q[p], g.q[p]);
+        for (int p = 0; p < 2; p++) {
+            _mm512_store_si512(&o[gi].n8[p], g.n8[p]);
+            _mm512_store_ps(&o[gi].ds[p], _mm512_permutexvar_ps(sidx(1, p), _mm512_castps256_ps512(g.d)));
+        }
+    }
+}
+
+/* The tile's R weight rows' group against its C tokens: step 0 for every token, then step
+ * 1, so only one step's unpacked nibbles and scales are live beside the 2RC accumulators;
+ * each activation load serves all R rows. */
+INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
+                        __m512 (*acc1)[HR_TILE_C]) {
+    const __m512i m = _mm512_set1_epi8(0x0f);
+    wgrp wg[HR_TILE_R];
+    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) w_grp_q4_0(&wg[r], wb[r]);
+    _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
+        __m512 wd[HR_TILE_R];
+        __m512i lo[HR_TILE_R], hi[HR_TILE_R];
+        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+            wd[r] = _mm512_permutexvar_ps(sidx(1, p), _mm512_castps256_ps512(wg[r].d));
+            lo[r] = _mm512_and_si512(wg[r].nib[p], m), hi[r] = _mm512_and_si512(_mm512_srli_epi16(wg[r].nib[p], 4), m);
+        }
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
+            const xgrp_t *g = (const xgrp_t *)(X + c * xs) + gi;
+            const __m512i n8 = _mm512_load_si512(&g->n8[p]), q0 = _mm512_load_si512(&g->q[2 * p]);
+            const __m512i q1 = _mm512_load_si512(&g->q[2 * p + 1]);
+            const __m512 ds = _mm512_load_ps(&g->ds[p]);
+            _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+                __m512i t = _mm512_dpbusd_epi32(n8, lo[r], q0);
+                t = _mm512_dpbusd_epi32(t, hi[r], q1);
+                __m512 *a = p ? &acc1[r][c] : &acc0[r][c];
+                *a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd[r], ds), *a);
+            }
+        }
+    }
+}
+
+TGT static void tile_x_q4_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    const char *W = w, *X = x;
+    enum { R = HR_TILE_R, C = HR_TILE_C };
+    __m512 acc0[R][C], acc1[R][C];
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = acc1[r][c] = _mm512_setzero_ps();
+    const int64_t nb = n / HR_QK, nfull = nb / QGRP;
+    for (int64_t gi = 0; gi < nfull; gi++) {
+        const char *wb[R];
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
+            wb[r] = W + r * ws + gi * QGRP * sizeof(hr_block_q4_0);
+            for (int o = 0; o < QGRP * (int)sizeof(hr_block_q4_0); o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0);
+        }
+        tx_q4_0_grp(wb, X, xs, gi, acc0, acc1);
+    }
+    if (nfull * QGRP < nb) { /* ragged group: zero-padded weight blocks, as in QDOT_BODY */
+        const int64_t b = nfull * QGRP;
+        hr_block_q4_0 pad[R][QGRP];
+        const char *wb[R];
+        memset(pad, 0, sizeof pad);
+        for (int r = 0; r < R; r++) {
+            memcpy(pad[r], W + r * ws + b * sizeof(hr_block_q4_0), (size_t)(nb - b) * sizeof pad[0][0]);
+            wb[r] = (const char *)pad[r];
+        }
+        tx_q4_0_grp(wb, X, xs, nfull, acc0, acc1);
+    }
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)
+            y[c * ys + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r][c], acc1[r][c]));
+}
+
 static const hr_kernels_ext k_avx512 = {
     .k = {
         .name = "avx512",
@@ -344,6 +437,9 @@ static const hr_kernels_ext k_avx512 = {
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx512),
               HR_KQL_ENTRIES(rows4, avx512)},
+    .tile_x = {[HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x)},
+    .tile_xprep = {[HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep)},
+    .tile_xbytes = {[HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES},
 };
 
 const hr_kernels_ext *hr_kext_avx512(void) { return &k_avx512; }

@@ -22,6 +22,13 @@ typedef struct hr_kernels_ext {
     hr_tile_fn rows2[HR_TYPE_MAX];
     /* 4 rows x 1 token, the same way (preferred for decode where present). */
     hr_tile_fn rows4[HR_TYPE_MAX];
+    /* Prompt tiles over activations re-laid once per batch into the lane order and alignment
+     * their loads want (instead of shuffling them again for every weight row): tile_xprep
+     * turns one act_prep row into that layout, tile_xbytes(n) bytes; tile_x then takes such
+     * rows where tile takes act_prep rows, with tile's results bit for bit. */
+    hr_tile_fn tile_x[HR_TYPE_MAX];
+    void (*tile_xprep[HR_TYPE_MAX])(const void *xq, void *xt, int64_t n);
+    size_t (*tile_xbytes[HR_TYPE_MAX])(int64_t n);
 } hr_kernels_ext;
 
 static inline const hr_kernels_ext *hr_kernels_ext_of(const hr_kernels *k) {
@@ -85,6 +92,18 @@ void hr_prep_q8_K_avx2(const float *x, void *xq, int64_t n); /* kquant_k_avx2.c 
     HR_KQ_DECL(q5_K, ISA) HR_KQ_DECL(q6_K, ISA) HR_KQ_DECL(iq4_xs, ISA)
 HR_KQ_DECL_ALL(avx2)
 HR_KQ_DECL_ALL(avx512)
+/* Tiles over re-laid Q8_K rows (tile_x, kquant_k_avx512.c) of Q4_K, Q5_K and IQ4_XS. */
+#define HR_KQX_DECL(T)                                                                              \
+    void hr_tile_x_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,      \
+                                float *y, size_t ys);                                               \
+    void hr_tile_xprep_##T##_avx512(const void *xq, void *xt, int64_t n);
+HR_KQX_DECL(q4_K) HR_KQX_DECL(q5_K) HR_KQX_DECL(iq4_xs)
+size_t hr_tile_xbytes_q8Kt_avx512(int64_t n);
+/* KIND: tile_x or tile_xprep */
+#define HR_KQX_ENTRIES(KIND) \
+    [HR_Q4_K] = hr_##KIND##_q4_K_avx512, [HR_Q5_K] = hr_##KIND##_q5_K_avx512, [HR_IQ4_XS] = hr_##KIND##_iq4_xs_avx512
+#define HR_KQX_BYTES \
+    [HR_Q4_K] = hr_tile_xbytes_q8Kt_avx512, [HR_Q5_K] = hr_tile_xbytes_q8Kt_avx512, [HR_IQ4_XS] = hr_tile_xbytes_q8Kt_avx512
 /* Their table entries: KIND is dot, rows4 or tile; all six types take Q8_K activations. */
 #define HR_KQ_ENTRIES(KIND, ISA)                                                          \
     [HR_Q2_K] = hr_##KIND##_q2_K_##ISA, [HR_Q3_K] = hr_##KIND##_q3_K_##ISA,               \

@@ -80,14 +80,23 @@ INLINE __m512 sb_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *x, __m512 acc
     return fma_int(acc, x->d * _cvtsh_ss(w->d), sumi);
 }
 
+/* A Q8_K block re-laid once per batch for the tiles (tile_xprep): qs in the lane order the
+ * weight type's registers use, so the tile loads it as is, and 64-byte aligned so no load
+ * crosses a cache line. */
+typedef struct { int8_t qs[HR_QK_K]; int16_t bsums[HR_QK_K / 16]; float d; uint8_t pad[28]; } q8Kt;
+_Static_assert(sizeof(q8Kt) == 320, "q8Kt is 5 cache lines");
+
 /* ---- Q4_K / Q5_K: register h holds qs[64h..]: low nibbles are sub-blocks 4h (low half)
- * and 4h+2 (high half), high nibbles 4h+1 and 4h+3 ---- */
-INLINE __m512 k45(const uint8_t *qs, const uint8_t *qh, const uint8_t *scales, uint16_t d, uint16_t dmin,
-                  const hr_block_q8_K *x, __m512 acc) {
+ * and 4h+2 (high half), high nibbles 4h+1 and 4h+3. Split in a weight half (codes, scale
+ * patterns, mins: decoded once per super-block and row) and an activation half, so a tile
+ * decodes each weight super-block once for all its tokens ---- */
+/* dv = d and ndv = -dmin in every lane: d_x * d (and -d_x * dmin, the same value as
+ * (-d_x) * dmin) then take one vector multiply per token */
+typedef struct { __m512i c[4], sc[4]; __m256i md; __m512 dv, ndv; } k45w;
+INLINE void k45_w(k45w *o, const uint8_t *qs, const uint8_t *qh, const uint8_t *scales, uint16_t d, uint16_t dmin) {
     const __m256i scm = k4_scales_mins(scales);
     const __m512i sc = bcast8x16(_mm256_castsi256_si128(scm)), m4 = _mm512_set1_epi8(0x0f);
     const __m512i hb = qh ? _mm512_broadcast_i64x4(ld256(qh)) : _mm512_setzero_si512();
-    __m512i sumi = _mm512_setzero_si512();
     UNROLL for (int h = 0; h < 2; h++) {
         const __m512i q = ld512(qs + 64 * h);
         __m512i c0 = _mm512_and_si512(q, m4), c1 = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
@@ -95,20 +104,51 @@ INLINE __m512 k45(const uint8_t *qs, const uint8_t *qh, const uint8_t *scales, u
             c0 = add_bit(c0, hb, 4 * h, 4 * h + 2, 16);
             c1 = add_bit(c1, hb, 4 * h + 1, 4 * h + 3, 16);
         }
-        const __m512i xa = ld512(x->qs + 128 * h), xb = ld512(x->qs + 128 * h + 64);
-        const __m512i x0 = _mm512_shuffle_i64x2(xa, xb, 0x44), x1 = _mm512_shuffle_i64x2(xa, xb, 0xee);
-        sumi = dot_scaled(sumi, c0, x0, pick16(sc, 4 * h, 4 * h, 4 * h + 2, 4 * h + 2));
-        sumi = dot_scaled(sumi, c1, x1, pick16(sc, 4 * h + 1, 4 * h + 1, 4 * h + 3, 4 * h + 3));
+        o->c[2 * h] = c0, o->c[2 * h + 1] = c1;
+        o->sc[2 * h] = pick16(sc, 4 * h, 4 * h, 4 * h + 2, 4 * h + 2);
+        o->sc[2 * h + 1] = pick16(sc, 4 * h + 1, 4 * h + 1, 4 * h + 3, 4 * h + 3);
     }
-    const float dx = x->d;
-    acc = fma_int(acc, dx * _cvtsh_ss(d), sumi);
-    return fma_int8(acc, -dx * _cvtsh_ss(dmin), k4_mins(scm, x));
+    /* the mins doubled per pair of bsums (k4_mins' layout) */
+    const __m128i mn = _mm256_extracti128_si256(scm, 1);
+    o->md = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(mn, mn)), _mm_unpackhi_epi16(mn, mn), 1);
+    o->dv = _mm512_set1_ps(_cvtsh_ss(d)), o->ndv = _mm512_set1_ps(-_cvtsh_ss(dmin));
 }
+/* pre: qs already in the order below (a tile's re-laid rows, q8Kt); else shuffled here */
+INLINE __m512 k45_x(const k45w *w, const int8_t *qs, const int16_t *bsums, float dx, int pre, __m512 acc) {
+    __m512i sumi = _mm512_setzero_si512();
+    UNROLL for (int h = 0; h < 2; h++) {
+        __m512i x0, x1;
+        if (pre) {
+            x0 = ld512(qs + 128 * h), x1 = ld512(qs + 128 * h + 64);
+        } else {
+            const __m512i xa = ld512(qs + 128 * h), xb = ld512(qs + 128 * h + 64);
+            x0 = _mm512_shuffle_i64x2(xa, xb, 0x44), x1 = _mm512_shuffle_i64x2(xa, xb, 0xee);
+        }
+        sumi = dot_scaled(sumi, w->c[2 * h], x0, w->sc[2 * h]);
+        sumi = dot_scaled(sumi, w->c[2 * h + 1], x1, w->sc[2 * h + 1]);
+    }
+    const __m512 xv = _mm512_set1_ps(dx);
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(w->dv, xv), _mm512_cvtepi32_ps(sumi), acc);
+    const __m256i mins = _mm256_madd_epi16(w->md, ld256(bsums));
+    return _mm512_fmadd_ps(_mm512_mul_ps(w->ndv, xv), _mm512_cvtepi32_ps(_mm512_zextsi256_si512(mins)), acc);
+}
+typedef k45w wdec_q4_K;
+typedef k45w wdec_q5_K;
+INLINE void wd_q4_K(k45w *o, const hr_block_q4_K *w) { k45_w(o, w->qs, NULL, w->scales, w->d, w->dmin); }
+INLINE void wd_q5_K(k45w *o, const hr_block_q5_K *w) { k45_w(o, w->qs, w->qh, w->scales, w->d, w->dmin); }
+INLINE __m512 xd_q4_K(const k45w *w, const hr_block_q8_K *x, __m512 acc) { return k45_x(w, x->qs, x->bsums, x->d, 0, acc); }
+INLINE __m512 xd_q5_K(const k45w *w, const hr_block_q8_K *x, __m512 acc) { return k45_x(w, x->qs, x->bsums, x->d, 0, acc); }
+INLINE __m512 xt_q4_K(const k45w *w, const q8Kt *x, __m512 acc) { return k45_x(w, x->qs, x->bsums, x->d, 1, acc); }
+INLINE __m512 xt_q5_K(const k45w *w, const q8Kt *x, __m512 acc) { return k45_x(w, x->qs, x->bsums, x->d, 1, acc); }
 INLINE __m512 sb_q4_K(const hr_block_q4_K *w, const hr_block_q8_K *x, __m512 acc) {
-    return k45(w->qs, NULL, w->scales, w->d, w->dmin, x, acc);
+    k45w d;
+    wd_q4_K(&d, w);
+    return xd_q4_K(&d, x, acc);
 }
 INLINE __m512 sb_q5_K(const hr_block_q5_K *w, const hr_block_q8_K *x, __m512 acc) {
-    return k45(w->qs, w->qh, w->scales, w->d, w->dmin, x, acc);
+    k45w d;
+    wd_q5_K(&d, w);
+    return xd_q5_K(&d, x, acc);
 }
 
 /* ---- Q6_K: per 128 elements, the low nibbles of ql[0..63] are elements 0-63 in order and
@@ -133,31 +173,50 @@ INLINE __m512 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m512 acc
     return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(off)));
 }
 
-/* ---- IQ4_XS: register p holds sub-blocks 4p..4p+3, one per 128-bit lane ---- */
-INLINE __m512 sb_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x, __m512 acc) {
+/* ---- IQ4_XS: register p holds sub-blocks 4p..4p+3, one per 128-bit lane; weight half
+ * (levels, scales) and activation half as for Q4_K ---- */
+typedef struct { __m512i v[4], sc[2]; __m256i lsd; __m512 dv; } wdec_iq4_xs; /* dv: d in every lane */
+INLINE void wd_iq4_xs(wdec_iq4_xs *o, const hr_block_iq4_xs *w) {
     /* levels + 128: unsigned for vpdpbusd */
     const __m512i lv = _mm512_broadcast_i32x4(_mm_add_epi8(ld128(hr_kvalues_iq4nl), _mm_set1_epi8((char)0x80)));
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m256i ls = iq4xs_scales32(w);
-    /* 128 * sum over each sub-block of ls * x, from the bsums (two per sub-block) */
     const __m256i ls16 = _mm256_packs_epi32(ls, ls); /* per half: ls0-3 ls0-3 | ls4-7 ls4-7 */
-    const __m256i lsd = _mm256_unpacklo_epi16(ls16, ls16);   /* ls0 ls0 ls1 ls1 ... ls7 ls7 */
-    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(lsd, ld256(x->bsums)), 7);
-    __m512i sumi = _mm512_setzero_si512();
+    o->lsd = _mm256_unpacklo_epi16(ls16, ls16);      /* ls0 ls0 ls1 ls1 ... ls7 ls7 */
     UNROLL for (int p = 0; p < 2; p++) {
         const __m512i q = ld512(w->qs + 64 * p);
-        const __m512i vl = _mm512_shuffle_epi8(lv, _mm512_and_si512(q, m4));
-        const __m512i vh = _mm512_shuffle_epi8(lv, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4));
-        const __m512i xa = ld512(x->qs + 128 * p), xb = ld512(x->qs + 128 * p + 64);
-        const __m512i xl = _mm512_shuffle_i64x2(xa, xb, 0x88), xh = _mm512_shuffle_i64x2(xa, xb, 0xdd);
-        const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), vl, xl), vh, xh);
-        const __m512i sc = _mm512_permutexvar_epi32(
+        o->v[2 * p] = _mm512_shuffle_epi8(lv, _mm512_and_si512(q, m4));
+        o->v[2 * p + 1] = _mm512_shuffle_epi8(lv, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4));
+        o->sc[p] = _mm512_permutexvar_epi32(
             _mm512_setr_epi32(4 * p, 4 * p, 4 * p, 4 * p, 4 * p + 1, 4 * p + 1, 4 * p + 1, 4 * p + 1, 4 * p + 2, 4 * p + 2,
                               4 * p + 2, 4 * p + 2, 4 * p + 3, 4 * p + 3, 4 * p + 3, 4 * p + 3),
             _mm512_zextsi256_si512(ls));
-        sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(s, sc));
     }
-    return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(off)));
+    o->dv = _mm512_set1_ps(_cvtsh_ss(w->d));
+}
+INLINE __m512 iq4_x(const wdec_iq4_xs *w, const int8_t *qs, const int16_t *bsums, float dx, int pre, __m512 acc) {
+    /* 128 * sum over each sub-block of ls * x, from the bsums (two per sub-block) */
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(w->lsd, ld256(bsums)), 7);
+    __m512i sumi = _mm512_setzero_si512();
+    UNROLL for (int p = 0; p < 2; p++) {
+        __m512i xl, xh;
+        if (pre) {
+            xl = ld512(qs + 128 * p), xh = ld512(qs + 128 * p + 64);
+        } else {
+            const __m512i xa = ld512(qs + 128 * p), xb = ld512(qs + 128 * p + 64);
+            xl = _mm512_shuffle_i64x2(xa, xb, 0x88), xh = _mm512_shuffle_i64x2(xa, xb, 0xdd);
+        }
+        const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w->v[2 * p], xl), w->v[2 * p + 1], xh);
+        sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(s, w->sc[p]));
+    }
+    return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(dx), w->dv), _mm512_cvtepi32_ps(_mm512_sub_epi32(sumi, _mm512_zextsi256_si512(off))), acc);
+}
+INLINE __m512 xd_iq4_xs(const wdec_iq4_xs *w, const hr_block_q8_K *x, __m512 acc) { return iq4_x(w, x->qs, x->bsums, x->d, 0, acc); }
+INLINE __m512 xt_iq4_xs(const wdec_iq4_xs *w, const q8Kt *x, __m512 acc) { return iq4_x(w, x->qs, x->bsums, x->d, 1, acc); }
+INLINE __m512 sb_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x, __m512 acc) {
+    wdec_iq4_xs d;
+    wd_iq4_xs(&d, w);
+    return xd_iq4_xs(&d, x, acc);
 }
 
 /* ---- drivers, as in AVX2 ---- */
@@ -193,7 +252,9 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
                 acc[r] = sb_##T(b, &X[i], acc[r]);                                                         \
             }                                                                                              \
         UNROLL for (int r = 0; r < 4; r++) y[r] = _mm512_reduce_add_ps(acc[r]);                            \
-    }                                                                                                      \
+    }
+
+#define KQ_TILE(T, BLK)                                                                                    \
     TGT void hr_tile_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,           \
                                   float *y, size_t ys) {                                                   \
         const char *W = w, *X = x;                                                                         \
@@ -211,10 +272,80 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
             UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]);    \
     }
 
+/* Types split in a weight half and an activation half: each weight super-block is decoded
+ * once per row and applied to the tile's tokens (the same operations per pair as sb_T). */
+#define KQ_TILE_DEC(T, BLK)                                                                                \
+    TGT void hr_tile_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,           \
+                                  float *y, size_t ys) {                                                   \
+        const char *W = w, *X = x;                                                                         \
+        __m512 acc[HR_TILE_R][HR_TILE_C];                                                                  \
+        UNROLL for (int r = 0; r < HR_TILE_R; r++)                                                         \
+            UNROLL for (int c = 0; c < HR_TILE_C; c++) acc[r][c] = _mm512_setzero_ps();                    \
+        for (int64_t i = 0; i < n / HR_QK_K; i++)                                                          \
+            UNROLL for (int r = 0; r < HR_TILE_R; r++) {                                                   \
+                const BLK *b = (const BLK *)(W + r * ws) + i;                                              \
+                pf_block((const char *)b, sizeof(BLK), PF_AHEAD);                                          \
+                wdec_##T wd;                                                                               \
+                wd_##T(&wd, b);                                                                            \
+                UNROLL for (int c = 0; c < HR_TILE_C; c++)                                                 \
+                    acc[r][c] = xd_##T(&wd, (const hr_block_q8_K *)(X + c * xs) + i, acc[r][c]);           \
+            }                                                                                              \
+        UNROLL for (int r = 0; r < HR_TILE_R; r++)                                                         \
+            UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]);    \
+    }
+
+/* The same over re-laid activation rows (q8Kt), and the re-layout: 16-byte piece k of each
+ * 128-byte half goes to slot k of ord (the shuffles xd_T would do). */
+#define KQ_TILE_X(T, BLK, ORD)                                                                             \
+    TGT void hr_tile_x_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,     \
+                               size_t ys) {                                                                \
+        const char *W = w, *X = x;                                                                         \
+        __m512 acc[HR_TILE_R][HR_TILE_C];                                                                  \
+        UNROLL for (int r = 0; r < HR_TILE_R; r++)                                                         \
+            UNROLL for (int c = 0; c < HR_TILE_C; c++) acc[r][c] = _mm512_setzero_ps();                    \
+        for (int64_t i = 0; i < n / HR_QK_K; i++)                                                          \
+            UNROLL for (int r = 0; r < HR_TILE_R; r++) {                                                   \
+                const BLK *b = (const BLK *)(W + r * ws) + i;                                              \
+                pf_block((const char *)b, sizeof(BLK), PF_AHEAD);                                          \
+                wdec_##T wd;                                                                               \
+                wd_##T(&wd, b);                                                                            \
+                UNROLL for (int c = 0; c < HR_TILE_C; c++)                                                 \
+                    acc[r][c] = xt_##T(&wd, (const q8Kt *)(X + c * xs) + i, acc[r][c]);                    \
+            }                                                                                              \
+        UNROLL for (int r = 0; r < HR_TILE_R; r++)                                                         \
+            UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]);    \
+    }                                                                                                      \
+    void hr_tile_xprep_##T##_avx512(const void *xq, void *xt, int64_t n) {                                      \
+        static const int ord[8] = ORD;                                                                     \
+        const hr_block_q8_K *s = xq;                                                                       \
+        q8Kt *o = xt;                                                                                      \
+        for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                        \
+            for (int h = 0; h < 2; h++)                                                                    \
+                for (int k = 0; k < 8; k++) memcpy(o[i].qs + 128 * h + 16 * k, s[i].qs + 128 * h + 16 * ord[k], 16); \
+            memcpy(o[i].bsums, s[i].bsums, sizeof o[i].bsums);                                             \
+            o[i].d = s[i].d;                                                                               \
+            memset(o[i].pad, 0, sizeof o[i].pad);                                                          \
+        }                                                                                                  \
+    }
+size_t hr_tile_xbytes_q8Kt_avx512(int64_t n) { return (size_t)(n / HR_QK_K) * sizeof(q8Kt); }
+/* Q4_K/Q5_K registers hold pieces 0,1 of both 64-byte halves, then 2,3; IQ4_XS 0,2 then 1,3 */
+#define ORD_K45 {0, 1, 4, 5, 2, 3, 6, 7}
+#define ORD_IQ4 {0, 2, 4, 6, 1, 3, 5, 7}
+
 KQ_FUNCS(q2_K, hr_block_q2_K)
+KQ_TILE(q2_K, hr_block_q2_K)
 KQ_FUNCS(q3_K, hr_block_q3_K)
+KQ_TILE(q3_K, hr_block_q3_K)
 KQ_FUNCS(q4_K, hr_block_q4_K)
+KQ_TILE_DEC(q4_K, hr_block_q4_K)
+KQ_TILE_X(q4_K, hr_block_q4_K, ORD_K45)
 KQ_FUNCS(q5_K, hr_block_q5_K)
+KQ_TILE_DEC(q5_K, hr_block_q5_K)
+KQ_TILE_X(q5_K, hr_block_q5_K, ORD_K45)
 KQ_FUNCS(q6_K, hr_block_q6_K)
+KQ_TILE(q6_K, hr_block_q6_K)
 KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
+KQ_TILE_DEC(iq4_xs, hr_block_iq4_xs)
+KQ_TILE_X(iq4_xs, hr_block_iq4_xs, ORD_IQ4)
+
 #endif

@@ -4,7 +4,10 @@
  * the activation-side work and keep several DRAM streams in flight. Prompt batches
  * use register tiles (HR_TILE_R rows x HR_TILE_C tokens) so each weight block loaded
  * serves several tokens, over token blocks small enough for the prepared activations
- * to stay in L2. Every (row, token) result is the same whichever path computed it. */
+ * to stay in L2. Types with a tile_x (AVX-512 Q4_0, Q4_K, Q5_K, IQ4_XS) also get their
+ * prepared rows re-laid once per call into the lane order their tiles load, instead of each
+ * tile re-shuffling them for every pair of weight rows. Every (row, token) result is the
+ * same whichever path computed it. */
 #include "matmul.h"
 
 #include <stdlib.h>
@@ -47,10 +50,14 @@ int hr_cpu_reserve(hr_cpu *c, size_t bytes, hr_err *e) {
 typedef struct {
     const hr_kernels *k;
     hr_tile_fn tile, rows2, rows4;
+    hr_tile_fn tile_x; /* over the xt rows; NULL: tiles read xq only */
     const hr_mat *W;
     const float *X;
     const char *xq;
     size_t xs; /* bytes between prepared token rows */
+    void (*xprep)(const void *xq, void *xt, int64_t n); /* tile_xprep, or NULL */
+    const char *xt; /* the rows re-laid for tile (tile_x) when xprep is set */
+    size_t xts;
     int64_t n_tok;
     float *Y;
 } mm_job;
@@ -60,7 +67,10 @@ static void prep_task(void *arg, int ith, int nth) {
     int64_t per = (j->n_tok + nth - 1) / nth, t0 = per * ith, t1 = t0 + per;
     if (t1 > j->n_tok) t1 = j->n_tok;
     hr_act_prep_fn prep = j->k->act_prep[j->W->type];
-    for (int64_t t = t0; t < t1; t++) prep(j->X + t * j->W->n_in, (char *)j->xq + t * j->xs, j->W->n_in);
+    for (int64_t t = t0; t < t1; t++) {
+        prep(j->X + t * j->W->n_in, (char *)j->xq + t * j->xs, j->W->n_in);
+        if (j->xprep) j->xprep(j->xq + t * j->xs, (char *)j->xt + t * j->xts, j->W->n_in);
+    }
 }
 
 #define ROW_ALIGN 4 /* chunk heights: a multiple of the decode kernel's (rows4) and of HR_TILE_R */
@@ -96,6 +106,8 @@ static void mm_task(void *arg, int ith, int nth) {
         int64_t r = r0;
         for (; j->tile && r + HR_TILE_R <= r1; r += HR_TILE_R) {
             int64_t t = tb;
+            for (; j->tile_x && t + HR_TILE_C <= te; t += HR_TILE_C)
+                j->tile_x(n, w + r * rb, rb, j->xt + t * j->xts, j->xts, j->Y + t * n_out + r, (size_t)n_out);
             for (; t + HR_TILE_C <= te; t += HR_TILE_C)
                 j->tile(n, w + r * rb, rb, j->xq + t * j->xs, j->xs, j->Y + t * n_out + r, (size_t)n_out);
             for (; t < te; t++)
@@ -124,9 +136,16 @@ int hr_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *
         j.xs = (size_t)W->n_in * sizeof(float);
     } else {
         j.xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
-        if ((uint64_t)n_tok > SIZE_MAX / j.xs) return hr_errf(e, "matmul: batch too large");
-        if (hr_cpu_reserve(c, j.xs * (size_t)n_tok, e) < 0) return -1;
+        const hr_kernels_ext *x = hr_kernels_ext_of(c->k);
+        if (n_tok >= HR_TILE_C && x->tile_x[W->type] && j.tile) { /* rows re-laid once here */
+            j.tile_x = x->tile_x[W->type];
+            j.xprep = x->tile_xprep[W->type];
+            j.xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
+        }
+        if ((uint64_t)n_tok > SIZE_MAX / 2 / (j.xs + j.xts)) return hr_errf(e, "matmul: batch too large");
+        if (hr_cpu_reserve(c, (j.xs + j.xts) * (size_t)n_tok, e) < 0) return -1;
         j.xq = c->scratch;
+        j.xt = (const char *)c->scratch + j.xs * (size_t)n_tok;
         if (n_tok * W->n_in >= PAR_PREP_ELEMS && n_tok > 1) hr_pool_run(c->pool, prep_task, &j);
         else prep_task(&j, 0, 1);
     }

@@ -1,0 +1,132 @@
+/* Prompt tiles over re-laid activations (tile_x, tile_xprep, tile_xbytes in kernels_impl.h)
+ * of every table the CPU runs:
+ *  - tile_x on tile_xprep's rows bit-identical to the same table's vec_dot on act_prep's
+ *    rows, for every (row, token) of the tile, on lengths that leave a ragged group of
+ *    blocks (Q4_0: n/32 not a multiple of 8) and on the xprep buffer pre-filled with garbage
+ *    (so any byte the tile reads but xprep did not write shows);
+ *  - the same values within a rounding bound of the plain-C (scalar) table's vec_dot, the
+ *    kernels' twin;
+ *  - through hr_matmul: batch sizes around the tile width and past the 64-token block, 1-3
+ *    threads, row counts that leave tile tails: every output equal to vec_dot's, so a
+ *    token's result does not depend on the batch or the thread count. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/kernels_impl.h"
+#include "backends/cpu/matmul.h"
+#include "kernel_rows.h"
+#include "testutil.h"
+
+static int same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+static const uint32_t k_types[] = {HR_Q4_0, HR_Q4_K, HR_Q5_K, HR_IQ4_XS};
+
+/* lengths per block size: ragged groups of 8 blocks, one block, long rows */
+static int64_t lens(uint32_t t, int i) {
+    static const int64_t l32[] = {32, 96, 288, 544, 2080}, l256[] = {256, 768, 2816, 4096, 512};
+    return hr_type_block_elems(t) == 32 ? l32[i] : l256[i];
+}
+#define N_LENS 5
+
+/* vec_dot and the scalar twin on act_prep rows; tile_x on the re-laid rows */
+static void check_direct(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
+    const hr_kernels_ext *e = hr_kernels_ext_of(k);
+    const size_t rb = hr_row_bytes(t, (uint64_t)n), xs = (hr_act_bytes(t, n) + 63) & ~(size_t)63;
+    const size_t xts = (e->tile_xbytes[t](n) + 63) & ~(size_t)63;
+    char *w = malloc(rb * HR_TILE_R), *xq = aligned_alloc(64, xs * HR_TILE_C), *xt = aligned_alloc(64, xts * HR_TILE_C);
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (int i = 0; i < HR_TILE_R; i++) kt_weight_row(r, t, w + i * rb, n);
+    memset(xt, 0x5a, xts * HR_TILE_C);
+    for (int c = 0; c < HR_TILE_C; c++) {
+        for (int64_t i = 0; i < n; i++) x[i] = hr_rng_normal(r) * (i % 13 == 0 ? 4.0f : 1.0f);
+        k->act_prep[t](x, xq + c * xs, n);
+        e->tile_xprep[t](xq + c * xs, xt + c * xts, n);
+    }
+    float y[HR_TILE_C][HR_TILE_R + 1];
+    for (int c = 0; c < HR_TILE_C; c++) y[c][HR_TILE_R] = -3.25f;
+    e->tile_x[t](n, w, rb, xt, xts, &y[0][0], HR_TILE_R + 1);
+    /* the scalar twin reads its own prep (byte-identical preps are tested elsewhere) */
+    void *xq0 = malloc(xs);
+    for (int c = 0; c < HR_TILE_C; c++)
+        for (int i = 0; i < HR_TILE_R; i++) {
+            float s, s0;
+            k->vec_dot[t](n, &s, w + i * rb, xq + c * xs);
+            CHECKF(same(s, y[c][i]), "%s tile_x %s n=%lld (%d,%d): %.9g vs vec_dot %.9g", k->name, hr_type_name(t),
+                   (long long)n, i, c, y[c][i], s);
+            hr_kernels_scalar()->vec_dot[t](n, &s0, w + i * rb, xq + c * xs);
+            double mag, ref = kt_ref_dot(t, w + i * rb, xq + c * xs, n, &mag);
+            (void)ref;
+            CHECKF(fabs(y[c][i] - s0) <= 4e-6 * mag, "%s tile_x %s n=%lld: %.9g vs scalar %.9g (mag %g)", k->name,
+                   hr_type_name(t), (long long)n, y[c][i], s0, mag);
+        }
+    for (int c = 0; c < HR_TILE_C; c++) CHECK(y[c][HR_TILE_R] == -3.25f); /* writes only its outputs */
+    free(xq0);
+    free(w), free(xq), free(xt), free(x);
+}
+
+/* hr_matmul over batches that use tile_x, the plain tile and vec_dot tails */
+static void check_matmul(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
+    const int64_t rows = 37, toks[] = {4, 7, 9, 70};
+    const int64_t max_tok = 70;
+    const size_t rb = hr_row_bytes(t, (uint64_t)n), xs = (hr_act_bytes(t, n) + 63) & ~(size_t)63;
+    char *w = malloc(rb * rows), *xq = malloc(xs);
+    float *X = malloc(sizeof(float) * (size_t)(n * max_tok)), *Y = malloc(sizeof(float) * (size_t)(rows * max_tok));
+    float *D = malloc(sizeof(float) * (size_t)(rows * max_tok));
+    for (int64_t i = 0; i < rows; i++) kt_weight_row(r, t, w + i * rb, n);
+    for (int64_t i = 0; i < n * max_tok; i++) X[i] = hr_rng_normal(r);
+    for (int64_t u = 0; u < max_tok; u++) {
+        k->act_prep[t](X + u * n, xq, n);
+        for (int64_t i = 0; i < rows; i++) k->vec_dot[t](n, &D[u * rows + i], w + i * rb, xq);
+    }
+    hr_mat W = {.type = t, .n_in = n, .n_out = rows, .row_bytes = rb, .data = w};
+    for (int nth = 1; nth <= 3; nth++) {
+        hr_cpu c;
+        hr_err e;
+        if (hr_cpu_init(&c, nth, &e) < 0) { CHECKF(0, "%s", e.msg); break; }
+        c.k = k;
+        for (size_t ti = 0; ti < sizeof toks / sizeof toks[0]; ti++) {
+            CHECK(hr_matmul(&c, &W, X, toks[ti], Y, &e) == 0);
+            int bad = 0;
+            for (int64_t u = 0; u < toks[ti] && !bad; u++)
+                for (int64_t i = 0; i < rows && !bad; i++)
+                    if (!same(Y[u * rows + i], D[u * rows + i])) {
+                        CHECKF(0, "%s matmul %s n=%lld %lld tokens %d threads: tok %lld row %lld %.9g vs vec_dot %.9g",
+                               k->name, hr_type_name(t), (long long)n, (long long)toks[ti], nth, (long long)u,
+                               (long long)i, Y[u * rows + i], D[u * rows + i]);
+                        bad = 1;
+                    }
+        }
+        hr_cpu_free(&c);
+    }
+    free(w), free(xq), free(X), free(Y), free(D);
+}
+
+int main(void) {
+    hr_rng r = {12345};
+    const hr_kernels *tabs[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_neon()};
+    int tested = 0;
+    for (size_t ki = 0; ki < sizeof tabs / sizeof tabs[0]; ki++) {
+        const hr_kernels *k = tabs[ki];
+        if (!k) continue;
+        const hr_kernels_ext *e = hr_kernels_ext_of(k);
+        for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
+            const uint32_t t = k_types[ti];
+            if (!e->tile_x[t]) continue;
+            CHECKF(e->tile_xprep[t] && e->tile_xbytes[t] && e->tile[t], "%s %s: tile_x without its prep, size or tile",
+                   k->name, hr_type_name(t));
+            if (!e->tile_xprep[t] || !e->tile_xbytes[t]) continue;
+            for (int li = 0; li < N_LENS; li++) {
+                check_direct(k, t, lens(t, li), &r);
+                if (li < 3) check_matmul(k, t, lens(t, li), &r);
+            }
+            tested++;
+        }
+    }
+    if (!tested) {
+        printf("no table on this CPU has tile_x kernels: nothing to test\n");
+        return 77;
+    }
+    printf("%d (table, type) pairs with tile_x\n", tested);
+    return TEST_END();
+}
