@@ -6,7 +6,6 @@
 #include "context.h"
 #include "formats/types.h"
 #include "backends/cpu/ops.h"
-#include "backends/cpu/ops_oai.h"
 
 typedef struct {
     hearth_ctx *c;

@@ -69,8 +69,9 @@ void hr_rope_ext(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int
     }
 }
 
-void hr_softmax(float *x, int64_t n, float s) {
-    float max = -INFINITY;
+/* A sink of -inf adds exp(-inf) = 0 to the sum, so the plain softmax is this one bit for bit. */
+void hr_softmax_sink(float *x, int64_t n, float s, float sink) {
+    float max = sink;
     for (int64_t i = 0; i < n; i++) {
         x[i] *= s;
         if (x[i] > max) max = x[i];
@@ -80,9 +81,12 @@ void hr_softmax(float *x, int64_t n, float s) {
         x[i] = expf(x[i] - max);
         sum += (double)x[i];
     }
+    sum += (double)expf(sink - max);
     const float inv = (float)(1.0 / sum);
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
+
+void hr_softmax(float *x, int64_t n, float s) { hr_softmax_sink(x, n, s, -INFINITY); }
 
 static inline float silu(float v) { return v / (1.0f + expf(-v)); }
 static inline float relu(float v) { return v > 0 ? v : 0; }

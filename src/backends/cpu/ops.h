@@ -31,6 +31,10 @@ void hr_rope_ext(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int
                  bool neox, const float *freq_factors, const hr_rope_yarn *yarn);
 /* In place softmax of x[0..n) after scaling by s; returns nothing (entries beyond n untouched). */
 void hr_softmax(float *x, int64_t n, float s);
+/* The same with a sink: the denominator also holds exp(sink), so the weights sum to less than
+ * 1 by the sink's share (gpt-oss's per-head attention sinks). The sink is not scaled and
+ * joins the maximum; -inf gives hr_softmax. */
+void hr_softmax_sink(float *x, int64_t n, float s, float sink);
 /* h[i] = act(g[i]) * u[i] (or act(u[i]) when g is NULL; dReLU: relu(g) * relu(u)).
  * SwiGLU, ReGLU and dReLU need g. */
 void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act);
