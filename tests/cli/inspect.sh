@@ -3,23 +3,9 @@
 # tests/formats/test_gguf_corpus.c regenerates and compares), and its failures.
 # usage: inspect.sh HEARTH_BINARY SOURCE_DIR
 set -u
-HEARTH=$1
+. "$(dirname "$0")/check.sh"
 SRC=$2
 SEED=$SRC/fuzz/corpus/gguf/basic
-TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
-fail=0
-bad() { printf 'FAIL: %s\n' "$*"; fail=1; }
-[ -x "$HEARTH" ] || { echo "FAIL: $HEARTH is not built"; exit 1; }
-
-# expect CODE DESCRIPTION -- COMMAND...: runs it, output in $TMP/out, $TMP/err
-expect() {
-    code=$1; what=$2; shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    rc=$?
-    [ "$rc" -eq "$code" ] || bad "$what: exit $rc, want $code; stderr: $(cat "$TMP/err")"
-}
-has() { grep -qF -- "$2" "$TMP/$1" || bad "$1 lacks '$2'"; }
 
 expect 0 "inspect basic" -- "$HEARTH" inspect "$SEED"
 for s in 'magic GGUF, version 3, alignment 32' 'general.architecture = "llama"' \

@@ -4,19 +4,7 @@
 # lines about the experts, and SwiGLU experts (routing counts only, no model file).
 # usage: moe_calibrate.sh HEARTH_BINARY
 set -u
-HEARTH=$1
-TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
-fail=0
-bad() { printf 'FAIL: %s\n' "$*"; fail=1; }
-[ -x "$HEARTH" ] || { echo "FAIL: $HEARTH is not built"; exit 1; }
-expect() {
-    code=$1; what=$2; shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    rc=$?
-    [ "$rc" -eq "$code" ] || bad "$what: exit $rc, want $code; stderr: $(tail -c 400 "$TMP/err")"
-}
-has() { grep -qF -- "$2" "$TMP/$1" || bad "$1 lacks '$2': $(tail -c 300 "$TMP/$1")"; }
+. "$(dirname "$0")/check.sh"
 
 SHAPE="--n-embd 64 --n-head 4 --n-head-kv 2 --n-ff 64 --n-layer 2 --n-vocab 400 --n-expert 6 --n-expert-used 2 -q"
 "$HEARTH" synth -o "$TMP/st.gguf" --arch smallthinker --type q8_0 $SHAPE || { echo "FAIL: synth"; exit 1; }

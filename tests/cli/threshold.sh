@@ -4,20 +4,7 @@
 # files without thresholds fail with one message and the usual exit codes.
 # usage: threshold.sh HEARTH_BINARY
 set -u
-HEARTH=$1
-TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
-fail=0
-bad() { printf 'FAIL: %s\n' "$*"; fail=1; }
-[ -x "$HEARTH" ] || { echo "FAIL: $HEARTH is not built"; exit 1; }
-
-expect() {
-    code=$1; what=$2; shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    rc=$?
-    [ "$rc" -eq "$code" ] || bad "$what: exit $rc, want $code; stderr: $(tail -c 400 "$TMP/err")"
-}
-has() { grep -qF -- "$2" "$TMP/$1" || bad "$1 lacks '$2'"; }
+. "$(dirname "$0")/check.sh"
 ppl() { sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' "$TMP/out"; }
 
 M=$TMP/swiglu.gguf
