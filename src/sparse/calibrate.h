@@ -34,6 +34,13 @@ typedef struct hr_collect_opts {
     void *progress_ud;
 } hr_collect_opts;
 
+/* Evaluates the text in chunks of the context's size, each from an empty cache (position 0)
+ * and led by o->bos when there is one, so the context's observers and
+ * counters see every token once; progress reported as what; the tokens evaluated (BOS
+ * included) added to *n_evaluated when not NULL. */
+int hr_calib_eval_chunks(hearth_ctx *ctx, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o,
+                         const char *what, uint64_t *n_evaluated, hr_err *e);
+
 /* Counts activations over tokens (stats->n_tokens = tokens evaluated) and fills pairs.
  * Refuses FFNs that are not ReLU-family (nothing is exactly zero there). */
 int hr_calib_collect(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o,

@@ -55,15 +55,8 @@ static int pairs_init(hr_pairs *p, int32_t n_layer, int32_t d, int32_t ff, int64
     return 0;
 }
 
-/* Chunks of the text, each evaluated from an empty cache (position 0). */
-static int run_chunks(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, collector *col, hr_err *e) {
-    hearth_ctx_params cp = hearth_ctx_default_params();
-    cp.n_ctx = o->n_ctx, cp.n_batch = o->n_ctx, cp.n_threads = o->n_threads;
-    cp.ffn_mode = HEARTH_FFN_DENSE;
-    cp.kv_k = cp.kv_v = HEARTH_KV_F32; /* the F16 cache's conversions would dominate small models */
-    cp.ffn_observer = observe, cp.ffn_observer_ud = col;
-    hearth_ctx *ctx = hearth_ctx_new(m, &cp, e);
-    if (!ctx) return -1;
+int hr_calib_eval_chunks(hearth_ctx *ctx, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o,
+                         const char *what, uint64_t *n_evaluated, hr_err *e) {
     const int32_t nc = hearth_ctx_n_ctx(ctx), lead = o->bos >= 0 && nc > 1 ? 1 : 0;
     int32_t *buf = malloc(sizeof(int32_t) * (size_t)nc);
     int r = buf ? 0 : hr_errf(e, "out of memory");
@@ -72,11 +65,23 @@ static int run_chunks(hearth_model *m, const int32_t *tokens, int64_t n_tokens, 
         if (lead) buf[0] = o->bos;
         memcpy(buf + lead, tokens + done, sizeof(int32_t) * (size_t)n);
         r = hearth_eval(ctx, buf, n + lead, 0, false, e);
-        col->stats->n_tokens += (uint64_t)(n + lead);
+        if (n_evaluated) *n_evaluated += (uint64_t)(n + lead);
         done += n;
-        if (o->progress) o->progress(o->progress_ud, "counting", (double)done / (double)n_tokens);
+        if (o->progress) o->progress(o->progress_ud, what, (double)done / (double)n_tokens);
     }
     free(buf);
+    return r;
+}
+
+static int run_chunks(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, collector *col, hr_err *e) {
+    hearth_ctx_params cp = hearth_ctx_default_params();
+    cp.n_ctx = o->n_ctx, cp.n_batch = o->n_ctx, cp.n_threads = o->n_threads;
+    cp.ffn_mode = HEARTH_FFN_DENSE;
+    cp.kv_k = cp.kv_v = HEARTH_KV_F32; /* the F16 cache's conversions would dominate small models */
+    cp.ffn_observer = observe, cp.ffn_observer_ud = col;
+    hearth_ctx *ctx = hearth_ctx_new(m, &cp, e);
+    if (!ctx) return -1;
+    int r = hr_calib_eval_chunks(ctx, tokens, n_tokens, o, "counting", &col->stats->n_tokens, e);
     hearth_ctx_free(ctx);
     return r;
 }

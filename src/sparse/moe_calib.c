@@ -9,25 +9,6 @@
 #include "formats/types.h"
 #include "moe_calib.h"
 
-/* Chunks of the text, each from an empty cache (position 0), through one context whose
- * MoE counters then hold the whole text's counts. */
-static int run_chunks(hearth_ctx *ctx, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, hr_stats *s, hr_err *e) {
-    const int32_t nc = hearth_ctx_n_ctx(ctx), lead = o->bos >= 0 && nc > 1 ? 1 : 0;
-    int32_t *buf = malloc(sizeof(int32_t) * (size_t)nc);
-    int r = buf ? 0 : hr_errf(e, "out of memory");
-    for (int64_t done = 0; done < n_tokens && !r;) {
-        int32_t n = n_tokens - done < nc - lead ? (int32_t)(n_tokens - done) : nc - lead;
-        if (lead) buf[0] = o->bos;
-        memcpy(buf + lead, tokens + done, sizeof(int32_t) * (size_t)n);
-        r = hearth_eval(ctx, buf, n + lead, 0, false, e);
-        s->n_tokens += (uint64_t)(n + lead);
-        done += n;
-        if (o->progress) o->progress(o->progress_ud, "counting", (double)done / (double)n_tokens);
-    }
-    free(buf);
-    return r;
-}
-
 /* The context's counters into s (counts <= the tokens evaluated, which fit the file's I32). */
 static int copy_counts(const hearth_ctx *ctx, const hearth_model *m, hr_stats *s, hr_err *e) {
     const int32_t ne = s->n_expert;
@@ -61,7 +42,7 @@ int hr_calib_moe(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const
     hearth_ctx *ctx = hearth_ctx_new(m, &cp, e);
     int r = ctx ? 0 : -1;
     if (!r && neurons) r = hr_moe_count_neurons(ctx, e);
-    if (!r) r = run_chunks(ctx, tokens, n_tokens, o, stats, e);
+    if (!r) r = hr_calib_eval_chunks(ctx, tokens, n_tokens, o, "counting", &stats->n_tokens, e);
     if (!r) r = copy_counts(ctx, m, stats, e);
     hearth_ctx_free(ctx);
     if (r) hr_stats_free(stats);

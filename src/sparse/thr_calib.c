@@ -66,19 +66,9 @@ static int run_chunks(hearth_model *m, const int32_t *tokens, int64_t n_tokens, 
     hearth_ctx *ctx = hearth_ctx_new(m, &cp, e);
     if (!ctx) return -1;
     col->ctx = ctx;
-    const int32_t nc = hearth_ctx_n_ctx(ctx), lead = o->bos >= 0 && nc > 1 ? 1 : 0;
-    int32_t *buf = malloc(sizeof(int32_t) * (size_t)nc);
-    col->mag = malloc(sizeof(float) * (size_t)nc * (size_t)m->hp.n_ff);
-    int r = buf && col->mag ? 0 : hr_errf(e, "out of memory");
-    for (int64_t done = 0; done < n_tokens && !r;) {
-        int32_t n = n_tokens - done < nc - lead ? (int32_t)(n_tokens - done) : nc - lead;
-        if (lead) buf[0] = o->bos;
-        memcpy(buf + lead, tokens + done, sizeof(int32_t) * (size_t)n);
-        r = hearth_eval(ctx, buf, n + lead, 0, false, e);
-        done += n;
-        if (o->progress) o->progress(o->progress_ud, "measuring", (double)done / (double)n_tokens);
-    }
-    free(buf), free(col->mag);
+    col->mag = malloc(sizeof(float) * (size_t)hearth_ctx_n_ctx(ctx) * (size_t)m->hp.n_ff);
+    int r = col->mag ? hr_calib_eval_chunks(ctx, tokens, n_tokens, o, "measuring", NULL, e) : hr_errf(e, "out of memory");
+    free(col->mag);
     hearth_ctx_free(ctx);
     return r;
 }
