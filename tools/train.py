@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Trains models/bible-drelu.gguf: a small LLaMA-architecture model with a dReLU FFN
-(relu(gate x) * relu(up x)) on the King James Bible, for Hearth's sparse FFN paths.
+(relu(gate x) * relu(up x)) on the King James Bible, for Hearth's sparse FFN paths; with
+--ffn swiglu, models/bible-swiglu.gguf: the same model with LLaMA's own SwiGLU FFN
+(silu(gate x) * (up x)) and no sparsity training, for threshold sparsity (docs/threshold.md).
 
 Everything is seeded and runs on one CPU thread, so the same command on the same
 software gives the same file. See docs/model.md for the exact command and results.
@@ -215,9 +217,10 @@ def rms_norm(x, w, eps):
 
 
 class Block(nn.Module):
-    def __init__(self, d, n_head, n_ff):
+    def __init__(self, d, n_head, n_ff, ffn):
         super().__init__()
         self.n_head = n_head
+        self.ffn = ffn
         self.attn_norm = nn.Parameter(torch.ones(d))
         self.wq = nn.Linear(d, d, bias=False)
         self.wk = nn.Linear(d, d, bias=False)
@@ -240,17 +243,21 @@ class Block(nn.Module):
         att = att.masked_fill(mask[:T, :T], float("-inf")).softmax(-1)
         x = x + self.wo((att @ v).transpose(1, 2).reshape(B, T, D))
         h = rms_norm(x, self.ffn_norm, eps)
-        g = F.relu(self.gate(h))
-        act = g * F.relu(self.up(h))  # dReLU
+        if self.ffn == "swiglu":
+            g = F.silu(self.gate(h))
+            act = g * self.up(h)
+        else:
+            g = F.relu(self.gate(h))
+            act = g * F.relu(self.up(h))  # dReLU
         return x + self.down(act), (act, g)
 
 
 class Model(nn.Module):
-    def __init__(self, n_vocab, d, n_layer, n_head, n_ff, n_ctx, rope_base, eps):
+    def __init__(self, n_vocab, d, n_layer, n_head, n_ff, n_ctx, rope_base, eps, ffn="drelu"):
         super().__init__()
         self.eps = eps
         self.embd = nn.Embedding(n_vocab, d)  # tied: also the output matrix
-        self.blocks = nn.ModuleList(Block(d, n_head, n_ff) for _ in range(n_layer))
+        self.blocks = nn.ModuleList(Block(d, n_head, n_ff, ffn) for _ in range(n_layer))
         self.out_norm = nn.Parameter(torch.ones(d))
         hd = d // n_head
         theta = rope_base ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)
@@ -332,9 +339,12 @@ def sparsity(model, toks, bos, n_ctx, n_seq):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hearth", default="build/hearth", help="the hearth binary (for tokenize)")
-    ap.add_argument("--out", default="models/bible-drelu.gguf")
+    ap.add_argument("--ffn", choices=("drelu", "swiglu"), default="drelu",
+                    help="FFN activation; swiglu trains without the L1 penalty and skips the sparsifying fine-tune")
+    ap.add_argument("--out", default=None, help="default: models/bible-FFN.gguf")
     ap.add_argument("--heldout-out", default="models/heldout.txt")
-    ap.add_argument("--work", default="/tmp/hearth-train", help="intermediate files")
+    ap.add_argument("--work", default=None, help="intermediate files (default: /tmp/hearth-train, "
+                    "/tmp/hearth-train-swiglu for --ffn swiglu)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--n-vocab", type=int, default=1024)
     ap.add_argument("--n-embd", type=int, default=160)
@@ -359,6 +369,12 @@ def main():
                          "with the same arguments (gives the same file, since the fine-tune starts afresh)")
     ap.add_argument("--export-only", action="store_true", help="write the GGUF from the saved final checkpoint")
     args = ap.parse_args()
+    if args.out is None:
+        args.out = "models/bible-%s.gguf" % args.ffn
+    if args.work is None:
+        args.work = "/tmp/hearth-train" if args.ffn == "drelu" else "/tmp/hearth-train-swiglu"
+    if args.ffn == "swiglu":
+        args.l1 = 0.0  # a dense model, as published SwiGLU models are
 
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -400,11 +416,12 @@ def main():
     byte_len = np.array([len(t) if ty == 1 else 0 for t, ty in zip(tokens, types)])
     assert all(all(ch in u2b for ch in t) for t, ty in zip(tokens, types) if ty == 1)
 
-    model = Model(n_vocab, args.n_embd, args.n_layer, args.n_head, args.n_ff, args.n_ctx, 10000.0, 1e-5)
+    model = Model(n_vocab, args.n_embd, args.n_layer, args.n_head, args.n_ff, args.n_ctx, 10000.0, 1e-5, args.ffn)
     n_params = sum(p.numel() for p in model.parameters())
     print("model: %d parameters" % n_params, flush=True)
     ckpt = os.path.join(args.work, "model.pt")
-    ckpt2 = os.path.join(args.work, "model-sparse.pt")
+    # SwiGLU has no sparsifying fine-tune: its final checkpoint is the main training's.
+    ckpt2 = os.path.join(args.work, "model-sparse.pt") if args.ffn == "drelu" else ckpt
     if args.export_only:
         model.load_state_dict(torch.load(ckpt2))
     else:
@@ -413,8 +430,9 @@ def main():
         else:
             train(model, train_toks, bos, args)
             torch.save(model.state_dict(), ckpt)
-        sparsify(model, train_toks, bos, args)
-        torch.save(model.state_dict(), ckpt2)
+        if args.ffn == "drelu":
+            sparsify(model, train_toks, bos, args)
+            torch.save(model.state_dict(), ckpt2)
     model.eval()
 
     ppl, bpb, count = perplexity_like_hearth(model, held_toks, bos, args.n_ctx, byte_len)
@@ -422,13 +440,14 @@ def main():
                                                                                  count, bpb), flush=True)
     ppl16, _, _ = perplexity_like_hearth(model, held_toks, bos, args.n_ctx, byte_len, 16)
     print("held-out file, --chunks 16: ppl %.6f" % ppl16, flush=True)
-    gate, act = sparsity(model, held_toks, bos, args.n_ctx, 8)
-    print("held-out, per layer: gate > 0 (Hearth's fired) " + " ".join("%.1f%%" % (100 * z) for z in gate) +
-          "; activation nonzero " + " ".join("%.1f%%" % (100 * z) for z in act), flush=True)
+    if args.ffn == "drelu":  # SwiGLU neurons are never exactly zero
+        gate, act = sparsity(model, held_toks, bos, args.n_ctx, 8)
+        print("held-out, per layer: gate > 0 (Hearth's fired) " + " ".join("%.1f%%" % (100 * z) for z in gate) +
+              "; activation nonzero " + " ".join("%.1f%%" % (100 * z) for z in act), flush=True)
 
     kvs = [
         ("general.architecture", GGUF_STR, "llama"),
-        ("general.name", GGUF_STR, "bible-drelu"),
+        ("general.name", GGUF_STR, "bible-" + args.ffn),
         ("general.file_type", GGUF_U32, 0),
         ("llama.context_length", GGUF_U32, args.n_ctx),
         ("llama.embedding_length", GGUF_U32, args.n_embd),
@@ -440,8 +459,11 @@ def main():
         ("llama.rope.freq_base", GGUF_F32, 10000.0),
         ("llama.rope.dimension_count", GGUF_U32, args.n_embd // args.n_head),
         ("llama.vocab_size", GGUF_U32, n_vocab),
-        ("hearth.ffn_activation", GGUF_STR, "drelu"),
-    ] + tok_kvs
+    ]
+    # SwiGLU is llama's own FFN: no key, so llama.cpp and Hearth read it as a plain llama model.
+    if args.ffn == "drelu":
+        kvs.append(("hearth.ffn_activation", GGUF_STR, "drelu"))
+    kvs += tok_kvs
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     write_gguf(args.out, kvs, gguf_tensors(model))
     print("wrote %s (%d bytes); total %.0f s" % (args.out, os.path.getsize(args.out), time.time() - t_start), flush=True)
