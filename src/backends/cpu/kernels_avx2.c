@@ -320,6 +320,95 @@ INLINE __m256i sidx(int q4, int k) {
 
 QDOT_FUNCS(q8_0, hr_block_q8_0, w_idot_q8_0, 0)
 QDOT_FUNCS(q4_0, hr_block_q4_0, w_idot_q4_0, 1)
+/* ---- Q4_0 prompt tiles over activations re-laid once per batch (tile_x) ----
+ * Per 8 blocks, what x_grp computes for every weight row pair, stored once: the 8 quads,
+ * the four 8*sum(x) vectors and the x scales already in each step's lane order (the step's
+ * scale perm(d_w * d_x) is perm(d_w) * perm(d_x) lane for lane). The tile unpacks each
+ * weight row's nibbles once for its C tokens and reads the activations as they lie. */
+typedef struct { __m256i q[8], m8[4]; __m256 ds[4]; } xgrp_t; /* 512 bytes */
+
+static size_t tile_xbytes_q4_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp_t); }
+
+static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
+    const hr_block_q8_0 *x = xq;
+    xgrp_t *o = xt; /* 64-byte aligned: matmul's scratch rows */
+    const int64_t nb = n / HR_QK;
+    for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
+        hr_block_q8_0 pad[QGRP];
+        const hr_block_q8_0 *src = x + b;
+        if (b + QGRP > nb) { /* zero blocks add exactly +0, as in QDOT_BODY's tail */
+            memset(pad, 0, sizeof pad);
+            memcpy(pad, x + b, (size_t)(nb - b) * sizeof pad[0]);
+            src = pad;
+        }
+        xgrp g;
+        x_grp(&g, src, 1);
+        for (int p = 0; p < 8; p++) _mm256_store_si256(&o[gi].q[p], g.q[p]);
+        for (int k = 0; k < 4; k++) {
+            _mm256_store_si256(&o[gi].m8[k], g.m8[k]);
+            _mm256_store_ps((float *)&o[gi].ds[k], _mm256_permutevar8x32_ps(g.d, sidx(1, k)));
+        }
+    }
+}
+
+/* The tile's weight rows' group (8 blocks at wb[r]) against its tokens, QGRP_STEP's
+ * operations per (row, token) and step. Its 2RC = 16 accumulators spill some, yet sub-tiles
+ * that fit the registers (1 x 4, 2 x 2) measured 14% slower: they repeat the unpacking or the
+ * activation loads. */
+INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m256 (*acc0)[HR_TILE_C],
+                        __m256 (*acc1)[HR_TILE_C]) {
+    const __m256i m = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    __m256 dw[HR_TILE_R];
+    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) dw[r] = scales8(wb[r], sizeof(hr_block_q4_0));
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+        __m256i lo[HR_TILE_R], hi[HR_TILE_R];
+        __m256 wd[HR_TILE_R];
+        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+            const hr_block_q4_0 *B = (const hr_block_q4_0 *)wb[r] + 2 * k;
+            const __m256i v = two128(B[0].qs, B[1].qs);
+            lo[r] = _mm256_and_si256(v, m), hi[r] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+            wd[r] = _mm256_permutevar8x32_ps(dw[r], sidx(1, k));
+        }
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
+            const xgrp_t *g = (const xgrp_t *)(X + c * xs) + gi;
+            _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+                const __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(lo[r], g->q[2 * k]), _mm256_maddubs_epi16(hi[r], g->q[2 * k + 1]));
+                const __m256 t = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_madd_epi16(s, ones), g->m8[k]));
+                const __m256 sk = _mm256_mul_ps(wd[r], g->ds[k]);
+                if (k & 1) acc1[r][c] = _mm256_fmadd_ps(t, sk, acc1[r][c]);
+                else acc0[r][c] = _mm256_fmadd_ps(t, sk, acc0[r][c]);
+            }
+        }
+    }
+}
+
+static void tile_x_q4_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    const char *W = w, *X = x;
+    const int64_t nb = n / HR_QK, nfull = nb / QGRP;
+    __m256 acc0[HR_TILE_R][HR_TILE_C], acc1[HR_TILE_R][HR_TILE_C];
+    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++)
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) acc0[r][c] = acc1[r][c] = _mm256_setzero_ps();
+    for (int64_t gi = 0; gi < nfull; gi++) {
+        const char *wb[HR_TILE_R];
+        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+            wb[r] = W + r * ws + gi * QGRP * sizeof(hr_block_q4_0);
+            for (int o = 0; o < QGRP * (int)sizeof(hr_block_q4_0); o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0);
+        }
+        tx_q4_0_grp(wb, X, xs, gi, acc0, acc1);
+    }
+    if (nfull * QGRP < nb) { /* ragged group: zero-padded weight blocks, as in QDOT_BODY */
+        hr_block_q4_0 pad[HR_TILE_R][QGRP];
+        const char *wb[HR_TILE_R];
+        memset(pad, 0, sizeof pad);
+        for (int r = 0; r < HR_TILE_R; r++) {
+            memcpy(pad[r], W + r * ws + nfull * QGRP * sizeof(hr_block_q4_0), (size_t)(nb - nfull * QGRP) * sizeof pad[0][0]);
+            wb[r] = (const char *)pad[r];
+        }
+        tx_q4_0_grp(wb, X, xs, nfull, acc0, acc1);
+    }
+    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++)
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = hsum8(_mm256_add_ps(acc0[r][c], acc1[r][c]));
+}
 
 static const hr_kernels_ext k_avx2 = {
     .k = {
@@ -342,7 +431,9 @@ static const hr_kernels_ext k_avx2 = {
     .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16,
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx2),
-              HR_KQL_ENTRIES(rows4, avx2)},
+              HR_KQL_ENTRIES(rows4, avx2)},    .tile_x = {[HR_Q4_0] = tile_x_q4_0, HR_KQX2_ENTRIES(tile_x)},
+    .tile_xprep = {[HR_Q4_0] = tile_xprep_q4_0, HR_KQX2_ENTRIES(tile_xprep)},
+    .tile_xbytes = {[HR_Q4_0] = tile_xbytes_q4_0, HR_KQX2_BYTES},
 };
 
 const hr_kernels_ext *hr_kext_avx2(void) { return &k_avx2; }
