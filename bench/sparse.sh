@@ -26,12 +26,16 @@
 #   --runs R     interleaved rounds (default 3); each call decodes --gen tokens (default 32)
 #   --thresholds skip the search and use these (one per fraction, e.g. from an earlier run)
 #   CACHE        generated models; default $HEARTH_BENCH_DIR or build-bench/
+#   --swiglu     (first flag) the SwiGLU section instead: FFN mode threshold at 25/40/50%
+#                sparsity on a 7B-shaped SwiGLU file, Q4_0 and Q4_K_M (bench/sparse-swiglu.sh;
+#                the other flags are its own: bench/sparse.sh --swiglu --help)
 # Not a ctest: it takes many minutes and its numbers depend on what else the machine is doing.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 threads=1,2 rounds=3 n_gen=32 n_prompt=8 layers= llama=1 fractions=0.10,0.25,0.50 thresholds=
 hearth=${HEARTH_BIN:-} membw= cache=${HEARTH_BENCH_DIR:-$root/build-bench}
 E=4096 FF=11008 HEADS=32 VOCAB=32000 RANK=512 SEED=1
+[ "${1:-}" = --swiglu ] && { shift; exec bash "$root/bench/sparse-swiglu.sh" "$@"; }
 
 die() { echo "sparse.sh: $*" >&2; exit 2; }
 log() { echo "[sparse.sh $(date +%H:%M:%S)] $*" >&2; }

@@ -16,7 +16,9 @@
 typedef struct {
     const char *model, *text, *out, *plot;
     double recall, target; /* target < 0: predictors (ReLU family), else thresholds */
-    bool keep_down;
+    bool keep_down, allocate;
+    double alloc_step;
+    long alloc_tokens;
     bool out_default; /* OUT not given: named after MODEL */
     long max_rank, pairs, threads, n_ctx, epochs;
     uint64_t seed;
@@ -51,7 +53,14 @@ static void help(void) {
            "                      writes OUT (default MODEL.threshold.gguf) with the key\n"
            "                      hearth.ffn_threshold and ffn_down as ffn_down_t (--ffn threshold)\n"
            "  --keep-down         keep ffn_down (llama.cpp still loads OUT; the down projection then\n"
-           "                      runs dense)\n");
+           "                      runs dense)\n"
+           "  --allocate          per-layer sparsities at the same average S instead of S everywhere:\n"
+           "                      a greedy search (TEAL's) raises, step by step, the layer whose raise\n"
+           "                      changes the model's next-token distributions least (mean KL from\n"
+           "                      dense over the text's first tokens); uniform S is kept if it scores\n"
+           "                      lower\n"
+           "  --allocate-tokens N tokens the search scores (default 512)\n"
+           "  --allocate-step X   share of one layer's neurons a step adds (default 0.05)\n");
 }
 
 typedef struct {
@@ -77,8 +86,9 @@ static int parse(int argc, char **argv, cal_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return help(), 1;
-        if (!strcmp(a, "--keep-down")) {
-            o->keep_down = true;
+        if (!strcmp(a, "--keep-down") || !strcmp(a, "--allocate")) {
+            if (!strcmp(a, "--keep-down")) o->keep_down = true;
+            else o->allocate = true;
             continue;
         }
         if (!hr_arg_need(cmd, argc, argv, i)) return -1;
@@ -91,7 +101,9 @@ static int parse(int argc, char **argv, cal_opts *o) {
         else if (!strcmp(a, "--target-sparsity")) {
             ok = hr_arg_float(cmd, a, v, 0, 1, &o->target);
             if (ok && o->target >= 1) return hr_usage_error(cmd, "--target-sparsity %g: it must be below 1", o->target), -1;
-        } else if (!strcmp(a, "--recall")) ok = hr_arg_float(cmd, a, v, 1e-6, 1.0, &o->recall);
+        } else if (!strcmp(a, "--allocate-tokens")) ok = hr_arg_long(cmd, a, v, 1, 1L << 24, &o->alloc_tokens);
+        else if (!strcmp(a, "--allocate-step")) ok = hr_arg_float(cmd, a, v, 1e-4, 0.5, &o->alloc_step);
+        else if (!strcmp(a, "--recall")) ok = hr_arg_float(cmd, a, v, 1e-6, 1.0, &o->recall);
         else if (!strcmp(a, "--max-rank")) ok = hr_arg_long(cmd, a, v, 4, 1L << 16, &o->max_rank);
         else if (!strcmp(a, "--tokens")) ok = hr_arg_long(cmd, a, v, 10, 1L << 30, &o->pairs);
         else if (!strcmp(a, "--epochs")) ok = hr_arg_long(cmd, a, v, 1, 1000, &o->epochs);
@@ -104,6 +116,10 @@ static int parse(int argc, char **argv, cal_opts *o) {
     if (!o->model) return hr_usage_error(cmd, "a model is required (-m FILE)"), -1;
     if (!o->text) return hr_usage_error(cmd, "a calibration text is required (-f FILE)"), -1;
     if (o->keep_down && o->target < 0) return hr_usage_error(cmd, "--keep-down needs --target-sparsity"), -1;
+    if ((o->allocate || o->alloc_tokens || o->alloc_step > 0) && o->target < 0)
+        return hr_usage_error(cmd, "--allocate needs --target-sparsity"), -1;
+    if ((o->alloc_tokens || o->alloc_step > 0) && !o->allocate)
+        return hr_usage_error(cmd, "--allocate-tokens and --allocate-step need --allocate"), -1;
     return 0;
 }
 
@@ -219,23 +235,46 @@ static int calibrate(hearth_model *m, const int32_t *toks, size_t n, const cal_o
     return rc;
 }
 
+/* --allocate: the search, then its table (allocated share and threshold per layer). */
+static int allocate(hearth_model *m, const int32_t *toks, size_t n, const cal_opts *o, const hr_collect_opts *co, float *thr,
+                    hr_err *e) {
+    const int32_t nl = hearth_model_get_info(m)->n_layer;
+    hr_thr_alloc a = {.eval_tokens = (int32_t)o->alloc_tokens, .step = o->alloc_step};
+    a.share = malloc(sizeof(float) * (size_t)(nl ? nl : 1));
+    double t0 = now();
+    int rc = a.share ? hr_calib_thresholds_alloc(m, toks, (int64_t)n, co, o->target, &a, thr, e) : hr_errf(e, "out of memory");
+    if (!rc) {
+        double mean = 0;
+        for (int32_t l = 0; l < nl; l++) mean += a.share[l] / (nl ? nl : 1);
+        fprintf(stderr, "calibrate: allocated in %.1f s (%lld evaluations of %d positions): mean KL from dense %.5g uniform, %.5g allocated%s\n",
+                now() - t0, (long long)a.n_evals, a.n_scored, a.kl_uniform, a.kl_alloc,
+                a.kept_uniform ? " (uniform scored lower: kept)" : "");
+        printf("%5s %9s %12s\n", "layer", "sparsity", "threshold");
+        for (int32_t l = 0; l < nl; l++) printf("%5d %9.4f %12.6g\n", l, (double)a.share[l], (double)thr[l]);
+        printf("%5s %9.4f\n", "mean", mean);
+    }
+    free(a.share);
+    return rc;
+}
+
 /* --target-sparsity: per-layer thresholds from the dense run, then the file. */
 static int calibrate_thresholds(hearth_model *m, const int32_t *toks, size_t n, const cal_opts *o, hr_err *e) {
     const hearth_model_info *info = hearth_model_get_info(m);
     hr_collect_opts co = {(int32_t)o->n_ctx, (int32_t)o->threads, 0, hearth_token_bos(m), progress, NULL};
     bar b = {NULL, 0, 0, -1};
     co.progress_ud = &b;
-    fprintf(stderr, "calibrate: %zu tokens, chunks of %ld, %s FFN, %d layers x %d neurons, target sparsity %g\n", n, o->n_ctx,
-            info->ffn_act, info->n_layer, info->n_ff, o->target);
+    fprintf(stderr, "calibrate: %zu tokens, chunks of %ld, %s FFN, %d layers x %d neurons, target sparsity %g%s\n", n, o->n_ctx,
+            info->ffn_act, info->n_layer, info->n_ff, o->target, o->allocate ? ", allocated per layer" : "");
     float *thr = malloc(sizeof(float) * (size_t)(info->n_layer ? info->n_layer : 1));
     double t0 = now();
-    int rc = thr ? hr_calib_thresholds(m, toks, (int64_t)n, &co, o->target, thr, e) : hr_errf(e, "out of memory");
-    if (!rc) {
+    int rc = !thr ? hr_errf(e, "out of memory") : o->allocate ? allocate(m, toks, n, o, &co, thr, e)
+                                                               : hr_calib_thresholds(m, toks, (int64_t)n, &co, o->target, thr, e);
+    if (!rc && !o->allocate) {
         fprintf(stderr, "calibrate: measured %zu tokens in %.1f s\n", n, now() - t0);
         printf("%5s %12s\n", "layer", "threshold");
         for (int32_t l = 0; l < info->n_layer; l++) printf("%5d %12.6g\n", l, (double)thr[l]);
-        rc = hr_write_thresholds(m, thr, !o->keep_down, o->out, e);
     }
+    if (!rc) rc = hr_write_thresholds(m, thr, !o->keep_down, o->out, e);
     if (!rc) fprintf(stderr, "wrote %s (run it with --ffn threshold, the default for it)\n", o->out);
     free(thr);
     return rc;

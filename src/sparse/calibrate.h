@@ -114,6 +114,23 @@ int hr_transpose_down_into(const gguf_tensor *t, void *out, hr_err *e);
  * within the bin; target 0 gives 0 (skip only exact zeros: dense). Gated FFNs only. */
 int hr_calib_thresholds(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, double target,
                         float *thr, hr_err *e);
+/* Per-layer allocation at the same average (TEAL-style greedy search; thr_alloc.c): every
+ * layer starts at sparsity 0; each step raises by `step` the one layer whose raise gives the
+ * smallest mean KL(dense || thresholded) of the next-token distributions over the text's
+ * first eval_tokens tokens, until the layers' mean is target. A layer's threshold for a
+ * share is read from its dense histogram, as hr_calib_thresholds does. When uniform target
+ * scores lower than the search's end point, uniform is returned (kept_uniform). */
+typedef struct hr_thr_alloc {
+    int32_t eval_tokens; /* in: text tokens scored (the text's first); 0: 512 */
+    double step;         /* in: share of one layer's neurons a step adds (about; 0: 0.05) */
+    float *share;        /* out, n_layer (the caller's): share of each layer's neurons skipped */
+    double kl_uniform, kl_alloc; /* out: mean KL of uniform target and of the allocation */
+    int32_t n_scored;    /* out: positions scored */
+    int64_t n_evals;     /* out: evaluations of the scored tokens the search made */
+    bool kept_uniform;   /* out: uniform scored lower than the search's result and was kept */
+} hr_thr_alloc;
+int hr_calib_thresholds_alloc(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o,
+                              double target, hr_thr_alloc *a, float *thr, hr_err *e);
 /* Writes model m with key hearth.ffn_threshold = thr (one per layer), every other KV and
  * tensor copied; down_t: ffn_down replaced by ffn_down_t (what the sparse path reads; such
  * a file is Hearth's only), else ffn_down kept (llama.cpp still loads the file). */

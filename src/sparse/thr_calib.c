@@ -7,6 +7,7 @@
 #include "calibrate.h"
 #include "engine/ffn.h"
 #include "engine/model.h"
+#include "thr_internal.h"
 
 /* Log-spaced bins: bin 0 holds magnitudes below 2^MIN_LOG2 (exact zeros among them), bin b
  * >= 1 holds [2^(MIN_LOG2 + (b-1)/PER_OCT), 2^(MIN_LOG2 + b/PER_OCT)); the last bin is open. */
@@ -38,7 +39,7 @@ static void observe(void *ud, int32_t il, int32_t n_tok, const float *p, const f
 }
 
 /* The magnitude with a share `target` of the histogram's mass at or below it. */
-static float pick(const uint64_t *h, double target) {
+float hr_thr_pick(const uint64_t *h, double target) {
     uint64_t total = 0;
     for (int b = 0; b < N_BINS; b++) total += h[b];
     const double want = target * (double)total;
@@ -73,9 +74,12 @@ static int run_chunks(hearth_model *m, const int32_t *tokens, int64_t n_tokens, 
     return r;
 }
 
-int hr_calib_thresholds(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, double target,
-                        float *thr, hr_err *e) {
+size_t hr_thr_n_bins(void) { return N_BINS; }
+
+int hr_thr_histograms(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, double target,
+                      uint64_t **hist, hr_err *e) {
     const hr_hparams *hp = &m->hp;
+    *hist = NULL;
     if (!(target >= 0 && target < 1)) return hr_errf(e, "target sparsity %g is outside [0, 1)", target);
     if (hp->n_expert) return hr_errf(e, "thresholds for mixture-of-experts models are not supported (%d experts)", hp->n_expert);
     if (!hp->has_gate)
@@ -83,7 +87,16 @@ int hr_calib_thresholds(hearth_model *m, const int32_t *tokens, int64_t n_tokens
     if (n_tokens < 1) return hr_errf(e, "no tokens to calibrate on");
     thr_collector col = {m, NULL, calloc((size_t)hp->n_layer * N_BINS, sizeof(uint64_t)), NULL};
     int r = col.hist ? run_chunks(m, tokens, n_tokens, o, &col, e) : hr_errf(e, "out of memory");
-    for (int32_t il = 0; !r && il < hp->n_layer; il++) thr[il] = pick(col.hist + (size_t)il * N_BINS, target);
-    free(col.hist);
+    if (r) free(col.hist);
+    else *hist = col.hist;
     return r;
+}
+
+int hr_calib_thresholds(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, double target,
+                        float *thr, hr_err *e) {
+    uint64_t *hist;
+    if (hr_thr_histograms(m, tokens, n_tokens, o, target, &hist, e)) return -1;
+    for (int32_t il = 0; il < m->hp.n_layer; il++) thr[il] = hr_thr_pick(hist + (size_t)il * N_BINS, target);
+    free(hist);
+    return 0;
 }

@@ -57,6 +57,21 @@ expect 2 "--target-sparsity -0.1" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.t
 has err "out of range"
 expect 2 "--keep-down alone" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --keep-down
 has err "--keep-down needs --target-sparsity"
+expect 2 "--allocate alone" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --allocate
+has err "--allocate needs --target-sparsity"
+expect 2 "--allocate-step without --allocate" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --target-sparsity 0.4 --allocate-step 0.1
+has err "need --allocate"
+expect 2 "--allocate-step 0" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --target-sparsity 0.4 --allocate --allocate-step 0
+has err "out of range"
+expect 0 "--allocate" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --target-sparsity 0.4 --allocate --allocate-step 0.1 --allocate-tokens 64 \
+    -c 64 -t 2 -o "$TMP/a.gguf"
+has out "layer  sparsity    threshold"
+has out " mean    0.4000"
+has err "mean KL from dense"
+[ "$(grep -cE '^ +[0-9]+ +0\.[0-9]{4} +[0-9.e-]+$' "$TMP/out")" -eq 2 ] || bad "allocation table has not 2 layer rows: $(cat "$TMP/out")"
+expect 1 "--allocate: a target the steps cannot reach below 1 per layer" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" \
+    --target-sparsity 0.99 --allocate --allocate-step 0.3 --allocate-tokens 64 -c 64 -t 2 -o "$TMP/a.gguf"
+has err "cannot be allocated in steps of 0.282857"
 
 [ $fail -eq 0 ] && echo ok
 exit $fail
