@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_profile.h"
 #include "cli.h"
 #include "formats/types.h"
 #include "hearth.h"
@@ -15,7 +16,7 @@ typedef struct {
     const char *model;
     long threads, n_prompt, n_gen, runs, n_ctx;
     uint64_t seed;
-    bool json;
+    bool json, profile;
     hr_run_opts ffn; /* only --ffn, --sparse-threshold, --ffn-threshold, --stats are taken from the shared parser */
 } bench_opts;
 
@@ -51,6 +52,9 @@ static void help(void) {
            "  --stats                 also count fired neurons and print the per-layer table (costs a\n"
            "                          full gate product per layer: slows the decode it measures)\n"
            "  --json                  print one JSON object instead of text\n"
+           "  --profile               time every operation of the timed runs and print, for decode\n"
+           "                          (per token) and the prompt (per prompt token), each kind's time,\n"
+           "                          share, bytes and GB/s (docs/performance.md); slows what it measures\n"
            "  --gpu, --gpu-device, --vram-budget, -ngl, --gpu-index, --reset-gpu-index,\n"
            "  --disable-gpu-index, --cpu-moe, --n-cpu-moe\n"
            "                          GPU placement, as for hearth run (see hearth run --help)\n"
@@ -74,6 +78,10 @@ static int parse(int argc, char **argv, bench_opts *o) {
         }
         if (!strcmp(a, "--json")) {
             o->json = true;
+            continue;
+        }
+        if (!strcmp(a, "--profile")) {
+            o->profile = true;
             continue;
         }
         if (!strcmp(a, "--ffn") || !strcmp(a, "--sparse-threshold") || !strcmp(a, "--ffn-threshold") || !strcmp(a, "--stats") ||
@@ -133,11 +141,17 @@ static void ffn_totals(const hearth_ctx *c, const hearth_model_info *in, uint64_
 /* One prompt eval from position 0 (overwriting the cache), then n_gen greedy single-token evals;
  * the FFN counters are read around the decodes, so the fraction excludes the prompt's batch. */
 static int bench_once(hearth_ctx *c, const int32_t *prompt, int32_t n_prompt, int32_t n_gen,
-                      const hearth_model_info *in, bench_run *r, hr_err *e) {
+                      const hearth_model_info *in, bench_run *r, bench_prof *bp, hr_err *e) {
     const int32_t n_vocab = in->n_vocab;
+    if (bp && hearth_ctx_profile(c, true, e)) return -1; /* restarts from zero: one phase per read */
     double t0 = now_s();
     if (hearth_eval(c, prompt, n_prompt, 0, false, e)) return -1;
     double t1 = now_s();
+    if (bp) {
+        hearth_ctx_profile_read(c, &bp->tmp), hr_bench_prof_add(&bp->prompt, &bp->tmp);
+        if (hearth_ctx_profile(c, true, e)) return -1;
+        t1 = now_s(); /* the read is not decode time */
+    }
     uint64_t c0, s0, c1, s1, m0, m1;
     ffn_totals(c, in, &c0, &s0, &m0);
     int32_t tok = argmax(hearth_logits(c, -1), n_vocab);
@@ -146,6 +160,7 @@ static int bench_once(hearth_ctx *c, const int32_t *prompt, int32_t n_prompt, in
         tok = argmax(hearth_logits(c, -1), n_vocab);
     }
     double t2 = now_s();
+    if (bp) hearth_ctx_profile_read(c, &bp->tmp), hr_bench_prof_add(&bp->decode, &bp->tmp);
     ffn_totals(c, in, &c1, &s1, &m1);
     r->prompt_tps = n_prompt / (t1 - t0);
     r->decode_tps = n_gen / (t2 - t1);
@@ -228,10 +243,15 @@ static void print_gpu_json(const hearth_gpu_status *g) {
            g->act_share, g->act_total ? (double)g->act_device / (double)g->act_total : 0.0,
            (unsigned long long)g->ffn_splits, g->enqueue_s, g->cold_s, g->wait_s, (unsigned long long)g->syncs,
            (unsigned long long)g->bytes_to_dev, (unsigned long long)g->bytes_to_host);
+    if (g->experts_total) /* mixtures of experts: the split MoE's share */
+        printf(",\"gpu_experts\":%d,\"gpu_experts_total\":%d,\"gpu_expert_evals\":%llu,\"gpu_expert_evals_total\":%llu",
+               g->experts_device, g->experts_total, (unsigned long long)g->expert_evals_device,
+               (unsigned long long)g->expert_evals_total);
 }
 
 static void report(const bench_opts *o, const hearth_model_info *in, const hearth_ctx_params *cp, int n_threads,
-                   int32_t n_ctx, const bench_run *runs, const sparse_bytes *sb, const hearth_gpu_status *gs) {
+                   int32_t n_ctx, const bench_run *runs, const sparse_bytes *sb, const hearth_gpu_status *gs,
+                   const bench_prof *bp) {
     int n = (int)o->runs;
     double *v = malloc((size_t)n * sizeof *v);
     if (!v) return;
@@ -274,6 +294,7 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
             printf(",\"moe_expert_bytes_per_token\":%llu,\"moe_router_bytes_per_token\":%llu",
                    (unsigned long long)sb->moe_expert, (unsigned long long)sb->moe_router);
         print_gpu_json(gs);
+        if (bp) hr_bench_prof_json(bp);
         printf("}\n");
         return;
     }
@@ -300,6 +321,7 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
         printf("  experts: %.1f MiB of expert rows + %.2f MiB of routers per decoded token (from the routing)\n",
                sb->moe_expert / 1048576.0, sb->moe_router / 1048576.0);
     printf("decode bandwidth  %.2f GB/s\n", gbs);
+    if (bp) hr_bench_prof_text(bp);
 }
 
 /* Pages the mapped weights in and starts the thread pool, so run 1 is not a cold start. */
@@ -317,6 +339,7 @@ static int bench(const bench_opts *o, hearth_model *m) {
     cp.gpu = o->ffn.cp.gpu, cp.gpu_device = o->ffn.cp.gpu_device, cp.vram_budget_gib = o->ffn.cp.vram_budget_gib;
     cp.n_gpu_layers = o->ffn.cp.n_gpu_layers, cp.gpu_index_path = o->ffn.cp.gpu_index_path;
     cp.reset_gpu_index = o->ffn.cp.reset_gpu_index, cp.disable_gpu_index = o->ffn.cp.disable_gpu_index;
+    cp.n_cpu_moe = o->ffn.cp.n_cpu_moe;
     cp.n_threads = (int32_t)o->threads;
     cp.n_ctx = (int32_t)(o->n_ctx ? o->n_ctx : o->n_prompt + o->n_gen);
     if (cp.n_batch < o->n_prompt) cp.n_batch = (int32_t)o->n_prompt; /* one eval, one batch */
@@ -328,8 +351,9 @@ static int bench(const bench_opts *o, hearth_model *m) {
     hr_print_gpu_notice(c, &cp);
     int32_t *prompt = malloc((size_t)o->n_prompt * sizeof *prompt);
     bench_run *runs = calloc((size_t)o->runs, sizeof *runs);
+    bench_prof *bp = o->profile ? calloc(1, sizeof *bp) : NULL;
     int rc = 1;
-    if (prompt && runs) {
+    if (prompt && runs && (bp || !o->profile)) {
         uint64_t s = o->seed * 0x9E3779B97F4A7C15ull + 1;
         for (long i = 0; i < o->n_prompt; i++) {
             s ^= s << 13, s ^= s >> 7, s ^= s << 17;
@@ -337,7 +361,7 @@ static int bench(const bench_opts *o, hearth_model *m) {
         }
         rc = warm_up(c, prompt, (int32_t)o->n_prompt, &e) ? 1 : 0;
         for (long r = 0; !rc && r < o->runs; r++)
-            rc = bench_once(c, prompt, (int32_t)o->n_prompt, (int32_t)o->n_gen, in, &runs[r], &e) ? 1 : 0;
+            rc = bench_once(c, prompt, (int32_t)o->n_prompt, (int32_t)o->n_gen, in, &runs[r], bp, &e) ? 1 : 0;
         if (rc) {
             fprintf(stderr, "hearth bench: %s\n", e.msg);
         } else {
@@ -346,7 +370,7 @@ static int bench(const bench_opts *o, hearth_model *m) {
             hearth_gpu_status gs;
             hearth_ctx_gpu_status(c, &gs);
             report(o, in, &cp, cp.n_threads ? cp.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN), hearth_ctx_n_ctx(c),
-                   runs, &sb, &gs);
+                   runs, &sb, &gs, bp);
             if (!o->json && gs.active) hr_print_gpu_plan(c), hr_print_gpu_overlap(c);
             if (cp.ffn_stats) hr_print_ffn_stats(m, c);
         }
@@ -355,6 +379,7 @@ static int bench(const bench_opts *o, hearth_model *m) {
     }
     free(prompt);
     free(runs);
+    free(bp);
     hearth_ctx_free(c);
     return rc;
 }

@@ -33,6 +33,9 @@ static void usage(FILE *f) {
             "                        (PowerInfer's solver uses 256)          [1]\n"
             "  -o, --output PATH     GPU index to write            [MODEL.generated.gpuidx]\n"
             "  --json                machine-readable report on stdout\n"
+            "  -ncmoe, --n-cpu-moe N, -cmoe, --cpu-moe, -ngl N\n"
+            "                        mixtures of experts: as hearth run; the report lists the\n"
+            "                        experts placed (by the statistics' routing counts), no file\n"
             "  -h, --help            this help\n\n"
             "The accounting is hybrid execution's (docs/hybrid.md): from the budget come the\n"
             "device's own overhead, then scratch for -b tokens, attention with its F16 KV cache\n"
@@ -70,6 +73,12 @@ static int ctx_flag(const char *f, const char *v, hearth_ctx_params *cp) {
     } else if (!strcmp(f, "--gpu-device")) {
         if (!hr_arg_long(CMD, f, v, 0, 255, &l)) return 2;
         cp->gpu_device = (int32_t)l;
+    } else if (!strcmp(f, "-ncmoe") || !strcmp(f, "--n-cpu-moe")) { /* mixtures of experts, as hearth run */
+        if (!hr_arg_long(CMD, f, v, 0, 1 << 20, &l)) return 2;
+        cp->n_cpu_moe = (int32_t)l;
+    } else if (!strcmp(f, "-ngl") || !strcmp(f, "--n-gpu-layers")) {
+        if (!hr_arg_long(CMD, f, v, 0, 1 << 20, &l)) return 2;
+        cp->n_gpu_layers = (int32_t)l;
     } else if (!strcmp(f, "--ffn")) {
         if (hr_arg_ffn_mode(CMD, v, &cp->ffn_mode) < 0) return 2;
     } else if (!strcmp(f, "--gpu")) {
@@ -88,6 +97,7 @@ static int parse(int argc, char **argv, opts *o) {
             return 0;
         }
         if (!strcmp(f, "--json")) { o->json = true; continue; }
+        if (!strcmp(f, "-cmoe") || !strcmp(f, "--cpu-moe")) { o->cp.n_cpu_moe = 1 << 20; continue; }
         if (f[0] != '-') return hr_usage_error(CMD, "unexpected argument '%s'", f);
         if (!hr_arg_need(CMD, argc, argv, i)) return 2;
         const char *v = argv[++i];
@@ -231,7 +241,73 @@ static void no_neurons(const opts *o, const hearth_gpu_budget *b) {
             (unsigned long long)b->need, suggest(b->need));
 }
 
+/* Mixtures of experts: which experts the run-time plan puts on the device for this budget
+ * (a context recomputes the same from the same statistics, so nothing is written). */
+static void print_experts(const opts *o, const hearth_gpu_experts *x, const char *stats) {
+    uint64_t dev = 0, all = 0;
+    for (int32_t i = 0; x->routed && i < x->n_layer * x->n_expert; i++) all += x->routed[i], dev += x->on_device[i] ? x->routed[i] : 0;
+    if (o->json) {
+        printf("{\"model\": ");
+        json_str(o->p.model_path);
+        printf(", \"stats\": ");
+        if (stats) json_str(stats);
+        else printf("null");
+        printf(", \"n_layer\": %d, \"n_expert\": %d, \"n_expert_used\": %d, \"n_tokens\": %llu, \"budget_bytes\": %llu, "
+               "\"used_bytes\": %llu, \"expert_bytes\": %llu, \"n_placed\": %d, \"share\": %.6f,\n \"layers\": [",
+               x->n_layer, x->n_expert, x->n_expert_used, (unsigned long long)x->n_tokens, (unsigned long long)x->budget,
+               (unsigned long long)x->used, (unsigned long long)x->placed_bytes, x->n_placed, all ? (double)dev / (double)all : 0.0);
+        for (int32_t l = 0; l < x->n_layer; l++) {
+            printf("%s\n  {\"layer\": %d, \"experts\": [", l ? "," : "", l);
+            for (int32_t k = 0, n = 0; k < x->n_expert; k++)
+                if (x->on_device[l * x->n_expert + k]) printf("%s%d", n++ ? ", " : "", k);
+            printf("]}");
+        }
+        printf("]}\n");
+        return;
+    }
+    printf("model %s: %d layers of %d experts (%d used per token); %s%s\n", o->p.model_path, x->n_layer, x->n_expert,
+           x->n_expert_used, stats ? "routing statistics " : "no statistics (uniform order: lowest layer and id first)",
+           stats ? stats : "");
+    printf("VRAM budget %.6g GiB (%llu bytes): arena %llu bytes, of which %llu for experts\n", (double)x->budget / GIB,
+           (unsigned long long)x->budget, (unsigned long long)x->used, (unsigned long long)x->placed_bytes);
+    printf("layer  experts on the GPU\n");
+    for (int32_t l = 0; l < x->n_layer; l++) {
+        printf("%5d ", l);
+        for (int32_t k = 0; k < x->n_expert; k++)
+            if (x->on_device[l * x->n_expert + k]) printf(" %d", k);
+        printf("\n");
+    }
+    printf("overall: %d of %d experts on the GPU", x->n_placed, x->n_layer * x->n_expert);
+    if (all) printf(", serving %.2f%% of routings (statistics)", 100.0 * (double)dev / (double)all);
+    printf("; placed again by every context with this budget (nothing written)\n");
+}
+
+/* -1: not a mixture of experts; else the exit code. */
+static int place_experts(const opts *o, hearth_model *m) {
+    char def[1024];
+    const char *stats = o->p.stats_path;
+    const size_t n = strlen(o->p.model_path);
+    FILE *f;
+    /* as a context looks: MODEL.stats.gguf, then x.stats.gguf for x.gguf */
+    for (int k = 0; !stats && k < 2; k++) {
+        const int cut = k && n > 5 && !strcmp(o->p.model_path + n - 5, ".gguf") ? 5 : 0;
+        if ((k && !cut) || snprintf(def, sizeof def, "%.*s.stats.gguf", (int)(n - (size_t)cut), o->p.model_path) >= (int)sizeof def)
+            continue;
+        if ((f = fopen(def, "rb"))) fclose(f), stats = def;
+    }
+    hearth_gpu_experts x;
+    hr_err e = {{0}};
+    int rc = hearth_gpu_plan_experts(m, &o->cp, stats, &x, &e);
+    if (!rc && !x.n_expert) return -1;
+    if (rc) fprintf(stderr, "hearth place: %s: %s\n", o->p.model_path, e.msg);
+    else print_experts(o, &x, stats);
+    hearth_gpu_experts_free(&x);
+    return rc ? 1 : 0;
+}
+
 static int place(const opts *o, hearth_model *m) {
+    const int moe = place_experts(o, m);
+    if (moe >= 0) return moe;
     hr_err e = {{0}};
     hearth_gpu_budget b;
     if (hearth_gpu_plan_budget(m, &o->cp, &b, &e)) {

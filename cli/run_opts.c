@@ -100,8 +100,11 @@ static int gpu_flag(const char *cmd, const char *a, const char *v, hr_run_opts *
     if (is(a, "--gpu-device", "-mg") || is(a, "--main-gpu", NULL)) { if (!hr_arg_long(cmd, a, v, 0, 255, &l)) return -1; o->cp.gpu_device = (int32_t)l; }
     else if (is(a, "--vram-budget", NULL)) { if (!hr_arg_float(cmd, a, v, 0, 1e6, &f)) return -1; o->cp.vram_budget_gib = f; }
     else if (is(a, "--gpu-index", NULL)) o->cp.gpu_index_path = v, o->gpu_index_explicit = true;
-    else if (is(a, "-ncmoe", "--n-cpu-moe")) /* llama.cpp's: experts of the first N layers on the host, as all are */
-        return hr_arg_long(cmd, a, v, 0, 1 << 20, &l) ? 1 : -1;
+    else if (is(a, "-ncmoe", "--n-cpu-moe")) { /* llama.cpp's: the experts of the first N layers on the host */
+        if (!hr_arg_long(cmd, a, v, 0, 1 << 20, &l)) return -1;
+        o->cp.n_cpu_moe = (int32_t)l;
+        return 1; /* keeps experts off the device: asks for no GPU (as --cpu-moe) */
+    }
     o->gpu_asked = true;
     return 1;
 }
@@ -217,7 +220,7 @@ static int switch_flag(const char *cmd, int argc, char **argv, int *i, hr_run_op
     if (!strcmp(a, "--stats")) o->cp.ffn_stats = true;
     else if (!strcmp(a, "--reset-gpu-index") || !strcmp(a, "--disable-gpu-index"))
         *(a[2] == 'r' ? &o->cp.reset_gpu_index : &o->cp.disable_gpu_index) = true, o->gpu_asked = true;
-    else if (is(a, "-cmoe", "--cpu-moe")) {} /* llama.cpp's: every expert on the host, where Hearth keeps them */
+    else if (is(a, "-cmoe", "--cpu-moe")) o->cp.n_cpu_moe = 1 << 20; /* llama.cpp's: every expert on the host */
     else if (!strcmp(a, "--no-mmap")) o->mp.no_mmap = true;
     else if (!strcmp(a, "--mmap")) o->mp.no_mmap = false;
     else if (!strcmp(a, "--mlock")) o->mp.mlock = true;
@@ -371,10 +374,10 @@ void hr_print_common_help(void) {
            "                            budget)\n"
            "  --reset-gpu-index         regenerate the index even if it exists\n"
            "  --disable-gpu-index       no hot neurons on the device (dense parts only)\n"
-           "  -cmoe, --cpu-moe          as in llama.cpp: mixture-of-experts weights on the CPU; accepted,\n"
-           "                            Hearth keeps every expert on the host for now\n"
-           "  -ncmoe, --n-cpu-moe N     as in llama.cpp: the experts of the first N layers on the CPU;\n"
-           "                            accepted, as all experts stay on the host for now\n"
+           "  -cmoe, --cpu-moe          as in llama.cpp: keep every mixture-of-experts expert on the CPU\n"
+           "                            (attention and output may still go to the device)\n"
+           "  -ncmoe, --n-cpu-moe N     as in llama.cpp: keep the experts of the first N layers on the CPU;\n"
+           "                            the others go to the device by routed frequency as the budget allows\n"
            "sampling:\n"
            "  --temp X                  temperature in [0, %g], 0 = greedy (default 0.8)\n"
            "  --top-k N                 keep the N most likely tokens, 0 = off (default 40)\n"
@@ -540,6 +543,8 @@ void hr_print_gpu_plan(const hearth_ctx *c) {
             (long long)s.hot_neurons, 100 * s.ffn_share);
     if (s.act_share >= 0) fprintf(stderr, ", serving %.2f%% of activations (statistics)\n", 100 * s.act_share);
     else fprintf(stderr, ", activation share unknown (no statistics)\n");
+    if (s.experts_total) /* mixtures of experts: act_share is the share of routings */
+        fprintf(stderr, "gpu: %d of %d experts on the device\n", s.experts_device, s.experts_total);
     if (s.note[0]) fprintf(stderr, "gpu: %s\n", s.note);
     fprintf(stderr, "gpu: bytes: budget %llu used %llu neuron_budget %llu hot %llu ffn %llu\n", (unsigned long long)s.budget,
             (unsigned long long)s.used, (unsigned long long)s.neuron_budget, (unsigned long long)s.used_neurons,
@@ -556,4 +561,7 @@ void hr_print_gpu_overlap(const hearth_ctx *c) {
             s.cold_s, s.wait_s);
     fprintf(stderr, "gpu: %llu round trips (waits for the device), %.2f MiB to it, %.2f MiB back\n",
             (unsigned long long)s.syncs, mib(s.bytes_to_dev), mib(s.bytes_to_host));
+    if (s.experts_total)
+        fprintf(stderr, "gpu: %llu of %llu expert evaluations (token x chosen expert) on the device\n",
+                (unsigned long long)s.expert_evals_device, (unsigned long long)s.expert_evals_total);
 }

@@ -107,6 +107,8 @@ typedef struct hearth_ctx_params {
     const char *gpu_index_path;  /* NULL: <model>.generated.gpuidx */
     bool reset_gpu_index;      /* regenerate the GPU index even if one exists */
     bool disable_gpu_index;    /* no hot neurons on the GPU (dense parts only) */
+    int32_t n_cpu_moe;         /* mixtures of experts: the experts of layers 0..N-1 stay on the CPU
+                                  (llama.cpp's --n-cpu-moe; >= n_layer: every expert, --cpu-moe) */
 } hearth_ctx_params;
 
 typedef struct hearth_model_info {
@@ -162,6 +164,33 @@ int hearth_ctx_moe_stats(const hearth_ctx *c, hearth_moe_stats *out);
 /* Tokens layer il routed to each expert: counts[n_expert], summed over every forward call
  * (a token counts once for each of its n_expert_used experts). -1 for dense models or a bad il. */
 int hearth_ctx_moe_routed(const hearth_ctx *c, int32_t il, uint64_t *counts);
+/* Operation profile (hearth bench --profile; docs/performance.md). hearth_ctx_profile(c, true)
+ * starts (or restarts from zero) timing every operation the forward pass dispatches; false
+ * stops it. Off (the default) it costs one pointer test per operation. Each row is one
+ * operation kind (and weight type for products): exclusive wall seconds, calls, bytes read and
+ * written. Row order is fixed (the same index is the same operation in every read), rows
+ * never used have calls == 0; the last row, "other", is the forward time no operation claimed. */
+#define HEARTH_PROFILE_ROWS 448
+typedef struct hearth_profile_row {
+    const char *op;   /* "matvec", "gemm", "gather", "axpy", "predictor", "attention", "norm", "rope",
+                         "elementwise", "moe_route", "sync", "other" */
+    const char *type; /* weight type of products ("q4_0", ...), else "" */
+    double seconds;
+    uint64_t calls, bytes;
+} hearth_profile_row;
+typedef struct hearth_profile {
+    double total_s;            /* wall time of the forward calls */
+    uint64_t tokens, forwards; /* tokens evaluated, forward calls */
+    double cpu_s;              /* CPU time of the process since the profile started (all threads,
+                                  spinning included): below total_s x threads, other processes
+                                  had the cores, and every wall time above is stretched */
+    int32_t threads;
+    int32_t n_rows;
+    hearth_profile_row rows[HEARTH_PROFILE_ROWS];
+} hearth_profile;
+int hearth_ctx_profile(hearth_ctx *c, bool on, hr_err *e);
+/* -1 when profiling is off. */
+int hearth_ctx_profile_read(const hearth_ctx *c, hearth_profile *out);
 const char *hearth_ffn_mode_name(hearth_ffn_mode m);
 float hearth_model_sparse_threshold(const hearth_model *m);
 /* Layer il's threshold of FFN mode threshold; negative when the model has none. */
@@ -216,6 +245,10 @@ typedef struct hearth_gpu_status {
     double wait_s;            /* time then spent waiting for the device */
     /* Round trips of the forward pass: waits for the device, bytes copied each way. */
     uint64_t syncs, bytes_to_dev, bytes_to_host;
+    /* Mixtures of experts: experts resident on the device (all layers) out of all; expert
+     * evaluations (token x chosen expert) computed on the device / in all. */
+    int32_t experts_device, experts_total;
+    uint64_t expert_evals_device, expert_evals_total;
 } hearth_gpu_status;
 int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out);
 
@@ -264,6 +297,23 @@ typedef struct hearth_gpu_budget {
  * hearth_gpu_budget_free (also after an error). */
 int hearth_gpu_plan_budget(hearth_model *m, const hearth_ctx_params *p, hearth_gpu_budget *out, hr_err *e);
 void hearth_gpu_budget_free(hearth_gpu_budget *b);
+
+/* Mixtures of experts: the experts a context with p (its budget, n_cpu_moe, n_gpu_layers,
+ * device as for hearth_gpu_plan_budget) puts on the device, ranked by the routing counts of
+ * the statistics at stats_path (NULL: none, the uniform order). n_expert 0: not a mixture of
+ * experts. Free with hearth_gpu_experts_free (also after an error). */
+typedef struct hearth_gpu_experts {
+    int32_t n_layer, n_expert, n_expert_used;
+    int32_t n_placed;          /* experts on the device, all layers */
+    uint8_t *on_device;        /* [n_layer][n_expert] 1: on the device */
+    uint64_t *routed;          /* [n_layer][n_expert] routed tokens in the statistics (NULL without) */
+    uint64_t n_tokens;         /* tokens of the statistics (0 without) */
+    uint64_t placed_bytes;     /* device bytes of the placed experts */
+    uint64_t budget, used;     /* the budget in bytes and the arena the plan takes */
+} hearth_gpu_experts;
+int hearth_gpu_plan_experts(hearth_model *m, const hearth_ctx_params *p, const char *stats_path, hearth_gpu_experts *out,
+                            hr_err *e);
+void hearth_gpu_experts_free(hearth_gpu_experts *x);
 
 /* Evaluates n tokens at positions pos..pos+n-1 (the cache keeps 0..pos-1; later entries
  * are overwritten). n may exceed n_batch: it is split internally. all_logits: keep the

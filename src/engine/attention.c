@@ -6,6 +6,7 @@
 #include "context.h"
 #include "formats/types.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/prof.h"
 
 typedef struct {
     hearth_ctx *c;
@@ -76,8 +77,19 @@ static void store_kv(hearth_ctx *c, int il, const hr_fwd *f) {
     }
 }
 
+/* Bytes one call moves: the new K/V rows, every cached row each token reads, q in and out. */
+static uint64_t attn_bytes(const hearth_ctx *c, const hr_fwd *f) {
+    const hr_hparams *hp = &c->m->hp;
+    const uint64_t kvd = (uint64_t)hp->n_head_kv * (uint64_t)hp->head_dim, el = c->kv.k_elem + c->kv.v_elem;
+    uint64_t rows = 0;
+    for (int32_t t = 0; t < f->n; t++) rows += (uint64_t)f->pos[t] + 1;
+    return (rows + (uint64_t)f->n) * kvd * el + (uint64_t)f->n * (uint64_t)hp->n_head * (uint64_t)hp->head_dim * 8;
+}
+
 void hr_attention(hearth_ctx *c, int il, const hr_fwd *f) {
+    const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
     store_kv(c, il, f);
     attn_job j = {c, il, f};
     hr_pool_run(c->cpu.pool, attn_task, &j);
+    if (c->cpu.prof) hr_prof_end(c->cpu.prof, pm, HR_PROF_ATTN, 0, attn_bytes(c, f));
 }

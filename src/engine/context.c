@@ -6,6 +6,7 @@
 #include "formats/types.h"
 #include "hybrid.h"
 #include "moe.h"
+#include "backends/cpu/prof.h"
 
 hearth_ctx_params hearth_ctx_default_params(void) {
     return (hearth_ctx_params){.n_ctx = 0, .n_threads = 0, .n_batch = 512, .kv_k = HEARTH_KV_F16, .kv_v = HEARTH_KV_F16};
@@ -218,7 +219,10 @@ static int forward_chunk(hearth_ctx *c, const int32_t *tokens, int32_t n, int64_
                 .logits = want && !c->embd_mode ? c->logits + *row * c->m->hp.n_vocab : NULL,
                 .embd = want && c->embd_mode ? c->embd + *row * c->m->hp.n_embd : NULL};
     *row += want;
-    return hr_forward(c, &f, e);
+    const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
+    const int r = hr_forward(c, &f, e);
+    hr_prof_forward(c->cpu.prof, pm, n);
+    return r;
 }
 
 static int check_token(const hearth_ctx *c, int32_t tok, int32_t i, hr_err *e) {

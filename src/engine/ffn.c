@@ -7,6 +7,7 @@
 #include "ffn.h"
 #include "hybrid.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/prof.h"
 
 /* Above this share of neurons in the batch's union, dense products beat gathers. */
 #define HR_UNION_DENSE_SHARE 0.6
@@ -64,23 +65,27 @@ static int gate_up(const ffn_job *j, const int32_t *idx, int64_t nu, bool need_g
 /* Union of the per-token masks into c->ffn_idx; returns its size. */
 static int64_t mask_union(const ffn_job *j) {
     const uint8_t *mk = j->c->ffn_mask;
+    const hr_prof_mark pm = hr_prof_begin(j->c->cpu.prof);
     int64_t nu = 0;
     for (int64_t k = 0; k < j->ff; k++) {
         uint8_t any = 0;
         for (int32_t t = 0; t < j->n && !any; t++) any = mk[t * j->ff + k];
         if (any) j->c->ffn_idx[nu++] = (int32_t)k;
     }
+    hr_prof_end(j->c->cpu.prof, pm, HR_PROF_ELEM, 0, (uint64_t)(j->n * j->ff) + (uint64_t)nu * 4);
     return nu;
 }
 
 /* Activations of the union's neurons from c->g/c->u ([n][nu]); masked-out entries zeroed. */
 static void activate(const ffn_job *j, const int32_t *idx, int64_t nu, float *A) {
     const hr_hparams *hp = &j->c->m->hp;
+    const hr_prof_mark pm = hr_prof_begin(j->c->cpu.prof);
     hr_ffn_act_tab(A, j->f->gate.data ? j->c->g : NULL, j->c->u, j->n * nu, hp->act, j->c->m->gelu_tab);
     const uint8_t *mk = j->c->ffn_mask;
     for (int32_t t = 0; t < j->n; t++)
         for (int64_t i = 0; i < nu; i++)
             if (!mk[t * j->ff + idx[i]]) A[t * nu + i] = 0.0f;
+    hr_prof_end(j->c->cpu.prof, pm, HR_PROF_ELEM, 0, (uint64_t)(j->n * nu) * 13);
 }
 
 /* Computes the masked FFN given c->ffn_mask. */
@@ -99,8 +104,10 @@ static int ffn_masked(const ffn_job *j, float *out, hr_err *e) {
 
 static int ffn_dense(const ffn_job *j, float *out, hr_err *e) {
     if (gate_up(j, j->c->ffn_all, j->ff, true, e)) return -1;
+    const hr_prof_mark pm = hr_prof_begin(j->c->cpu.prof);
     hr_ffn_act_tab(j->c->ffn_a, j->f->gate.data ? j->c->g : NULL, j->c->u, j->n * j->ff, j->c->m->hp.act,
                    j->c->m->gelu_tab);
+    hr_prof_end(j->c->cpu.prof, pm, HR_PROF_ELEM, 0, (uint64_t)(j->n * j->ff) * 12);
     return project_down(j, j->c->ffn_a, j->c->ffn_all, j->ff, out, e);
 }
 
@@ -155,23 +162,33 @@ static int ffn_threshold(const ffn_job *j, float *out, hr_err *e) {
 
 const float *hr_ffn_last_gate(const hearth_ctx *c) { return c->g; }
 
+/* Ends the predictor's profile scope (prof.h); returns r. */
+static int pred_done(hearth_ctx *c, hr_prof_mark pm, int r) {
+    if (!c->cpu.prof) return r;
+    c->cpu.prof->scope = -1;
+    hr_prof_end(c->cpu.prof, pm, HR_PROF_PREDICTOR, 0, 0);
+    return r;
+}
+
 /* Predictor: score = fc2 · relu(fc1 · x); neuron active iff score >= threshold. */
 static int predict(const ffn_job *j, const hr_ffn_dev *d, const float *x, hr_err *e) {
     hearth_ctx *c = j->c;
     const hr_ffn_weights *f = j->f;
     const int64_t r = f->fc1.n_out;
     const float *sc = d->in.scores ? d->in.scores : c->ffn_s; /* given: computed with the attention, in one round trip */
+    const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
+    if (c->cpu.prof) c->cpu.prof->scope = HR_PROF_PREDICTOR; /* fc1/fc2 charged here, not to matvec */
     if (d->in.scores) {
     } else if (d->pred) {
-        if (hr_hybrid_predict(c, j->il, x, j->n, c->ffn_s, e)) return -1;
+        if (hr_hybrid_predict(c, j->il, x, j->n, c->ffn_s, e)) return pred_done(c, pm, -1);
     } else {
-        if (hr_matmul(&c->cpu, &f->fc1, x, j->n, c->ffn_ph, e)) return -1;
+        if (hr_matmul(&c->cpu, &f->fc1, x, j->n, c->ffn_ph, e)) return pred_done(c, pm, -1);
         for (int64_t i = 0; i < j->n * r; i++) c->ffn_ph[i] = c->ffn_ph[i] > 0 ? c->ffn_ph[i] : 0.0f;
-        if (hr_matmul(&c->cpu, &f->fc2, c->ffn_ph, j->n, c->ffn_s, e)) return -1;
+        if (hr_matmul(&c->cpu, &f->fc2, c->ffn_ph, j->n, c->ffn_s, e)) return pred_done(c, pm, -1);
     }
     const float thr = c->m->sparse_threshold;
     for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn_mask[i] = sc[i] >= thr;
-    return 0;
+    return pred_done(c, pm, 0);
 }
 
 /* Neurons computed: always counted (one pass over the masks), so benchmarks can report

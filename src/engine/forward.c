@@ -11,9 +11,17 @@
 #include "hybrid.h"
 #include "moe.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/prof.h"
 
 static void add_into(float *x, const float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+/* x += y over the batch's residual stream (timed as an element-wise op when profiling). */
+static void residual_add(hearth_ctx *c, const float *y, int64_t n) {
+    const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
+    add_into(c->x, y, n);
+    hr_prof_end(c->cpu.prof, pm, HR_PROF_ELEM, 0, (uint64_t)n * 12);
 }
 
 static void add_bias(float *y, const float *b, int32_t n_tok, int64_t n) {
@@ -25,18 +33,24 @@ static void scale_rows(float *x, float s, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] *= s;
 }
 
-static void norm_rows(const hr_hparams *hp, float *y, const float *x, const float *w, const float *b, int32_t n) {
+static void norm_rows(const hearth_ctx *c, float *y, const float *x, const float *w, const float *b, int32_t n) {
+    const hr_hparams *hp = &c->m->hp;
     const int64_t d = hp->n_embd;
+    const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
     for (int32_t t = 0; t < n; t++) {
         if (hp->arch->norm == HR_NORM_LAYER) hr_layernorm(y + t * d, x + t * d, w, b, d, hp->rms_eps);
         else hr_rmsnorm(y + t * d, x + t * d, w, d, hp->rms_eps);
     }
+    hr_prof_end(c->cpu.prof, pm, HR_PROF_NORM, 0, (uint64_t)(2 * n + 1) * (uint64_t)d * 4);
 }
 
 /* RMSNorm of each of n_heads consecutive heads with one weight vector {head_dim} (Qwen3's
  * q and k norms, applied before RoPE). */
-static void head_norms(const hr_hparams *hp, float *x, const float *w, int64_t n_heads) {
+static void head_norms(const hearth_ctx *c, float *x, const float *w, int64_t n_heads) {
+    const hr_hparams *hp = &c->m->hp;
+    const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
     for (int64_t h = 0; h < n_heads; h++) hr_rmsnorm(x + h * hp->head_dim, x + h * hp->head_dim, w, hp->head_dim, hp->rms_eps);
+    hr_prof_end(c->cpu.prof, pm, HR_PROF_NORM, 0, (uint64_t)(2 * n_heads + 1) * (uint64_t)hp->head_dim * 4);
 }
 
 /* What a layer's step runs on the device besides the host's work. */
@@ -56,9 +70,10 @@ static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, 
         hr_matmul(&c->cpu, &L->wv, in, n, c->v, e))
         return -1;
     add_bias(c->q, L->bq, n, qd), add_bias(c->k, L->bk, n, kvd), add_bias(c->v, L->bv, n, kvd);
-    if (L->q_norm) head_norms(hp, c->q, L->q_norm, (int64_t)n * hp->n_head);
-    if (L->k_norm) head_norms(hp, c->k, L->k_norm, (int64_t)n * hp->n_head_kv);
+    if (L->q_norm) head_norms(c, c->q, L->q_norm, (int64_t)n * hp->n_head);
+    if (L->k_norm) head_norms(c, c->k, L->k_norm, (int64_t)n * hp->n_head_kv);
     if (L->use_rope) {
+        const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
         const float *ff = hr_rope_factors(c->m, c->n_ctx); /* Llama-3.1 / LongRoPE factors, or NULL */
         for (int32_t t = 0; t < n; t++) {
             hr_rope_ext(c->q + t * qd, hp->n_head, hp->head_dim, hp->n_rot, f->pos[t], L->rope_base, L->rope_freq_scale,
@@ -66,6 +81,7 @@ static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, 
             hr_rope_ext(c->k + t * kvd, hp->n_head_kv, hp->head_dim, hp->n_rot, f->pos[t], L->rope_base, L->rope_freq_scale,
                         hp->rope_neox, ff, &hp->rope_yarn);
         }
+        hr_prof_end(c->cpu.prof, pm, HR_PROF_ROPE, 0, (uint64_t)n * (uint64_t)(qd + kvd) * 8);
     }
     if (hp->q_scale != 1.0f) scale_rows(c->q, hp->q_scale, (int64_t)n * qd);
     hr_attention(c, il, f);
@@ -81,16 +97,16 @@ static int serial_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *
     const int32_t n = f->n;
     const int64_t nd = (int64_t)n * hp->n_embd;
     if (hr_moe_route_early(c, L, c->x, n, e)) return -1; /* routers that read the layer input */
-    norm_rows(hp, c->xn, c->x, L->attn_norm, L->attn_norm_b, n);
+    norm_rows(c, c->xn, c->x, L->attn_norm, L->attn_norm_b, n);
     if (attention(c, L, il, c->xn, f, ld, c->tmp, e)) return -1;
-    if (L->attn_post_norm) norm_rows(hp, c->tmp, c->tmp, L->attn_post_norm, NULL, n);
-    add_into(c->x, c->tmp, nd);
-    norm_rows(hp, c->xn, c->x, L->ffn_norm, L->ffn_norm_b, n);
+    if (L->attn_post_norm) norm_rows(c, c->tmp, c->tmp, L->attn_post_norm, NULL, n);
+    residual_add(c, c->tmp, nd);
+    norm_rows(c, c->xn, c->x, L->ffn_norm, L->ffn_norm_b, n);
     if (L->moe.router.data ? hr_moe_ffn(c, L, il, c->xn, n, c->tmp, e)
                            : hr_ffn_dev_run(c, L, il, c->x, c->xn, n, &ld->ffn, c->tmp, e))
         return -1;
-    if (L->ffn_post_norm) norm_rows(hp, c->tmp, c->tmp, L->ffn_post_norm, NULL, n);
-    add_into(c->x, c->tmp, nd);
+    if (L->ffn_post_norm) norm_rows(c, c->tmp, c->tmp, L->ffn_post_norm, NULL, n);
+    residual_add(c, c->tmp, nd);
     return 0;
 }
 
@@ -100,10 +116,10 @@ static int parallel_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd
     const hr_hparams *hp = &c->m->hp;
     const int32_t n = f->n;
     const int64_t nd = (int64_t)n * hp->n_embd;
-    norm_rows(hp, c->xn, c->x, L->attn_norm, L->attn_norm_b, n);
+    norm_rows(c, c->xn, c->x, L->attn_norm, L->attn_norm_b, n);
     const float *attn_in = c->xn;
     if (L->attn_norm2) {
-        norm_rows(hp, c->xb, c->x, L->attn_norm2, L->attn_norm2_b, n);
+        norm_rows(c, c->xb, c->x, L->attn_norm2, L->attn_norm2_b, n);
         attn_in = c->xb;
     }
     if (attention(c, L, il, attn_in, f, ld, c->xb, e) || hr_ffn_dev_run(c, L, il, c->x, c->xn, n, &ld->ffn, c->tmp, e)) return -1;
@@ -150,9 +166,11 @@ static int step_resident(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd 
     return -1;
 }
 
+/* The layer on the host (attention on the device where placed); its MoE FFN shares the
+ * experts with the device (moe.c asks the plan which). */
 static int step_split_moe(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
-    (void)c, (void)L, (void)f;
-    return hr_errf(e, "internal error: layer %d's plan shares its experts with the device, which is not implemented", il);
+    const layer_dev ld = {.attn = hr_hybrid_has_attn(c, il)};
+    return host_parts(c, L, il, f, &ld, e);
 }
 
 typedef int (*layer_step)(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e);
@@ -191,7 +209,7 @@ static int output(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
             rows++;
         }
     if (!rows) return 0;
-    norm_rows(&m->hp, c->xn, c->x, m->output_norm, m->output_norm_b, rows);
+    norm_rows(c, c->xn, c->x, m->output_norm, m->output_norm_b, rows);
     if (f->embd) { /* embeddings: the normed rows are the result */
         memcpy(f->embd, c->xn, sizeof(float) * (size_t)(rows * d));
         return 0;

@@ -7,6 +7,7 @@
 #include "backends/device/standin.h"
 #include "context.h"
 #include "hybrid.h"
+#include "sparse/stats.h"
 
 /* An arena budget no model reaches: the plan then holds every dense part. */
 #define UNBOUNDED (UINT64_C(1) << 62)
@@ -34,10 +35,14 @@ static int device_overhead(const hearth_ctx_params *p, hearth_gpu_budget *out, h
     return 0;
 }
 
+static int plan_for_freq(hearth_model *m, const hearth_ctx_params *p, const hr_ctx_shape *s, uint64_t arena,
+                         const uint32_t *freq, hr_gpu_plan *plan, hr_err *e) {
+    hr_gpu_plan_in in = {m, s->n_ctx, s->n_seq, s->n_batch, arena, s->ffn_mode, p->n_gpu_layers, NULL, p->n_cpu_moe, freq};
+    return hr_gpu_plan_make(&in, plan, e);
+}
 static int plan_for(hearth_model *m, const hearth_ctx_params *p, const hr_ctx_shape *s, uint64_t arena, hr_gpu_plan *plan,
                     hr_err *e) {
-    hr_gpu_plan_in in = {m, s->n_ctx, s->n_seq, s->n_batch, arena, s->ffn_mode, p->n_gpu_layers, NULL};
-    return hr_gpu_plan_make(&in, plan, e);
+    return plan_for_freq(m, p, s, arena, NULL, plan, e);
 }
 
 static int fill(hearth_gpu_budget *out, const hr_gpu_plan *plan, const hearth_ctx_params *p, hr_err *e) {
@@ -85,4 +90,62 @@ void hearth_gpu_budget_free(hearth_gpu_budget *b) {
     if (!b) return;
     free(b->neuron_bytes);
     b->neuron_bytes = NULL;
+}
+
+/* The plan's experts and the statistics' counts into *out. */
+static int fill_experts(const hr_gpu_plan *plan, const hr_stats *st, hearth_gpu_experts *out, hr_err *e) {
+    const size_t n = (size_t)out->n_layer * (size_t)out->n_expert;
+    if (!(out->on_device = calloc(n, 1)) || (st && !(out->routed = calloc(n, sizeof *out->routed))))
+        return hr_errf(e, "out of memory");
+    for (int32_t il = 0; il < out->n_layer; il++) {
+        const hr_gpu_layer *g = &plan->layers[il];
+        for (int32_t x = 0; x < out->n_expert; x++) {
+            const size_t at = (size_t)il * (size_t)out->n_expert + (size_t)x;
+            out->on_device[at] = g->exp_local && g->exp_local[x] >= 0;
+            if (st) out->routed[at] = st->expert_counts[at];
+        }
+        for (int32_t i = 0; i < g->n_exp; i++)
+            out->placed_bytes += hr_dev_round((uint64_t)g->exps[i].gate.n_out * g->exps[i].gate.row_bytes) +
+                                 hr_dev_round((uint64_t)g->exps[i].up.n_out * g->exps[i].up.row_bytes) +
+                                 hr_dev_round((uint64_t)g->exps[i].down.n_out * g->exps[i].down.row_bytes);
+    }
+    out->n_placed = plan->n_exp_total, out->used = plan->total;
+    return 0;
+}
+
+int hearth_gpu_plan_experts(hearth_model *m, const hearth_ctx_params *p, const char *stats_path, hearth_gpu_experts *out,
+                            hr_err *e) {
+    memset(out, 0, sizeof *out);
+    if (!m || !p) return hr_errf(e, "GPU accounting needs a model and context parameters");
+    if (!m->hp.n_expert) return 0;
+    if (!(p->vram_budget_gib > 0) || p->vram_budget_gib > 1e6)
+        return hr_errf(e, "VRAM budget %g GiB is not a positive size", p->vram_budget_gib);
+    out->n_layer = m->hp.n_layer, out->n_expert = m->hp.n_expert, out->n_expert_used = m->hp.n_expert_used;
+    hr_stats st = {0};
+    if (stats_path && hr_stats_read_any(stats_path, &st, e)) return -1;
+    if (stats_path && (st.n_layer != m->hp.n_layer || st.n_expert != m->hp.n_expert || !st.expert_counts)) {
+        hr_stats_free(&st);
+        return hr_errf(e, "statistics %s are for %d layers of %d experts, the model has %d of %d", stats_path, st.n_layer,
+                       st.n_expert, m->hp.n_layer, m->hp.n_expert);
+    }
+    out->n_tokens = st.n_tokens;
+    hr_ctx_shape s;
+    hearth_gpu_budget b = {0};
+    hr_gpu_plan plan = {0};
+    int rc = hr_ctx_shape_resolve(m, p, &s, e) || device_overhead(p, &b, e) ? -1 : 0;
+    if (!rc) {
+        out->budget = hr_hybrid_budget_bytes(p->vram_budget_gib);
+        rc = plan_for_freq(m, p, &s, hr_hybrid_arena_bytes(out->budget, b.overhead), stats_path ? st.expert_counts : NULL,
+                           &plan, e);
+    }
+    if (!rc) rc = fill_experts(&plan, stats_path ? &st : NULL, out, e);
+    hr_gpu_plan_free(&plan);
+    if (stats_path) hr_stats_free(&st);
+    return rc;
+}
+
+void hearth_gpu_experts_free(hearth_gpu_experts *x) {
+    if (!x) return;
+    free(x->on_device), free(x->routed);
+    x->on_device = NULL, x->routed = NULL;
 }

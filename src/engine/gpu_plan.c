@@ -22,6 +22,7 @@ typedef struct planner {
     const hr_hparams *hp;
     uint64_t used;
     bool hot_ok, dense_ok, pred_on;
+    bool moe_on;    /* experts may go to the device: their scratch is part of the plan */
 } planner;
 
 static uint64_t kvd(const planner *q) { return (uint64_t)q->hp->n_head_kv * (uint64_t)q->hp->head_dim; }
@@ -60,16 +61,19 @@ static int64_t max_rank(const hearth_model *m) {
     return r;
 }
 
-/* Scratch buffers in hr_gpu_scratch order; offsets relative to the arena start. */
-static uint64_t scratch_layout(const hearth_model *m, int32_t n_batch, hr_gpu_scratch *s) {
+/* Scratch buffers in hr_gpu_scratch order; offsets relative to the arena start. The
+ * expert buffers exist only when experts may go to the device (experts true). */
+static uint64_t scratch_layout(const hearth_model *m, int32_t n_batch, bool experts, hr_gpu_scratch *s) {
     const hr_hparams *hp = &m->hp;
     const uint64_t T = (uint64_t)n_batch, d = (uint64_t)hp->n_embd, ff = (uint64_t)hp->n_ff;
     const uint64_t qd = (uint64_t)hp->n_head * hp->head_dim, kd = (uint64_t)hp->n_head_kv * hp->head_dim;
+    const uint64_t X = experts ? 1 : 0, ke = X * (uint64_t)hp->n_expert_used, fe = X * (uint64_t)hp->n_ff_exp;
     const uint64_t sizes[] = {T * d * 4, T * d * 4, T * qd * 4, T * qd * 4, T * kd * 4, T * kd * 4, T * d * 4,
                               T * (uint64_t)max_rank(m) * 4, T * ff * 4, T * ff * 4, T * ff * 4, T * ff * 4,
-                              T * d * 4, T * (uint64_t)hp->n_vocab * 4, ff * 4, T * ff};
+                              T * d * 4, T * (uint64_t)hp->n_vocab * 4, ff * 4, T * ff,
+                              T * ke * d * 4, T * ke * d * 4, T * fe * 4, T * fe * 4, T * fe * 4, fe * 4};
     uint64_t *offs[] = {&s->x, &s->xp, &s->q, &s->att, &s->k, &s->v, &s->o, &s->ph, &s->s, &s->g, &s->u, &s->h,
-                        &s->y, &s->logits, &s->idx, &s->mask};
+                        &s->y, &s->logits, &s->idx, &s->mask, &s->xe, &s->ye, &s->ge, &s->ue, &s->he, &s->eidx};
     uint64_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         *offs[i] = off;
@@ -227,11 +231,13 @@ static hr_dmat dmat(const hr_mat *m, int64_t rows, uint64_t *off, uint64_t *cat)
     return d;
 }
 
+static void layout_experts(planner *q, int il, uint64_t *off);
+
 /* Offsets of everything chosen, category totals. */
 static int layout(planner *q, hr_err *e) {
     hr_gpu_plan *p = q->p;
     const hearth_model *m = q->in->m;
-    uint64_t off = scratch_layout(m, q->in->n_batch, &p->sc), *B = p->bytes;
+    uint64_t off = scratch_layout(m, q->in->n_batch, q->moe_on, &p->sc), *B = p->bytes;
     B[HEARTH_GPU_CAT_SCRATCH] = off;
     p->kv_layers = p->n_attn;
     const uint64_t kvb = kv_bytes(q, p->n_attn) / 2;
@@ -268,6 +274,7 @@ static int layout(planner *q, hr_err *e) {
             p->hot_bytes += (uint64_t)g->n_hot * p->neuron_bytes[il], p->n_hot_total += g->n_hot;
         }
     }
+    for (int il = 0; il < q->hp->n_layer; il++) layout_experts(q, il, &off);
     if (p->output) p->out = dmat(&m->output, m->output.n_out, &off, &B[HEARTH_GPU_CAT_OUTPUT]);
     p->total = off;
     if (off != q->used || off > p->budget) /* the greedy and the layout must agree to the byte */
@@ -312,26 +319,156 @@ const char *hr_step_kind_name(hr_step_kind k) {
 
 /* One step per layer from the parts placed: the norms go only with fused attention and
  * predictor (predicted mode) or with a resident whole layer (never with a predictor), so
- * they tell the two apart. Mixture-of-experts layers stay on the host; HR_STEP_SPLIT_MOE
- * waits for expert placement. */
+ * they tell the two apart. Mixture-of-experts layers with experts on the device split them. */
 static hr_step_kind step_of(const hr_gpu_layer *g, const hr_layer *L) {
-    if (L->moe.router.data) return HR_STEP_HOST;
+    if (L->moe.router.data) return g->n_exp ? HR_STEP_SPLIT_MOE : g->attn ? HR_STEP_ATTN : HR_STEP_HOST;
     if (g->norms) return g->pred ? HR_STEP_ATTN_PRED : HR_STEP_RESIDENT;
     if (g->pred || g->n_hot || g->ffn_dense) return HR_STEP_SPLIT_FFN;
     return g->attn ? HR_STEP_ATTN : HR_STEP_HOST;
+}
+
+/* ---- mixtures of experts ---- */
+
+/* The device computes an expert's gated activation and plain products; gpt-oss's expert
+ * biases and clamped SwiGLU keep its experts on the host. */
+static bool experts_ok(const planner *q, int il) {
+    const hr_moe_weights *w = &q->in->m->layers[il].moe;
+    return w->router.data && !w->gate_b && !w->up_b && !w->down_b && q->hp->arch->moe_act_limit <= 0 && w->gate.data;
+}
+/* Layers whose experts the plan may place: from n_cpu_moe up to -ngl's limit. */
+static int32_t moe_first(const planner *q) { return q->in->n_cpu_moe > 0 ? q->in->n_cpu_moe : 0; }
+static int32_t moe_end(const planner *q) {
+    const int32_t n = q->hp->n_layer, g = q->in->n_gpu_layers;
+    return g > 0 && g < n ? g : n;
+}
+static bool experts_possible(const planner *q) {
+    if (!q->hp->n_expert) return false;
+    for (int32_t il = moe_first(q); il < moe_end(q); il++)
+        if (experts_ok(q, il)) return true;
+    return false;
+}
+static const hr_mat *down_of(const hr_moe_weights *w) { return w->down.data ? &w->down : &w->down_t; }
+/* One expert's device bytes: three allocations (expert 0's views have each expert's shape). */
+static uint64_t expert_bytes(const planner *q, int il) {
+    const hr_moe_weights *w = &q->in->m->layers[il].moe;
+    return mat_bytes(&w->gate) + mat_bytes(&w->up) + mat_bytes(down_of(w));
+}
+
+typedef struct exp_cand {
+    int32_t il, x;
+    double value; /* routed tokens per byte */
+} exp_cand;
+
+/* Most routed tokens per byte first; ties: the lower layer, then the lower expert. */
+static int cand_cmp(const void *a, const void *b) {
+    const exp_cand *u = a, *v = b;
+    if (u->value != v->value) return u->value > v->value ? -1 : 1;
+    if (u->il != v->il) return u->il < v->il ? -1 : 1;
+    return (u->x > v->x) - (u->x < v->x);
+}
+
+static int mark_expert(planner *q, int il, int32_t x, hr_err *e) {
+    hr_gpu_layer *g = &q->p->layers[il];
+    const int32_t ne = q->hp->n_expert;
+    if (!g->exp_local) {
+        if (!(g->exp_local = malloc(sizeof(int32_t) * (size_t)ne)) || !(g->exps = calloc((size_t)ne, sizeof *g->exps)))
+            return hr_errf(e, "out of memory");
+        for (int32_t i = 0; i < ne; i++) g->exp_local[i] = -1;
+    }
+    g->exp_local[x] = 0; /* numbered in id order by layout_experts */
+    g->n_exp++, q->p->n_exp_total++;
+    return 0;
+}
+
+/* Whole experts by routed frequency per byte (uniform without statistics) while they fit;
+ * the first that does not fit ends the placement, so a smaller budget keeps a prefix of
+ * the same order. */
+static int place_experts(planner *q, hr_err *e) {
+    const int32_t ne = q->hp->n_expert, a = moe_first(q), b = moe_end(q);
+    if (a >= b) return 0;
+    exp_cand *c = malloc(sizeof *c * (size_t)(b - a) * (size_t)ne);
+    if (!c) return hr_errf(e, "out of memory");
+    size_t n = 0;
+    for (int32_t il = a; il < b; il++) {
+        if (!experts_ok(q, il)) continue;
+        const double bytes = (double)expert_bytes(q, il);
+        for (int32_t x = 0; x < ne; x++) {
+            const double f = q->in->expert_freq ? (double)q->in->expert_freq[(size_t)il * (size_t)ne + (size_t)x] : 1.0;
+            c[n++] = (exp_cand){il, x, f / bytes};
+        }
+    }
+    qsort(c, n, sizeof *c, cand_cmp);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const uint64_t eb = expert_bytes(q, c[i].il);
+        if (!fits(q, eb)) break;
+        q->used += eb;
+        rc = mark_expert(q, c[i].il, c[i].x, e);
+    }
+    free(c);
+    return rc;
+}
+
+/* Attention of layer il (+ its KV) when it fits; false when it does not. */
+static bool take_attn(planner *q, int il) {
+    const uint64_t b = attn_bytes(q, il) + kv_bytes(q, il + 1) - kv_bytes(q, il);
+    if (!fits(q, b)) return false;
+    q->used += b, q->p->layers[il].attn = true, q->p->n_attn = il + 1;
+    return true;
+}
+
+/* Dense parts as for PowerInfer files (attention layer by layer, the output; the router and
+ * norms stay on the host, which needs the routing anyway), then experts. -ngl N: attention
+ * of layers 0..N-1 must fit (N > n_layer: and the output), and only their experts move. */
+static int place_moe_ngl(planner *q, hr_err *e) {
+    const hearth_model *m = q->in->m;
+    const int32_t nl = q->hp->n_layer, ngl = q->in->n_gpu_layers;
+    for (int il = 0; il < nl && il < ngl; il++) {
+        if (!attn_ok(&m->layers[il]))
+            return hr_errf(e, "layer %d's attention has a sliding window, sinks or a q scale/soft-cap (%s), which the device path does not support; use -ngl 0",
+                           il, m->hp.arch->name);
+        if (take_attn(q, il)) continue;
+        uint64_t need = q->used;
+        for (int k = il; k < nl && k < ngl; k++) need += attn_bytes(q, k) + kv_bytes(q, k + 1) - kv_bytes(q, k);
+        return hr_errf(e, "-ngl %d needs %llu bytes of GPU memory for attention and KV cache but the budget is %llu bytes (%.3f GiB); it holds %d layers' attention",
+                       ngl, (unsigned long long)need, (unsigned long long)q->in->budget, q->in->budget / GIB, il);
+    }
+    if (ngl > nl) place_output(q);
+    return place_experts(q, e);
+}
+
+static int place_moe(planner *q, hr_err *e) {
+    const hearth_model *m = q->in->m;
+    const int32_t nl = q->hp->n_layer;
+    if (q->in->n_gpu_layers > 0) return place_moe_ngl(q, e);
+    for (int il = 0; il < nl && attn_ok(&m->layers[il]); il++)
+        if (!take_attn(q, il)) return 0; /* out of budget: nothing less valuable fits either */
+    if (!place_output(q) && mat_bytes(&m->output)) return 0;
+    return place_experts(q, e);
+}
+
+/* Offsets of layer il's device experts, in id order (local index i = i-th placed id). */
+static void layout_experts(planner *q, int il, uint64_t *off) {
+    hr_gpu_layer *g = &q->p->layers[il];
+    const hr_moe_weights *w = &q->in->m->layers[il].moe;
+    uint64_t *F = &q->p->bytes[HEARTH_GPU_CAT_FFN];
+    if (!g->exp_local) return;
+    int32_t i = 0;
+    for (int32_t x = 0; x < q->hp->n_expert; x++) {
+        if (g->exp_local[x] < 0) continue;
+        hr_gpu_expert *d = &g->exps[i];
+        d->id = x, d->down_t = !w->down.data;
+        d->gate = dmat(&w->gate, w->gate.n_out, off, F), d->up = dmat(&w->up, w->up.n_out, off, F);
+        d->down = dmat(down_of(w), down_of(w)->n_out, off, F);
+        g->exp_local[x] = i++;
+    }
 }
 
 /* Whole layers (-ngl, dense files) or dense parts then hot neurons (PowerInfer files). */
 static int place(planner *q, hr_err *e) {
     const hearth_model *m = q->in->m;
     int rc = 0;
-    /* Mixture-of-experts layers stay on the host: the device path has no expert FFN. */
-    if (m->hp.n_expert) {
-        if (q->in->n_gpu_layers > 0)
-            return hr_errf(e, "-ngl %d: this model's layers are mixtures of experts (%d experts), which the device path does not support; they stay on the host (use -ngl 0)",
-                           q->in->n_gpu_layers, m->hp.n_expert);
-        return 0;
-    }
+    if (m->hp.n_expert) return place_moe(q, e);
     if (q->in->n_gpu_layers > 0) {
         rc = place_whole_layers(q, q->in->n_gpu_layers, e);
         if (!rc && q->in->n_gpu_layers > m->hp.n_layer) place_output(q);
@@ -359,7 +496,8 @@ int hr_gpu_plan_make(const hr_gpu_plan_in *in, hr_gpu_plan *p, hr_err *e) {
     if (neuron_sizes(&q, e)) return -1;
     model_caps(&q);
     p->hot_ok = q.hot_ok;
-    q.used = scratch_layout(m, in->n_batch, &p->sc);
+    q.moe_on = experts_possible(&q);
+    q.used = scratch_layout(m, in->n_batch, q.moe_on, &p->sc);
     if (q.used > in->budget)
         return hr_errf(e, "GPU budget too small: it leaves %llu bytes (%.3f GiB) beyond the device's own overhead, and "
                           "device scratch for %d tokens needs %llu bytes (raise --vram-budget or lower -b)",
@@ -371,7 +509,8 @@ int hr_gpu_plan_make(const hr_gpu_plan_in *in, hr_gpu_plan *p, hr_err *e) {
 
 void hr_gpu_plan_free(hr_gpu_plan *p) {
     if (!p) return;
-    for (int32_t il = 0; p->layers && il < p->n_layer; il++) free(p->layers[il].hot_ids);
+    for (int32_t il = 0; p->layers && il < p->n_layer; il++)
+        free(p->layers[il].hot_ids), free(p->layers[il].exps), free(p->layers[il].exp_local);
     free(p->layers), free(p->neuron_bytes);
     memset(p, 0, sizeof *p);
 }

@@ -11,6 +11,9 @@
  *   the output matrix,
  *   hot neurons: per layer the first k neurons of the index's bucket, gathered into
  *   contiguous device matrices (local row i = neuron hot_ids[i]).
+ * Mixtures of experts: attention layer by layer, the output, then whole experts by routed
+ * frequency per byte (docs/hybrid.md); -ngl N: attention of layers 0..N-1 required, experts
+ * of those layers only.
  * n_gpu_layers > 0, or any dense (non-PowerInfer) file: whole layers instead (attention,
  * KV and the entire FFN of layers 0..N-1), llama.cpp's -ngl; N > n_layer adds the output.
  * Whole layers with a dense FFN of a serial RMSNorm model also hold their two norm
@@ -40,12 +43,18 @@ typedef struct hr_gpu_scratch {
     uint64_t logits; /* n_vocab */
     uint64_t idx;    /* I32 [n_ff] */
     uint64_t mask;   /* U8 [n_batch][n_ff] */
+    /* mixtures of experts (size 0 otherwise): the device experts' inputs and outputs, one row
+     * per (token, chosen expert) of the batch grouped by expert, and one expert's
+     * gate/up/activation over its tokens; eidx: I32 0..n_ff_exp-1 (down_t's sparse axpy) */
+    uint64_t xe, ye; /* [n_batch * n_expert_used][n_embd] */
+    uint64_t ge, ue, he; /* [n_batch][n_ff_exp] */
+    uint64_t eidx;
 } hr_gpu_scratch;
 
 /* The layer plan: what one layer's step does, chosen once per layer from the parts below;
  * the forward pass runs the step function this kind names (forward.c's table). */
 typedef enum hr_step_kind {
-    HR_STEP_HOST,       /* nothing of the layer on the device (also every mixture-of-experts layer) */
+    HR_STEP_HOST,       /* nothing of the layer on the device */
     HR_STEP_ATTN,       /* attention and its KV cache on the device; predictor and FFN on the host */
     HR_STEP_ATTN_PRED,  /* norms, attention and predictor on the device in one round trip
                            (hr_hybrid_attn_pred), then the FFN split (or on the host without hot rows) */
@@ -54,10 +63,20 @@ typedef enum hr_step_kind {
                            the FFN (--stats, calibration) */
     HR_STEP_SPLIT_FFN,  /* the FFN shared: predictor, hot neurons or the whole FFN on the device,
                            the rest on the CPU; attention on either side (attn says) */
-    HR_STEP_SPLIT_MOE,  /* experts shared between the devices: reserved, never chosen yet */
+    HR_STEP_SPLIT_MOE,  /* a mixture-of-experts layer with some experts on the device: those it holds
+                           computed there while the CPU computes the others (moe.c); attention on
+                           either side (attn says) */
     HR_STEP_COUNT
 } hr_step_kind;
 const char *hr_step_kind_name(hr_step_kind k);
+
+/* One expert resident on the device: its three matrices (down: ffn_down_exps, or the
+ * file's ffn_down_exps_t rows when it has those instead). */
+typedef struct hr_gpu_expert {
+    int32_t id;
+    hr_dmat gate, up, down;
+    bool down_t;
+} hr_gpu_expert;
 
 typedef struct hr_gpu_layer {
     hr_step_kind step;          /* what the forward pass runs for this layer */
@@ -76,6 +95,9 @@ typedef struct hr_gpu_layer {
      * biases bq {n_q}, bk, bv {n_kv}, bo {n_embd}; per-head norms q_norm, k_norm {head_dim} */
     uint64_t bq, bk, bv, bo, q_norm, k_norm;
     uint64_t hot_bytes;         /* bytes of this layer's hot neurons */
+    int32_t n_exp;              /* experts on the device, exps[] ascending by id */
+    hr_gpu_expert *exps;
+    int32_t *exp_local;         /* [n_expert] expert id -> index into exps, -1: on the host (NULL: none) */
 } hr_gpu_layer;
 
 typedef struct hr_gpu_plan_in {
@@ -85,6 +107,11 @@ typedef struct hr_gpu_plan_in {
     hearth_ffn_mode mode;       /* resolved (never AUTO) */
     int32_t n_gpu_layers;       /* > 0: whole layers 0..N-1 (N > n_layer: and the output) */
     const hr_gpuidx *idx;       /* hot neurons; NULL: none (first pass, or --disable-gpu-index) */
+    /* mixtures of experts: the experts of layers 0..n_cpu_moe-1 stay on the host (llama.cpp's
+     * --n-cpu-moe; >= n_layer: --cpu-moe); expert_freq [n_layer][n_expert]: tokens routed to
+     * each expert on the calibration text, NULL: uniform (lowest layer, then expert, first) */
+    int32_t n_cpu_moe;
+    const uint32_t *expert_freq;
 } hr_gpu_plan_in;
 
 typedef struct hr_gpu_plan {
@@ -108,6 +135,7 @@ typedef struct hr_gpu_plan {
     uint64_t ffn_bytes;         /* all FFN neuron bytes of all layers (host copy) */
     uint64_t hot_bytes;         /* of which on the device */
     int64_t n_hot_total;
+    int32_t n_exp_total;        /* experts on the device, all layers */
 } hr_gpu_plan;
 
 /* Fills *p (free with hr_gpu_plan_free, also after an error). */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "backends/device/standin.h"
 #include "hybrid.h"
+#include "moe.h"
 
 #define GIB 1073741824.0
 /* The stand-in's memory when no --vram-budget is given: budget = this - margin - overhead. */
@@ -58,10 +59,21 @@ static int budget(hr_hybrid *h, const hearth_ctx_params *p, uint64_t *out, hr_er
 }
 
 static int make_plan(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, uint64_t bytes, hr_err *e) {
-    hr_gpu_plan_in in = {c->m, c->n_ctx, c->n_seq, c->n_batch, bytes, c->ffn_mode, p->n_gpu_layers, NULL};
-    if (hr_gpu_plan_make(&in, &h->plan, e)) return -1;
     hr_stats st;
     bool have_st = !hr_hybrid_stats(c->m, p->gpu_index_path, &st, h->st.note, sizeof h->st.note);
+    const bool moe = c->m->hp.n_expert > 0;
+    hr_gpu_plan_in in = {c->m, c->n_ctx, c->n_seq, c->n_batch, bytes, c->ffn_mode, p->n_gpu_layers, NULL,
+                         p->n_cpu_moe, moe && have_st ? st.expert_counts : NULL};
+    if (moe && have_st) snprintf(h->st.note, sizeof h->st.note, "experts placed by their routing counts in the statistics");
+    else if (moe) { /* why there are none, then what that means */
+        char why[sizeof h->st.note];
+        snprintf(why, sizeof why, "%s", h->st.note);
+        snprintf(h->st.note, sizeof h->st.note, "%.200s: experts placed lowest layer and id first", why);
+    }
+    if (hr_gpu_plan_make(&in, &h->plan, e)) {
+        if (have_st) hr_stats_free(&st);
+        return -1;
+    }
     int rc = 0;
     if (hr_gpu_plan_takes_index(&h->plan, p)) {
         hr_gpuidx idx;
@@ -75,7 +87,16 @@ static int make_plan(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, ui
         }
     } else if (p->disable_gpu_index) snprintf(h->st.note, sizeof h->st.note, "GPU index disabled: dense parts only");
     h->st.act_share = -1;
-    if (!rc && have_st) { /* activations the device's neurons would have served on the calibration text */
+    if (!rc && have_st && moe) { /* routings the device's experts would have served on the calibration text */
+        uint64_t dev = 0, all = 0;
+        for (int32_t il = 0; il < st.n_layer; il++)
+            for (int32_t x = 0; x < st.n_expert; x++) {
+                const uint64_t n = st.expert_counts[(size_t)il * (size_t)st.n_expert + (size_t)x];
+                const hr_gpu_layer *g = &h->plan.layers[il];
+                all += n, dev += g->exp_local && g->exp_local[x] >= 0 ? n : 0;
+            }
+        h->st.act_share = all ? (double)dev / (double)all : 0;
+    } else if (!rc && have_st) { /* activations the device's neurons would have served on the calibration text */
         uint64_t hot = 0, all = 0;
         for (int32_t il = 0; il < st.n_layer; il++) {
             const uint32_t *cn = st.counts + (size_t)il * st.n_ff;
@@ -131,6 +152,12 @@ static int upload_layer(hr_hybrid *h, const hr_hparams *hp, const hr_layer *L, c
     if (g->norms && (h->dev->ops->to_dev(h->dev, g->attn_norm, L->attn_norm, nb, e) ||
                      h->dev->ops->to_dev(h->dev, g->ffn_norm, L->ffn_norm, nb, e)))
         return -1;
+    for (int32_t i = 0; i < g->n_exp; i++) {
+        const hr_gpu_expert *x = &g->exps[i];
+        const hr_mat gt = hr_moe_expert(&L->moe.gate, x->id), up = hr_moe_expert(&L->moe.up, x->id);
+        const hr_mat dn = hr_moe_expert(x->down_t ? &L->moe.down_t : &L->moe.down, x->id);
+        if (upload(h, &gt, &x->gate, NULL, e) || upload(h, &up, &x->up, NULL, e) || upload(h, &dn, &x->down, NULL, e)) return -1;
+    }
     if (g->ffn_dense)
         return upload(h, &L->ffn.gate, &g->gate, NULL, e) || upload(h, &L->ffn.up, &g->up, NULL, e) ||
                        upload(h, &L->ffn.down, &g->down, NULL, e) ? -1 : 0;
@@ -163,6 +190,15 @@ static int upload_all(hearth_ctx *c, hr_hybrid *h, hr_err *e) {
         if (upload_layer(h, &m->hp, &m->layers[il], &h->plan.layers[il], e)) return hr_errctx(e, "uploading layer %d", il);
     if (upload_vec(h, h->plan.rope_ff, h->plan.rope_ff_src, m->hp.n_rot / 2, e)) return -1;
     if (h->plan.output && upload(h, &m->output, &h->plan.out, NULL, e)) return -1;
+    if (h->plan.n_exp_total && m->hp.n_ff_exp > 0) { /* 0..n_ff_exp-1: every row of a down_t expert */
+        int32_t *iota = malloc(sizeof(int32_t) * (size_t)m->hp.n_ff_exp);
+        if (!iota) return hr_errf(e, "out of memory");
+        for (int32_t j = 0; j < m->hp.n_ff_exp; j++) iota[j] = j;
+        int rc = h->dev->ops->to_dev(h->dev, h->plan.sc.eidx, iota, sizeof(int32_t) * (size_t)m->hp.n_ff_exp, e) ||
+                 h->dev->ops->sync(h->dev, e);
+        free(iota);
+        if (rc) return -1;
+    }
     return h->dev->ops->sync(h->dev, e);
 }
 
@@ -177,6 +213,11 @@ static int host_buffers(hearth_ctx *c, hr_hybrid *h, hr_err *e) {
     if (!h->h_in || !h->h_y || !h->h_idx || !h->h_mask || !h->h_iota || !h->local)
         return hr_errf(e, "out of memory for device transfer buffers");
     for (size_t j = 0; j < ff; j++) h->h_iota[j] = (int32_t)j;
+    if (h->plan.n_exp_total) {
+        const size_t rows = nb * (size_t)hp->n_expert_used;
+        h->h_xe = dev->ops->host_alloc(dev, rows * d * 4), h->h_ye = dev->ops->host_alloc(dev, rows * d * 4);
+        if (!h->h_xe || !h->h_ye) return hr_errf(e, "out of memory for device transfer buffers");
+    }
     for (int il = 0; il < hp->n_layer; il++) {
         const hr_gpu_layer *g = &h->plan.layers[il];
         if (!g->n_hot) continue;
@@ -204,9 +245,11 @@ static void fill_status(const hearth_ctx *c, hr_hybrid *h) {
         s->layers_pred += p->layers[il].pred;
         if (p->layers[il].ffn_dense) ffn_dev += p->neuron_bytes[il] * (uint64_t)p->layers[il].up.n_out;
     }
+    s->experts_device = p->n_exp_total, s->experts_total = c->m->hp.n_expert * c->m->hp.n_layer;
     s->hot_neurons = p->n_hot_total;
     s->neuron_budget = p->neuron_budget, s->ffn_bytes = p->ffn_bytes;
     s->ffn_share = p->ffn_bytes ? (double)ffn_dev / (double)p->ffn_bytes : 0;
+    if (c->m->hp.n_expert) s->ffn_share = s->experts_total ? (double)s->experts_device / (double)s->experts_total : 0;
 }
 
 static int setup(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, hr_err *e) {
@@ -222,13 +265,13 @@ static void release(hr_hybrid *h) {
     if (h->dev) {
         hr_dev *d = h->dev;
         d->ops->host_free(d, h->h_in), d->ops->host_free(d, h->h_y), d->ops->host_free(d, h->h_idx), d->ops->host_free(d, h->h_mask);
-        d->ops->host_free(d, h->h_iota);
+        d->ops->host_free(d, h->h_iota), d->ops->host_free(d, h->h_xe), d->ops->host_free(d, h->h_ye);
         hr_dev_close(d);
     }
     for (int32_t il = 0; h->local && il < h->plan.n_layer; il++) free(h->local[il]);
     free(h->local);
     hr_gpu_plan_free(&h->plan);
-    h->dev = NULL, h->local = NULL, h->h_in = h->h_y = NULL, h->h_idx = h->h_iota = NULL, h->h_mask = NULL;
+    h->dev = NULL, h->local = NULL, h->h_in = h->h_y = h->h_xe = h->h_ye = NULL, h->h_idx = h->h_iota = NULL, h->h_mask = NULL;
 }
 
 int hr_hybrid_init(hearth_ctx *c, const hearth_ctx_params *p, hr_err *e) {

@@ -42,11 +42,19 @@ int hr_hybrid_stats(const hearth_model *m, const char *idx_path, hr_stats *st, c
         snprintf(note, cap, "no activation statistics (%s)", path);
         return -1;
     }
-    if (hr_stats_read(path, st, &e)) {
+    /* a mixture's statistics hold its routing counts (expert placement), a dense file's neuron counts */
+    const bool moe = m->hp.n_expert > 0;
+    if (moe ? hr_stats_read_any(path, st, &e) : hr_stats_read(path, st, &e)) {
         snprintf(note, cap, "activation statistics unusable: %s", e.msg);
         return -1;
     }
-    if (st->n_layer != m->hp.n_layer || st->n_ff != m->hp.n_ff) {
+    if (moe && (st->n_layer != m->hp.n_layer || st->n_expert != m->hp.n_expert || !st->expert_counts)) {
+        snprintf(note, cap, "activation statistics %s are for %d layers of %d experts, the model has %d of %d", path,
+                 st->n_layer, st->n_expert, m->hp.n_layer, m->hp.n_expert);
+        hr_stats_free(st);
+        return -1;
+    }
+    if (!moe && (st->n_layer != m->hp.n_layer || st->n_ff != m->hp.n_ff)) {
         snprintf(note, cap, "activation statistics %s are for %d layers of %d neurons", path, st->n_layer, st->n_ff);
         hr_stats_free(st);
         return -1;

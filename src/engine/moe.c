@@ -6,9 +6,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "backends/cpu/ops.h"
 #include "backends/cpu/ops_oai.h"
+#include "backends/cpu/prof.h"
 #include "backends/cpu/sparse.h"
+#include "hybrid.h"
 #include "moe.h"
 
 /* Exact mode: above this share of an expert's neurons in its group's union, the full up
@@ -34,6 +37,7 @@ struct hr_moe_ws {
     uint32_t *fire_n;      /* NULL, or (hr_moe_count_neurons) [n_layer][n_expert][ff] tokens each neuron fired on */
     bool routed;           /* logits hold this layer's scores already (hr_moe_route_early) */
     uint64_t expert_bytes; /* one expert's three matrices */
+    int32_t *dr0, *dn;     /* [n_expert] split MoE: first row and rows of each device expert in h_xe */
     hearth_moe_stats st;
 };
 
@@ -48,11 +52,12 @@ int hr_moe_ctx_init(hearth_ctx *c, hr_err *e) {
     w->k = (int32_t)k, w->ne = (int32_t)ne, w->ff = (int32_t)ff, w->d = (int32_t)d;
     const size_t nl = (size_t)hp->n_layer;
     const size_t bytes[] = {nb * ne * 4, nb * k * 4, nb * k * 4, ne * 4, ne * 4, nb * k * 4, nb * d * 4, nb * ff * 4,
-                            nb * ff * 4, nb * ff * 4, nb * d * 4, nb * k * d * 4, nb * ff * 4, ff * 4, ff * 4, nl * ne * 8};
+                            nb * ff * 4, nb * ff * 4, nb * d * 4, nb * k * d * 4, nb * ff * 4, ff * 4, ff * 4, nl * ne * 8,
+                            ne * 4, ne * 4};
     void **bufs[] = {(void **)&w->logits, (void **)&w->sel, (void **)&w->w, (void **)&w->count, (void **)&w->start,
                      (void **)&w->slot, (void **)&w->xg, (void **)&w->g, (void **)&w->u, (void **)&w->a,
                      (void **)&w->y, (void **)&w->ys, (void **)&w->gc, (void **)&w->idx, (void **)&w->all,
-                     (void **)&w->routed_n};
+                     (void **)&w->routed_n, (void **)&w->dr0, (void **)&w->dn};
     for (size_t i = 0; i < sizeof bytes / sizeof *bytes; i++) {
         if (!(*bufs[i] = calloc(1, bytes[i]))) return hr_errf(e, "out of memory allocating expert buffers");
         c->scratch_bytes += bytes[i];
@@ -75,7 +80,7 @@ void hr_moe_ctx_free(hearth_ctx *c) {
     if (!w) return;
     free(w->logits), free(w->sel), free(w->w), free(w->count), free(w->start), free(w->slot);
     free(w->xg), free(w->g), free(w->u), free(w->a), free(w->y), free(w->ys);
-    free(w->gc), free(w->idx), free(w->all), free(w->routed_n), free(w->fire_n);
+    free(w->gc), free(w->idx), free(w->all), free(w->routed_n), free(w->fire_n), free(w->dr0), free(w->dn);
     free(w);
     c->moe = NULL;
 }
@@ -140,7 +145,22 @@ static void choose(const hearth_ctx *c, struct hr_moe_ws *w, int32_t t) {
 }
 
 /* Scores (unless routed early), probabilities, choices; then the tokens grouped by expert. */
+static int route_run(hearth_ctx *c, const hr_layer *L, const float *xn, int32_t n, hr_err *e);
+
+/* The routing, timed as one operation when profiling (prof.h); the router product inside
+ * is charged to it rather than to matvec. */
 static int route(hearth_ctx *c, const hr_layer *L, const float *xn, int32_t n, hr_err *e) {
+    hr_prof *p = c->cpu.prof;
+    if (!p) return route_run(c, L, xn, n, e);
+    const hr_prof_mark pm = hr_prof_begin(p);
+    p->scope = HR_PROF_MOE_ROUTE;
+    const int r = route_run(c, L, xn, n, e);
+    p->scope = -1;
+    hr_prof_end(p, pm, HR_PROF_MOE_ROUTE, 0, 0);
+    return r;
+}
+
+static int route_run(hearth_ctx *c, const hr_layer *L, const float *xn, int32_t n, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     if (!w->routed && hr_matmul(&c->cpu, &L->moe.router, xn, n, w->logits, e)) return -1;
     w->routed = false;
@@ -297,12 +317,72 @@ static void count_reads(hearth_ctx *c, int il, int32_t n, uint64_t bytes) {
     for (int32_t x = 0; x < w->ne; x++) routed[x] += (uint64_t)w->count[x];
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The rows of the routed device experts gathered into h_xe, grouped by expert; returns the
+ * row count (each expert's first row and rows in dr0, dn). */
+static int32_t gather_device_rows(hearth_ctx *c, const hr_gpu_layer *g, const float *xn) {
+    struct hr_moe_ws *w = c->moe;
+    const size_t d = (size_t)w->d;
+    int32_t rows = 0;
+    for (int32_t i = 0; i < g->n_exp; i++) {
+        const int32_t x = g->exps[i].id, *slot = w->slot + w->start[x];
+        w->dr0[i] = rows, w->dn[i] = w->count[x];
+        for (int32_t j = 0; j < w->count[x]; j++, rows++)
+            memcpy(c->hy->h_xe + (size_t)rows * d, xn + (size_t)(slot[j] / w->k) * d, d * sizeof(float));
+    }
+    return rows;
+}
+
+/* Split MoE: the device experts enqueued, the host experts computed meanwhile, then the
+ * device outputs weighted into ys like the host's (the sum over ranks follows, unchanged). */
+static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *xn, uint64_t *read, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    hr_hybrid *h = c->hy;
+    const hr_gpu_layer *g = hr_hybrid_layer(c, il);
+    const double t0 = now_s();
+    const int32_t rows = gather_device_rows(c, g, xn);
+    if (hr_hybrid_experts(c, il, w->dr0, w->dn, rows, e)) return -1;
+    const double t1 = now_s();
+    for (int32_t x = 0; x < w->ne; x++)
+        if (w->count[x] && g->exp_local[x] < 0 && run_expert(c, &L->moe, il, x, xn, read, e)) {
+            hr_err ignored;
+            hr_hy_sync(h, &ignored); /* pinned buffers stay in use until the device is done */
+            return -1;
+        }
+    const double t2 = now_s();
+    if (rows && hr_hy_sync(h, e)) return -1;
+    h->st.ffn_splits++, h->st.enqueue_s += t1 - t0, h->st.cold_s += t2 - t1, h->st.wait_s += now_s() - t2;
+    const size_t d = (size_t)w->d;
+    for (int32_t i = 0; i < g->n_exp; i++) {
+        const int32_t *slot = w->slot + w->start[g->exps[i].id];
+        for (int32_t j = 0; j < w->dn[i]; j++) {
+            const float wt = w->w[slot[j]], *y = h->h_ye + (size_t)(w->dr0[i] + j) * d;
+            float *dst = w->ys + (size_t)slot[j] * d;
+            for (size_t q = 0; q < d; q++) dst[q] = y[q] * wt;
+        }
+        const uint64_t evals = (uint64_t)w->dn[i];
+        c->ffn_stats[il].computed += evals * (uint64_t)w->ff, h->st.act_device += evals * (uint64_t)w->ff;
+        h->st.expert_evals_device += evals;
+    }
+    return 0;
+}
+
 int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     if (route(c, L, xn, n, e)) return -1;
     uint64_t read = 0;
-    for (int32_t x = 0; x < w->ne; x++)
-        if (w->count[x] && run_expert(c, &L->moe, il, x, xn, &read, e)) return -1;
+    if (c->hy && c->hy->dev) c->hy->st.expert_evals_total += (uint64_t)n * (uint64_t)w->k;
+    /* the host counts firing neurons (calibration) only of experts it computes */
+    if (hr_hybrid_step(c, il) == HR_STEP_SPLIT_MOE && !w->fire_n) {
+        if (split_experts(c, L, il, xn, &read, e)) return -1;
+    } else
+        for (int32_t x = 0; x < w->ne; x++)
+            if (w->count[x] && run_expert(c, &L->moe, il, x, xn, &read, e)) return -1;
     const size_t d = (size_t)w->d;
     for (int32_t t = 0; t < n; t++) { /* rank order, as llama.cpp adds the expert views */
         const float *ys = w->ys + (size_t)t * (size_t)w->k * d;

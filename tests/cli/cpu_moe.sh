@@ -1,7 +1,8 @@
 #!/bin/sh
-# llama.cpp's -cmoe/--cpu-moe and -ncmoe/--n-cpu-moe N (hearth run, bench): accepted, since
-# Hearth keeps every expert on the host; the same greedy tokens with and without them on a
-# mixture-of-experts model; bad values of N refused; --help says what they mean here.
+# llama.cpp's -cmoe/--cpu-moe and -ncmoe/--n-cpu-moe N (hearth run, bench): the same greedy
+# tokens with and without them on a mixture-of-experts model, on the CPU and on the stand-in
+# device, where they decide which layers' experts may go to the device (--verbose counts
+# them; -ngl N limits them to layers 0..N-1); bad values of N refused; --help says what they mean.
 # Usage: cpu_moe.sh HEARTH_BIN
 set -u
 H="$1"
@@ -13,7 +14,7 @@ M="$T/moe.gguf"
 R="-m $M -p hello -n 6 --temp 0 -t 2 -c 64"
 
 expect 0 "n-cpu-moe N" -- "$H" run --help
-expect 0 "experts stay on the host" -- "$H" run --help
+expect 0 "keep the experts of the first N layers on the CPU" -- "$H" run --help
 expect 0 "cpu-moe" -- "$H" bench --help
 expect 2 "out of range" -- "$H" run $R --n-cpu-moe -1
 expect 2 "not an integer" -- "$H" run $R -ncmoe some
@@ -29,5 +30,36 @@ for f in "--cpu-moe" "-cmoe" "--n-cpu-moe 2" "-ncmoe 0" "--n-cpu-moe 99"; do
     fi
 done
 expect 0 "" -- "$H" bench -m "$M" -p 4 -n 2 -r 1 -t 2 --cpu-moe
+# the stand-in: 2 layers x 4 experts; same tokens whichever side computes each expert
+for c in "--cpu-moe:0 of 8 experts" ":8 of 8 experts" "--n-cpu-moe 1:4 of 8 experts" "-ngl 1:4 of 8 experts" \
+         "-ngl 2 -ncmoe 1:4 of 8 experts" "-ngl 3 --n-cpu-moe 2:0 of 8 experts"; do
+    f="${c%%:*}"; want="${c#*:}"
+    # shellcheck disable=SC2086
+    if "$H" run $R --gpu standin --vram-budget 0.1 --verbose $f >"$T/with" 2>"$T/err"; then
+        cmp -s "$T/base" "$T/with" || { echo "FAIL: standin $f changed the output"; fails=$((fails + 1)); }
+        grep -q "gpu: $want on the device" "$T/err" || { echo "FAIL: standin $f: no '$want'"; grep "gpu:" "$T/err" | head -4; fails=$((fails + 1)); }
+    else
+        echo "FAIL: run --gpu standin $f exited non-zero:"; sed 's/^/  /' "$T/err" | head -3; fails=$((fails + 1))
+    fi
+done
+expect 0 "gpu_experts" -- "$H" bench -m "$M" -p 4 -n 2 -r 1 -t 2 --gpu standin --vram-budget 0.1 --json
+# hearth place lists the experts the run-time plan places (uniform order without statistics)
+P="-m $M --gpu standin -c 64"
+expect 0 "overall: 8 of 8 experts on the GPU" -- "$H" place $P --vram-budget 0.1
+expect 0 "overall: 4 of 8 experts on the GPU" -- "$H" place $P --vram-budget 0.1 --n-cpu-moe 1
+expect 0 "overall: 0 of 8 experts on the GPU" -- "$H" place $P --vram-budget 0.1 --cpu-moe
+expect 0 '"n_placed": 8' -- "$H" place $P --vram-budget 0.1 --json
+expect 1 "cannot open" -- "$H" place $P --vram-budget 0.1 --stats "$T/none.gguf"
+# with routing statistics beside the model: place and run agree on how many fit a small budget
+head -c 3000 "$(dirname "$0")/../../models/heldout.txt" >"$T/cal.txt"
+"$H" calibrate -m "$M" -f "$T/cal.txt" -c 64 -o "$T/cal.gguf" >/dev/null 2>&1 && cp "$T/cal.stats.gguf" "$T/moe.stats.gguf" ||
+    { echo "FAIL: calibrate for routing statistics"; fails=$((fails + 1)); }
+"$H" place $P --vram-budget 0.0012 >"$T/place" 2>&1 || { echo "FAIL: place with statistics"; cat "$T/place"; fails=$((fails + 1)); }
+grep -q "serving .* of routings (statistics)" "$T/place" || { echo "FAIL: place: no routing share"; cat "$T/place"; fails=$((fails + 1)); }
+n=$(sed -n 's/^overall: \([0-9]*\) of 8 experts.*/\1/p' "$T/place")
+# shellcheck disable=SC2086
+"$H" run $R --gpu standin --vram-budget 0.0012 --verbose >/dev/null 2>"$T/err"
+grep -q "gpu: $n of 8 experts on the device" "$T/err" && grep -q "routing counts in the statistics" "$T/err" ||
+    { echo "FAIL: run at place's budget: not $n experts by the statistics"; grep "gpu:" "$T/err" | head -4; fails=$((fails + 1)); }
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cpu_moe: ok"

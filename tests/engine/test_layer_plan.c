@@ -2,7 +2,7 @@
  * per configuration from what the budget buys (docs/hybrid.md): a PowerInfer file at budgets
  * from the scratch alone through attention, predictors, norms and every neuron, in predicted,
  * dense and exact mode and with -ngl; -ngl N and budgets on dense llama and Falcon files; a
- * mixture-of-experts model, whose layers stay on the host. Then a context on the stand-in:
+ * mixture-of-experts model (split MoE by budget, routed counts, --n-cpu-moe, -ngl). Then a context on the stand-in:
  * a resident layer runs as a split FFN while the host counts its FFN (--stats), and its
  * status counts it accordingly. */
 #include <stdio.h>
@@ -35,7 +35,7 @@ static hearth_model *model(const char *arch, bool pwri, uint32_t n_expert, const
 static bool steps_are(const char *what, hearth_model *m, uint64_t budget, int ngl, const hr_gpuidx *idx, hearth_ffn_mode mode,
                       const int want[LAYERS], hr_gpu_plan *p) {
     hr_err e = {{0}};
-    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, budget, mode, ngl, idx};
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, budget, mode, ngl, idx, 0, NULL};
     if (hr_gpu_plan_make(&in, p, &e)) {
         CHECKF(0, "%s: %s", what, e.msg);
         return false;
@@ -124,13 +124,61 @@ out:
     remove(lp), remove(fp);
 }
 
-/* Mixture-of-experts layers: host, whatever the budget (split MoE is not chosen yet). */
+/* m's plan for a budget, -ngl and --n-cpu-moe, optional routing counts; its step kinds
+ * against want[] and its experts per layer against n_exp[]. */
+static void expect_moe(const char *what, hearth_model *m, uint64_t budget, int ngl, int32_t n_cpu_moe, const uint32_t *freq,
+                       const int want[LAYERS], const int n_exp[LAYERS]) {
+    hr_err e = {{0}};
+    hr_gpu_plan p;
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, budget, HEARTH_FFN_DENSE, ngl, NULL, n_cpu_moe, freq};
+    if (hr_gpu_plan_make(&in, &p, &e)) {
+        CHECKF(0, "%s: %s", what, e.msg);
+        return;
+    }
+    for (int il = 0; il < LAYERS; il++) {
+        CHECKF(p.layers[il].step == (hr_step_kind)want[il], "%s: layer %d is '%s', expected '%s'", what, il,
+               hr_step_kind_name(p.layers[il].step), hr_step_kind_name((hr_step_kind)want[il]));
+        CHECKF(p.layers[il].n_exp == n_exp[il], "%s: layer %d has %d experts on the device, expected %d", what, il,
+               p.layers[il].n_exp, n_exp[il]);
+    }
+    hr_gpu_plan_free(&p);
+}
+
+/* Mixture-of-experts layers (4 experts): attention layer by layer, the output, then whole
+ * experts, uniform order (lowest layer and id first) or by routed counts; --n-cpu-moe,
+ * --cpu-moe and -ngl. Budgets from the plan's own byte counts at a large budget. */
 static void test_moe(void) {
     char path[256];
     hearth_model *m = model("llama", false, 4, "lp-moe.gguf", path, sizeof path);
     if (!m) return;
-    const int host[] = {H, H, H};
-    expect("MoE, large budget", m, 64 << 20, 0, NULL, HEARTH_FFN_DENSE, host);
+    hr_gpu_plan big;
+    hr_err e = {{0}};
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 64 << 20, HEARTH_FFN_DENSE, 0, NULL, 0, NULL};
+    if (hr_gpu_plan_make(&in, &big, &e)) {
+        CHECKF(0, "MoE plan: %s", e.msg);
+        goto out;
+    }
+    const uint64_t one = big.bytes[HEARTH_GPU_CAT_FFN] / (uint64_t)big.n_exp_total;
+    const uint64_t dense = big.total - big.bytes[HEARTH_GPU_CAT_FFN], scratch = big.bytes[HEARTH_GPU_CAT_SCRATCH];
+    CHECK(big.n_exp_total == 4 * LAYERS && big.output);
+    hr_gpu_plan_free(&big);
+    const int SM = HR_STEP_SPLIT_MOE;
+    const int all[] = {SM, SM, SM}, attn[] = {A, A, A}, host[] = {H, H, H}, some[] = {SM, SM, A}, first[] = {A, SM, SM};
+    const int n4[] = {4, 4, 4}, n0[] = {0, 0, 0}, n5[] = {4, 1, 0}, n_first[] = {0, 4, 4};
+    expect_moe("MoE, large budget", m, 64 << 20, 0, 0, NULL, all, n4);
+    expect_moe("MoE, scratch alone", m, scratch, 0, 0, NULL, host, n0);
+    expect_moe("MoE, dense parts and 5 experts", m, dense + 5 * one + one / 2, 0, 0, NULL, some, n5);
+    expect_moe("MoE, dense parts alone", m, dense + one - 1, 0, 0, NULL, attn, n0);
+    expect_moe("MoE, --cpu-moe", m, 64 << 20, 0, 1 << 20, NULL, attn, n0);
+    expect_moe("MoE, --n-cpu-moe 1", m, 64 << 20, 0, 1, NULL, first, n_first);
+    const int ngl1[] = {SM, H, H}, ngl2c1[] = {A, SM, H}, n_ngl1[] = {4, 0, 0}, n_ngl2c1[] = {0, 4, 0};
+    expect_moe("MoE, -ngl 1", m, 64 << 20, 1, 0, NULL, ngl1, n_ngl1);
+    expect_moe("MoE, -ngl 2 --n-cpu-moe 1", m, 64 << 20, 2, 1, NULL, ngl2c1, n_ngl2c1);
+    /* routed counts: layer 2's experts most, then layer 0's expert 3: 5 experts fit */
+    const uint32_t freq[LAYERS * 4] = {1, 1, 1, 50, 0, 0, 0, 0, 90, 80, 70, 60};
+    const int by_freq[] = {SM, A, SM}, n_freq[] = {1, 0, 4};
+    expect_moe("MoE, routed counts, 5 experts", m, dense + 5 * one + one / 2, 0, 0, freq, by_freq, n_freq);
+out:
     hearth_model_free(m);
     remove(path);
 }

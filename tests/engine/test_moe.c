@@ -241,14 +241,27 @@ static void check_refusals(hearth_model *m) {
     CHECKF(!c && strstr(e.msg, "mixture-of-experts") && strstr(e.msg, "predicted"), "predicted mode on MoE: %s",
            c ? "(accepted)" : e.msg);
     hearth_ctx_free(c);
+    /* -ngl 1: layer 0's attention and (where the device computes them: no expert biases or
+     * clamped SwiGLU) all its experts, nothing of the other layers; attention the device
+     * lacks (gpt-oss's sinks and window) is refused */
     hr_gpu_plan_in in = {.m = m, .n_ctx = 64, .n_seq = 1, .n_batch = 32, .budget = 1ull << 30, .mode = HEARTH_FFN_DENSE,
                          .n_gpu_layers = 1};
+    const hr_layer *L0 = &m->layers[0];
+    const bool attn_dev = !L0->swa && !L0->attn_scaled && !L0->sinks;
+    const int32_t exp_dev = !L0->moe.gate_b && m->hp.arch->moe_act_limit <= 0 ? m->hp.n_expert : 0;
     hr_gpu_plan p;
-    CHECKF(hr_gpu_plan_make(&in, &p, &e) && strstr(e.msg, "mixtures of experts") && strstr(e.msg, "-ngl 0"),
-           "-ngl 1 on MoE: %s", e.msg);
+    int rc = hr_gpu_plan_make(&in, &p, &e);
+    if (attn_dev) {
+        bool only0 = true;
+        for (int il = 1; !rc && il < m->hp.n_layer; il++) only0 &= p.layers[il].n_exp == 0 && !p.layers[il].attn;
+        CHECKF(!rc && p.n_attn == 1 && p.n_whole == 0 && p.layers[0].n_exp == exp_dev && only0, "-ngl 1 on MoE: %s",
+               rc ? e.msg : "other placement");
+    } else CHECKF(rc && strstr(e.msg, "-ngl 0"), "-ngl 1 on MoE: %s", rc ? e.msg : "(accepted)");
     hr_gpu_plan_free(&p);
-    in.n_gpu_layers = 0; /* automatic placement: nothing of the MoE layers goes to the device */
-    CHECKF(hr_gpu_plan_make(&in, &p, &e) == 0 && p.n_attn == 0 && p.n_whole == 0, "auto plan on MoE: %s", e.msg);
+    in.n_gpu_layers = 0; /* automatic placement: attention and experts where the device computes them */
+    rc = hr_gpu_plan_make(&in, &p, &e);
+    CHECKF(!rc && p.n_attn == (attn_dev ? m->hp.n_layer : 0) && p.n_whole == 0 && p.n_exp_total == exp_dev * m->hp.n_layer,
+           "auto plan on MoE: %s", rc ? e.msg : "other placement");
     hr_gpu_plan_free(&p);
 }
 

@@ -10,5 +10,9 @@ if(HEARTH_CUDA_EMU)
   add_test(NAME engine.test_hybrid_attn_cuda COMMAND test_hybrid_attn WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(engine.test_hybrid_attn_cuda PROPERTIES ENVIRONMENT
     "HEARTH_SRC=${CMAKE_SOURCE_DIR};HEARTH_TEST_GPU=cuda;HEARTH_CUDAEMU_VRAM=2G;HEARTH_CUDAEMU_LAZY=1")
-  set_tests_properties(cli.cuda_emu engine.test_hybrid_model_cuda engine.test_hybrid_attn_cuda PROPERTIES LABELS cuda)
+  add_test(NAME engine.test_hybrid_moe_cuda COMMAND test_hybrid_moe WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(engine.test_hybrid_moe_cuda PROPERTIES ENVIRONMENT
+    "HEARTH_SRC=${CMAKE_SOURCE_DIR};HEARTH_TEST_GPU=cuda;HEARTH_CUDAEMU_VRAM=2G;HEARTH_CUDAEMU_LAZY=1")
+  set_tests_properties(cli.cuda_emu engine.test_hybrid_model_cuda engine.test_hybrid_attn_cuda engine.test_hybrid_moe_cuda
+    PROPERTIES LABELS cuda)
 endif()

@@ -4,7 +4,7 @@
  * the activation-side work and keep several DRAM streams in flight. Prompt batches
  * use register tiles (HR_TILE_R rows x HR_TILE_C tokens) so each weight block loaded
  * serves several tokens, over token blocks small enough for the prepared activations
- * to stay in L2. Types with a tile_x (AVX-512 Q4_0, Q4_K, Q5_K, IQ4_XS) also get their
+ * to stay in L2. Types with a tile_x (AVX-512, AVX2: Q4_0, Q4_K, Q5_K, IQ4_XS) get their
  * prepared rows re-laid once per call into the lane order their tiles load, instead of each
  * tile re-shuffling them for every pair of weight rows. Every (row, token) result is the
  * same whichever path computed it. */
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernels_impl.h"
+#include "prof.h"
 
 #define TOK_BLOCK 64          /* tokens whose prepared rows are reused from L2 */
 #define PAR_PREP_ELEMS 16384  /* below this, preparing on the caller beats a pool run */
@@ -32,6 +33,7 @@ void hr_cpu_free(hr_cpu *c) {
     if (!c) return;
     hr_pool_free(c->pool);
     free(c->scratch);
+    free(c->prof);
     memset(c, 0, sizeof *c);
 }
 
@@ -119,7 +121,7 @@ static void mm_task(void *arg, int ith, int nth) {
     }
 }
 
-int hr_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *Y, hr_err *e) {
+static int matmul_run(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *Y, hr_err *e) {
     if (!c || !c->pool || !W || !W->data || !X || !Y) return hr_errf(e, "matmul: missing argument");
     if (W->type >= HR_TYPE_MAX || !c->k->vec_dot[W->type] || !c->k->act_prep[W->type])
         return hr_errf(e, "matmul: weight type %u has no CPU kernel", W->type);
@@ -155,4 +157,13 @@ int hr_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *
     if (chunks > max_chunks) chunks = max_chunks;
     hr_pool_run_chunks(c->pool, mm_task, &j, (int)chunks);
     return 0;
+}
+
+int hr_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *Y, hr_err *e) {
+    if (!c || !c->prof || !W) return matmul_run(c, W, X, n_tok, Y, e);
+    const hr_prof_mark m = hr_prof_begin(c->prof);
+    const int r = matmul_run(c, W, X, n_tok, Y, e);
+    const uint64_t bytes = (uint64_t)W->n_out * W->row_bytes + (uint64_t)n_tok * (uint64_t)(W->n_in + W->n_out) * 4;
+    hr_prof_end(c->prof, m, n_tok == 1 ? HR_PROF_MATVEC : HR_PROF_GEMM, W->type, bytes);
+    return r;
 }

@@ -11,6 +11,7 @@ typedef struct hr_cpu {
     const hr_kernels *k;
     void *scratch;         /* prepared activations */
     size_t scratch_bytes;
+    struct hr_prof *prof;  /* NULL unless profiling (prof.h) */
 } hr_cpu;
 
 int hr_cpu_init(hr_cpu *c, int n_threads, hr_err *e);

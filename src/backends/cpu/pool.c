@@ -46,6 +46,9 @@ struct hr_pool {
     atomic_int sleepers;  /* workers blocked (or about to block) on work_cv */
     atomic_int waiting;   /* 1 while the caller blocks on done_cv */
     atomic_bool stop;
+    bool timed;                /* profiling (prof.h): time each item and each run */
+    _Atomic uint64_t busy_ns;  /* items' run time in the current run, all threads */
+    uint64_t sync_ns;          /* sum over timed runs of wall - busy / threads */
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
 };
@@ -63,7 +66,13 @@ static void work(hr_pool *p, uint32_t gen) {
     uint64_t t = atomic_load(&p->ticket);
     while (T_GEN(t) == gen && T_NEXT(t) < T_COUNT(t)) {
         if (!atomic_compare_exchange_weak(&p->ticket, &t, t + (1u << 16))) continue;
-        p->fn(p->arg, (int)T_NEXT(t), (int)T_COUNT(t));
+        if (p->timed) {
+            uint64_t t0 = now_ns();
+            p->fn(p->arg, (int)T_NEXT(t), (int)T_COUNT(t));
+            atomic_fetch_add(&p->busy_ns, now_ns() - t0);
+        } else {
+            p->fn(p->arg, (int)T_NEXT(t), (int)T_COUNT(t));
+        }
         if (atomic_fetch_add(&p->done, 1) + 1 == (int)T_COUNT(t) && atomic_load(&p->waiting)) {
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done_cv);
@@ -167,6 +176,8 @@ void hr_pool_run_chunks(hr_pool *p, hr_task_fn fn, void *arg, int n_chunks) {
         for (int i = 0; i < n_chunks; i++) fn(arg, i, n_chunks);
         return;
     }
+    const uint64_t t0 = p->timed ? now_ns() : 0;
+    if (p->timed) atomic_store(&p->busy_ns, 0);
     p->fn = fn;
     p->arg = arg;
     atomic_store(&p->done, 0);
@@ -179,7 +190,15 @@ void hr_pool_run_chunks(hr_pool *p, hr_task_fn fn, void *arg, int n_chunks) {
     }
     work(p, gen);
     wait_done(p, n_chunks);
+    if (p->timed) { /* the run's wall time beyond its work spread evenly over the threads it could use */
+        const uint64_t wall = now_ns() - t0, th = (uint64_t)(n_chunks < p->n ? n_chunks : p->n);
+        const uint64_t even = atomic_load(&p->busy_ns) / th;
+        p->sync_ns += wall > even ? wall - even : 0;
+    }
 }
+
+void hr_pool_set_timing(hr_pool *p, bool on) { p->timed = on; }
+uint64_t hr_pool_sync_ns(const hr_pool *p) { return p->sync_ns; }
 
 void hr_pool_run(hr_pool *p, hr_task_fn fn, void *arg) { hr_pool_run_chunks(p, fn, arg, p->n); }
 

@@ -3,6 +3,8 @@
  * busy core elsewhere does not stall the pool. */
 #ifndef HR_POOL_H
 #define HR_POOL_H
+#include <stdbool.h>
+#include <stdint.h>
 #include "../../util/err.h"
 
 typedef struct hr_pool hr_pool;
@@ -19,5 +21,9 @@ void hr_pool_run(hr_pool *p, hr_task_fn fn, void *arg);
  * balance better when a core is busy elsewhere. fn sees nth = n_chunks. */
 void hr_pool_run_chunks(hr_pool *p, hr_task_fn fn, void *arg, int n_chunks);
 void hr_pool_free(hr_pool *p);
+/* Profiling (prof.h): with timing on, each run adds to a counter its wall time beyond its
+ * items' run time spread evenly over the threads it could use (hand-off, imbalance, waits). */
+void hr_pool_set_timing(hr_pool *p, bool on);
+uint64_t hr_pool_sync_ns(const hr_pool *p);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "kernels_impl.h"
 #include "sparse_axpy_impl.h"
+#include "prof.h"
 
 #define TOK_BLOCK 64          /* gather: tokens whose prepared rows are reused from L2 */
 #define AX_TOK_BLOCK 16       /* axpy: tokens sharing one visit of a row */
@@ -175,8 +176,8 @@ static void gm_task(void *arg, int ith, int nth) {
     }
 }
 
-int hr_gather_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, const int32_t *idx, int64_t n_idx,
-                     float *Y, hr_err *e) {
+static int gather_run(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, const int32_t *idx, int64_t n_idx,
+                      float *Y, hr_err *e) {
     if (!c || !c->pool || !X || (!Y && n_idx > 0)) return hr_errf(e, "gather_matmul: missing argument");
     if (W && (W->type >= HR_TYPE_MAX || !c->k->vec_dot[W->type] || !c->k->act_prep[W->type]))
         return hr_errf(e, "gather_matmul: weight type %u has no CPU kernel", W->type);
@@ -428,8 +429,8 @@ static void ax_group(hr_cpu *c, ax_job *j) {
     else ax_sum_task(j, 0, 1);
 }
 
-int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *A, int64_t n_tok,
-                      const int32_t *idx, int64_t n_idx, float *Y, hr_err *e) {
+static int axpy_run(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *A, int64_t n_tok,
+                    const int32_t *idx, int64_t n_idx, float *Y, hr_err *e) {
     if (!c || !c->pool || !ws || !Y || (!A && n_idx > 0)) return hr_errf(e, "sparse_axpy: missing argument");
     if (!ws->ax) ws->ax = hr_axpy_best();
     if (Wt && (Wt->type >= HR_TYPE_MAX || !ws->ax->axpy[Wt->type]))
@@ -449,6 +450,41 @@ int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float
         ax_group(c, &j);
     }
     return 0;
+}
+
+/* ---- profiled entry points (prof.h): the work above, timed when c->prof is set ---- */
+
+int hr_gather_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, const int32_t *idx, int64_t n_idx,
+                     float *Y, hr_err *e) {
+    if (!c || !c->prof || !W) return gather_run(c, W, X, n_tok, idx, n_idx, Y, e);
+    const hr_prof_mark m = hr_prof_begin(c->prof);
+    const int r = gather_run(c, W, X, n_tok, idx, n_idx, Y, e);
+    const uint64_t bytes = (uint64_t)n_idx * W->row_bytes + (uint64_t)n_tok * (uint64_t)(W->n_in + n_idx) * 4;
+    hr_prof_end(c->prof, m, HR_PROF_GATHER, W->type, bytes);
+    return r;
+}
+
+/* Rows the axpy really reads: those with a non-zero coefficient in a group of tokens. */
+static uint64_t axpy_rows_read(const float *A, int64_t n_tok, int64_t n_idx) {
+    uint64_t rows = 0;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += AX_TOK_BLOCK)
+        for (int64_t i = 0; i < n_idx; i++) {
+            bool any = false;
+            for (int64_t t = t0; t < n_tok && t < t0 + AX_TOK_BLOCK && !any; t++) any = A[t * n_idx + i] != 0.0f;
+            rows += any;
+        }
+    return rows;
+}
+
+int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *A, int64_t n_tok,
+                      const int32_t *idx, int64_t n_idx, float *Y, hr_err *e) {
+    if (!c || !c->prof || !Wt || !A) return axpy_run(c, ws, Wt, A, n_tok, idx, n_idx, Y, e);
+    /* counted before the clock starts: the scan is the profiler's cost, not the axpy's */
+    const uint64_t bytes = axpy_rows_read(A, n_tok, n_idx) * Wt->row_bytes + (uint64_t)n_tok * (uint64_t)(n_idx + Wt->n_in) * 4;
+    const hr_prof_mark m = hr_prof_begin(c->prof);
+    const int r = axpy_run(c, ws, Wt, A, n_tok, idx, n_idx, Y, e);
+    hr_prof_end(c->prof, m, HR_PROF_AXPY, Wt->type, bytes);
+    return r;
 }
 
 int hr_sparse_axpy(hr_cpu *c, const hr_mat *Wt, const float *A, int64_t n_tok, const int32_t *idx, int64_t n_idx,

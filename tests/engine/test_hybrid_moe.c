@@ -1,0 +1,252 @@
+/* Split MoE (docs/hybrid.md): experts placed on the device by routed frequency per byte
+ * (uniform without statistics: lowest layer and id first), --n-cpu-moe / --cpu-moe and
+ * -ngl as llama.cpp means them, and whole-model logits of the stand-in (or, with
+ * HEARTH_TEST_GPU=cuda, the emulated CUDA device) against the CPU with 0, some and all
+ * experts on the device, two sequences in one batch then a decode step of both, on tiny
+ * llama-with-experts (Q8_0), qwen3moe and smallthinker (exact mode too) files; the expert
+ * order read from a statistics file; budgets too small. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backends/device/standin.h"
+#include "engine/context.h"
+#include "engine/gpu_plan.h"
+#include "engine/hybrid.h"
+#include "formats/types.h"
+#include "sparse/stats.h"
+#include "synth/synth.h"
+#include "testutil.h"
+
+#define GIB 1073741824.0
+enum { NE = 4, K = 2, LAYERS = 3, CTX = 32, SEQ = 2, BATCH = 16, NP = 10, ALL_CPU = 1 << 20 };
+
+static hearth_gpu_mode dev = HEARTH_GPU_STANDIN;
+static uint64_t dev_over = HR_STANDIN_OVERHEAD;
+static double tol = 1e-4; /* the stand-in sums like the CPU; CUDA in other orders (set in main) */
+
+static hearth_model *synth_moe(const char *arch, uint32_t type, const char *name, char *path, size_t cap) {
+    hr_synth_params p;
+    hr_synth_defaults(&p);
+    p.arch = arch, p.type = type, p.n_embd = 64, p.n_layer = LAYERS, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 96;
+    p.n_vocab = 300, p.n_expert = NE, p.n_expert_used = K, p.seed = 11;
+    p.act = hr_synth_default_act(arch, false);
+    hr_err e = {{0}};
+    if (hr_synth_write(&p, hr_test_tmp(path, cap, name), &e)) return fprintf(stderr, "synth %s: %s\n", name, e.msg), NULL;
+    hearth_model *m = hearth_model_load(path, NULL, &e);
+    if (!m) fprintf(stderr, "load %s: %s\n", name, e.msg);
+    return m;
+}
+
+typedef struct {
+    hearth_gpu_mode gpu;
+    uint64_t budget; /* bytes, overhead included; 0: default */
+    int32_t ngl, n_cpu_moe;
+    const char *idx_path;
+} setup;
+
+static hearth_ctx *ctx(hearth_model *m, const setup *s, hearth_ffn_mode mode, hr_err *e) {
+    hearth_ctx_params cp = hearth_ctx_default_params();
+    cp.n_ctx = CTX, cp.n_threads = 2, cp.n_batch = BATCH, cp.n_seq = SEQ, cp.ffn_mode = mode;
+    cp.gpu = s->gpu, cp.vram_budget_gib = s->budget ? ((double)s->budget + 0.5) / GIB : 0;
+    cp.n_gpu_layers = s->ngl, cp.n_cpu_moe = s->n_cpu_moe, cp.gpu_index_path = s->idx_path;
+    return hearth_ctx_new(m, &cp, e);
+}
+
+/* NP tokens over two sequences in one batch, then one token of each in another: the
+ * logits of all NP + 2 into out [NP + 2][n_vocab]. */
+static int run(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out, hearth_gpu_status *st, hr_err *e) {
+    const int nv = m->hp.n_vocab;
+    int32_t toks[NP], pos[NP], seq[NP];
+    bool want[NP];
+    for (int i = 0; i < NP; i++) toks[i] = (i * 37 + 5) % nv, seq[i] = i % 2, pos[i] = i / 2, want[i] = true;
+    hearth_ctx *c = ctx(m, s, mode, e);
+    if (!c) return -1;
+    hearth_batch b = {NP, toks, pos, seq, want};
+    int rc = hearth_eval_batch(c, &b, e);
+    for (int i = 0; !rc && i < NP; i++) memcpy(out + (size_t)i * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
+    int32_t t2[2] = {7, 91}, p2[2] = {NP / 2, NP / 2}, s2[2] = {0, 1};
+    hearth_batch d = {2, t2, p2, s2, want};
+    if (!rc) rc = hearth_eval_batch(c, &d, e);
+    for (int i = 0; !rc && i < 2; i++) memcpy(out + (size_t)(NP + i) * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
+    if (st) hearth_ctx_gpu_status(c, st);
+    hearth_ctx_free(c);
+    return rc;
+}
+
+static double max_diff(const float *a, const float *b, size_t n) {
+    double d = 0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+/* The context's plan for a given arena: total bytes, expert bytes, one expert's bytes. */
+static void sizes(hearth_model *m, int32_t ngl, uint64_t *total, uint64_t *experts, uint64_t *one) {
+    hr_gpu_plan p;
+    hr_err e = {{0}};
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, ngl, NULL, 0, NULL};
+    *total = *experts = *one = 0;
+    if (hr_gpu_plan_make(&in, &p, &e)) {
+        CHECKF(0, "plan: %s", e.msg);
+        return;
+    }
+    *total = p.total, *experts = p.bytes[HEARTH_GPU_CAT_FFN];
+    *one = p.n_exp_total ? *experts / (uint64_t)p.n_exp_total : 0;
+    CHECKF(p.n_exp_total == NE * LAYERS, "plan at a large budget: %d experts on the device", p.n_exp_total);
+    hr_gpu_plan_free(&p);
+}
+
+/* CPU vs device with 0, 5 and all experts on the device, and the plan's step kinds. */
+static void check_model(hearth_model *m, const char *tag, hearth_ffn_mode mode) {
+    const int nv = m->hp.n_vocab;
+    const size_t n = (size_t)(NP + 2) * (size_t)nv;
+    uint64_t total, experts, one;
+    sizes(m, 0, &total, &experts, &one);
+    if (!one) return;
+    float *ref = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
+    hr_err e = {{0}};
+    const setup cpu = {HEARTH_GPU_OFF, 0, 0, 0, NULL};
+    CHECKF(!run(m, &cpu, mode, ref, NULL, &e), "%s cpu: %s", tag, e.msg);
+    const uint64_t base = total - experts + dev_over;
+    struct {
+        const char *what;
+        setup s;
+        int32_t want_exp;
+        uint64_t want_evals_min;
+    } cases[] = {
+        {"--cpu-moe", {dev, total + dev_over, 0, ALL_CPU, NULL}, 0, 0},
+        {"5 experts", {dev, base + 5 * one + one / 2, 0, 0, NULL}, 5, 1},
+        {"every expert", {dev, total + dev_over, 0, 0, NULL}, NE * LAYERS, (NP + 2) * K * LAYERS},
+        {"-ngl 2 --n-cpu-moe 1", {dev, total + dev_over, 2, 1, NULL}, NE, 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        hearth_gpu_status st = {0};
+        if (run(m, &cases[k].s, mode, got, &st, &e)) {
+            CHECKF(0, "%s %s: %s", tag, cases[k].what, e.msg);
+            continue;
+        }
+        const double d = max_diff(ref, got, n);
+        printf("%s, %s: %d of %d experts on the device, %llu of %llu expert evaluations there; max |logit - cpu| %.2e\n",
+               tag, cases[k].what, st.experts_device, st.experts_total, (unsigned long long)st.expert_evals_device,
+               (unsigned long long)st.expert_evals_total, d);
+        CHECKF(d <= tol, "%s %s: logits differ from the CPU by %g", tag, cases[k].what, d);
+        CHECKF(st.active && st.experts_device == cases[k].want_exp && st.experts_total == NE * LAYERS, "%s %s: %d experts",
+               tag, cases[k].what, st.experts_device);
+        CHECKF(st.expert_evals_device >= cases[k].want_evals_min && st.expert_evals_device <= st.expert_evals_total &&
+                   st.expert_evals_total == (uint64_t)(NP + 2) * K * LAYERS,
+               "%s %s: %llu of %llu evaluations", tag, cases[k].what, (unsigned long long)st.expert_evals_device,
+               (unsigned long long)st.expert_evals_total);
+        CHECKF(cases[k].want_exp || st.expert_evals_device == 0, "%s %s: evaluations without experts", tag, cases[k].what);
+        CHECKF(st.layers_attn == (cases[k].s.ngl ? cases[k].s.ngl : LAYERS), "%s %s: attention of %d layers", tag,
+               cases[k].what, st.layers_attn);
+    }
+    free(ref), free(got);
+}
+
+/* Budgets too small: below the scratch; -ngl whose attention does not fit. */
+static void check_budgets(hearth_model *m) {
+    uint64_t total, experts, one;
+    sizes(m, 0, &total, &experts, &one);
+    hr_err e = {{0}};
+    const setup tiny = {dev, dev_over + 4096, 0, 0, NULL};
+    hearth_ctx *c = ctx(m, &tiny, HEARTH_FFN_DENSE, &e);
+    CHECKF(!c && strstr(e.msg, "GPU budget too small") && strstr(e.msg, "scratch"), "tiny budget: %s", c ? "(accepted)" : e.msg);
+    hearth_ctx_free(c);
+    hr_gpu_plan p;
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, 0, NULL, 0, NULL};
+    if (hr_gpu_plan_make(&in, &p, &e)) return;
+    const uint64_t scratch = p.bytes[HEARTH_GPU_CAT_SCRATCH];
+    hr_gpu_plan_free(&p);
+    const setup ngl = {dev, dev_over + scratch + 256, 3, 0, NULL};
+    c = ctx(m, &ngl, HEARTH_FFN_DENSE, &e);
+    CHECKF(!c && strstr(e.msg, "-ngl 3 needs") && strstr(e.msg, "holds 0 layers"), "-ngl 3 at the scratch: %s",
+           c ? "(accepted)" : e.msg);
+    hearth_ctx_free(c);
+}
+
+/* Statistics beside the model: the plan takes the most routed experts per byte first, and
+ * the status reports the share of routings they served, both recomputed here. */
+static void check_stats(hearth_model *m, const char *model_path) {
+    uint64_t total, experts, one;
+    sizes(m, 0, &total, &experts, &one);
+    hr_stats st;
+    hr_err e = {{0}};
+    const uint64_t ntok = 1000;
+    if (hr_stats_init_moe(&st, LAYERS, NE, K, m->hp.n_ff_exp, false, &e)) {
+        CHECKF(0, "stats: %s", e.msg);
+        return;
+    }
+    st.n_tokens = ntok;
+    /* layer l's favourites: (l + 1) % NE routed 900 - 100 l times, (l + 2) % NE 700 + 100 l,
+     * the other two 200 each (a layer's counts sum to tokens x K) */
+    for (int il = 0; il < LAYERS; il++) {
+        for (int x = 0; x < NE; x++) st.expert_counts[il * NE + x] = 200;
+        st.expert_counts[il * NE + (il + 1) % NE] = (uint32_t)(900 - 100 * il);
+        st.expert_counts[il * NE + (il + 2) % NE] = (uint32_t)(700 + 100 * il);
+    }
+    char sp[512], ip[512];
+    snprintf(sp, sizeof sp, "%s.stats.gguf", model_path), snprintf(ip, sizeof ip, "%s.generated.gpuidx", model_path);
+    CHECKF(!hr_stats_write(sp, &st, &e), "write stats: %s", e.msg);
+    /* the expected 4: by count (experts are all the same size), ties by layer then id */
+    const int32_t best[4][2] = {{0, 1}, {2, 0}, {1, 2}, {1, 3}}; /* 900, 900, 800, 800 (then 700s) */
+    const setup s = {dev, total - experts + dev_over + 4 * one + one / 2, 0, 0, ip};
+    hearth_ctx *c = ctx(m, &s, HEARTH_FFN_DENSE, &e);
+    CHECKF(c, "ctx with statistics: %s", e.msg);
+    if (c) {
+        int placed = 0;
+        for (int q = 0; q < 4; q++) {
+            const hr_gpu_layer *g = &c->hy->plan.layers[best[q][0]];
+            placed += g->exp_local && g->exp_local[best[q][1]] >= 0;
+        }
+        hearth_gpu_status gs;
+        hearth_ctx_gpu_status(c, &gs);
+        const double share = (900.0 + 900 + 800 + 800) / (double)(ntok * K * LAYERS);
+        CHECKF(placed == 4 && c->hy->plan.n_exp_total == 4, "statistics: %d of the 4 most routed experts placed (%d in all)",
+               placed, c->hy->plan.n_exp_total);
+        CHECKF(fabs(gs.act_share - share) < 1e-12 && strstr(gs.note, "routing counts"), "statistics: share %g (want %g), note '%s'",
+               gs.act_share, share, gs.note);
+        hearth_ctx_free(c);
+    }
+    hr_stats_free(&st);
+    /* statistics of another shape: ignored with a note, the uniform order instead */
+    if (!hr_stats_init_moe(&st, LAYERS - 1, NE, K, m->hp.n_ff_exp, false, &e)) {
+        st.n_tokens = ntok;
+        for (int i = 0; i < (LAYERS - 1) * NE; i++) st.expert_counts[i] = (uint32_t)(ntok * K / NE);
+        CHECKF(!hr_stats_write(sp, &st, &e), "write stats: %s", e.msg);
+        c = ctx(m, &s, HEARTH_FFN_DENSE, &e);
+        CHECKF(c && strstr(c->hy->st.note, "are for 2 layers of 4 experts") && c->hy->plan.layers[0].n_exp == 4,
+               "statistics of 2 layers: %s", c ? c->hy->st.note : e.msg);
+        hearth_ctx_free(c);
+        hr_stats_free(&st);
+    }
+    remove(sp), remove(ip);
+}
+
+int main(void) {
+    const char *g = getenv("HEARTH_TEST_GPU");
+    if (g && strcmp(g, "cuda") == 0) {
+        hr_err e = {{0}};
+        hr_dev *d = hr_dev_cuda_open(0, &e);
+        if (!d) return printf("skip: %s\n", e.msg), 77;
+        dev = HEARTH_GPU_CUDA, dev_over = d->ops->overhead(d), tol = 1e-2;
+        hr_dev_close(d);
+    }
+    struct {
+        const char *arch;
+        uint32_t type;
+        hearth_ffn_mode mode;
+    } models[] = {{"llama", HR_Q8_0, HEARTH_FFN_DENSE}, {"qwen3moe", HR_F32, HEARTH_FFN_DENSE},
+                  {"smallthinker", HR_F32, HEARTH_FFN_DENSE}, {"smallthinker", HR_F32, HEARTH_FFN_EXACT}};
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+        char path[256], tag[64];
+        hearth_model *m = synth_moe(models[i].arch, models[i].type, "hmoe.gguf", path, sizeof path);
+        CHECKF(m, "model %s", models[i].arch);
+        if (!m) continue;
+        snprintf(tag, sizeof tag, "%s %s%s", models[i].arch, hr_type_name(models[i].type),
+                 models[i].mode == HEARTH_FFN_EXACT ? " exact" : "");
+        check_model(m, tag, models[i].mode);
+        if (i == 0) check_budgets(m), check_stats(m, path);
+        hearth_model_free(m);
+        remove(path);
+    }
+    return TEST_END();
+}
