@@ -3,20 +3,7 @@
 # flag/input errors with their exit codes.
 # usage: calibrate.sh HEARTH_BINARY
 set -u
-HEARTH=$1
-TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
-fail=0
-bad() { printf 'FAIL: %s\n' "$*"; fail=1; }
-[ -x "$HEARTH" ] || { echo "FAIL: $HEARTH is not built"; exit 1; }
-
-expect() {
-    code=$1; what=$2; shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    rc=$?
-    [ "$rc" -eq "$code" ] || bad "$what: exit $rc, want $code; stderr: $(tail -c 400 "$TMP/err")"
-}
-has() { grep -qF -- "$2" "$TMP/$1" || bad "$1 lacks '$2'"; }
+. "$(dirname "$0")/check.sh"
 
 M=$TMP/m.gguf
 SHAPE="--n-embd 64 --n-head 4 --n-ff 128 --n-layer 2 --n-vocab 400 -q"
