@@ -431,9 +431,10 @@ static const hr_kernels_ext k_avx2 = {
     .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16,
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx2),
-              HR_KQL_ENTRIES(rows4, avx2)},    .tile_x = {[HR_Q4_0] = tile_x_q4_0, HR_KQX2_ENTRIES(tile_x)},
-    .tile_xprep = {[HR_Q4_0] = tile_xprep_q4_0, HR_KQX2_ENTRIES(tile_xprep)},
-    .tile_xbytes = {[HR_Q4_0] = tile_xbytes_q4_0, HR_KQX2_BYTES},
+              HR_KQL_ENTRIES(rows4, avx2)},
+    .tile_x = {[HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx2)},
+    .tile_xprep = {[HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx2)},
+    .tile_xbytes = {[HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx2)},
 };
 
 const hr_kernels_ext *hr_kext_avx2(void) { return &k_avx2; }

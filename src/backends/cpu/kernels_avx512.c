@@ -437,9 +437,9 @@ static const hr_kernels_ext k_avx512 = {
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx512),
               HR_KQL_ENTRIES(rows4, avx512)},
-    .tile_x = {[HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x)},
-    .tile_xprep = {[HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep)},
-    .tile_xbytes = {[HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES},
+    .tile_x = {[HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx512)},
+    .tile_xprep = {[HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx512)},
+    .tile_xbytes = {[HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx512)},
 };
 
 const hr_kernels_ext *hr_kext_avx512(void) { return &k_avx512; }

@@ -92,29 +92,21 @@ void hr_prep_q8_K_avx2(const float *x, void *xq, int64_t n); /* kquant_k_avx2.c 
     HR_KQ_DECL(q5_K, ISA) HR_KQ_DECL(q6_K, ISA) HR_KQ_DECL(iq4_xs, ISA)
 HR_KQ_DECL_ALL(avx2)
 HR_KQ_DECL_ALL(avx512)
-/* Tiles over re-laid Q8_K rows (tile_x, kquant_k_avx512.c) of Q4_K, Q5_K and IQ4_XS. */
-#define HR_KQX_DECL(T)                                                                              \
-    void hr_tile_x_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,      \
-                                float *y, size_t ys);                                               \
-    void hr_tile_xprep_##T##_avx512(const void *xq, void *xt, int64_t n);
-HR_KQX_DECL(q4_K) HR_KQX_DECL(q5_K) HR_KQX_DECL(iq4_xs)
-size_t hr_tile_xbytes_q8Kt_avx512(int64_t n);
-/* KIND: tile_x or tile_xprep */
-#define HR_KQX_ENTRIES(KIND) \
-    [HR_Q4_K] = hr_##KIND##_q4_K_avx512, [HR_Q5_K] = hr_##KIND##_q5_K_avx512, [HR_IQ4_XS] = hr_##KIND##_iq4_xs_avx512
-#define HR_KQX_BYTES \
-    [HR_Q4_K] = hr_tile_xbytes_q8Kt_avx512, [HR_Q5_K] = hr_tile_xbytes_q8Kt_avx512, [HR_IQ4_XS] = hr_tile_xbytes_q8Kt_avx512
-/* The AVX2 ones (kquant_k_avx2.c), the same three types */
-#define HR_KQX2_DECL(T)                                                                             \
-    void hr_tile_x_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs,        \
-                              float *y, size_t ys);                                                 \
-    void hr_tile_xprep_##T##_avx2(const void *xq, void *xt, int64_t n);
-HR_KQX2_DECL(q4_K) HR_KQX2_DECL(q5_K) HR_KQX2_DECL(iq4_xs)
-size_t hr_tile_xbytes_q8Kt_avx2(int64_t n);
-#define HR_KQX2_ENTRIES(KIND) \
-    [HR_Q4_K] = hr_##KIND##_q4_K_avx2, [HR_Q5_K] = hr_##KIND##_q5_K_avx2, [HR_IQ4_XS] = hr_##KIND##_iq4_xs_avx2
-#define HR_KQX2_BYTES \
-    [HR_Q4_K] = hr_tile_xbytes_q8Kt_avx2, [HR_Q5_K] = hr_tile_xbytes_q8Kt_avx2, [HR_IQ4_XS] = hr_tile_xbytes_q8Kt_avx2
+/* Tiles over re-laid Q8_K rows (tile_x; kquant_k_avx2.c, kquant_k_avx512.c) of Q4_K, Q5_K and
+ * IQ4_XS, and their table entries (KIND: tile_x or tile_xprep). */
+#define HR_KQX_DECL(T, ISA)                                                                         \
+    void hr_tile_x_##T##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs,       \
+                               float *y, size_t ys);                                                \
+    void hr_tile_xprep_##T##_##ISA(const void *xq, void *xt, int64_t n);
+#define HR_KQX_DECL_ALL(ISA) \
+    HR_KQX_DECL(q4_K, ISA) HR_KQX_DECL(q5_K, ISA) HR_KQX_DECL(iq4_xs, ISA) size_t hr_tile_xbytes_q8Kt_##ISA(int64_t n);
+HR_KQX_DECL_ALL(avx2)
+HR_KQX_DECL_ALL(avx512)
+#define HR_KQX_ENTRIES(KIND, ISA) \
+    [HR_Q4_K] = hr_##KIND##_q4_K_##ISA, [HR_Q5_K] = hr_##KIND##_q5_K_##ISA, [HR_IQ4_XS] = hr_##KIND##_iq4_xs_##ISA
+#define HR_KQX_BYTES(ISA)                                                                          \
+    [HR_Q4_K] = hr_tile_xbytes_q8Kt_##ISA, [HR_Q5_K] = hr_tile_xbytes_q8Kt_##ISA,                  \
+    [HR_IQ4_XS] = hr_tile_xbytes_q8Kt_##ISA
 /* Their table entries: KIND is dot, rows4 or tile; all six types take Q8_K activations. */
 #define HR_KQ_ENTRIES(KIND, ISA)                                                          \
     [HR_Q2_K] = hr_##KIND##_q2_K_##ISA, [HR_Q3_K] = hr_##KIND##_q3_K_##ISA,               \
