@@ -19,10 +19,13 @@
 #include "grammar_opts.h"
 #include "tokenizer/tokenizer.h"
 
-/* The one mutable global of the chat, and why it cannot be avoided: a signal handler
- * reaches no state but static storage, and sig_atomic_t is the only type it may write.
- * SIGINT sets it; the reply loop reads and clears it through session.intr. */
-static volatile sig_atomic_t sigint_flag;
+/* The chat's only mutable globals, and why they cannot be avoided: a signal handler reaches
+ * no state but static storage, and sig_atomic_t is the only type it may write. SIGINT sets
+ * sigint_flag; the reply loop reads and clears it through session.intr. A SIGTERM or SIGHUP
+ * while the line editor holds the terminal in raw mode stores its number in term_sig. */
+static volatile sig_atomic_t sigint_flag, term_sig;
+
+static void on_term(int sig) { term_sig = sig; }
 
 /* A first Ctrl-C asks the reply to stop; a second before the chat saw the first (a long
  * prompt evaluation) ends the program as llama-cli does. Only async-signal-safe calls. */
@@ -327,11 +330,29 @@ static int text_add(text *t, const char *s, size_t n) {
     return 0;
 }
 
+/* The line editor's read. A SIGTERM or SIGHUP would otherwise end the program with the terminal
+ * left in raw mode: while the editor reads, they only interrupt the read, which restores the
+ * terminal, and are then raised again with their default action, so the chat still ends by
+ * that signal. Outside the read the terminal is in its normal mode and the default stands. */
+static int edit_line(session *S, const char *prompt, char **line, size_t *len) {
+    static const int sigs[2] = {SIGTERM, SIGHUP};
+    struct sigaction sa = {.sa_handler = on_term}, old[2];
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 2; i++) /* one ignored (nohup) stays ignored */
+        if (!sigaction(sigs[i], &sa, &old[i]) && old[i].sa_handler == SIG_IGN) sigaction(sigs[i], &old[i], NULL);
+    S->le.stop = &term_sig;
+    int r = hr_le_read(&S->le, prompt, line, len);
+    S->le.stop = NULL;
+    for (int i = 0; i < 2; i++) sigaction(sigs[i], &old[i], NULL);
+    if (term_sig) raise(term_sig);
+    return r;
+}
+
 /* One line from the input: HR_LE_LINE / HR_LE_PASTED with *line (malloc'd), or HR_LE_EOF,
  * HR_LE_INTR, HR_LE_ERROR. Without the editor: getline, with a plain prompt on a terminal. */
 static int get_line(session *S, bool first, char **line, size_t *len) {
     const char *prompt = first ? "> " : "... ";
-    if (S->edit) return hr_le_read(&S->le, prompt, line, len);
+    if (S->edit) return edit_line(S, prompt, line, len);
     if (S->interactive) fputs(prompt, stdout), fflush(stdout);
     size_t cap = 0;
     *line = NULL;

@@ -125,18 +125,23 @@ static int set_text(buf *b, const char *s) {
 
 /* ---- the terminal ---- */
 
-static int read_byte(int fd, unsigned char *c, int timeout_ms) {
+/* 1: a byte; 0: none within timeout_ms; -1: end of input (or *le->stop was set by a signal);
+ * -2: a read error. */
+static int read_byte(const hr_lineedit *le, unsigned char *c, int timeout_ms) {
+    bool stopped = false;
     if (timeout_ms >= 0) {
-        struct pollfd p = {fd, POLLIN, 0};
+        struct pollfd p = {le->in, POLLIN, 0};
         int r;
-        while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR) {}
+        while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR && !(stopped = le->stop && *le->stop)) {}
+        if (stopped) return -1;
         if (r <= 0) return 0;
     }
     for (;;) {
-        ssize_t r = read(fd, c, 1);
+        ssize_t r = read(le->in, c, 1);
         if (r == 1) return 1;
         if (r == 0) return -1;
         if (errno != EINTR) return -2;
+        if (le->stop && *le->stop) return -1;
     }
 }
 
@@ -187,7 +192,7 @@ static enum key csi_key(hr_lineedit *le) {
     size_t np = 0;
     unsigned char f;
     for (;;) {
-        if (read_byte(le->in, &f, ESC_WAIT_MS) != 1) return K_NONE;
+        if (read_byte(le, &f, ESC_WAIT_MS) != 1) return K_NONE;
         if (f >= 0x40 && f <= 0x7E) break;
         if (np < sizeof par - 1) par[np++] = (char)f;
     }
@@ -214,13 +219,13 @@ static enum key csi_key(hr_lineedit *le) {
 
 static enum key escape_key(hr_lineedit *le) {
     unsigned char c;
-    if (read_byte(le->in, &c, ESC_WAIT_MS) != 1) return K_NONE;
+    if (read_byte(le, &c, ESC_WAIT_MS) != 1) return K_NONE;
     le->skip_lf = false;
     if (c == '[') return csi_key(le);
     if (c == 'b' || c == 'B') return K_WLEFT;
     if (c == 'f' || c == 'F') return K_WRIGHT;
     if (c == 127 || c == 8) return K_KILL_WORD;
-    if (c != 'O' || read_byte(le->in, &c, ESC_WAIT_MS) != 1) return K_NONE;
+    if (c != 'O' || read_byte(le, &c, ESC_WAIT_MS) != 1) return K_NONE;
     switch (c) { /* ESC O x: application cursor mode */
     case 'A': return K_UP;
     case 'B': return K_DOWN;
@@ -233,7 +238,7 @@ static enum key escape_key(hr_lineedit *le) {
 }
 
 static enum key read_key(hr_lineedit *le, unsigned char *ch) {
-    int r = read_byte(le->in, ch, -1);
+    int r = read_byte(le, ch, -1);
     if (r < 0) return r == -1 ? K_EOF : K_ERR;
     return *ch == 27 ? escape_key(le) : byte_key(le, *ch);
 }
@@ -359,7 +364,7 @@ static int rest_of_char(hr_lineedit *le, buf *b, unsigned char lead) {
     size_t k = (lead & 0xE0) == 0xC0 ? 1 : (lead & 0xF0) == 0xE0 ? 2 : (lead & 0xF8) == 0xF0 ? 3 : 0;
     for (size_t i = 0; i < k; i++) {
         unsigned char c;
-        if (read_byte(le->in, &c, ESC_WAIT_MS) != 1) return 0;
+        if (read_byte(le, &c, ESC_WAIT_MS) != 1) return 0;
         if ((c & 0xC0) != 0x80) return byte_key(le, c) == K_CHAR ? insert(b, (const char *)&c, 1) : 0;
         if (insert(b, (const char *)&c, 1)) return -1;
     }

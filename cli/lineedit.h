@@ -11,6 +11,7 @@
 #define HR_LINEEDIT_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <termios.h>
 
 enum {
@@ -30,6 +31,9 @@ typedef struct hr_lineedit {
     bool skip_lf;                  /* a '\r' ended the last line: drop a '\n' right after it */
     bool raw;                      /* the terminal is in raw mode; saved: its settings before */
     struct termios saved;
+    /* Set by the caller's SIGTERM/SIGHUP handler (installed without SA_RESTART): a read it
+     * interrupts ends like end of input, with the terminal restored. NULL: none. */
+    volatile sig_atomic_t *stop;
 } hr_lineedit;
 
 /* Most lines the history keeps (the oldest go first). */

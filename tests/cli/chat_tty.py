@@ -7,7 +7,9 @@ shipped model, greedy, and checks what a user sees and what the model was sent (
 - Ctrl-D exits 0; the banner;
 - the line editor in raw mode: Up recalls the previous line, Ctrl-A / Left edit it;
 - a bracketed paste is one multi-line message;
-- the typed text is coloured, and with NO_COLOR there is no colour code at all.
+- the typed text is coloured, and with NO_COLOR there is no colour code at all;
+- a SIGTERM at the prompt ends the chat by that signal with the terminal back in its normal
+  mode (the test holds the terminal's other end open to read its settings afterwards).
 Environment: HEARTH_BIN (the hearth binary), HEARTH_SRC (the source tree)."""
 import fcntl, os, pty, re, select, signal, struct, sys, tempfile, termios, time
 
@@ -82,6 +84,12 @@ class Chat:
         fail(what + ": the chat did not exit")
         self.kill()
         return None
+
+    def terminal(self):
+        """The pseudo-terminal's far end, opened by number (TIOCGPTN), so its settings outlive
+        the chat."""
+        n = struct.unpack("I", fcntl.ioctl(self.fd, 0x80045430, b"\0\0\0\0"))[0]
+        return os.open("/dev/pts/%d" % n, os.O_RDWR | os.O_NOCTTY)
 
     def kill(self):
         try:
@@ -176,8 +184,17 @@ def no_color():
         c.send(b"In the beginning\r")
         c.expect(VERBOSE, "reply (NO_COLOR)")
         c.expect(PROMPT, "prompt after the reply (NO_COLOR)")
-        c.send(b"\x04")
-        c.wait("Ctrl-D (NO_COLOR)")
+        tty = c.terminal()
+        if termios.tcgetattr(tty)[3] & termios.ICANON:
+            fail("the line editor does not put the terminal in raw mode")
+        os.kill(c.pid, signal.SIGTERM)
+        rc = c.wait("SIGTERM at the prompt")
+        if rc != -signal.SIGTERM:
+            fail("SIGTERM at the prompt: exit status %s, want death by SIGTERM" % rc)
+        lflag = termios.tcgetattr(tty)[3]
+        os.close(tty)
+        if not (lflag & termios.ICANON and lflag & termios.ECHO):
+            fail("SIGTERM at the prompt left the terminal in raw mode")
         if SGR.search(c.out):
             fail("NO_COLOR: colour codes in the output: %r" % SGR.findall(c.out)[:3])
     except TimeoutError:
