@@ -1,5 +1,6 @@
 /* The conversation of hearth chat (chat_conv.h). /load reads with the core library's JSON
  * reader (src/util/json.h), so it works in builds without the server's JSON library. */
+#include "text_file.h"
 #include "chat_conv.h"
 #include <errno.h>
 #include <stdarg.h>
@@ -158,30 +159,11 @@ static int document(rd *r, const hr_json *root, hr_conv *cv) {
     return 0;
 }
 
-static char *slurp(const char *path, size_t *n, char *err, size_t cap) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return snprintf(err, cap, "cannot read %s: %s", path, strerror(errno)), NULL;
-    char *b = NULL;
-    size_t c = 0, r;
-    *n = 0;
-    do {
-        if (*n + 4096 > c) {
-            char *p = realloc(b, c = c * 2 + 4096);
-            if (!p) { free(b), fclose(f); return snprintf(err, cap, "out of memory"), NULL; }
-            b = p;
-        }
-        *n += r = fread(b + *n, 1, c - *n, f);
-    } while (r > 0);
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) { free(b); return snprintf(err, cap, "cannot read %s (is it a directory?)", path), NULL; }
-    return b;
-}
-
 int hr_conv_load(hr_conv *out, const char *path, char *err, size_t cap) {
     size_t n;
-    char *text = slurp(path, &n, err, cap);
-    if (!text) return -1;
+    hr_err fe = {{0}};
+    char *text = hr_text_file(path, 0, &n, &fe);
+    if (!text) return snprintf(err, cap, "%s", fe.msg), -1;
     char msg[512] = "";
     hr_err je = {""};
     hr_json_doc *doc = hr_json_parse(text, n, NULL, &je);

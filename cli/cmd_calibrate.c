@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "text_file.h"
 #include "cli.h"
 #include "formats/types.h"
 #include "hearth.h"
@@ -121,28 +122,6 @@ static int parse(int argc, char **argv, cal_opts *o) {
     if ((o->alloc_tokens || o->alloc_step > 0) && !o->allocate)
         return hr_usage_error(cmd, "--allocate-tokens and --allocate-step need --allocate"), -1;
     return 0;
-}
-
-static char *read_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0, got;
-    do {
-        if (n + 65536 > cap) {
-            char *nb = realloc(buf, cap = 2 * cap + 65536);
-            if (!nb) {
-                free(buf), fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        got = fread(buf + n, 1, cap - n, f);
-        n += got;
-    } while (got > 0);
-    fclose(f);
-    *len = n;
-    return buf;
 }
 
 static void print_table(const hr_stats *s, const hr_predictor *p, bool f16) {
@@ -292,9 +271,10 @@ int hr_cmd_calibrate(int argc, char **argv) {
         o.out = out_buf, o.out_default = true;
     }
     size_t len = 0;
-    char *text = read_text(o.text, &len);
+    hr_err fe = {{0}};
+    char *text = hr_text_file(o.text, 0, &len, &fe);
     if (!text) {
-        fprintf(stderr, "hearth calibrate: cannot read '%s'\n", o.text);
+        fprintf(stderr, "hearth calibrate: %s\n", fe.msg);
         return 1;
     }
     hr_err e = {{0}};

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "text_file.h"
 #include "cli.h"
 #include "run_opts.h"
 
@@ -87,14 +88,10 @@ int hr_cmd_perplexity(int argc, char **argv) {
     if (!o.model) return hr_usage_error("perplexity", "a model is required (-m FILE)");
     if (!o.prompt_file) return hr_usage_error("perplexity", "a text file is required (-f FILE)");
     if (o.cp.n_ctx < 4) return hr_usage_error("perplexity", "-c must be at least 4");
-    FILE *f = fopen(o.prompt_file, "rb");
-    if (!f) { fprintf(stderr, "hearth perplexity: cannot read '%s'\n", o.prompt_file); return 1; }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc(len > 0 ? (size_t)len : 1);
-    size_t got = text ? fread(text, 1, (size_t)len, f) : 0;
-    fclose(f);
+    size_t got = 0;
+    hr_err fe = {{0}};
+    char *text = hr_text_file(o.prompt_file, 0, &got, &fe);
+    if (!text) { fprintf(stderr, "hearth perplexity: -f: %s\n", fe.msg); return 1; }
     hr_err e = {{0}};
     hearth_model *m = hearth_model_load(o.model, &o.mp, &e);
     hearth_ctx *c = m ? hearth_ctx_new(m, &o.cp, &e) : NULL;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "text_file.h"
 #include "chat/chat.h"
 #include "cli.h"
 #include "formats/types.h"
@@ -63,41 +64,6 @@ static void help(void) {
 
 /* Reads a regular file or a stream (a pipe, /dev/stdin); a directory or a read error is an
  * error (printed), never an empty prompt. */
-static char *read_file(const char *path, size_t *len) {
-    struct stat st;
-    if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "hearth run: -f: '%s' is a directory, not a prompt file\n", path);
-        return NULL;
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "hearth run: cannot read prompt file '%s': %s\n", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t cap = 0, n = 0, r;
-    do {
-        if (n + 65536 > cap) {
-            char *b = realloc(buf, cap = cap * 2 + 65536 + 1);
-            if (!b) break;
-            buf = b;
-        }
-        r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-    } while (r > 0);
-    bool bad = ferror(f) != 0;
-    int err = errno;
-    fclose(f);
-    if (bad || !buf) {
-        fprintf(stderr, "hearth run: cannot read prompt file '%s': %s\n", path, bad ? strerror(err) : "out of memory");
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
 static bool is(const char *a, const char *x, const char *y) { return !strcmp(a, x) || (y && !strcmp(a, y)); }
 
 static void chat_push(run_cli *r, const char *a) { r->chat_argv[r->chat_argc++] = (char *)a; }
@@ -390,8 +356,9 @@ static void threads_notice(const hr_run_opts *o) {
 static int run(run_cli *r) {
     hr_run_opts *o = &r->o;
     size_t plen = 0;
-    char *text = o->prompt_file ? read_file(o->prompt_file, &plen) : NULL;
-    if (o->prompt_file && !text) return 1;
+    hr_err fe = {{0}};
+    char *text = o->prompt_file ? hr_text_file(o->prompt_file, 0, &plen, &fe) : NULL;
+    if (o->prompt_file && !text) return fprintf(stderr, "hearth run: -f: %s\n", fe.msg), 1;
     if (o->prompt) plen = strlen(o->prompt);
     const char *prompt = o->prompt ? o->prompt : text;
     threads_notice(o);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "text_file.h"
 #include "cli.h"
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
@@ -22,33 +23,6 @@ static void usage(FILE *f) {
             "                     each is tokenized on its own, one --ids line per text\n"
             "  -h, --help         this help\n"
             "Default output: one line per token, \"id<TAB>'piece'\".\n");
-}
-
-static char *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (len < cap) break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    if (buf && ferror(f)) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *n = len;
-    return buf;
 }
 
 static void print_tokens(const hr_tokenizer *t, const int32_t *ids, size_t n, bool only_ids) {
@@ -132,9 +106,9 @@ int hr_cmd_tokenize(int argc, char **argv) {
     size_t len = 0;
     char *text = NULL;
     if (file) {
-        text = read_file(file, &len);
-        if (!text) {
-            fprintf(stderr, "hearth %s: cannot read '%s'\n", CMD, file);
+        hr_err fe = {{0}};
+        if (!(text = hr_text_file(file, 0, &len, &fe))) {
+            fprintf(stderr, "hearth %s: -f: %s\n", CMD, fe.msg);
             return 1;
         }
     }

@@ -1,3 +1,4 @@
+#include "text_file.h"
 #include "grammar_opts.h"
 #include <math.h>
 #include <stdio.h>
@@ -20,30 +21,12 @@ int hr_grammar_flag(const char *cmd, int argc, char **argv, int *i, hr_run_opts 
     return 1;
 }
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    for (size_t r; buf && (r = fread(buf + n, 1, cap - n, f)) > 0;) {
-        n += r;
-        if (n == cap) {
-            char *g = cap > ((size_t)64 << 20) ? NULL : realloc(buf, cap *= 2);
-            if (!g) { free(buf); buf = NULL; }
-            else buf = g;
-        }
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 int hr_run_grammar_init(hr_run_grammar *rg, const hr_run_opts *o, const hearth_model *m, hr_err *e) {
     memset(rg, 0, sizeof *rg);
     if (!o->grammar && !o->grammar_file && !o->json_schema) return 0;
     size_t len = o->grammar ? strlen(o->grammar) : 0;
-    char *text = o->grammar_file ? slurp(o->grammar_file, &len) : NULL;
-    if (o->grammar_file && !text) return hr_errf(e, "--grammar-file: cannot read '%s'", o->grammar_file);
+    char *text = o->grammar_file ? hr_text_file(o->grammar_file, (size_t)64 << 20, &len, e) : NULL;
+    if (o->grammar_file && !text) return hr_errctx(e, "--grammar-file");
     if (o->json_schema && !(text = hr_run_schema_gbnf(o, e))) return -1; /* --json-schema: its GBNF */
     if (o->json_schema) len = strlen(text);
     hr_err pe = {{0}};

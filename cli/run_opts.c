@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "text_file.h"
 #include "cli.h"
 #include "run_opts.h"
 #include "grammar_opts.h"
@@ -239,18 +240,11 @@ char *hr_run_schema_gbnf(const hr_run_opts *o, hr_err *e) {
     bool file = o->json_schema_file || v[0] == '@';
     if (!file) return hr_json_schema_to_gbnf(v, strlen(v), e);
     const char *path = o->json_schema_file ? v : v + 1;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        hr_errf(e, "json schema: cannot read '%s'", path);
-        return NULL;
-    }
     /* one byte over the converter's limit is enough for it to refuse the size */
-    size_t cap = (2u << 20) + 1, n = 0;
-    char *buf = malloc(cap);
-    if (buf) n = fread(buf, 1, cap, f);
-    fclose(f);
-    char *g = buf ? hr_json_schema_to_gbnf(buf, n, e) : NULL;
-    if (!buf) hr_errf(e, "json schema: out of memory");
+    size_t n = 0;
+    char *buf = hr_text_file(path, (2u << 20) + 1, &n, e);
+    if (!buf) return hr_errctx(e, "json schema"), NULL;
+    char *g = hr_json_schema_to_gbnf(buf, n, e);
     free(buf);
     return g;
 }

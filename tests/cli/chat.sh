@@ -129,7 +129,7 @@ chat loadbad '/load '"$T/nonexistent.json"'
 //etc is a path
 In the beginning
 ' || fail "bad commands: exit status $?"
-grep -q "/load: cannot read $T/nonexistent.json" "$T/loadbad.err" || fail "/load of a missing file: no message"
+grep -q "/load: cannot read '$T/nonexistent.json'" "$T/loadbad.err" || fail "/load of a missing file: no message"
 grep -q "/load needs a file name" "$T/loadbad.err" || fail "/load without a file: no message"
 grep -q "unknown command '/bogus'" "$T/loadbad.err" || fail "/bogus: no message"
 [ "$(replies loadbad)" = 2 ] || fail "bad commands: $(replies loadbad) replies, want 2 ('//' sends text)"

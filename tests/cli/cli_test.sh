@@ -29,7 +29,7 @@ head -c 3000 "$M" >"$T/trunc.gguf"
 expect 1 "trunc.gguf" -- "$H" run -m "$T/trunc.gguf" -p hi
 long=$(printf 'word %.0s' $(seq 1 200))
 expect 1 "context holds 32" -- "$H" run -m "$M" -p "$long" -c 32
-expect 1 "cannot read prompt file" -- "$H" run -m "$M" -f "$T/none.txt"
+expect 1 "-f: cannot read '$T/none.txt'" -- "$H" run -m "$M" -f "$T/none.txt"
 expect 1 "--ffn-act 'bogus' is unknown" -- "$H" run -m "$M" -p hi --ffn-act bogus
 expect 2 "--ffn-act needs a value" -- "$H" run -m "$M" -p hi --ffn-act
 

@@ -119,7 +119,7 @@ static void bad_files(void) {
     bad(deep, "nesting deeper than 64 levels");
     char err[512];
     hr_conv cv = {0};
-    CHECK(hr_conv_load(&cv, "/nonexistent/chat.json", err, sizeof err) && strstr(err, "cannot read /nonexistent/chat.json"));
+    CHECK(hr_conv_load(&cv, "/nonexistent/chat.json", err, sizeof err) && strstr(err, "cannot read '/nonexistent/chat.json'"));
     CHECK(hr_conv_load(&cv, "/tmp", err, sizeof err) && strstr(err, "/tmp"));
     CHECK(hr_conv_save(&cv, "/nonexistent/chat.json", err, sizeof err) && strstr(err, "cannot write /nonexistent/chat.json"));
 }

@@ -4,6 +4,9 @@
 # history, colour, paste).
 foreach(t lineedit chat_conv)
   target_sources(test_${t} PRIVATE ${CMAKE_SOURCE_DIR}/cli/${t}.c)
+  if(t STREQUAL chat_conv)
+    target_sources(test_${t} PRIVATE ${CMAKE_SOURCE_DIR}/cli/text_file.c)
+  endif()
   target_include_directories(test_${t} PRIVATE ${CMAKE_SOURCE_DIR}/cli)
 endforeach()
 # Debian's python3 first (scripts/deps.sh installs its packages for that one, not for a
