@@ -11,6 +11,8 @@ typedef struct hr_chat_opts {
     const char *tmpl_name;       /* --chat-template, or NULL: detected from the model */
     const char *system;          /* the system message, or NULL */
     const char *first_message;   /* sent as the first user message (run -cnv -p TEXT), or NULL */
+    const char *first_file;      /* -f: the first user message is this file's text */
+    const char *system_file;     /* -sysf: the system message is this file's text */
     const char *reverse[HR_CHAT_MAX_REVERSE + 1]; /* extra stop texts (-r), NULL-terminated */
     const char *dump_prompt;     /* tests: each turn's rendered prompt is written here */
     int color;                   /* -1 auto (a terminal without NO_COLOR), 0 off, 1 on */

@@ -15,6 +15,7 @@
 #include "chat_conv.h"
 #include "cli.h"
 #include "lineedit.h"
+#include "text_file.h"
 #include "run_opts.h"
 #include "grammar_opts.h"
 #include "tokenizer/tokenizer.h"
@@ -86,7 +87,10 @@ static void help(void) {
            "                            default: detected from the model, else chatml\n"
            "  --system, -sys, --system-prompt TEXT\n"
            "                            system message at the start of the conversation\n"
+           "  -sysf, --system-prompt-file FILE\n"
+           "                            the system message is FILE's text\n"
            "  -p, --prompt TEXT         the first user message, sent before reading the input\n"
+           "  -f, --file FILE           the first user message is FILE's text\n"
            "  -r, --reverse-prompt TEXT end a reply where it reaches TEXT (not printed); repeatable, up to %d\n"
            "  -n, --n-predict N         most tokens per reply, -1 = until the context is full (default 256);\n"
            "                            never more than the context leaves after the prompt\n"
@@ -118,10 +122,13 @@ static int parse(int argc, char **argv, hr_chat_opts *o) {
         else if (!strcmp(a, "--chat-template") || !strcmp(a, "--system") || !strcmp(a, "-sys") ||
                  !strcmp(a, "--system-prompt") || !strcmp(a, "--dump-prompt") || !strcmp(a, "-n") ||
                  !strcmp(a, "--n-predict") || !strcmp(a, "-co") || !strcmp(a, "--color") || !strcmp(a, "-p") ||
-                 !strcmp(a, "--prompt") || !strcmp(a, "-r") || !strcmp(a, "--reverse-prompt")) {
+                 !strcmp(a, "--prompt") || !strcmp(a, "-r") || !strcmp(a, "--reverse-prompt") || !strcmp(a, "-f") ||
+                 !strcmp(a, "--file") || !strcmp(a, "-sysf") || !strcmp(a, "--system-prompt-file")) {
             if (!hr_arg_need("chat", argc, argv, i)) return 2;
             const char *v = argv[++i];
             if (!strcmp(a, "--chat-template")) o->tmpl_name = v;
+            else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->first_file = v;
+            else if (!strcmp(a, "-sysf") || !strcmp(a, "--system-prompt-file")) o->system_file = v;
             else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->first_message = v;
             else if ((!strcmp(a, "-r") || !strcmp(a, "--reverse-prompt")) && !*v)
                 return hr_usage_error("chat", "%s: the text is empty", a);
@@ -137,6 +144,8 @@ static int parse(int argc, char **argv, hr_chat_opts *o) {
         } else return hr_usage_error("chat", "unknown flag '%s'", a);
     }
     if (!o->run.model) return hr_usage_error("chat", "a model is required (-m FILE)");
+    if (o->first_message && o->first_file) return hr_usage_error("chat", "give either -p or -f, not both");
+    if (o->system && o->system_file) return hr_usage_error("chat", "give either -sys or -sysf, not both");
     return -1;
 }
 
@@ -597,9 +606,24 @@ void hr_chat_opts_init(hr_chat_opts *o) {
     o->run.sp.seed = (uint64_t)time(NULL);
 }
 
-int hr_chat_main(const hr_chat_opts *o) {
-    if (o->tmpl_name && hr_chat_from_name(o->tmpl_name) < 0)
-        return hr_usage_error("chat", "--chat-template: unknown template '%s' (%s)", o->tmpl_name, hr_chat_names());
+/* -f and -sysf: the files' texts take the places of -p and -sys in the copy *o of the options.
+ * *first and *sys own them. -1 (printed) when one cannot be read. */
+static int read_message_files(hr_chat_opts *o, char **first, char **sys) {
+    hr_err e = {{0}};
+    size_t n;
+    if (o->first_file && !(o->first_message = *first = hr_text_file(o->first_file, 0, &n, &e)))
+        return fprintf(stderr, "hearth chat: -f: %s\n", e.msg), -1;
+    if (o->system_file && !(o->system = *sys = hr_text_file(o->system_file, 0, &n, &e)))
+        return fprintf(stderr, "hearth chat: -sysf: %s\n", e.msg), -1;
+    return 0;
+}
+
+int hr_chat_main(const hr_chat_opts *opts) {
+    if (opts->tmpl_name && hr_chat_from_name(opts->tmpl_name) < 0)
+        return hr_usage_error("chat", "--chat-template: unknown template '%s' (%s)", opts->tmpl_name, hr_chat_names());
+    hr_chat_opts oc = *opts, *o = &oc;
+    char *first = NULL, *sys = NULL;
+    if (read_message_files(o, &first, &sys)) return free(first), 1;
     hr_err e = {{0}};
     session S = {0};
     int rc = 1;
@@ -616,6 +640,7 @@ int hr_chat_main(const hr_chat_opts *o) {
     }
     if (caught) sigaction(SIGINT, &old, NULL);
     session_close(&S);
+    free(first), free(sys);
     return rc;
 }
 

@@ -49,9 +49,10 @@ static void help(void) {
            "  --no-display-prompt       print only the generated text, not the prompt before it\n"
            "  --ignore-eos              keep generating after end-of-sequence\n"
            "  -i, -cnv, --conversation  interactive chat with the model's chat template: the same as\n"
-           "                            hearth chat with these flags (-p is then the first message, -r ends\n"
-           "                            replies; -f, --dump, --force-tokens, --ignore-eos are refused)\n"
+           "                            hearth chat with these flags (-p or -f is then the first message, -r\n"
+           "                            ends replies; --dump, --force-tokens, --ignore-eos are refused)\n"
            "  -sys, --system-prompt TEXT  the chat's system message (with -cnv)\n"
+           "  -sysf, --system-prompt-file FILE  the chat's system message from a file (with -cnv)\n"
            "  --chat-template NAME      the chat's template (with -cnv; hearth chat --help lists them)\n"
            "  -v, --verbose             print model, memory, kernel and GPU plan details to stderr\n"
            "  --version                 print the version and build and exit\n"
@@ -84,7 +85,7 @@ static int run_flag(int argc, char **argv, int *i, run_cli *r) {
     else if (is(a, "-no-cnv", "--no-conversation")) r->cnv = false;
     else if (is(a, "-p", "--prompt") || is(a, "-f", "--file") || is(a, "--dump", "--force-tokens") ||
              is(a, "-n", "--n-predict") || is(a, "--predict", NULL) || is(a, "-r", "--reverse-prompt") ||
-             is(a, "-sys", "--system-prompt") || is(a, "--chat-template", NULL)) {
+             is(a, "-sys", "--system-prompt") || is(a, "-sysf", "--system-prompt-file") || is(a, "--chat-template", NULL)) {
         if (!hr_arg_need("run", argc, argv, *i)) return 2;
         const char *v = argv[++*i];
         if (is(a, "-n", "--n-predict") || is(a, "--predict", NULL)) {
@@ -95,15 +96,18 @@ static int run_flag(int argc, char **argv, int *i, run_cli *r) {
             chat_push(r, "-n"), chat_push(r, l < 0 ? "-1" : v);
         } else if (is(a, "-sys", "--system-prompt")) {
             r->system = v, chat_push(r, "--system"), chat_push(r, v);
+        } else if (is(a, "-sysf", "--system-prompt-file")) {
+            r->system = v, chat_push(r, "-sysf"), chat_push(r, v);
         } else if (is(a, "--chat-template", NULL)) {
             r->chat_template = v, chat_push(r, a), chat_push(r, v);
         } else if (is(a, "-p", "--prompt")) {
             o->prompt = v, chat_push(r, "-p"), chat_push(r, v); /* with -cnv: the first message */
+        } else if (is(a, "-f", "--file")) {
+            o->prompt_file = v, chat_push(r, "-f"), chat_push(r, v);
         } else {
             if (!r->cnv_bad && !is(a, "-r", "--reverse-prompt")) r->cnv_bad = a;
             if (is(a, "-r", "--reverse-prompt")) chat_push(r, "-r"), chat_push(r, v);
-            if (is(a, "-f", "--file")) o->prompt_file = v;
-            else if (is(a, "--dump", NULL)) o->dump = v;
+            if (is(a, "--dump", NULL)) o->dump = v;
             else if (is(a, "--force-tokens", NULL)) o->force_tokens = v;
             else if (r->n_reverse == MAX_REVERSE) return hr_usage_error("run", "-r: at most %d reverse prompts", MAX_REVERSE);
             else if (!*v) return hr_usage_error("run", "-r: the reverse prompt is empty");

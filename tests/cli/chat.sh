@@ -3,7 +3,7 @@
 # - two turns give two replies, and the second equals what `hearth run` generates from the
 #   fully rendered two-turn prompt evaluated from scratch (the chat evaluates only what the
 #   KV cache lacks); the rendered prompt is checked against ChatML written out here;
-# - /reset, /exit, continued lines and """ blocks, --system, /save and /load, bad commands, a
+# - -p and -f, -sysf, /reset, /exit, continued lines and """ blocks, --system, /save and /load, bad commands, a
 #   forced template, dropped turns when the context fills (also a long chat at the model's own
 #   context), a message too long for the context, and flag errors.
 # The terminal side (line editor, Ctrl-C, colour) is tests/cli/chat_tty.py.
@@ -60,6 +60,12 @@ grep -q '/help for commands' "$T/two.err" && fail "piped chat: printed the banne
 # a text (not printed), so the reply is the start of the one without -r.
 chat first '' -p 'In the beginning' || fail "-p: exit status $?"
 { cat "$T/reply1"; echo; } | cmp -s - "$T/first.out" || fail "-p: not the reply to the same first message"
+# -f and -sysf: the first message and the system message from files, as llama-cli's.
+printf 'In the beginning' >"$T/first.txt"
+printf 'Answer briefly.' >"$T/sys.txt"
+chat ffile '' -f "$T/first.txt" -sysf "$T/sys.txt" || fail "-f/-sysf: exit status $?"
+printf '<|im_start|>system\nAnswer briefly.<|im_end|>\n<|im_start|>user\nIn the beginning<|im_end|>\n<|im_start|>assistant\n' |
+    cmp -s - "$T/ffile.prompt" || fail "-f/-sysf: the prompt is not the files' system and user messages: $(cat "$T/ffile.prompt")"
 chat rev '' -p 'In the beginning' -r king -r 'no such text' || fail "-r: exit status $?"
 grep -q king "$T/rev.out" && fail "-r king: the reply goes past 'king'"
 head -c "$(($(wc -c <"$T/rev.out") - 1))" "$T/rev.out" >"$T/rev.text"
@@ -203,6 +209,8 @@ done
 expect 2 "unknown flag '--bogus'" -- "$H" chat -m "$M" --bogus
 expect 2 "needs a value" -- "$H" chat -m "$M" --system
 expect 2 "-r: the text is empty" -- "$H" chat -m "$M" -r ''
+expect 2 "give either -p or -f, not both" -- "$H" chat -m "$M" -p x -f "$T/first.txt"
+expect 1 "-sysf: cannot read '$T/none.txt'" -- "$H" chat -m "$M" -sysf "$T/none.txt"
 expect 0 "--reverse-prompt TEXT" -- "$H" chat --help
 expect 2 "'many' is not an integer" -- "$H" chat -m "$M" -n many
 expect 1 "/nonexistent.gguf" -- "$H" chat -m /nonexistent.gguf

@@ -77,7 +77,7 @@ expect 2 "--jinja: Hearth renders chat templates by family" -- "$H" serve -m "$M
 expect 2 "-nocb: the slots are always decoded in one batch" -- "$H" serve -m "$M" -nocb
 expect 2 "--numa: " -- "$H" chat -m "$M" --numa distribute
 expect 2 "-sys needs a chat: add -cnv" -- "$H" run $R -p hi -sys "be brief"
-expect 2 "-f is for plain completion" -- "$H" run $R -cnv -f "$M"
+expect 2 "--dump is for plain completion" -- "$H" run $R -cnv --dump "$T/cnv.json"
 expect 2 "--dump is for plain completion" -- "$H" run $R --dump "$T/d.json" -i
 
 # The sampler's one range, with the flag's name
@@ -97,6 +97,11 @@ printf 'In the beginning\n' | "$H" run -m "$M" -t 2 --gpu off --temp 0 -n 4 -i >
     fail "run -cnv -p: $(cat "$T/cnvp.err")"
 "$H" chat -m "$M" -t 2 --gpu off --temp 0 -n 6 -p "And God said" -r "zzqq" </dev/null >"$T/chatp" 2>/dev/null
 [ -s "$T/cnvp" ] && cmp -s "$T/cnvp" "$T/chatp" || fail "run -cnv -p differs from hearth chat -p (or printed nothing)"
+# ... and so is -f's text, as in llama-cli
+printf 'And God said' >"$T/cnvf.txt"
+"$H" run -m "$M" -t 2 --gpu off --temp 0 -n 6 -cnv -f "$T/cnvf.txt" -r "zzqq" </dev/null >"$T/cnvf" 2>"$T/cnvf.err" ||
+    fail "run -cnv -f: $(cat "$T/cnvf.err")"
+cmp -s "$T/cnvf" "$T/chatp" || fail "run -cnv -f differs from hearth chat -p with the file's text"
 
 # -f on a directory is an error, not an empty prompt
 expect 1 "'$T' is a directory" -- "$H" run $R -f "$T"
