@@ -1,12 +1,18 @@
 /* Micro-benchmark of the sparse CPU operators (not a test): GB/s of hr_gather_matmul and
- * hr_sparse_axpy on the rows they read, against hr_matmul's GB/s on the whole matrix,
- * one token. A 4096 x 11008 matrix (an FFN of a 7B model) with several copies so that
- * ~256 MB rotate through and nothing stays in cache; random active sets (sorted, as a
- * predictor's mask gives them, or unsorted with "unsorted"). Calls of each kind are
- * interleaved and the median reported, as the machine may be shared; "paired" is the
- * median over rounds of sparse GB/s over the same round's dense GB/s, "best" the
- * fastest sparse round over the fastest dense one (the least disturbed of each).
- * Usage: bench_sparse [types=q4_0,q8_0,f16] [reps=31] [max_threads=2] [unsorted] */
+ * hr_sparse_axpy on the rows they read, against hr_matmul's GB/s on the whole matrix and a
+ * plain read of the same number of bytes (membw's AVX2 sum), one token. An N_IN x 11008
+ * matrix (an FFN of a 7B model at N_IN 4096) with several copies so that ~256 MB rotate
+ * through and nothing stays in cache; random active sets (sorted, as a predictor's mask
+ * gives them, or unsorted with "unsorted"). Every round runs each kind once, interleaved
+ * (the machine may be shared), and medians over rounds are reported:
+ *   GB/s    bytes read over the call's wall time;
+ *   cpu     at 1 thread, bytes over the call's thread CPU time (time the process was
+ *           descheduled does not count: the kernel's own speed on a loaded machine);
+ *   dense%  median over rounds of the call's rate over the same round's dense rate
+ *           (cpu time at 1 thread, wall time above), i.e. paired with the dense call just
+ *           before it, which saw about the same load;
+ *   read%   the same, paired with the round's plain read (cpu time at 1 thread).
+ * Usage: bench_sparse [types=q4_0,q8_0,f16] [reps=31] [max_threads=2] [n_in=4096] [unsorted] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +20,19 @@
 
 #include "backends/cpu/sparse.h"
 
-#define N_IN 4096
-#define N_OUT 11008
-#define N_FRAC 3
-static const double fracs[N_FRAC] = {0.10, 0.25, 0.50};
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
-static double now(void) {
+#define N_OUT 11008
+#define N_FRAC 2
+static const double fracs[N_FRAC] = {0.10, 0.30};
+enum { K_MEM, K_DENSE, K_FIRST }; /* then gather, axpy per fraction */
+#define N_KIND (K_FIRST + 2 * N_FRAC)
+
+static double clk(clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -52,6 +63,33 @@ static void loadavg(const char *when) {
     printf("load average %s: %s", when, buf);
 }
 
+/* The plain read the kernels are measured against: membw's loop (4 independent AVX2
+ * accumulators) over n bytes, on the calling thread. */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static float read_bytes(const char *p, size_t n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const float *f = (const float *)p;
+    size_t i = 0, m = n / sizeof(float);
+    for (; i + 32 <= m; i += 32) {
+        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(f + i));
+        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(f + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(f + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(f + i + 24));
+    }
+    float l[8];
+    _mm256_storeu_ps(l, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    return l[0] + l[7];
+}
+#else
+static float read_bytes(const char *p, size_t n) {
+    float a[8] = {0};
+    const float *f = (const float *)p;
+    for (size_t i = 0; i + 8 <= n / sizeof(float); i += 8)
+        for (int k = 0; k < 8; k++) a[k] += f[i + k];
+    return a[0] + a[7];
+}
+#endif
+
 /* k distinct random rows of n, sorted unless `unsorted`. */
 static void pick(int32_t *idx, int64_t k, int64_t n, int unsorted, uint64_t *s, char *mark) {
     memset(mark, 0, (size_t)n);
@@ -70,97 +108,119 @@ static void pick(int32_t *idx, int64_t k, int64_t n, int unsorted, uint64_t *s, 
         }
 }
 
-static int bench_type(uint32_t t, int reps, int max_threads, int unsorted) {
-    const size_t rb = hr_row_bytes(t, N_IN), mat = rb * N_OUT;
+typedef struct {
+    double *wall, *cpu; /* [kind * reps + round] */
+    double bytes[N_KIND];
+    int reps;
+} times;
+
+/* Median over rounds of kind k's rate over kind base's rate, by wall or cpu time. */
+static double paired(const times *tm, int k, int base, int use_cpu) {
+    double *t = use_cpu ? tm->cpu : tm->wall, r[tm->reps];
+    for (int i = 0; i < tm->reps; i++)
+        r[i] = (tm->bytes[k] / t[k * tm->reps + i]) / (tm->bytes[base] / t[base * tm->reps + i]);
+    return median(r, tm->reps);
+}
+static double rate(const times *tm, int k, int use_cpu) {
+    double v[tm->reps];
+    memcpy(v, (use_cpu ? tm->cpu : tm->wall) + k * tm->reps, sizeof v);
+    return tm->bytes[k] / median(v, tm->reps) / 1e9;
+}
+
+static void report(const times *tm, int nth, const char *type, const char *kn, const char *an) {
+    const int cpu = nth == 1; /* one thread: the kernel's own time is the thread's CPU time */
+    printf("%-5s %d thr  read %6.2f GB/s", type, nth, rate(tm, K_MEM, 0));
+    if (cpu) printf(" (cpu %6.2f)", rate(tm, K_MEM, 1));
+    printf("  dense %6.2f GB/s", rate(tm, K_DENSE, 0));
+    if (cpu) printf(" (cpu %6.2f)", rate(tm, K_DENSE, 1));
+    printf(" = %3.0f%% of read  (kernels %s, axpy %s)\n", 100 * paired(tm, K_DENSE, K_MEM, cpu), kn, an);
+    for (int f = 0; f < N_FRAC; f++) {
+        printf("      %2.0f%% rows", fracs[f] * 100);
+        for (int op = 0; op < 2; op++) {
+            const int k = K_FIRST + 2 * f + op;
+            printf("  %s %6.2f GB/s", op ? "axpy" : "gather", rate(tm, k, 0));
+            if (cpu) printf(" (cpu %6.2f)", rate(tm, k, 1));
+            printf(" %3.0f%% dense %3.0f%% read", 100 * paired(tm, k, K_DENSE, cpu), 100 * paired(tm, k, K_MEM, cpu));
+        }
+        printf("\n");
+    }
+}
+
+static int bench_type(uint32_t t, int reps, int max_threads, int64_t n_in, int unsorted) {
+    const size_t rb = hr_row_bytes(t, (uint64_t)n_in), mat = rb * N_OUT;
     int copies = (int)((256u << 20) / mat) + 1;
-    if (copies < 2) copies = 2;
+    if (copies < 3) copies = 3;
     char *w = malloc(mat * copies);
-    float *row = malloc(N_IN * sizeof *row), *X = malloc(N_IN * sizeof *X), *Y = malloc(N_OUT * sizeof *Y);
+    float *row = malloc(n_in * sizeof *row), *X = malloc(n_in * sizeof *X), *Y = malloc(N_OUT * sizeof *Y);
     float *A = malloc(N_OUT * sizeof *A);
     int32_t *idx = malloc(N_OUT * sizeof *idx);
     char *mark = malloc(N_OUT);
-    double *tm = malloc(sizeof(double) * reps * (1 + 2 * N_FRAC));
-    if (!w || !row || !X || !Y || !A || !idx || !mark || !tm) return fprintf(stderr, "out of memory\n"), 1;
+    times tm = {.wall = malloc(sizeof(double) * reps * N_KIND), .cpu = malloc(sizeof(double) * reps * N_KIND),
+                .reps = reps};
+    if (!w || !row || !X || !Y || !A || !idx || !mark || !tm.wall || !tm.cpu) return fprintf(stderr, "out of memory\n"), 1;
     uint64_t s = 42;
     for (int64_t o = 0; o < N_OUT; o++) {
-        for (int64_t i = 0; i < N_IN; i++) row[i] = unif(&s);
-        hr_quant_row(t, row, w + o * rb, N_IN);
+        for (int64_t i = 0; i < n_in; i++) row[i] = unif(&s);
+        hr_quant_row(t, row, w + o * rb, n_in);
     }
     for (int cp = 1; cp < copies; cp++) memcpy(w + cp * mat, w, mat);
-    for (int64_t i = 0; i < N_IN; i++) X[i] = unif(&s);
+    for (int64_t i = 0; i < n_in; i++) X[i] = unif(&s);
     for (int64_t i = 0; i < N_OUT; i++) A[i] = unif(&s) + 2.0f; /* non-zero */
+    tm.bytes[K_MEM] = tm.bytes[K_DENSE] = (double)mat;
+    for (int f = 0; f < N_FRAC; f++) tm.bytes[K_FIRST + 2 * f] = tm.bytes[K_FIRST + 2 * f + 1] = (double)(int64_t)(fracs[f] * N_OUT) * rb;
+    volatile float sink = 0;
     for (int nth = 1; nth <= max_threads; nth++) {
         hr_cpu c;
         hr_err e = {{0}};
         hr_sparse_ws ws;
         hr_sparse_ws_init(&ws);
-        if (hr_cpu_init(&c, nth, &e) < 0 || hr_sparse_reserve(&ws, &c, 1, N_IN, &e) < 0)
+        if (hr_cpu_init(&c, nth, &e) < 0 || hr_sparse_reserve(&ws, &c, 1, n_in, &e) < 0)
             return fprintf(stderr, "%s\n", e.msg), 1;
         ws.ax = hr_axpy_best();
         int cp = 0;
         for (int r = -2; r < reps; r++) { /* two warm-up rounds */
-            hr_mat W = {.type = t, .n_in = N_IN, .n_out = N_OUT, .row_bytes = rb, .data = w + cp * mat};
-            cp = (cp + 1) % copies;
-            double t0 = now();
-            hr_matmul(&c, &W, X, 1, Y, &e);
-            if (r >= 0) tm[r] = now() - t0;
-            for (int f = 0; f < N_FRAC; f++) {
-                int64_t k = (int64_t)(fracs[f] * N_OUT);
-                pick(idx, k, N_OUT, unsorted, &s, mark);
-                W.data = w + cp * mat;
+            for (int k = 0; k < N_KIND; k++) {
+                hr_mat W = {.type = t, .n_in = n_in, .n_out = N_OUT, .row_bytes = rb, .data = w + cp * mat};
                 cp = (cp + 1) % copies;
-                t0 = now();
-                hr_gather_matmul(&c, &W, X, 1, idx, k, Y, &e);
-                if (r >= 0) tm[reps * (1 + 2 * f) + r] = now() - t0;
-                pick(idx, k, N_OUT, unsorted, &s, mark);
-                W.data = w + cp * mat;
-                cp = (cp + 1) % copies;
-                t0 = now();
-                if (hr_sparse_axpy_ws(&c, &ws, &W, A, 1, idx, k, Y, &e) < 0) return fprintf(stderr, "%s\n", e.msg), 1;
-                if (r >= 0) tm[reps * (2 + 2 * f) + r] = now() - t0;
+                int64_t n_idx = 0;
+                if (k >= K_FIRST) {
+                    n_idx = (int64_t)(fracs[(k - K_FIRST) / 2] * N_OUT);
+                    pick(idx, n_idx, N_OUT, unsorted, &s, mark);
+                }
+                double w0 = clk(CLOCK_MONOTONIC), c0 = clk(CLOCK_THREAD_CPUTIME_ID);
+                int rc = 0;
+                if (k == K_MEM) sink += read_bytes(W.data, mat);
+                else if (k == K_DENSE) rc = hr_matmul(&c, &W, X, 1, Y, &e);
+                else if ((k - K_FIRST) % 2 == 0) rc = hr_gather_matmul(&c, &W, X, 1, idx, n_idx, Y, &e);
+                else rc = hr_sparse_axpy_ws(&c, &ws, &W, A, 1, idx, n_idx, Y, &e);
+                double c1 = clk(CLOCK_THREAD_CPUTIME_ID), w1 = clk(CLOCK_MONOTONIC);
+                if (rc < 0) return fprintf(stderr, "%s\n", e.msg), 1;
+                if (r >= 0) tm.wall[k * reps + r] = w1 - w0, tm.cpu[k * reps + r] = c1 - c0;
             }
         }
-        double tdense[reps];
-        memcpy(tdense, tm, sizeof tdense);
-        double dense = mat / median(tdense, reps) / 1e9, dense_best = mat / tdense[0] / 1e9;
-        printf("%-5s threads %d  dense matmul %6.2f GB/s, best %6.2f  (kernels %s, axpy %s)\n", hr_type_name(t), nth,
-               dense, dense_best, c.k->name, ws.ax->name);
-        for (int f = 0; f < N_FRAC; f++) {
-            double bytes = (double)(int64_t)(fracs[f] * N_OUT) * rb;
-            /* paired ratios: each round's sparse call against the dense call just before
-             * it, which saw about the same load from other processes */
-            double rg[reps], ra[reps];
-            for (int r = 0; r < reps; r++) {
-                rg[r] = bytes / tm[reps * (1 + 2 * f) + r] / (mat / tm[r]);
-                ra[r] = bytes / tm[reps * (2 + 2 * f) + r] / (mat / tm[r]);
-            }
-            double g = bytes / median(tm + reps * (1 + 2 * f), reps) / 1e9;
-            double a = bytes / median(tm + reps * (2 + 2 * f), reps) / 1e9;
-            double gb = bytes / tm[reps * (1 + 2 * f)] / 1e9, ab = bytes / tm[reps * (2 + 2 * f)] / 1e9;
-            printf("      %2.0f%% rows  gather %6.2f GB/s (%3.0f%%, paired %3.0f%%, best %3.0f%%)   "
-                   "axpy %6.2f GB/s (%3.0f%%, paired %3.0f%%, best %3.0f%%)\n",
-                   fracs[f] * 100, g, 100 * g / dense, 100 * median(rg, reps), 100 * gb / dense_best, a,
-                   100 * a / dense, 100 * median(ra, reps), 100 * ab / dense_best);
-        }
+        report(&tm, nth, hr_type_name(t), c.k->name, ws.ax->name);
         hr_sparse_ws_free(&ws);
         hr_cpu_free(&c);
     }
-    free(w); free(row); free(X); free(Y); free(A); free(idx); free(mark); free(tm);
+    free(w); free(row); free(X); free(Y); free(A); free(idx); free(mark); free(tm.wall); free(tm.cpu);
     return 0;
 }
 
 int main(int argc, char **argv) {
     char types[128] = "q4_0,q8_0,f16";
     int reps = argc > 2 ? atoi(argv[2]) : 31, max_threads = argc > 3 ? atoi(argv[3]) : 2;
-    int unsorted = argc > 4 && strcmp(argv[4], "unsorted") == 0;
+    int64_t n_in = argc > 4 ? atoll(argv[4]) : 4096;
+    int unsorted = argc > 5 && strcmp(argv[5], "unsorted") == 0;
     if (argc > 1) snprintf(types, sizeof types, "%s", argv[1]);
-    if (reps < 1 || max_threads < 1) return fprintf(stderr, "usage: bench_sparse [types] [reps] [max_threads] [unsorted]\n"), 2;
-    printf("%d x %d, median of %d, %s active rows\n", N_IN, N_OUT, reps, unsorted ? "unsorted" : "sorted");
+    if (reps < 1 || max_threads < 1 || n_in < 32 || n_in > (1 << 20))
+        return fprintf(stderr, "usage: bench_sparse [types] [reps] [max_threads] [n_in] [unsorted]\n"), 2;
+    printf("%lld x %d, median of %d rounds, %s active rows\n", (long long)n_in, N_OUT, reps,
+           unsorted ? "unsorted" : "sorted");
     loadavg("before");
     for (char *tok = strtok(types, ","); tok; tok = strtok(NULL, ",")) {
         int t = hr_type_from_name(tok);
         if (t < 0 || !hr_type_is_weight((uint32_t)t)) return fprintf(stderr, "unknown type %s\n", tok), 2;
-        if (bench_type((uint32_t)t, reps, max_threads, unsorted)) return 1;
+        if (bench_type((uint32_t)t, reps, max_threads, n_in, unsorted)) return 1;
     }
     loadavg("after");
     return 0;

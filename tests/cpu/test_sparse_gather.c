@@ -4,11 +4,15 @@
  * (empty, one, unsorted with repeats, all rows forwards and backwards); SIMD tables
  * agree with the scalar one within the float accumulation bound; bad input fails. Every
  * weight type whose table has a vec_dot is covered (the list is printed); weights of the
- * block types are random bytes with finite moderate scales (tests/randw.h). */
+ * block types are random bytes with finite moderate scales (tests/randw.h). The gather4
+ * kernels (scattered rows, decode) are also called directly, rows in every order and the
+ * prefetched rows anywhere, against vec_dot bit for bit; rows past the copy path's buffer
+ * (Q8_0 of 9728) take the row-by-row path. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/kernels_impl.h"
 #include "backends/cpu/sparse.h"
 #include "randw.h"
 #include "testutil.h"
@@ -87,6 +91,25 @@ static void run_case(shape s, const hr_kernels *k, hr_rng *r) {
             mag[t * s.n_out + o] = m;
         }
     }
+    /* gather4 directly: 4 rows picked at random (repeats allowed), prefetch targets elsewhere */
+    const hr_gather4_fn g4 = hr_kernels_ext_of(k)->gather4[s.t];
+    for (int rep = 0; g4 && rep < 8; rep++) {
+        const void *rows[4], *nx[4];
+        int32_t o[4];
+        float y4[4];
+        for (int q = 0; q < 4; q++) {
+            o[q] = (int32_t)(hr_rng_next(r) % (uint64_t)s.n_out);
+            rows[q] = w + o[q] * rb;
+            nx[q] = w + (hr_rng_next(r) % (uint64_t)s.n_out) * rb;
+        }
+        const int64_t t = rep % MAX_TOK;
+        k->act_prep[s.t](X + t * s.n_in, xq, s.n_in);
+        g4(s.n_in, rows, rep & 1 ? rows : nx, xq, y4);
+        int bad = 0;
+        for (int q = 0; q < 4; q++) bad += memcmp(&y4[q], &dots[t * s.n_out + o[q]], sizeof y4[q]) != 0;
+        CHECKF(bad == 0, "%s %s n_in=%lld: gather4 differs from vec_dot in %d rows", k->name, hr_type_name(s.t),
+               (long long)s.n_in, bad);
+    }
     int64_t nl = make_lists(s.n_out, r, buf, L);
     hr_mat W = {.type = s.t, .n_in = s.n_in, .n_out = s.n_out, .row_bytes = rb, .data = w};
     const int64_t toks[] = {1, 2, 5};
@@ -163,7 +186,7 @@ int main(void) {
         {HR_Q5_1, 544, 19}, {HR_IQ4_NL, 96, 37}, {HR_IQ4_NL, 544, 19}, {HR_MXFP4, 32, 7}, {HR_MXFP4, 544, 19},
         {HR_Q2_K, 256, 37}, {HR_Q2_K, 1280, 19}, {HR_Q3_K, 256, 37}, {HR_Q3_K, 1280, 19}, {HR_Q4_K, 256, 37},
         {HR_Q4_K, 1280, 19}, {HR_Q5_K, 256, 37}, {HR_Q5_K, 1280, 19}, {HR_Q6_K, 256, 37}, {HR_Q6_K, 1280, 19},
-        {HR_IQ4_XS, 256, 37}, {HR_IQ4_XS, 1280, 19},
+        {HR_IQ4_XS, 256, 37}, {HR_IQ4_XS, 1280, 19}, {HR_Q4_0, 9728, 21}, {HR_Q8_0, 9728, 9}, {HR_F16, 4104, 23},
     };
     const hr_kernels *tabs[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_neon()};
     for (size_t ti = 0; ti < sizeof tabs / sizeof tabs[0]; ti++) {
@@ -173,7 +196,9 @@ int main(void) {
             const uint32_t t = shapes[i].t;
             const int have = tabs[ti]->vec_dot[t] && tabs[ti]->act_prep[t];
             /* each type once in the lists, at its first shape */
-            if (i == 0 || shapes[i - 1].t != t) {
+            int seen = 0;
+            for (size_t q = 0; q < i; q++) seen |= shapes[q].t == t;
+            if (!seen) {
                 char *list = have ? covered : missing;
                 strncat(list, " ", sizeof covered - strlen(list) - 1);
                 strncat(list, hr_type_name(t), sizeof covered - strlen(list) - 1);

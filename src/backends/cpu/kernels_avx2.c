@@ -50,7 +50,15 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
 #define PF_AHEAD 1536
 #define PF(p, R) _mm_prefetch((const char *)((uintptr_t)(p) + ((R) == 4 ? 4 * ws : PF_AHEAD)), _MM_HINT_T0)
 
-#define FDOT_BODY(LD, SC, ES, R, C)                                                             \
+/* ROW(r): row r's first byte; PFX(r, off, R): the prefetch for bytes off.. of row r. Strided rows
+ * (dot, tiles, rows2/4) as above; gather4 takes row pointers and prefetches the rows its
+ * caller passes next, at the offset it reads (see gather4 in kernels_impl.h). */
+#define FROW_STRIDED(r) (W + (r) * ws)
+#define FPF_STRIDED(r, off, R_) PF(FROW_STRIDED(r) + (off), R_)
+#define FROW_GATHER(r) ((const char *)wr[r])
+#define FPF_GATHER(r, off, R_) _mm_prefetch((const char *)nx[r] + (off), _MM_HINT_T1)
+#define FDOT_BODY(LD, SC, ES, R, C) FDOT_BODY_AT(LD, SC, ES, R, C, FROW_STRIDED, FPF_STRIDED)
+#define FDOT_BODY_AT(LD, SC, ES, R, C, ROW, PFX)                                                \
     __m256 acc[R][C];                                                                        \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                      \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps(); \
@@ -62,9 +70,9 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
             x1[c] = LD(X + c * xs, i + 8);                                                   \
         }                                                                                    \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
-            if ((i * ES) % 64 == 0) PF(W + r * ws + i * ES, R);                                 \
-            if (ES == 4) PF(W + r * ws + i * ES + 32, R);                                       \
-            __m256 w0 = LD(W + r * ws, i), w1 = LD(W + r * ws, i + 8);                       \
+            if ((i * ES) % 64 == 0) PFX(r, i * ES, R);                                          \
+            if (ES == 4) PFX(r, i * ES + 32, R);                                                \
+            __m256 w0 = LD(ROW(r), i), w1 = LD(ROW(r), i + 8);                               \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                            \
                 __m256 t = _mm256_mul_ps(w0, x0[c]);                                         \
                 t = _mm256_fmadd_ps(w1, x1[c], t);                                           \
@@ -74,7 +82,7 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
     }                                                                                        \
     if (i + 8 <= n) {                                                                        \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
-            __m256 w0 = LD(W + r * ws, i);                                                   \
+            __m256 w0 = LD(ROW(r), i);                                                       \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                              \
                 acc[r][c] = _mm256_fmadd_ps(w0, LD(X + c * xs, i), acc[r][c]);               \
         }                                                                                    \
@@ -83,7 +91,7 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                      \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \
         float tail = 0.0f;                                                                   \
-        for (int64_t j = i; j < n; j++) tail += SC(W + r * ws, j) * SC(X + c * xs, j);       \
+        for (int64_t j = i; j < n; j++) tail += SC(ROW(r), j) * SC(X + c * xs, j);           \
         y[c * ys + r] = hsum8(acc[r][c]) + tail;                                             \
     }
 
@@ -108,6 +116,12 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
                              float *y, size_t ys) {                                        \
         const char *W = w, *X = x;                                                         \
         FDOT_BODY(LD, SC, ES, 4, 1)                                                        \
+    }                                                                                      \
+    static void gather4_##NAME(int64_t n, const void *const *wr, const void *const *nx,    \
+                               const void *x, float *y) {                                  \
+        const char *X = x;                                                                 \
+        const size_t xs = 0, ys = 0;                                                       \
+        FDOT_BODY_AT(LD, SC, ES, 4, 1, FROW_GATHER, FPF_GATHER)                            \
     }
 
 FDOT_FUNCS(f32, ld_f32, sc_f32, 4)
@@ -428,6 +442,7 @@ static const hr_kernels_ext k_avx2 = {
     .rows2 = {[HR_F32] = rows2_f32, [HR_F16] = rows2_f16, [HR_BF16] = rows2_bf16,
               [HR_Q8_0] = rows2_q8_0, [HR_Q4_0] = rows2_q4_0,
               HR_KQL_ENTRIES(rows2, avx2)},
+    .gather4 = {[HR_F32] = gather4_f32, [HR_F16] = gather4_f16, [HR_BF16] = gather4_bf16},
     .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16,
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx2),

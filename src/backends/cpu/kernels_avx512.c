@@ -43,7 +43,15 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
 #define PF_AHEAD 1536
 #define PF_ADDR(row, R) ((const char *)((uintptr_t)(row) + ((R) == 4 ? 4 * ws : PF_AHEAD)))
 
-#define FDOT_BODY(LD, SC, ES, R, C)                                                             \
+/* ROW(r): row r's first byte; PFX(r, off, R): the prefetch for bytes off.. of row r. Strided rows
+ * (dot, tiles, rows2/4) as above; gather4 takes row pointers and prefetches the rows its
+ * caller passes next, at the offset it reads (see gather4 in kernels_impl.h). */
+#define FROW_STRIDED(r) (W + (r) * ws)
+#define FPF_STRIDED(r, off, R_) _mm_prefetch(PF_ADDR(FROW_STRIDED(r) + (off), R_), _MM_HINT_T1)
+#define FROW_GATHER(r) ((const char *)wr[r])
+#define FPF_GATHER(r, off, R_) _mm_prefetch((const char *)nx[r] + (off), _MM_HINT_T1)
+#define FDOT_BODY(LD, SC, ES, R, C) FDOT_BODY_AT(LD, SC, ES, R, C, FROW_STRIDED, FPF_STRIDED)
+#define FDOT_BODY_AT(LD, SC, ES, R, C, ROW, PFX)                                                \
     __m512 acc[R][C];                                                                        \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                      \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps(); \
@@ -52,9 +60,9 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
         __m512 w0[R], w1[R];                                                                 \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
             _Pragma("GCC unroll 4") for (int o = 0; o < 32 * ES; o += 64)                     \
-                _mm_prefetch(PF_ADDR(W + r * ws + i * ES, R) + o, _MM_HINT_T1);              \
-            w0[r] = LD(W + r * ws, i);                                                       \
-            w1[r] = LD(W + r * ws, i + 16);                                                  \
+                PFX(r, i * ES + o, R);                                                       \
+            w0[r] = LD(ROW(r), i);                                                           \
+            w1[r] = LD(ROW(r), i + 16);                                                      \
         }                                                                                    \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \
             __m512 x0 = LD(X + c * xs, i), x1 = LD(X + c * xs, i + 16);                      \
@@ -67,7 +75,7 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
     }                                                                                        \
     if (i + 16 <= n) {                                                                       \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
-            __m512 w0 = LD(W + r * ws, i);                                                   \
+            __m512 w0 = LD(ROW(r), i);                                                       \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                              \
                 acc[r][c] = _mm512_fmadd_ps(w0, LD(X + c * xs, i), acc[r][c]);               \
         }                                                                                    \
@@ -76,7 +84,7 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                      \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \
         float tail = 0.0f;                                                                   \
-        for (int64_t j = i; j < n; j++) tail += SC(W + r * ws, j) * SC(X + c * xs, j);       \
+        for (int64_t j = i; j < n; j++) tail += SC(ROW(r), j) * SC(X + c * xs, j);           \
         y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]) + tail;                              \
     }
 
@@ -101,6 +109,12 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
                                  float *y, size_t ys) {                                         \
         const char *W = w, *X = x;                                                              \
         FDOT_BODY(LD, SC, ES, 4, 1)                                                             \
+    }                                                                                           \
+    TGT static void gather4_##NAME(int64_t n, const void *const *wr, const void *const *nx,     \
+                                   const void *x, float *y) {                                   \
+        const char *X = x;                                                                      \
+        const size_t xs = 0, ys = 0;                                                            \
+        FDOT_BODY_AT(LD, SC, ES, 4, 1, FROW_GATHER, FPF_GATHER)                                 \
     }
 
 FDOT_FUNCS(f32, ld_f32, sc_f32, 4)
@@ -433,6 +447,7 @@ static const hr_kernels_ext k_avx512 = {
     .rows2 = {[HR_F32] = rows2_f32, [HR_F16] = rows2_f16, [HR_BF16] = rows2_bf16,
               [HR_Q8_0] = rows2_q8_0, [HR_Q4_0] = rows2_q4_0,
               HR_KQL_ENTRIES(rows2, avx512)},
+    .gather4 = {[HR_F32] = gather4_f32, [HR_F16] = gather4_f16, [HR_BF16] = gather4_bf16},
     .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16,
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx512),

@@ -15,6 +15,11 @@
 typedef void (*hr_tile_fn)(int64_t n, const void *w, size_t ws, const void *x, size_t xs,
                            float *y, size_t ys);
 
+/* y[r] = dot(w[r], x) for r < 4: rows anywhere (a gathered product's active rows). nx: the
+ * 4 rows the caller computes a few calls later (or w again), fetched into L2 at the offsets
+ * this call reads, so scattered rows stream as a dense matrix's do; never read for values. */
+typedef void (*hr_gather4_fn)(int64_t n, const void *const *w, const void *const *nx, const void *x, float *y);
+
 typedef struct hr_kernels_ext {
     hr_kernels k; /* first member: an hr_kernels* from these tables converts back */
     hr_tile_fn tile[HR_TYPE_MAX];
@@ -22,6 +27,8 @@ typedef struct hr_kernels_ext {
     hr_tile_fn rows2[HR_TYPE_MAX];
     /* 4 rows x 1 token, the same way (preferred for decode where present). */
     hr_tile_fn rows4[HR_TYPE_MAX];
+    /* 4 scattered rows x 1 token (gathered decode), each result rows4's bit for bit. */
+    hr_gather4_fn gather4[HR_TYPE_MAX];
     /* Prompt tiles over activations re-laid once per batch into the lane order and alignment
      * their loads want (instead of shuffling them again for every weight row): tile_xprep
      * turns one act_prep row into that layout, tile_xbytes(n) bytes; tile_x then takes such

@@ -19,7 +19,6 @@
 #define CHUNKS_PER_THREAD 4   /* pieces per thread, so a thread slowed by another process sheds work */
 #define MIN_CHUNK_ROWS 16
 #define PAR_SUM_FLOATS 16384  /* below this, the caller adds the partials alone */
-#define GM_PF_LINES 36        /* gather: lines prefetched from each of the next two rows */
 
 /* ---------------------------------------------------------------- validation */
 
@@ -60,7 +59,8 @@ static int n_chunks(int nth, int64_t n_idx, int per_thread) {
 
 typedef struct {
     const hr_kernels *k;
-    hr_tile_fn tile, rows2;
+    hr_tile_fn tile, rows2, rows4;
+    hr_gather4_fn gather4;
     const hr_mat *W;
     const float *X;
     const char *xq;
@@ -91,21 +91,76 @@ static int tile_rows(const int32_t *ix, int R, int64_t *base, int64_t *step, int
     return 1;
 }
 
-/* Gathered rows defeat the hardware prefetcher at every row start (a new page, no
- * stream yet): Q4_0 at 10% active rows read 5.2 GB/s against 8.6 dense on one core;
- * fetching the next rows' first lines while the current ones compute gave 8.6 too.
- * A loop of nothing but __builtin_prefetch is deleted by GCC as side-effect free,
- * hence the asm. */
+/* Decode (one token) over gathered rows. Each active row starts a new page where no
+ * hardware stream runs yet, and a burst of prefetches at a row's start (or a kernel's own
+ * prefetch PF_AHEAD bytes on, past the row's end into an inactive neighbour) keeps only a
+ * few lines in flight. What streams scattered rows at the dense kernel's rate (bench/sparse.c,
+ * docs/performance.md) is what the dense rows4 does for contiguous ones: 4 rows per call,
+ * and while it reads offset o of its rows, prefetches into L2 offset o of rows GM_LEAD
+ * calls on, so about 4 x GM_LEAD rows' lines are in flight, spread over the call.
+ * A loop of nothing but __builtin_prefetch is deleted by GCC as side-effect free, hence
+ * the asm. */
+#define GM_LEAD 4             /* gather4 calls between a row's prefetch and its use */
+#define GM_BUF_BYTES 81920    /* copy path: 8 row slots (rows4 prefetches 4 rows past its own) */
 #if defined(__x86_64__) && defined(__GNUC__)
-#define PREFETCH(p) __asm__ volatile("prefetchnta %0" : : "m"(*(const char *)(p)))
+#define PREFETCH(p) __asm__ volatile("prefetcht1 %0" : : "m"(*(const char *)(p)))
 #elif defined(__aarch64__) && defined(__GNUC__)
-#define PREFETCH(p) __asm__ volatile("prfm pldl1strm, %0" : : "Q"(*(const char *)(p)))
+#define PREFETCH(p) __asm__ volatile("prfm pldl2strm, %0" : : "Q"(*(const char *)(p)))
 #else
-#define PREFETCH(p) __builtin_prefetch((p), 0, 0)
+#define PREFETCH(p) __builtin_prefetch((p), 0, 2)
 #endif
-static void prefetch_row(const char *p, size_t rb, int lines) {
-    size_t end = (size_t)lines * 64 < rb ? (size_t)lines * 64 : rb;
-    for (size_t o = 0; o < end; o += 64) PREFETCH(p + o);
+static void prefetch_row(const char *p, size_t rb) {
+    for (size_t o = 0; o < rb; o += 64) PREFETCH(p + o);
+}
+
+/* The 4 rows at idx positions p.. (clamped to the chunk), or `cur` past its end. */
+static void gm_rows(const gm_job *j, int64_t p, int64_t i1, const void **out, const void *const *cur) {
+    const char *w = j->W->data;
+    for (int r = 0; r < 4; r++) out[r] = p + r < i1 ? w + j->idx[p + r] * j->W->row_bytes : cur[r];
+}
+
+/* The first rows of a chunk have had no earlier call to fetch them: fetch them at once. */
+static void gm_prologue(const gm_job *j, int64_t i0, int64_t i1) {
+    for (int64_t i = i0 + 4; i < i1 && i < i0 + 4 * GM_LEAD; i++)
+        prefetch_row((const char *)j->W->data + j->idx[i] * j->W->row_bytes, j->W->row_bytes);
+}
+
+/* Types with a gather4 kernel: it prefetches the rows 4 x GM_LEAD positions on. */
+static int64_t gm_decode_g4(const gm_job *j, int64_t i0, int64_t i1) {
+    const void *rows[4], *nx[4];
+    int64_t i = i0;
+    if (i1 - i0 >= 4) gm_prologue(j, i0, i1);
+    for (; i + 4 <= i1; i += 4) {
+        gm_rows(j, i, i1, rows, NULL);
+        gm_rows(j, i + 4 * GM_LEAD, i1, nx, rows);
+        j->gather4(j->W->n_in, rows, nx, j->xq, &j->Y[i]);
+    }
+    return i;
+}
+
+/* Types with only the strided rows4: each group of 4 rows is copied into a small buffer
+ * (from L2, where the copy of GM_LEAD groups earlier prefetched it, at the same offsets)
+ * and rows4 runs there. Its results are the same as on the mapping; the copy costs less
+ * than the misses it removes (bench/sparse.c). */
+static int64_t gm_decode_copy(const gm_job *j, int64_t i0, int64_t i1) {
+    const size_t rb = j->W->row_bytes;
+    _Alignas(64) char buf[GM_BUF_BYTES];
+    const void *rows[4], *nx[4];
+    int64_t i = i0;
+    if (i1 - i0 >= 4) gm_prologue(j, i0, i1);
+    for (; i + 4 <= i1; i += 4) {
+        gm_rows(j, i, i1, rows, NULL);
+        gm_rows(j, i + 4 * GM_LEAD, i1, nx, rows);
+        size_t o = 0;
+        for (; o + 64 <= rb; o += 64)
+            for (int r = 0; r < 4; r++) {
+                memcpy(buf + r * rb + o, (const char *)rows[r] + o, 64);
+                PREFETCH((const char *)nx[r] + o);
+            }
+        for (int r = 0; o < rb && r < 4; r++) memcpy(buf + r * rb + o, (const char *)rows[r] + o, rb - o);
+        j->rows4(j->W->n_in, buf, rb, j->xq, 0, &j->Y[i], 0);
+    }
+    return i;
 }
 
 static void gm_decode(const gm_job *j, int64_t i0, int64_t i1) {
@@ -116,11 +171,9 @@ static void gm_decode(const gm_job *j, int64_t i0, int64_t i1) {
     hr_vec_dot_fn dot = j->k->vec_dot[W->type];
     int64_t i = i0, base, step;
     int rev;
+    if (j->gather4) i = gm_decode_g4(j, i0, i1);
+    else if (j->rows4 && 8 * rb <= GM_BUF_BYTES) i = gm_decode_copy(j, i0, i1);
     for (; j->rows2 && i + 2 <= i1; i += 2) {
-        if (i + 3 < i1) { /* the next pair */
-            prefetch_row(w + ix[i + 2] * rb, rb, GM_PF_LINES);
-            prefetch_row(w + ix[i + 3] * rb, rb, GM_PF_LINES);
-        }
         tile_rows(ix + i, 2, &base, &step, &rev);
         float tmp[2];
         j->rows2(W->n_in, w + base * rb, (size_t)step * rb, j->xq, 0, rev ? tmp : &j->Y[i], 0);
@@ -185,6 +238,7 @@ static int gather_run(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok,
     if (n_idx == 0) return 0;
     gm_job j = {.k = c->k, .tile = hr_kernels_ext_of(c->k)->tile[W->type],
                 .rows2 = hr_kernels_ext_of(c->k)->rows2[W->type], .W = W, .X = X,
+                .rows4 = hr_kernels_ext_of(c->k)->rows4[W->type], .gather4 = hr_kernels_ext_of(c->k)->gather4[W->type],
                 .n_tok = n_tok, .idx = idx, .n_idx = n_idx, .Y = Y};
     if (W->type == HR_F32) {
         j.xq = (const char *)X;

@@ -142,12 +142,15 @@ INLINE void pf_ahead(const void *row, int64_t b, int64_t nb, size_t bs) {
 }
 
 /* The next call's rows (ax_decode passes them), fetched at the offset this call reads:
- * a call's worth of lead, spread over the call like a hardware stream's requests. */
+ * a call's worth of lead, spread over the call like a hardware stream's requests. Into L2
+ * (T1): more misses can be in flight there than in L1's fill buffers; F16 at 10% of 11008
+ * rows of 4096 on one Zen 4 core went from 52-57% of the dense kernel's GB/s to 77-84%
+ * (bench/sparse.c, docs/performance.md). */
 #ifndef AX_PF_NEXT
 #define AX_PF_NEXT 1
 #endif
 #ifndef AX_NEXT_HINT
-#define AX_NEXT_HINT _MM_HINT_T0
+#define AX_NEXT_HINT _MM_HINT_T1
 #endif
 INLINE void pf_next(const void *const *nx, int r, size_t o, size_t bs) {
     if (!AX_PF_NEXT || !nx) return;
