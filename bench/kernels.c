@@ -3,12 +3,18 @@
  * bandwidth (sum of a 1 GiB buffer) as the ceiling, and prompt-batch throughput.
  * Usage: bench_kernels [MB] [max_threads] [type] [nomem]; MB 0: a 4096x4096 matrix of each
  * type (in the last-level cache on larger CPUs: the kernels' own speed). Decode prints the
- * best and the median call. */
+ * best and the median call.
+ * bench_kernels kq [MB] [LIB]: the K-quant decode kernels alone, 1 thread, no pool: vec_dot
+ * and rows4 of Q4_K, Q5_K, Q6_K over 256 rows of 4096 (in L2) and over MB of rows (default
+ * 256, out of cache), with llama.cpp's ggml_vec_dot_<type>_q8_K on the same bytes when LIB is
+ * one of its libggml-cpu-*.so (it needs libggml-base.so on LD_LIBRARY_PATH). */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "backends/cpu/kernels_impl.h"
 #include "backends/cpu/matmul.h"
 
 static double now(void) {
@@ -118,7 +124,88 @@ static void *make_weights(uint32_t t, int64_t n_in, int64_t n_out, size_t *rb) {
     return w;
 }
 
+/* ---- kq mode: single-thread K-quant vec_dot / rows4 against llama.cpp's vec_dot ---- */
+typedef void (*ggml_dot_fn)(int n, float *s, size_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nrc);
+enum { KQ_HEARTH_DOT, KQ_HEARTH_ROWS4, KQ_LLAMA_DOT, KQ_KINDS };
+
+/* this thread's CPU seconds: on a shared machine wall time counts other processes' turns */
+static double thread_cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* one pass over n_out rows; thread CPU seconds */
+static double kq_pass(int kind, const hr_kernels *k, ggml_dot_fn ld, uint32_t t, const char *w, size_t rb,
+                      int64_t n_in, int64_t n_out, const void *xq, float *y) {
+    const hr_tile_fn rows4 = hr_kernels_ext_of(k)->rows4[t];
+    const double t0 = thread_cpu_now();
+    if (kind == KQ_HEARTH_ROWS4 && rows4)
+        for (int64_t r = 0; r + 4 <= n_out; r += 4) rows4(n_in, w + r * rb, rb, xq, 0, y + r, 0);
+    else if (kind == KQ_LLAMA_DOT)
+        for (int64_t r = 0; r < n_out; r++) ld((int)n_in, y + r, 0, w + r * rb, 0, xq, 0, 1);
+    else
+        for (int64_t r = 0; r < n_out; r++) k->vec_dot[t](n_in, y + r, w + r * rb, xq);
+    return thread_cpu_now() - t0;
+}
+
+static int kq_main(int argc, char **argv) {
+    const double mb = argc > 2 ? atof(argv[2]) : 256;
+    void *lib = argc > 3 ? dlopen(argv[3], RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (argc > 3 && !lib) fprintf(stderr, "cannot load %s: %s (llama.cpp column left out)\n", argv[3], dlerror());
+    const hr_kernels *k = hr_kernels_best();
+    const uint32_t types[] = {HR_Q4_K, HR_Q5_K, HR_Q6_K};
+    const char *lname[] = {"ggml_vec_dot_q4_K_q8_K", "ggml_vec_dot_q5_K_q8_K", "ggml_vec_dot_q6_K_q8_K"};
+    const char *kname[KQ_KINDS] = {"hearth vec_dot", "hearth rows4", "llama vec_dot"};
+    const int64_t n_in = 4096;
+    printf("kernels: %s, 1 thread, n_in %lld; GB/s of weight rows per CPU second (median of the passes), ns per super-block row\n",
+           k->name, (long long)n_in);
+    float *x = malloc(n_in * sizeof *x);
+    void *xq = malloc(hr_act_bytes(HR_Q4_K, n_in));
+    if (!x || !xq) return 1;
+    for (int64_t i = 0; i < n_in; i++) x[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const uint32_t t = types[ti];
+        ggml_dot_fn ld = lib ? (ggml_dot_fn)(uintptr_t)dlsym(lib, lname[ti]) : NULL;
+        k->act_prep[t](x, xq, n_in);
+        for (int big = 0; big < 2; big++) {
+            size_t rb;
+            const int64_t n_out = big ? (int64_t)(mb * 1e6 / hr_row_bytes(t, n_in)) / 4 * 4 : 256;
+            char *w = make_weights(t, n_in, n_out, &rb);
+            float *y = malloc((size_t)n_out * sizeof *y);
+            if (!w || !y) return 1;
+            /* passes interleaved over the kernels (A B C A B C ...), so a noisy moment hits all */
+            enum { PASSES = 15 };
+            double tm[KQ_KINDS][PASSES];
+            const int reps = big ? 1 : 64; /* in-cache passes repeat the matrix to last ~1 ms+ */
+            for (int p = -1; p < PASSES; p++)
+                for (int kind = 0; kind < KQ_KINDS; kind++) {
+                    if (kind == KQ_LLAMA_DOT && !ld) continue;
+                    double s = 0;
+                    for (int r = 0; r < reps; r++) s += kq_pass(kind, k, ld, t, w, rb, n_in, n_out, xq, y);
+                    if (p >= 0) tm[kind][p] = s / reps;
+                }
+            printf("%-5s %s:", hr_type_name(t), big ? "DRAM" : "L2  ");
+            for (int kind = 0; kind < KQ_KINDS; kind++) {
+                if (kind == KQ_LLAMA_DOT && !ld) continue;
+                qsort(tm[kind], PASSES, sizeof tm[kind][0], cmp_double);
+                const double med = tm[kind][PASSES / 2];
+                printf("  %s %5.1f GB/s %5.1f ns", kname[kind], (double)rb * n_out / med / 1e9,
+                       med * 1e9 / ((double)n_out * (n_in / HR_QK_K)));
+            }
+            printf("\n");
+            free(w);
+            free(y);
+        }
+    }
+    free(x);
+    free(xq);
+    if (lib) dlclose(lib);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "kq") == 0) return kq_main(argc, argv);
     double mb = argc > 1 ? atof(argv[1]) : 256;
     int max_thr = argc > 2 ? atoi(argv[2]) : 2;
     const uint32_t types[] = {HR_Q4_0, HR_Q8_0, HR_F16, HR_BF16, HR_F32,

@@ -183,6 +183,15 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
     _mm_prefetch(p + ahead + bytes - 1, _MM_HINT_T0);
 }
 
+/* rows4 of these types runs its rows one after the other: read side by side (4 streams, each
+ * one row long) they came from DRAM 20-35% slower at 1 thread than one row at a time, and the
+ * shared activation loads gained nothing in L2 (bench_kernels kq, HEARTH_KERNELS=avx2) */
+#define ROWS4_SEQ_q2_K 0
+#define ROWS4_SEQ_q3_K 0
+#define ROWS4_SEQ_q4_K 1
+#define ROWS4_SEQ_q5_K 1
+#define ROWS4_SEQ_q6_K 1
+#define ROWS4_SEQ_iq4_xs 0
 #define KQ_FUNCS(T, BLK)                                                                                    \
     void hr_dot_##T##_avx2(int64_t n, float *s, const void *w, const void *x) {                             \
         const BLK *W = w;                                                                                   \
@@ -201,6 +210,10 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
         __m256 acc[4];                                                                                      \
         (void)xs;                                                                                           \
         (void)ys;                                                                                           \
+        if (ROWS4_SEQ_##T) { /* one row after the other (see ROWS4_SEQ) */                                 \
+            for (int r = 0; r < 4; r++) hr_dot_##T##_avx2(n, &y[r], W + r * ws, x);                         \
+            return;                                                                                         \
+        }                                                                                                   \
         UNROLL for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();                                    \
         for (int64_t i = 0; i < n / HR_QK_K; i++)                                                           \
             UNROLL for (int r = 0; r < 4; r++) {                                                            \

@@ -226,7 +226,7 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
     _mm_prefetch(p + ahead + bytes - 1, _MM_HINT_T0);
 }
 
-#define KQ_FUNCS(T, BLK)                                                                                   \
+#define KQ_DOT(T, BLK)                                                                                   \
     TGT void hr_dot_##T##_avx512(int64_t n, float *s, const void *w, const void *x) {                      \
         const BLK *W = w;                                                                                  \
         const hr_block_q8_K *X = x;                                                                        \
@@ -236,7 +236,9 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
             acc = sb_##T(&W[i], &X[i], acc);                                                               \
         }                                                                                                  \
         *s = _mm512_reduce_add_ps(acc);                                                                    \
-    }                                                                                                      \
+    }
+
+#define KQ_ROWS4(T, BLK)                                                                               \
     TGT void hr_rows4_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,          \
                                    float *y, size_t ys) {                                                  \
         const char *W = w;                                                                                 \
@@ -252,6 +254,112 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
                 acc[r] = sb_##T(b, &X[i], acc[r]);                                                         \
             }                                                                                              \
         UNROLL for (int r = 0; r < 4; r++) y[r] = _mm512_reduce_add_ps(acc[r]);                            \
+    }
+#define KQ_FUNCS(T, BLK) KQ_DOT(T, BLK) KQ_ROWS4(T, BLK)
+
+/* Decode vec_dot of Q4_K/Q5_K: sb_T's operations per super-block in sb_T's order, with the
+ * unpacking of the packed 6-bit scales and mins done for 4 consecutive super-blocks at once
+ * (their 12-byte fields go through k4_scales_mins' steps side by side, one per 128-bit lane).
+ * Each super-block's int16 scale patterns are then picked from those bytes with a shuffle that
+ * also widens them (index bytes with the top bit set write zeros): the values k45_w's widen
+ * and pick give, so every integer lane and float operation, and the result, is sb_T's bit for
+ * bit. In sb_T that unpacking and picking was about a third of the instructions. */
+INLINE __m512i bc128(char a0, char a1, char a2, char a3, char a4, char a5, char a6, char a7, char a8, char a9,
+                     char a10, char a11, char a12, char a13, char a14, char a15) {
+    return _mm512_broadcast_i32x4(_mm_setr_epi8(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15));
+}
+/* byte j of 128-bit lane r: the j-th of block r's 8 scale then 8 min bytes (6 bits each) */
+INLINE __m512i k4_scales_mins_x4(const uint8_t *s0, const uint8_t *s1, const uint8_t *s2, const uint8_t *s3) {
+    __m512i v = _mm512_castsi128_si512(ld128(s0));
+    v = _mm512_inserti32x4(v, ld128(s1), 1);
+    v = _mm512_inserti32x4(v, ld128(s2), 2);
+    v = _mm512_inserti32x4(v, ld128(s3), 3);
+    const __m512i a = _mm512_shuffle_epi8(v, bc128(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m512i b = _mm512_shuffle_epi8(v, bc128(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m512i lo = _mm512_and_si512(_mm512_srlv_epi32(a, _mm512_broadcast_i32x4(_mm_setr_epi32(0, 0, 0, 4))),
+                                        _mm512_broadcast_i32x4(_mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f)));
+    const __m512i hi = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(b, 6), _mm512_set1_epi8(3)), 4);
+    return _mm512_or_si512(lo, hi);
+}
+/* int16 lanes of 128-bit lane j: byte a_j of b, zero-extended (b: one block's bytes in every lane) */
+INLINE int zx16(int a) { return a | 0x8000 | a << 16 | (int)0x80000000u; }
+INLINE __m512i widen_pick(__m512i b, int a0, int a1, int a2, int a3) {
+    return _mm512_shuffle_epi8(b, _mm512_setr_epi32(zx16(a0), zx16(a0), zx16(a0), zx16(a0), zx16(a1), zx16(a1), zx16(a1),
+                                                    zx16(a1), zx16(a2), zx16(a2), zx16(a2), zx16(a2), zx16(a3), zx16(a3),
+                                                    zx16(a3), zx16(a3)));
+}
+/* one super-block, its scales in lane r of dec4, against x[0..3] (k45_x's x0, x1 of h = 0, 1) */
+INLINE __m512 k45_row(const uint8_t *qs, const uint8_t *qh, __m512i dec4, int r, uint16_t d, uint16_t dmin,
+                      const __m512i x[4], __m256i bsums, float dx, __m512 acc) {
+    const __m512i b = _mm512_shuffle_i32x4(dec4, dec4, r * 0x55);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i hb = qh ? _mm512_broadcast_i64x4(ld256(qh)) : _mm512_setzero_si512();
+    __m512i sumi = _mm512_setzero_si512();
+    UNROLL for (int h = 0; h < 2; h++) {
+        const __m512i q = ld512(qs + 64 * h);
+        __m512i c0 = _mm512_and_si512(q, m4), c1 = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+        if (qh) {
+            c0 = add_bit(c0, hb, 4 * h, 4 * h + 2, 16);
+            c1 = add_bit(c1, hb, 4 * h + 1, 4 * h + 3, 16);
+        }
+        sumi = dot_scaled(sumi, c0, x[2 * h], widen_pick(b, 4 * h, 4 * h, 4 * h + 2, 4 * h + 2));
+        sumi = dot_scaled(sumi, c1, x[2 * h + 1], widen_pick(b, 4 * h + 1, 4 * h + 1, 4 * h + 3, 4 * h + 3));
+    }
+    /* the mins doubled per pair of bsums (k4_mins' layout): bytes 8-15 widened */
+    const __m256i md = _mm256_shuffle_epi8(_mm512_castsi512_si256(b),
+        _mm256_setr_epi32(zx16(8), zx16(9), zx16(10), zx16(11), zx16(12), zx16(13), zx16(14), zx16(15)));
+    const __m512 xv = _mm512_set1_ps(dx);
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(d)), xv), _mm512_cvtepi32_ps(sumi), acc);
+    const __m256i mins = _mm256_madd_epi16(md, bsums);
+    return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(-_cvtsh_ss(dmin)), xv),
+                           _mm512_cvtepi32_ps(_mm512_zextsi256_si512(mins)), acc);
+}
+#define QH_q4_K(b) NULL
+#define QH_q5_K(b) (b)->qh
+
+/* groups of 4 super-blocks through k45_row, the rest through sb_T: the same per-block steps */
+INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
+    UNROLL for (int h = 0; h < 2; h++) {
+        const __m512i xa = ld512(x->qs + 128 * h), xb = ld512(x->qs + 128 * h + 64);
+        xs4[2 * h] = _mm512_shuffle_i64x2(xa, xb, 0x44);
+        xs4[2 * h + 1] = _mm512_shuffle_i64x2(xa, xb, 0xee);
+    }
+}
+#define KQ_DOT_K45(T, BLK)                                                                                 \
+    TGT void hr_dot_##T##_avx512(int64_t n, float *s, const void *w, const void *x) {                      \
+        const BLK *W = w;                                                                                  \
+        const hr_block_q8_K *X = x;                                                                        \
+        const int64_t nb = n / HR_QK_K;                                                                    \
+        __m512 acc = _mm512_setzero_ps();                                                                  \
+        int64_t i = 0;                                                                                     \
+        for (; i + 4 <= nb; i += 4) {                                                                      \
+            const __m512i dec = k4_scales_mins_x4(W[i].scales, W[i + 1].scales, W[i + 2].scales,           \
+                                                  W[i + 3].scales);                                        \
+            UNROLL for (int j = 0; j < 4; j++) {                                                           \
+                const BLK *b = &W[i + j];                                                                  \
+                pf_block((const char *)b, sizeof(BLK), PF_AHEAD);                                                                                  \
+                __m512i xs4[4];                                                                            \
+                k45_xside(&X[i + j], xs4);                                                                 \
+                acc = k45_row(b->qs, QH_##T(b), dec, j, b->d, b->dmin, xs4, ld256(X[i + j].bsums),         \
+                              X[i + j].d, acc);                                                            \
+            }                                                                                              \
+        }                                                                                                  \
+        for (; i < nb; i++) {                                                                              \
+            pf_block((const char *)&W[i], sizeof(BLK), PF_AHEAD);                                                                                  \
+            acc = sb_##T(&W[i], &X[i], acc);                                                               \
+        }                                                                                                  \
+        *s = _mm512_reduce_add_ps(acc);                                                                    \
+    }
+/* rows4 as 4 vec_dots, one row after the other. Read side by side (4 streams, each one row
+ * long), the rows came from DRAM 10-35% slower at 1 thread than one row at a time (bench_kernels
+ * kq, Q4_K, Q5_K, Q6_K), while sharing the activation-side shuffles across the rows gained less
+ * (5-15%, in L2). Decode reads weights from DRAM. */
+#define KQ_ROWS4_SEQ(T, BLK)                                                                               \
+    TGT void hr_rows4_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,          \
+                                   float *y, size_t ys) {                                                  \
+        (void)xs;                                                                                          \
+        (void)ys;                                                                                          \
+        for (int r = 0; r < 4; r++) hr_dot_##T##_avx512(n, &y[r], (const char *)w + r * ws, x);            \
     }
 
 #define KQ_TILE(T, BLK)                                                                                    \
@@ -336,13 +444,16 @@ KQ_FUNCS(q2_K, hr_block_q2_K)
 KQ_TILE(q2_K, hr_block_q2_K)
 KQ_FUNCS(q3_K, hr_block_q3_K)
 KQ_TILE(q3_K, hr_block_q3_K)
-KQ_FUNCS(q4_K, hr_block_q4_K)
+KQ_DOT_K45(q4_K, hr_block_q4_K)
+KQ_ROWS4_SEQ(q4_K, hr_block_q4_K)
 KQ_TILE_DEC(q4_K, hr_block_q4_K)
 KQ_TILE_X(q4_K, hr_block_q4_K, ORD_K45)
-KQ_FUNCS(q5_K, hr_block_q5_K)
+KQ_DOT_K45(q5_K, hr_block_q5_K)
+KQ_ROWS4_SEQ(q5_K, hr_block_q5_K)
 KQ_TILE_DEC(q5_K, hr_block_q5_K)
 KQ_TILE_X(q5_K, hr_block_q5_K, ORD_K45)
-KQ_FUNCS(q6_K, hr_block_q6_K)
+KQ_DOT(q6_K, hr_block_q6_K)
+KQ_ROWS4_SEQ(q6_K, hr_block_q6_K)
 KQ_TILE(q6_K, hr_block_q6_K)
 KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
 KQ_TILE_DEC(iq4_xs, hr_block_iq4_xs)
