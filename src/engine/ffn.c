@@ -102,13 +102,35 @@ static int ffn_masked(const ffn_job *j, float *out, hr_err *e) {
     return project_down(j, c->ffn_a, idx, nu, out, e);
 }
 
+/* Up's bias and the activation of neurons [r0, r1) of every token, into ffn_a: run by each
+ * chunk of the dense up (or gate and up) product on the rows it has just computed, so the
+ * element-wise work is spread over the pool. Per element it is gate_up's bias add and
+ * hr_ffn_act_tab's value, so the result does not depend on the chunks. */
+static void dense_act_rows(void *arg, int64_t r0, int64_t r1) {
+    const ffn_job *j = arg;
+    hearth_ctx *c = j->c;
+    const float *b = j->f->b_up;
+    for (int32_t t = 0; t < j->n; t++) {
+        const int64_t o = t * j->ff + r0;
+        if (b)
+            for (int64_t i = 0; i < r1 - r0; i++) c->u[o + i] += b[r0 + i];
+        hr_ffn_act_tab(c->ffn_a + o, j->f->gate.data ? c->g + o : NULL, c->u + o, r1 - r0, c->m->hp.act, c->m->gelu_tab);
+    }
+}
+
+/* Gate and up in one pool run where their types and shapes agree (one activation prep),
+ * the activation in that run's chunks; then down. */
 static int ffn_dense(const ffn_job *j, float *out, hr_err *e) {
-    if (gate_up(j, j->c->ffn_all, j->ff, true, e)) return -1;
-    const hr_prof_mark pm = hr_prof_begin(j->c->cpu.prof);
-    hr_ffn_act_tab(j->c->ffn_a, j->f->gate.data ? j->c->g : NULL, j->c->u, j->n * j->ff, j->c->m->hp.act,
-                   j->c->m->gelu_tab);
-    hr_prof_end(j->c->cpu.prof, pm, HR_PROF_ELEM, 0, (uint64_t)(j->n * j->ff) * 12);
-    return project_down(j, j->c->ffn_a, j->c->ffn_all, j->ff, out, e);
+    hearth_ctx *c = j->c;
+    const hr_ffn_weights *f = j->f;
+    const hr_mm_epi ep = {dense_act_rows, (void *)j};
+    int r;
+    if (f->gate.data && hr_matmul_pair_fits(&f->gate, &f->up))
+        r = hr_matmul_pair(&c->cpu, &f->gate, &f->up, j->xn, j->n, c->g, c->u, &ep, e);
+    else
+        r = (f->gate.data && hr_matmul(&c->cpu, &f->gate, j->xn, j->n, c->g, e)) ||
+            hr_matmul_ep(&c->cpu, &f->up, j->xn, j->n, c->u, &ep, e);
+    return r ? -1 : project_down(j, c->ffn_a, c->ffn_all, j->ff, out, e);
 }
 
 /* Exact: the first product decides which neurons fire (gate > 0, or up > 0 without a gate). */

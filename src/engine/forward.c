@@ -198,7 +198,23 @@ static int embed(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
     return 0;
 }
 
-/* Logits of the wanted tokens: their rows of x gathered into xn, normed, projected. */
+/* Gemma's final soft-cap of logits [r0, r1) of every row, run by each chunk of the output
+ * product on the logits it has just computed (32k-256k tanh per token spread over the
+ * pool instead of the caller alone); element-wise, so the chunks do not change a bit. */
+typedef struct softcap_job {
+    float *logits;
+    int64_t n_vocab;
+    int32_t rows;
+    float cap;
+} softcap_job;
+
+static void softcap_rows(void *arg, int64_t r0, int64_t r1) {
+    const softcap_job *s = arg;
+    for (int32_t t = 0; t < s->rows; t++) hr_softcap(s->logits + t * s->n_vocab + r0, r1 - r0, s->cap);
+}
+
+/* Logits of the wanted tokens: their rows of x gathered into xn, normed, projected (and
+ * soft-capped). */
 static int output(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
     const hearth_model *m = c->m;
     const int64_t d = m->hp.n_embd;
@@ -214,11 +230,15 @@ static int output(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
         memcpy(f->embd, c->xn, sizeof(float) * (size_t)(rows * d));
         return 0;
     }
-    if (hr_hybrid_has_output(c) ? hr_hybrid_logits(c, c->xn, rows, f->logits, e)
-                                : hr_matmul(&c->cpu, &m->output, c->xn, rows, f->logits, e))
-        return -1;
-    if (m->hp.final_softcap > 0) hr_softcap(f->logits, (int64_t)rows * m->hp.n_vocab, m->hp.final_softcap);
-    return 0;
+    const float cap = m->hp.final_softcap;
+    if (hr_hybrid_has_output(c)) {
+        if (hr_hybrid_logits(c, c->xn, rows, f->logits, e)) return -1;
+        if (cap > 0) hr_softcap(f->logits, (int64_t)rows * m->hp.n_vocab, cap);
+        return 0;
+    }
+    softcap_job sj = {f->logits, m->hp.n_vocab, rows, cap};
+    const hr_mm_epi ep = {softcap_rows, &sj};
+    return hr_matmul_ep(&c->cpu, &m->output, c->xn, rows, f->logits, cap > 0 ? &ep : NULL, e);
 }
 
 int hr_forward(hearth_ctx *c, const hr_fwd *f, hr_err *e) {

@@ -1,6 +1,7 @@
 /* hr_matmul against a double-precision product of the dequantized weights and the
  * prepared activations, for several batch sizes and thread counts; results repeat
- * exactly, and (by design) do not depend on thread count or batch position. */
+ * exactly, and (by design) do not depend on thread count or batch position; the paired
+ * product and the per-chunk epilogue against plain calls. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,8 +78,71 @@ static void run_case(shape s, hr_rng *r) {
     free(w); free(X); free(ref); free(abs_ref); free(Y); free(Y1); free(Yt1); free(xq);
 }
 
+/* What the epilogue saw: how often each row was handed to it, and the rows' values then. */
+typedef struct {
+    const float *Y0, *Y1;
+    float *seen0, *seen1;
+    int *count;
+    int64_t n_out, n_tok;
+} epi_log;
+
+static void log_rows(void *arg, int64_t r0, int64_t r1) {
+    const epi_log *l = arg;
+    for (int64_t r = r0; r < r1; r++) l->count[r]++;
+    for (int64_t t = 0; t < l->n_tok; t++)
+        for (int64_t r = r0; r < r1; r++) {
+            l->seen0[t * l->n_out + r] = l->Y0[t * l->n_out + r];
+            if (l->Y1) l->seen1[t * l->n_out + r] = l->Y1[t * l->n_out + r];
+        }
+}
+
+/* hr_matmul_pair and hr_matmul_ep: the same values as two hr_matmul calls, and the epilogue
+ * gets every row exactly once, after the row is final, at any thread count and batch. */
+static void test_pair_epilogue(shape s, hr_rng *r) {
+    enum { NT = 5 };
+    const size_t rb = hr_row_bytes(s.t, (uint64_t)s.n_in), ny = NT * (size_t)s.n_out;
+    char *w0 = malloc(rb * s.n_out), *w1 = malloc(rb * s.n_out);
+    float *X = malloc(sizeof(float) * NT * s.n_in), *buf = malloc(sizeof(float) * ny * 6);
+    float *A0 = buf, *A1 = buf + ny, *Y0 = buf + 2 * ny, *Y1 = buf + 3 * ny, *S0 = buf + 4 * ny, *S1 = buf + 5 * ny;
+    int *count = malloc(sizeof(int) * s.n_out);
+    for (int64_t o = 0; o < s.n_out; o++) kt_weight_row(r, s.t, w0 + o * rb, s.n_in), kt_weight_row(r, s.t, w1 + o * rb, s.n_in);
+    for (int64_t i = 0; i < NT * s.n_in; i++) X[i] = hr_rng_normal(r);
+    hr_mat W0 = {.type = s.t, .n_in = s.n_in, .n_out = s.n_out, .row_bytes = rb, .data = w0}, W1 = W0;
+    W1.data = w1;
+    for (int nth = 1; nth <= 3; nth++) {
+        hr_cpu c;
+        hr_err e = {{0}};
+        CHECK(hr_cpu_init(&c, nth, &e) == 0);
+        for (int64_t nt = 1; nt <= NT; nt += NT - 1) {
+            const size_t bytes = sizeof(float) * (size_t)(nt * s.n_out);
+            CHECK(hr_matmul(&c, &W0, X, nt, A0, &e) == 0 && hr_matmul(&c, &W1, X, nt, A1, &e) == 0);
+            for (int pair = 0; pair < 2; pair++) {
+                epi_log l = {Y0, pair ? Y1 : NULL, S0, S1, count, s.n_out, nt};
+                const hr_mm_epi ep = {log_rows, &l};
+                memset(count, 0, sizeof(int) * s.n_out);
+                memset(S0, 0xff, bytes), memset(S1, 0xff, bytes);
+                CHECK((pair ? hr_matmul_pair(&c, &W0, &W1, X, nt, Y0, Y1, &ep, &e) : hr_matmul_ep(&c, &W0, X, nt, Y0, &ep, &e)) == 0);
+                CHECKF(memcmp(Y0, A0, bytes) == 0, "%s pair %d nth %d: first product differs", hr_type_name(s.t), pair, nth);
+                CHECKF(memcmp(S0, Y0, bytes) == 0, "%s pair %d nth %d: epilogue saw unfinished rows", hr_type_name(s.t), pair, nth);
+                if (pair) CHECKF(memcmp(Y1, A1, bytes) == 0 && memcmp(S1, Y1, bytes) == 0, "%s nth %d: second product", hr_type_name(s.t), nth);
+                int once = 1;
+                for (int64_t o = 0; o < s.n_out; o++) once &= count[o] == 1;
+                CHECKF(once, "%s pair %d nth %d: a row not handed to the epilogue exactly once", hr_type_name(s.t), pair, nth);
+            }
+        }
+        hr_mat other = W1;
+        other.n_out--;
+        CHECK(hr_matmul_pair(&c, &W0, &other, X, 1, Y0, Y1, NULL, &e) < 0 && e.msg[0]);
+        hr_cpu_free(&c);
+    }
+    free(w0), free(w1), free(X), free(buf), free(count);
+}
+
 int main(void) {
     hr_rng r = {5};
+    test_pair_epilogue((shape){HR_Q4_0, 96, 37}, &r);
+    test_pair_epilogue((shape){HR_Q4_K, 256, 70}, &r);
+    test_pair_epilogue((shape){HR_F16, 64, 300}, &r);
     const shape shapes[] = {
         {HR_F32, 33, 37}, {HR_F32, 256, 16}, {HR_F16, 33, 37}, {HR_F16, 160, 20}, {HR_BF16, 47, 9},
         {HR_BF16, 128, 31}, {HR_Q8_0, 96, 37}, {HR_Q8_0, 512, 18}, {HR_Q4_0, 96, 37}, {HR_Q4_0, 544, 19},

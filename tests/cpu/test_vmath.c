@@ -1,7 +1,8 @@
 /* The vectorized tanh against double-precision tanh (ulp error over a sweep of every
  * 61st float up to 10 and beyond, special values, awkward lengths in and out of place), and
- * the table GELU against the computed one bit for bit. */
+ * the table GELU against the computed one bit for bit, the AVX2 twins against the plain C. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "backends/cpu/ops.h"
@@ -109,7 +110,53 @@ static void test_gelu_table(void) {
     free(tab), free(g), free(u), free(a), free(b);
 }
 
+/* Equal as floats bit for bit, or both NaN (a NaN's payload is not part of the contract). */
+static bool same(float a, float b) { return (isnan(a) && isnan(b)) || memcmp(&a, &b, 4) == 0; }
+
+/* The AVX2 twins against the plain-C functions, element by element, at lengths around the
+ * 8-lane blocks, on random values, the edges of GELU's table range, specials and subnormals. */
+static void test_avx2_twins(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) {
+        printf("no AVX2/F16C: twins not compared\n");
+        return;
+    }
+    uint16_t *tab = malloc(sizeof(uint16_t) * HR_GELU_TABLE_SIZE);
+    hr_gelu_table_init(tab);
+    enum { N = 4099 };
+    float *x = malloc(sizeof(float) * N), *u = malloc(sizeof(float) * N);
+    float *a = malloc(sizeof(float) * N), *b = malloc(sizeof(float) * N);
+    hr_rng r = {5};
+    for (int i = 0; i < N; i++) {
+        x[i] = (hr_rng_uniform(&r) - 0.5f) * (i % 3 ? 24.0f : 2.0f);
+        u[i] = hr_rng_normal(&r);
+    }
+    const float sp[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, -10.0f, 10.0f, -9.9999995f,
+                        9.9999995f, -10.000001f, 10.000001f, 0.4999999f, 0.5f, 65519.0f, -65520.0f, 3e-5f, -6e-8f};
+    memcpy(x + 40, sp, sizeof sp);
+    const int64_t lens[] = {0, 1, 5, 7, 8, 9, 15, 16, 17, 63, 100, N};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        const int64_t n = lens[li], off = li % 2 ? 40 : 0; /* the specials inside the short ones too */
+        const int64_t m = n + off <= N ? n : N - off;
+        hr_vtanh_scaled_c(a, x + off, m, 1.0f / 30.0f, 30.0f);
+        hr_vtanh_scaled_avx2(b, x + off, m, 1.0f / 30.0f, 30.0f);
+        for (int64_t i = 0; i < m; i++) CHECKF(same(a[i], b[i]), "tanh n %lld i %lld: %a vs %a", (long long)m, (long long)i, a[i], b[i]);
+        hr_vtanh_scaled_c(a, x + off, m, 1.0f, 1.0f);
+        hr_vtanh_scaled_avx2(b, x + off, m, 1.0f, 1.0f);
+        for (int64_t i = 0; i < m; i++) CHECKF(same(a[i], b[i]), "tanh n %lld i %lld", (long long)m, (long long)i);
+        for (int gated = 0; gated < 2; gated++) {
+            hr_vgelu_tab_c(a, gated ? x + off : NULL, gated ? u + off : x + off, m, tab);
+            hr_vgelu_tab_avx2(b, gated ? x + off : NULL, gated ? u + off : x + off, m, tab);
+            for (int64_t i = 0; i < m; i++)
+                CHECKF(same(a[i], b[i]), "gelu gated %d n %lld i %lld: %a vs %a", gated, (long long)m, (long long)i, a[i], b[i]);
+        }
+    }
+    free(tab), free(x), free(u), free(a), free(b);
+#endif
+}
+
 int main(void) {
+    test_avx2_twins();
     test_accuracy();
     test_special();
     test_lengths();

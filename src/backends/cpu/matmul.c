@@ -62,6 +62,9 @@ typedef struct {
     size_t xts;
     int64_t n_tok;
     float *Y;
+    const hr_mat *W1; /* hr_matmul_pair's second matrix (same type and shape), or NULL */
+    float *Y1;
+    const hr_mm_epi *ep; /* run on each chunk's rows after they are computed, or NULL */
 } mm_job;
 
 static void prep_task(void *arg, int ith, int nth) {
@@ -87,20 +90,17 @@ static void row_range(int64_t n_out, int ith, int nth, int64_t *r0, int64_t *r1)
     if (*r1 > n_out) *r1 = n_out;
 }
 
-static void mm_task(void *arg, int ith, int nth) {
-    const mm_job *j = arg;
-    const hr_mat *W = j->W;
+/* Rows [r0, r1) of Y = X W^T for every token. */
+static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int64_t r1) {
     const int64_t n = W->n_in, n_out = W->n_out;
     const size_t rb = W->row_bytes;
     const char *w = W->data;
     hr_vec_dot_fn dot = j->k->vec_dot[W->type];
-    int64_t r0, r1;
-    row_range(n_out, ith, nth, &r0, &r1);
     if (j->n_tok == 1) {
         int64_t r = r0;
-        for (; j->rows4 && r + 4 <= r1; r += 4) j->rows4(n, w + r * rb, rb, j->xq, 0, &j->Y[r], 0);
-        for (; j->rows2 && r + 2 <= r1; r += 2) j->rows2(n, w + r * rb, rb, j->xq, 0, &j->Y[r], 0);
-        for (; r < r1; r++) dot(n, &j->Y[r], w + r * rb, j->xq);
+        for (; j->rows4 && r + 4 <= r1; r += 4) j->rows4(n, w + r * rb, rb, j->xq, 0, &Y[r], 0);
+        for (; j->rows2 && r + 2 <= r1; r += 2) j->rows2(n, w + r * rb, rb, j->xq, 0, &Y[r], 0);
+        for (; r < r1; r++) dot(n, &Y[r], w + r * rb, j->xq);
         return;
     }
     for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK) {
@@ -109,20 +109,31 @@ static void mm_task(void *arg, int ith, int nth) {
         for (; j->tile && r + HR_TILE_R <= r1; r += HR_TILE_R) {
             int64_t t = tb;
             for (; j->tile_x && t + HR_TILE_C <= te; t += HR_TILE_C)
-                j->tile_x(n, w + r * rb, rb, j->xt + t * j->xts, j->xts, j->Y + t * n_out + r, (size_t)n_out);
+                j->tile_x(n, w + r * rb, rb, j->xt + t * j->xts, j->xts, Y + t * n_out + r, (size_t)n_out);
             for (; t + HR_TILE_C <= te; t += HR_TILE_C)
-                j->tile(n, w + r * rb, rb, j->xq + t * j->xs, j->xs, j->Y + t * n_out + r, (size_t)n_out);
+                j->tile(n, w + r * rb, rb, j->xq + t * j->xs, j->xs, Y + t * n_out + r, (size_t)n_out);
             for (; t < te; t++)
                 for (int64_t i = 0; i < HR_TILE_R; i++)
-                    dot(n, &j->Y[t * n_out + r + i], w + (r + i) * rb, j->xq + t * j->xs);
+                    dot(n, &Y[t * n_out + r + i], w + (r + i) * rb, j->xq + t * j->xs);
         }
         for (; r < r1; r++)
-            for (int64_t t = tb; t < te; t++) dot(n, &j->Y[t * n_out + r], w + r * rb, j->xq + t * j->xs);
+            for (int64_t t = tb; t < te; t++) dot(n, &Y[t * n_out + r], w + r * rb, j->xq + t * j->xs);
     }
 }
 
-static int matmul_run(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *Y, hr_err *e) {
+static void mm_task(void *arg, int ith, int nth) {
+    const mm_job *j = arg;
+    int64_t r0, r1;
+    row_range(j->W->n_out, ith, nth, &r0, &r1);
+    mm_rows(j, j->W, j->Y, r0, r1);
+    if (j->W1) mm_rows(j, j->W1, j->Y1, r0, r1);
+    if (j->ep && r0 < r1) j->ep->fn(j->ep->arg, r0, r1);
+}
+
+static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float *X, int64_t n_tok, float *Y, float *Y1,
+                      const hr_mm_epi *ep, hr_err *e) {
     if (!c || !c->pool || !W || !W->data || !X || !Y) return hr_errf(e, "matmul: missing argument");
+    if (W1 && (!hr_matmul_pair_fits(W, W1) || !Y1)) return hr_errf(e, "matmul: the pair's matrices differ in type or shape");
     if (W->type >= HR_TYPE_MAX || !c->k->vec_dot[W->type] || !c->k->act_prep[W->type])
         return hr_errf(e, "matmul: weight type %u has no CPU kernel", W->type);
     if (n_tok < 1 || W->n_in < 1 || W->n_out < 1) return hr_errf(e, "matmul: empty shape");
@@ -132,7 +143,7 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok,
     mm_job j = {.k = c->k, .tile = hr_kernels_ext_of(c->k)->tile[W->type],
                 .rows2 = hr_kernels_ext_of(c->k)->rows2[W->type],
                 .rows4 = hr_kernels_ext_of(c->k)->rows4[W->type], .W = W, .X = X,
-                .n_tok = n_tok, .Y = Y};
+                .n_tok = n_tok, .Y = Y, .W1 = W1, .Y1 = Y1, .ep = ep};
     if (W->type == HR_F32) {
         j.xq = (const char *)X;
         j.xs = (size_t)W->n_in * sizeof(float);
@@ -159,11 +170,34 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok,
     return 0;
 }
 
-int hr_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *Y, hr_err *e) {
-    if (!c || !c->prof || !W) return matmul_run(c, W, X, n_tok, Y, e);
+/* One product (W1 NULL) or a pair, timed as a product (epilogue included) when profiling. */
+static int matmul_prof(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float *X, int64_t n_tok, float *Y, float *Y1,
+                       const hr_mm_epi *ep, hr_err *e) {
+    if (!c || !c->prof || !W) return matmul_run(c, W, W1, X, n_tok, Y, Y1, ep, e);
     const hr_prof_mark m = hr_prof_begin(c->prof);
-    const int r = matmul_run(c, W, X, n_tok, Y, e);
-    const uint64_t bytes = (uint64_t)W->n_out * W->row_bytes + (uint64_t)n_tok * (uint64_t)(W->n_in + W->n_out) * 4;
+    const int r = matmul_run(c, W, W1, X, n_tok, Y, Y1, ep, e);
+    const uint64_t mats = W1 ? 2 : 1;
+    const uint64_t bytes = mats * ((uint64_t)W->n_out * W->row_bytes + (uint64_t)n_tok * (uint64_t)W->n_out * 4) +
+                           (uint64_t)n_tok * (uint64_t)W->n_in * 4;
     hr_prof_end(c->prof, m, n_tok == 1 ? HR_PROF_MATVEC : HR_PROF_GEMM, W->type, bytes);
     return r;
+}
+
+int hr_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *Y, hr_err *e) {
+    return matmul_prof(c, W, NULL, X, n_tok, Y, NULL, NULL, e);
+}
+
+int hr_matmul_ep(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *Y, const hr_mm_epi *ep, hr_err *e) {
+    return matmul_prof(c, W, NULL, X, n_tok, Y, NULL, ep, e);
+}
+
+bool hr_matmul_pair_fits(const hr_mat *W0, const hr_mat *W1) {
+    return W0 && W1 && W0->data && W1->data && W0->type == W1->type && W0->n_in == W1->n_in && W0->n_out == W1->n_out &&
+           W0->row_bytes == W1->row_bytes;
+}
+
+int hr_matmul_pair(hr_cpu *c, const hr_mat *W0, const hr_mat *W1, const float *X, int64_t n_tok, float *Y0, float *Y1,
+                   const hr_mm_epi *ep, hr_err *e) {
+    if (!W1) return hr_errf(e, "matmul: missing argument");
+    return matmul_prof(c, W0, W1, X, n_tok, Y0, Y1, ep, e);
 }

@@ -23,4 +23,22 @@ void hr_cpu_free(hr_cpu *c);
  * X is F32 [n_tok][n_in]; Y is F32 [n_tok][n_out]. Returns -1 if scratch cannot grow. */
 int hr_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *Y, hr_err *e);
 
+/* Work a product's caller wants done on the rows it has just computed, inside the same pool
+ * run (element-wise work after a product then runs on every thread instead of the caller
+ * alone): fn(arg, r0, r1) once per chunk, after rows [r0, r1) of Y (and Y1) are final for
+ * every token. Chunks are disjoint and together cover [0, n_out), so an element-wise fn
+ * gives the same result for any thread count. */
+typedef struct hr_mm_epi {
+    void (*fn)(void *arg, int64_t r0, int64_t r1);
+    void *arg;
+} hr_mm_epi;
+/* hr_matmul, then ep (NULL: none) on each chunk of rows. */
+int hr_matmul_ep(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *Y, const hr_mm_epi *ep, hr_err *e);
+/* Y0 = X W0^T and Y1 = X W1^T in one pool run with the activations prepared once, then ep
+ * on each chunk of rows of both (an FFN's gate and up with its activation). W0 and W1 must
+ * share type, n_in and n_out (hr_matmul_pair_fits); every value equals hr_matmul's. */
+bool hr_matmul_pair_fits(const hr_mat *W0, const hr_mat *W1);
+int hr_matmul_pair(hr_cpu *c, const hr_mat *W0, const hr_mat *W1, const float *X, int64_t n_tok, float *Y0, float *Y1,
+                   const hr_mm_epi *ep, hr_err *e);
+
 #endif

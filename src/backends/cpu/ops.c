@@ -102,17 +102,11 @@ static inline float gelu(float v) {
     return hr_f16_to_f32(hr_f32_to_f16(g));
 }
 
-/* The same GELU read from the F16 table (hr_gelu_table_init): one conversion each way
- * instead of two and a tanhf. */
-static inline float gelu_tab(float v, const uint16_t *tab) {
-    if (v <= -10.0f) return 0.0f;
-    if (v >= 10.0f) return v;
-    return hr_f16_to_f32(tab[hr_f32_to_f16(v)]);
-}
-
+/* The same GELU read from the F16 table (hr_gelu_table_init, vmath.c): one conversion
+ * each way instead of two and a tanhf, 8 lanes at a time where the CPU has AVX2. */
 void hr_ffn_act_tab(float *h, const float *g, const float *u, int64_t n, hr_act act, const uint16_t *gelu_table) {
     if (gelu_table && (act == HR_ACT_GELU || act == HR_ACT_GEGLU)) {
-        for (int64_t i = 0; i < n; i++) h[i] = g ? gelu_tab(g[i], gelu_table) * u[i] : gelu_tab(u[i], gelu_table);
+        hr_vgelu_tab(h, g, u, n, gelu_table);
         return;
     }
     hr_ffn_act(h, g, u, n, act);

@@ -1,5 +1,6 @@
 #include "vmath.h"
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 #include "formats/types.h"
 
@@ -41,8 +42,44 @@ static inline float tanh_one(float x) {
     return x == x ? t : x;
 }
 
-void hr_vtanh_scaled(float *y, const float *x, int64_t n, float pre, float post) {
+void hr_vtanh_scaled_c(float *y, const float *x, int64_t n, float pre, float post) {
     for (int64_t i = 0; i < n; i++) y[i] = tanh_one(x[i] * pre) * post;
+}
+
+/* The AVX2 twins where the CPU has them (vmath_avx2.c): bit for bit the same values. */
+#if defined(HR_X86)
+static bool have_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"); }
+#endif
+
+void hr_vtanh_scaled(float *y, const float *x, int64_t n, float pre, float post) {
+#if defined(HR_X86)
+    if (have_avx2()) {
+        hr_vtanh_scaled_avx2(y, x, n, pre, post);
+        return;
+    }
+#endif
+    hr_vtanh_scaled_c(y, x, n, pre, post);
+}
+
+/* GELU from the table: outside [-10, 10] 0 or the identity, as ggml. */
+static inline float gelu_tab(float v, const uint16_t *tab) {
+    if (v <= -10.0f) return 0.0f;
+    if (v >= 10.0f) return v;
+    return hr_f16_to_f32(tab[hr_f32_to_f16(v)]);
+}
+
+void hr_vgelu_tab_c(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab) {
+    for (int64_t i = 0; i < n; i++) h[i] = g ? gelu_tab(g[i], tab) * u[i] : gelu_tab(u[i], tab);
+}
+
+void hr_vgelu_tab(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab) {
+#if defined(HR_X86)
+    if (have_avx2()) {
+        hr_vgelu_tab_avx2(h, g, u, n, tab);
+        return;
+    }
+#endif
+    hr_vgelu_tab_c(h, g, u, n, tab);
 }
 
 void hr_gelu_table_init(uint16_t *tab) {

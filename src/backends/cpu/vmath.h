@@ -9,6 +9,18 @@
  * correctly rounded tanh for every finite input (tests/cpu/test_vmath.c measures it); NaN
  * stays NaN, +-Inf gives +-post. */
 void hr_vtanh_scaled(float *y, const float *x, int64_t n, float pre, float post);
+/* h[i] = gelu(g[i]) * u[i] (gelu(u[i]) when g is NULL) with GELU read from a table of
+ * hr_gelu_table_init: ggml's GELU bit for bit (0 at or below -10, the input at or above 10;
+ * NaN stays NaN). */
+void hr_vgelu_tab(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
+
+/* The plain-C versions and their AVX2 + F16C twins (x86 builds; call the twins only where
+ * the CPU has AVX2 and F16C): each element equal bit for bit; the entry points above pick
+ * one at run time. */
+void hr_vtanh_scaled_c(float *y, const float *x, int64_t n, float pre, float post);
+void hr_vgelu_tab_c(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
+void hr_vtanh_scaled_avx2(float *y, const float *x, int64_t n, float pre, float post);
+void hr_vgelu_tab_avx2(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
 
 /* ggml's F16 GELU table: entry h is the F16 bits of gelu(f16 value h), the tanh
  * approximation evaluated in float with libm's tanhf and rounded to F16, as ggml builds its
