@@ -288,10 +288,20 @@ INLINE __m512i widen_pick(__m512i b, int a0, int a1, int a2, int a3) {
                                                     zx16(a1), zx16(a2), zx16(a2), zx16(a2), zx16(a2), zx16(a3), zx16(a3),
                                                     zx16(a3), zx16(a3)));
 }
+/* 128-bit lane r of v in all four lanes. The shuffle takes an immediate: a switch, so that an
+ * unoptimised build (where r is not folded to a constant) compiles too. */
+INLINE __m512i lane_bcast(__m512i v, int r) {
+    switch (r) {
+    case 0: return _mm512_shuffle_i32x4(v, v, 0x00);
+    case 1: return _mm512_shuffle_i32x4(v, v, 0x55);
+    case 2: return _mm512_shuffle_i32x4(v, v, 0xaa);
+    default: return _mm512_shuffle_i32x4(v, v, 0xff);
+    }
+}
 /* one super-block, its scales in lane r of dec4, against x[0..3] (k45_x's x0, x1 of h = 0, 1) */
 INLINE __m512 k45_row(const uint8_t *qs, const uint8_t *qh, __m512i dec4, int r, uint16_t d, uint16_t dmin,
                       const __m512i x[4], __m256i bsums, float dx, __m512 acc) {
-    const __m512i b = _mm512_shuffle_i32x4(dec4, dec4, r * 0x55);
+    const __m512i b = lane_bcast(dec4, r);
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i hb = qh ? _mm512_broadcast_i64x4(ld256(qh)) : _mm512_setzero_si512();
     __m512i sumi = _mm512_setzero_si512();
