@@ -15,7 +15,9 @@
 //   SPM leading-space rule does not depend on it), so this script rebuilds add_special from
 //   model.tokens.shouldPrependBosToken / shouldAppendEosToken. That equals
 //   `llama-tokenize` and `hearth tokenize --ids` (special tokens parsed, BOS per vocabulary).
-//   loadModel({vocabOnly: true}) loads only the vocabulary (fast, no weights).
+//   loadModel({vocabOnly: true}) loads only the vocabulary (no weights); tokenizing goes one
+//   level below it, to the addon's model class (openVocab: the same load, without the JS-side
+//   parse of the whole file).
 //   Strings cross into C++ through Napi Utf8Value, so text must be valid UTF-8: invalid bytes
 //   cannot be passed (they would arrive as U+FFFD); `tokenize` refuses such files with exit 3.
 // * RAW logits: LlamaContextSequence.controlledEvaluate(items) where an item is
@@ -69,6 +71,7 @@
 // Exit 77 when node-llama-cpp is not installed (ctest's skip code).
 
 import fs from "node:fs";
+import path from "node:path";
 
 const SKIP = 77;
 
@@ -170,24 +173,51 @@ function isValidUtf8(buf) {
     return Buffer.from(buf.toString("utf8"), "utf8").equals(buf);
 }
 
-function tokenizeOne(model, text, opts) {
-    const ids = model.tokenize(text, !opts["no-special"]);
+function tokenizeOne(vocab, text, opts) {
+    const ids = vocab.tokenize(text, !opts["no-special"]);
     if (!opts["no-bos"]) {
-        if (model.tokens.shouldPrependBosToken && model.tokens.bos != null) ids.unshift(model.tokens.bos);
-        if (model.tokens.shouldAppendEosToken && model.tokens.eos != null) ids.push(model.tokens.eos);
+        if (vocab.prependBos && vocab.bos != null) ids.unshift(vocab.bos);
+        if (vocab.appendEos && vocab.eos != null) ids.push(vocab.eos);
     }
     return ids;
+}
+
+// A vocabulary-only model: {tokenize(text, special), bos, eos, prependBos, appendEos, dispose()}.
+// loadModel first parses the whole GGUF in JavaScript (file insights, GPU-layer resolution),
+// even with vocabOnly; on a 150k-token BPE vocabulary that makes a load cost ~1.1 s of CPU
+// where llama.cpp's own vocabulary load takes ~0.4 s (measured; conformance.vocab loads 68).
+// So the addon's model class that LlamaModel wraps is used directly, with the options and the
+// token rules LlamaModel applies (3.22.1: LlamaModel.tokenize returns []
+// for "" and Array.from(addon.tokenize(text, special)) otherwise; shouldPrependBosToken and
+// shouldAppendEosToken are false without a BOS token). A binding without that class takes the
+// public API.
+async function openVocab(llama, modelPath) {
+    const Addon = llama._bindings?.AddonModel;
+    if (typeof Addon !== "function") {
+        const model = await llama.loadModel({modelPath, vocabOnly: true, gpuLayers: 0});
+        return {tokenize: (t, special) => model.tokenize(t, special), bos: model.tokens.bos, eos: model.tokens.eos,
+            prependBos: model.tokens.shouldPrependBosToken, appendEos: model.tokens.shouldAppendEosToken,
+            dispose: () => model.dispose()};
+    }
+    const m = new Addon(path.resolve(process.cwd(), modelPath),
+        {addonExports: llama._bindings, gpuLayers: 0, vocabOnly: true, useMmap: true, checkTensors: false});
+    if (!(await m.init())) throw new Error("Failed to load model");
+    const bos = m.tokenBos(), eos = m.tokenEos();
+    return {tokenize: (t, special) => (t === "" ? [] : Array.from(m.tokenize(t, special))),
+        bos: bos === -1 ? null : bos, eos: eos === -1 ? null : eos,
+        prependBos: bos !== -1 && m.shouldPrependBosToken(), appendEos: bos !== -1 && m.shouldAppendEosToken(),
+        dispose: () => m.dispose()};
 }
 
 // --text-file T: one text, ids printed space-separated.
 // --cases C.json: a JSON array of strings, a JSON array of id arrays printed (one model load
 // for many strings: the conformance test's batch mode).
 async function tokenizeTexts(llama, opts, texts) {
-    const model = await llama.loadModel({modelPath: needStr(opts, "model"), vocabOnly: true, gpuLayers: 0});
+    const vocab = await openVocab(llama, needStr(opts, "model"));
     try {
-        return texts.map((t) => tokenizeOne(model, t, opts));
+        return texts.map((t) => tokenizeOne(vocab, t, opts));
     } finally {
-        await model.dispose();
+        await vocab.dispose();
     }
 }
 

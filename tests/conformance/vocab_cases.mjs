@@ -18,10 +18,12 @@
 //    vocabularies, as one's merges hide some word boundaries the other shows), and llama.cpp itself
 //    (tests/conformance/llama_ref.mjs, node-llama-cpp's prebuilt library) tokenizes all the
 //    texts of part 1 plus EXTRA with it; Hearth must give the same ids. (A name the prebuilt
-//    llama.cpp refuses is reported as skipped.)
+//    llama.cpp refuses is reported as skipped.) llama.cpp's answers are kept in DIR/llama-cache
+//    (see llamaBatchCached): a second run asks llama.cpp only about what changed.
 // Each vocabulary's texts go to one `hearth tokenize --delimiter` run (one line of ids per text).
 // Exit 0 all passed, 1 a failure, 77 the bundle or git is not available (one SKIP line).
 
+import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import {spawnSync} from "node:child_process";
@@ -201,6 +203,58 @@ function llamaBatch(o, jobs) {
     return JSON.parse(r.stdout);
 }
 
+const sha256 = (...parts) => {
+    const h = crypto.createHash("sha256");
+    for (const p of parts) h.update(p).update("\0");
+    return h.digest("hex");
+};
+
+// What llama.cpp's answers depend on besides the job: this reference script and the installed
+// prebuilt build (each file's name, size and time: a reinstall counts as a new build).
+function refIdentity() {
+    const parts = [fs.readFileSync(path.join(HERE, "llama_ref.mjs"))];
+    for (const d of ["node_modules/node-llama-cpp", "node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"]) {
+        const dir = path.join(HERE, d);
+        if (!fs.existsSync(dir)) continue;
+        for (const n of fs.readdirSync(dir).sort()) {
+            const st = fs.statSync(path.join(dir, n));
+            if (st.isFile()) parts.push(`${d}/${n} ${st.size} ${st.mtimeMs}`);
+        }
+    }
+    return sha256(...parts);
+}
+
+// llamaBatch, with each answer kept in DIR/llama-cache under a hash of the job, the
+// vocabulary's bytes (runs[i].vocabHash) and refIdentity(): loading a 150k-token vocabulary
+// into llama.cpp costs ~0.4 s of CPU and there are 68 of them, so a second run in the same
+// build directory asks llama.cpp only what changed. Hearth's side is run and compared on every
+// run. Refusals are not kept (one could be a passing failure: out of memory, a timeout).
+function llamaBatchCached(o, runs) {
+    const dir = path.join(o.work, "llama-cache");
+    fs.mkdirSync(dir, {recursive: true});
+    const id = refIdentity();
+    const keys = runs.map((r) => sha256(id, r.vocabHash, JSON.stringify({...r.job, model: null})));
+    const file = (k) => path.join(dir, `${k}.json`);
+    const read = (k) => {
+        try {
+            return JSON.parse(fs.readFileSync(file(k), "utf8"));
+        } catch {
+            return null; // absent, or cut short: asked again
+        }
+    };
+    const out = keys.map(read);
+    const miss = out.flatMap((v, i) => (v === null ? [i] : []));
+    const got = miss.length ? llamaBatch(o, miss.map((i) => runs[i].job)) : [];
+    miss.forEach((i, j) => {
+        out[i] = got[j];
+        if (got[j].error) return;
+        fs.writeFileSync(`${file(keys[i])}.tmp`, JSON.stringify(got[j]));
+        fs.renameSync(`${file(keys[i])}.tmp`, file(keys[i])); // whole or not at all
+    });
+    console.log(`(llama.cpp asked for ${miss.length} of ${runs.length}; the others from ${dir})`);
+    return out;
+}
+
 function isValidUtf8(buf) {
     return Buffer.from(buf.toString("utf8"), "utf8").equals(buf);
 }
@@ -252,13 +306,13 @@ async function main() {
     const runs = Object.entries(bases).flatMap(([bn, g]) => pres.map((pre) => {
         const dir = path.join(o.work, `pre-${bn}-${pre}`);
         fs.mkdirSync(dir, {recursive: true});
-        const vocab = path.join(dir, "vocab.gguf");
-        fs.writeFileSync(vocab, withString(g, "tokenizer.ggml.pre", pre));
-        return {label: `pre ${pre} (${bn})`, pre, vocab, job: {cmd: "tokenize", model: vocab,
+        const vocab = path.join(dir, "vocab.gguf"), bytes = withString(g, "tokenizer.ggml.pre", pre);
+        fs.writeFileSync(vocab, bytes);
+        return {label: `pre ${pre} (${bn})`, pre, vocab, vocabHash: sha256(bytes), job: {cmd: "tokenize", model: vocab,
             texts: texts.map((t) => t.toString("utf8")), "no-special": true, "no-bos": true}};
     }));
     console.log(`every pre-tokenizer against llama.cpp (${texts.length} texts):`);
-    const want = runs.length ? llamaBatch(o, runs.map((r) => r.job)) : [];
+    const want = runs.length ? llamaBatchCached(o, runs) : [];
     runs.forEach((r, i) => {
         if (want[i].error) {
             console.log(`skip ${r.label}: llama.cpp refuses it: ${want[i].error.slice(0, 200)}`);

@@ -14,4 +14,4 @@ endif()
 set_property(TEST engine.test_quant_mix APPEND PROPERTY ENVIRONMENT
   "HEARTH_QREF=$<TARGET_FILE:llama-quantize-ref>")
 set_tests_properties(engine.test_quant_mix PROPERTIES
-  FIXTURES_REQUIRED llama_ref SKIP_RETURN_CODE 77 TIMEOUT 600)
+  FIXTURES_REQUIRED llama_ref SKIP_RETURN_CODE 77 TIMEOUT 600 COST 50)
