@@ -11,10 +11,20 @@
 # all; the table reports the share measured in the timed runs, not the target).
 # Dense and the sparse rows run interleaved round by round (order reversed every other
 # round); medians over the rounds. Prints one Markdown table on stdout; progress on stderr.
+# --precisions P,...: also predicted mode on a threshold file with predictors (`hearth synth
+# --powerinfer --pred-rank R`, random predictors of the type's weights, then the same
+# calibrate): for each sparsity S and precision P, rows that read what a predictor of that
+# precision at full recall reads: it marks a share min(1, (1-S)/P) of the neurons (their gate
+# rows), of which the share 1-S passes the threshold (up and down rows). A random predictor is
+# independent of the gate, so the script searches the --sparse-threshold that marks that
+# share and the --ffn-threshold that passes (1-S)/share of all neurons. Speed of the rows
+# read, not quality: the trained predictors' precision is measured on a real model (README).
+# Bytes per token there: the gate rows of the marked neurons, up and down of the computed
+# ones, the predictor, the rest of the model.
 #
 # usage: bench/sparse-swiglu.sh [--quick] [--layers N] [--types q4_0,Q4_K_M] [--threads 2]
 #                               [--runs R] [--gen N] [--prompt N] [--sparsities 0.25,0.40,0.50]
-#                               [--hearth BIN] [--dir CACHE]
+#                               [--hearth BIN] [--dir CACHE] [--precisions 0.6,0.8,1] [--pred-rank 512]
 #   --quick      1 round, 16 decoded tokens
 #   --layers N   layers (default 32; fewer when RAM or disk cannot hold a type's two files)
 #   CACHE        generated models; default $HEARTH_BENCH_DIR or build-bench/
@@ -23,7 +33,7 @@ set -u
 me=sparse-swiglu.sh
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/bench/lib.sh"
-threads=2 rounds=3 n_gen=32 n_prompt=8 layers= types=q4_0,Q4_K_M sparsities=0.25,0.40,0.50
+threads=2 rounds=3 n_gen=32 n_prompt=8 layers= types=q4_0,Q4_K_M sparsities=0.25,0.40,0.50 precisions= pred_rank=512
 hearth=${HEARTH_BIN:-} membw=none cache=${HEARTH_BENCH_DIR:-$root/build-bench}
 E=4096 FF=11008 HEADS=32 VOCAB=32000 SEED=1
 
@@ -38,6 +48,8 @@ while [ $# -gt 0 ]; do
     --prompt) need "$@"; posint "$1" "$2"; n_prompt=$2; shift ;;
     --sparsities) need "$@"; sparsities=$2; shift ;;
     --hearth) need "$@"; hearth=$2; shift ;;
+    --precisions) need "$@"; precisions=$2; shift ;;
+    --pred-rank) need "$@"; posint "$1" "$2"; pred_rank=$2; shift ;;
     --dir) need "$@"; cache=$2; shift ;;
     -h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown flag '$1' (try --help)" ;;
@@ -50,6 +62,9 @@ IFS=, read -r -a sp_list <<<"$sparsities"
 for t in "${thread_list[@]}"; do posint --threads "$t"; done
 for s in "${sp_list[@]}"; do [[ $s =~ ^0?\.[0-9]+$ ]] || die "--sparsities: '$s' is not in (0, 1)"; done
 for t in "${type_list[@]}"; do [[ $t =~ ^(q4_0|Q4_K_M)$ ]] || die "--types: '$t' is not q4_0 or Q4_K_M"; done
+IFS=, read -r -a prec_list <<<"$precisions"
+for p in "${prec_list[@]}"; do [[ $p =~ ^(0?\.[0-9]+|1)$ ]] || die "--precisions: '$p' is not in (0, 1]"; done
+[ -z "$precisions" ] || [[ " ${type_list[*]} " == " q4_0 " ]] || die "--precisions needs --types q4_0 (synth writes the predictor file)"
 mkdir -p "$cache" || die "cannot create $cache"
 [ -z "$hearth" ] || [ -x "$hearth" ] || die "--hearth $hearth is not executable"
 bench_find_tools_hearth() { # lib.sh's finder without membw (bandwidth is bench/sparse.sh's)
@@ -104,6 +119,15 @@ make_dense() { # type: the dense file (Q4_K_M from the Q4_0 one)
         make_file "$d" "$hearth" quantize -q "$(dense_file q4_0)" "$d.part" "$t"
     fi
 }
+pred_file() { echo "$cache/swiglu-$1-$tag-r$pred_rank.pred.threshold.gguf"; }
+make_pred() { # type: a file with random predictors (synth --powerinfer), then its threshold file
+    local t=$1 d
+    d=$cache/swiglu-$t-$tag-r$pred_rank.pred.gguf
+    make_file "$d" "$hearth" synth -q -o "$d.part" --type "$t" --arch llama --act swiglu --powerinfer --pred-rank "$pred_rank" \
+        --n-embd $E --n-layer "$layers" --n-head $HEADS --n-ff $FF --n-vocab $VOCAB --seed $SEED
+    make_file "$(pred_file "$t")" "$hearth" calibrate -m "$d" -f "$text" --target-sparsity 0.4 -c 32 -t "$max_t" \
+        -o "$(pred_file "$t").part"
+}
 make_type() { # type: its dense file, then its threshold file
     local t=$1 d
     d=$(dense_file "$t")
@@ -114,9 +138,10 @@ make_type() { # type: its dense file, then its threshold file
 
 # --- one threshold per target share: bracketed search on computed_fraction ---------------------
 out=$cache/swiglu-out.json
-frac_at() { # file threshold -> computed fraction on a short decode
-    "$hearth" bench -m "$1" -t "$max_t" -p 1 -n 8 -r 1 --json --ffn threshold --ffn-threshold "$2" >"$out" 2>"$cache/err" ||
-        die "hearth bench failed at threshold $2: $(tail -n 1 "$cache/err")"
+frac_at() { # file threshold [flags] -> computed fraction on a short decode
+    # shellcheck disable=SC2086
+    "$hearth" bench -m "$1" -t "$max_t" -p 1 -n 8 -r 1 --json ${3:---ffn threshold} --ffn-threshold "$2" >"$out" 2>"$cache/err" ||
+        die "hearth bench failed at threshold $2 ${3:-}: $(tail -n 1 "$cache/err")"
     local f
     f=$(jnum "$out" computed_fraction)
     log "  threshold $2 -> $(fmt "$(calc "print 100 * $f")" 2)% computed"
@@ -141,8 +166,21 @@ find_threshold() { # file target-fraction start -> threshold (computed fraction 
     calc "exit !($flo - $want <= $want - $fhi)" && echo "$lo" || echo "$hi"
 }
 
+find_pred_x() { # file target-fraction -> --sparse-threshold whose predictor marks that share (bisection)
+    local m=$1 want=$2 lo=-1 hi=1 f x i
+    while calc "exit !($(frac_at "$m" 0 "--ffn predicted --sparse-threshold $lo") < $want)"; do lo=$(calc "print 2 * $lo"); done
+    while calc "exit !($(frac_at "$m" 0 "--ffn predicted --sparse-threshold $hi") > $want)"; do hi=$(calc "print 2 * $hi"); done
+    for ((i = 0; i < 12; i++)); do
+        x=$(calc "printf \"%.6g\", ($lo + $hi) / 2")
+        f=$(frac_at "$m" 0 "--ffn predicted --sparse-threshold $x")
+        calc "exit !(($f - $want) ^ 2 <= 0.0001)" && { echo "$x"; return; }
+        if calc "exit !($f > $want)"; then lo=$x; else hi=$x; fi
+    done
+    echo "$x"
+}
+
 # --- per type: files, thresholds, interleaved timed runs -------------------------------------
-declare -A tps bpt frac thr_of
+declare -A tps bpt frac thr_of pshare ffnb predb
 load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 t_start=$(date +%s)
 run_config() { # id model flags threads
@@ -150,7 +188,8 @@ run_config() { # id model flags threads
     if "$hearth" bench -m "$2" -t "$4" -p "$n_prompt" -n "$n_gen" -r 1 --json $3 >"$out" 2>"$cache/err"; then
         tps[$1,$4]+="$(jnum "$out" decode_tok_s) "
         frac[$1,$4]+="$(jnum "$out" computed_fraction) "
-        bpt[$1,$4]=$(jnum "$out" bytes_per_token)
+        bpt[$1,$4]=$(jnum "$out" bytes_per_token) ffnb[$1,$4]=$(jnum "$out" ffn_bytes_per_token)
+        predb[$1,$4]=$(jnum "$out" predictor_bytes_per_token)
     else
         log "hearth bench failed ($1, $4 threads): $(tail -n 1 "$cache/err")"
     fi
@@ -167,6 +206,17 @@ for ty in "${type_list[@]}"; do
         [[ $t =~ ^[0-9.]+([eE][-+]?[0-9]+)?$ ]] || die "threshold search failed for $ty at $s"
         thr_of[$ty,$s]=$t
         configs+=("$ty:$s|$th|--ffn threshold --ffn-threshold $t")
+        for p in "${prec_list[@]}"; do
+            make_pred "$ty"
+            pf=$(pred_file "$ty")
+            share=$(calc "v = (1 - $s) / $p; print (v > 1 ? 1 : v)")
+            log "$ty: predicted at $s, precision $p: marking $share of the neurons"
+            x=$(calc "exit !($share >= 1)" && echo -1e30 || find_pred_x "$pf" "$share")
+            tp=$(find_threshold "$pf" "$(calc "print (1 - $s) / $share")" "$start")
+            pshare[$ty,$s,$p]=$(frac_at "$pf" 0 "--ffn predicted --sparse-threshold $x")
+            thr_of[$ty,$s,$p]="$x / $tp"
+            configs+=("$ty:$s:$p|$pf|--ffn predicted --sparse-threshold $x --ffn-threshold $tp")
+        done
     done
     for ((r = 1; r <= rounds; r++)); do
         for n in "${thread_list[@]}"; do
@@ -201,10 +251,20 @@ echo "|---|---|---|---|---|---|---|---|"
 for ty in "${type_list[@]}"; do
     for n in "${thread_list[@]}"; do
         dd=$(median <<<"${tps[$ty:dense,$n]:-}")
-        for id in dense "${sp_list[@]}"; do
+        ids=(dense)
+        for s in "${sp_list[@]}"; do
+            ids+=("$s")
+            for p in "${prec_list[@]}"; do ids+=("$s:$p"); done
+        done
+        for id in "${ids[@]}"; do
             d=$(median <<<"${tps[$ty:$id,$n]:-}") fr=$(median <<<"${frac[$ty:$id,$n]:-}") b=${bpt[$ty:$id,$n]:-}
             label="dense"
-            [ "$id" = dense ] || label="threshold ${thr_of[$ty,$id]} (target $id)"
+            [ "$id" = dense ] || [[ $id == *:* ]] || label="threshold ${thr_of[$ty,$id]} (target $id)"
+            if [[ $id == *:* ]]; then # predicted: the marked neurons' gate rows, up and down of the computed ones
+                ps=${pshare[$ty,${id%:*},${id#*:}]} fd=${ffnb[$ty:dense,$n]:-}
+                label="predicted, precision ${id#*:}: marks $(fmt "$(calc "print 100 * $ps")" 1)%, --sparse-threshold / --ffn-threshold ${thr_of[$ty,${id%:*},${id#*:}]} (target ${id%:*})"
+                [ -n "$b" ] && [ -n "$fd" ] && b=$(calc "printf \"%.0f\", $b - ${ffnb[$ty:$id,$n]} + $fd * ($ps + 2 * $fr) / 3")
+            fi
             awk -v ty="$ty" -v n="$n" -v l="$label" -v d="$d" -v dd="$dd" -v fr="$fr" -v b="$b" -v dense="$([ "$id" = dense ] && echo 1)" '
             BEGIN {
                 sp = (dense || fr == "") ? "0%" : sprintf("%.1f%%", 100 * (1 - fr))

@@ -17,11 +17,11 @@
 typedef struct {
     const char *model, *text, *out, *plot;
     double recall, target; /* target < 0: predictors (ReLU family), else thresholds */
-    bool keep_down, allocate;
+    bool keep_down, allocate, predictors;
     double alloc_step;
     long alloc_tokens;
     bool out_default; /* OUT not given: named after MODEL */
-    long max_rank, pairs, threads, n_ctx, epochs;
+    long max_rank, min_rank, pairs, threads, n_ctx, epochs;
     uint64_t seed;
 } cal_opts;
 
@@ -42,6 +42,8 @@ static void help(void) {
            "  -o, --output FILE   PowerInfer file to write\n"
            "  --recall X          recall target of truly active neurons, held-out (default 0.99)\n"
            "  --max-rank R        largest predictor width tried (default 512)\n"
+           "  --min-rank R        smallest predictor width tried (default 16; ranks double up to\n"
+           "                      --max-rank, the one reading the fewest bytes per token wins)\n"
            "  --tokens N          (p, active set) pairs kept per layer for training (default 16384)\n"
            "  --epochs N          training passes per rank (default 6)\n"
            "  -c, --ctx-size N    tokens per chunk, each from an empty cache (default 512)\n"
@@ -61,7 +63,12 @@ static void help(void) {
            "                      dense over the text's first tokens); uniform S is kept if it scores\n"
            "                      lower\n"
            "  --allocate-tokens N tokens the search scores (default 512)\n"
-           "  --allocate-step X   share of one layer's neurons a step adds (default 0.05)\n");
+           "  --allocate-step X   share of one layer's neurons a step adds (default 0.05)\n"
+           "  --predictors        also train one predictor per layer toward the neurons above the\n"
+           "                      threshold (--recall, --max-rank, --tokens, --epochs, --seed as above)\n"
+           "                      and write them into OUT, with OUT's statistics file (how often\n"
+           "                      each neuron is above its threshold); --ffn predicted, OUT's default,\n"
+           "                      then computes the gate only for predicted neurons\n");
 }
 
 typedef struct {
@@ -87,9 +94,10 @@ static int parse(int argc, char **argv, cal_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return help(), 1;
-        if (!strcmp(a, "--keep-down") || !strcmp(a, "--allocate")) {
+        if (!strcmp(a, "--keep-down") || !strcmp(a, "--allocate") || !strcmp(a, "--predictors")) {
             if (!strcmp(a, "--keep-down")) o->keep_down = true;
-            else o->allocate = true;
+            else if (!strcmp(a, "--allocate")) o->allocate = true;
+            else o->predictors = true;
             continue;
         }
         if (!hr_arg_need(cmd, argc, argv, i)) return -1;
@@ -106,6 +114,7 @@ static int parse(int argc, char **argv, cal_opts *o) {
         else if (!strcmp(a, "--allocate-step")) ok = hr_arg_float(cmd, a, v, 1e-4, 0.5, &o->alloc_step);
         else if (!strcmp(a, "--recall")) ok = hr_arg_float(cmd, a, v, 1e-6, 1.0, &o->recall);
         else if (!strcmp(a, "--max-rank")) ok = hr_arg_long(cmd, a, v, 4, 1L << 16, &o->max_rank);
+        else if (!strcmp(a, "--min-rank")) ok = hr_arg_long(cmd, a, v, 4, 1L << 16, &o->min_rank);
         else if (!strcmp(a, "--tokens")) ok = hr_arg_long(cmd, a, v, 10, 1L << 30, &o->pairs);
         else if (!strcmp(a, "--epochs")) ok = hr_arg_long(cmd, a, v, 1, 1000, &o->epochs);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = hr_arg_long(cmd, a, v, 1, 512, &o->threads);
@@ -117,6 +126,8 @@ static int parse(int argc, char **argv, cal_opts *o) {
     if (!o->model) return hr_usage_error(cmd, "a model is required (-m FILE)"), -1;
     if (!o->text) return hr_usage_error(cmd, "a calibration text is required (-f FILE)"), -1;
     if (o->keep_down && o->target < 0) return hr_usage_error(cmd, "--keep-down needs --target-sparsity"), -1;
+    if (o->predictors && o->target < 0)
+        return hr_usage_error(cmd, "--predictors needs --target-sparsity (ReLU-family models get predictors without it)"), -1;
     if ((o->allocate || o->alloc_tokens || o->alloc_step > 0) && o->target < 0)
         return hr_usage_error(cmd, "--allocate needs --target-sparsity"), -1;
     if ((o->alloc_tokens || o->alloc_step > 0) && !o->allocate)
@@ -137,13 +148,15 @@ static void print_table(const hr_stats *s, const hr_predictor *p, bool f16) {
     }
 }
 
-static int train_all(hearth_model *m, const hr_pairs *pairs, const cal_opts *o, bool f16, hr_predictor *preds, hr_err *e) {
+/* neuron_bytes: what one predicted neuron reads (the rank search's trade-off). */
+static int train_all(hearth_model *m, const hr_pairs *pairs, const cal_opts *o, bool f16, double neuron_bytes, hr_predictor *preds,
+                     hr_err *e) {
     hr_cpu cpu;
     long nt = o->threads ? o->threads : sysconf(_SC_NPROCESSORS_ONLN);
     if (hr_cpu_init(&cpu, nt > 0 ? (int)nt : 1, e)) return -1;
     bar b = {NULL, 0, pairs->n_layer, -1};
-    hr_pred_opts po = {.recall = o->recall, .max_rank = (int32_t)o->max_rank, .epochs = (int32_t)o->epochs, .f16 = f16,
-                       .ffn_neuron_bytes = hr_calib_neuron_bytes(m), .seed = o->seed, .progress = progress, .progress_ud = &b};
+    hr_pred_opts po = {.recall = o->recall, .max_rank = (int32_t)o->max_rank, .min_rank = (int32_t)o->min_rank, .epochs = (int32_t)o->epochs, .f16 = f16,
+                       .ffn_neuron_bytes = neuron_bytes, .seed = o->seed, .progress = progress, .progress_ud = &b};
     int rc = 0;
     for (int32_t l = 0; l < pairs->n_layer && !rc; l++) {
         b.layer = l;
@@ -203,7 +216,7 @@ static int calibrate(hearth_model *m, const int32_t *toks, size_t n, const cal_o
     fprintf(stderr, "calibrate: counted %llu tokens in %.1f s; %lld (p, active set) pairs per layer\n",
             (unsigned long long)s.n_tokens, t1 - t0, (long long)pairs.n);
     hr_predictor *preds = calloc((size_t)s.n_layer, sizeof *preds);
-    int rc = preds ? train_all(m, &pairs, o, f16, preds, e) : hr_errf(e, "out of memory");
+    int rc = preds ? train_all(m, &pairs, o, f16, hr_calib_neuron_bytes(m), preds, e) : hr_errf(e, "out of memory");
     if (!rc) fprintf(stderr, "calibrate: trained %d predictors in %.1f s\n", s.n_layer, now() - t1);
     if (!rc) print_table(&s, preds, f16);
     if (!rc) rc = write_outputs(m, &s, preds, f16, o, e);
@@ -236,6 +249,43 @@ static int allocate(hearth_model *m, const int32_t *toks, size_t n, const cal_op
     return rc;
 }
 
+/* --predictors: pairs labelled by the thresholds, one predictor per layer (a predicted
+ * neuron reads its gate row, then up and down only above the threshold: the gate row is
+ * what the rank search trades against), the file and its statistics. */
+static int thr_predictors(hearth_model *m, const int32_t *toks, size_t n, const cal_opts *o, hr_collect_opts *co, const float *thr,
+                          hr_err *e) {
+    const bool f16 = hearth_model_get_info(m)->weight_type != HR_F32;
+    hr_stats s;
+    hr_pairs pairs;
+    co->max_pairs = o->pairs;
+    double t0 = now();
+    if (hr_calib_collect_thr(m, toks, (int64_t)n, co, thr, &s, &pairs, e)) return -1;
+    double t1 = now();
+    fprintf(stderr, "calibrate: %lld (p, set above threshold) pairs per layer in %.1f s\n", (long long)pairs.n, t1 - t0);
+    hr_predictor *preds = calloc((size_t)s.n_layer + 1, sizeof *preds);
+    int rc = preds ? train_all(m, &pairs, o, f16, hr_calib_gate_row_bytes(m), preds, e) : hr_errf(e, "out of memory");
+    char spath[4096];
+    if (!rc && hr_stats_path(o->out, spath, sizeof spath)) rc = hr_errf(e, "output path too long");
+    if (!rc) {
+        fprintf(stderr, "calibrate: trained %d predictors in %.1f s\n", s.n_layer, now() - t1);
+        print_table(&s, preds, f16);
+        s.recall = malloc(sizeof(float) * (size_t)s.n_layer), s.precision = malloc(sizeof(float) * (size_t)s.n_layer);
+        s.rank = malloc(sizeof(uint32_t) * (size_t)s.n_layer);
+        if (!s.recall || !s.precision || !s.rank) rc = hr_errf(e, "out of memory");
+        for (int32_t l = 0; !rc && l < s.n_layer; l++)
+            s.recall[l] = preds[l].recall, s.precision[l] = preds[l].precision, s.rank[l] = (uint32_t)preds[l].r;
+        const char *base = strrchr(o->out, '/');
+        snprintf(s.model, sizeof s.model, "%s", base ? base + 1 : o->out);
+    }
+    if (!rc) rc = hr_write_thresholds_pred(m, thr, !o->keep_down, preds, f16, o->out, e) || hr_stats_write(spath, &s, e) ? -1 : 0;
+    if (!rc) fprintf(stderr, "wrote %s (run it with --ffn predicted, the default for it, or --ffn threshold) and %s\n", o->out, spath);
+    for (int32_t l = 0; preds && l < s.n_layer; l++) hr_predictor_free(&preds[l]);
+    free(preds);
+    hr_pairs_free(&pairs);
+    hr_stats_free(&s);
+    return rc;
+}
+
 /* --target-sparsity: per-layer thresholds from the dense run, then the file. */
 static int calibrate_thresholds(hearth_model *m, const int32_t *toks, size_t n, const cal_opts *o, hr_err *e) {
     const hearth_model_info *info = hearth_model_get_info(m);
@@ -253,8 +303,9 @@ static int calibrate_thresholds(hearth_model *m, const int32_t *toks, size_t n, 
         printf("%5s %12s\n", "layer", "threshold");
         for (int32_t l = 0; l < info->n_layer; l++) printf("%5d %12.6g\n", l, (double)thr[l]);
     }
-    if (!rc) rc = hr_write_thresholds(m, thr, !o->keep_down, o->out, e);
-    if (!rc) fprintf(stderr, "wrote %s (run it with --ffn threshold, the default for it)\n", o->out);
+    if (!rc && o->predictors) rc = thr_predictors(m, toks, n, o, &co, thr, e);
+    else if (!rc) rc = hr_write_thresholds(m, thr, !o->keep_down, o->out, e);
+    if (!rc && !o->predictors) fprintf(stderr, "wrote %s (run it with --ffn threshold, the default for it)\n", o->out);
     free(thr);
     return rc;
 }

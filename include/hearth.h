@@ -53,7 +53,8 @@ typedef enum hearth_ffn_mode {
 } hearth_ffn_mode;
 
 /* Per-layer activity, summed over evaluated tokens. tokens and computed are always
- * counted; fired and fired_computed only with ffn_stats on (ReLU-family models). */
+ * counted; fired and fired_computed only with ffn_stats on (ReLU-family models; in predicted
+ * mode on a file with thresholds, "fired" is "above the threshold"). */
 typedef struct hearth_ffn_stats {
     uint64_t tokens;
     uint64_t computed;  /* neurons computed (predicted mode: predicted active) */

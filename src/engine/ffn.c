@@ -161,6 +161,21 @@ static int ffn_exact(const ffn_job *j, float *out, hr_err *e) {
     return project_down(j, c->ffn_a, c->ffn_idx, nu, out, e);
 }
 
+/* Up and down for the neurons of c->ffn_mask, their gate products in c->ffn_s ([n][ff]; read
+ * only where the mask is set); past HR_UNION_DENSE_SHARE of the batch's union, up is one
+ * dense product. */
+static int thr_up_down(const ffn_job *j, float *out, hr_err *e) {
+    hearth_ctx *c = j->c;
+    int64_t nu = mask_union(j);
+    const int32_t *idx = c->ffn_idx;
+    if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) idx = c->ffn_all, nu = j->ff;
+    if (gate_up(j, idx, nu, false, e)) return -1;
+    for (int32_t t = 0; t < j->n; t++)
+        for (int64_t i = 0; i < nu; i++) c->g[t * nu + i] = c->ffn_s[t * j->ff + idx[i]];
+    activate(j, idx, nu, c->ffn_a);
+    return project_down(j, c->ffn_a, idx, nu, out, e);
+}
+
 /* Threshold: the gate fully; neurons whose |act(gate)| is above the layer's bound get up
  * and down. Past HR_UNION_DENSE_SHARE of the batch's union, up is one dense product (the
  * gathered rows' values bit for bit), so threshold 0 equals dense exactly for SwiGLU; a
@@ -172,14 +187,31 @@ static int ffn_threshold(const ffn_job *j, float *out, hr_err *e) {
     if (hr_matmul(&c->cpu, &j->f->gate, j->xn, j->n, c->ffn_s, e)) return -1;
     hr_ffn_gate_mag(c->ffn_a, c->ffn_s, nf, c->m->hp.act, c->m->gelu_tab); /* ffn_a is free until activate */
     for (int64_t i = 0; i < nf; i++) c->ffn_mask[i] = c->ffn_a[i] > thr;
-    int64_t nu = mask_union(j);
+    return thr_up_down(j, out, e);
+}
+
+/* Predicted mode on a file with thresholds: the predictor's neurons (c->ffn_mask) get their
+ * gate rows (the union's: gathered, or one dense product past HR_UNION_DENSE_SHARE, as in
+ * threshold mode, so a predictor that marks every neuron gives threshold mode's output bit
+ * for bit); those above the layer's bound then get up and down. A neuron not predicted is
+ * skipped even when it would pass the threshold: the predictor's recall bounds the loss. */
+static int ffn_thr_predicted(const ffn_job *j, float *out, hr_err *e) {
+    hearth_ctx *c = j->c;
+    const float thr = c->m->ffn_thr[j->il];
+    int64_t np = mask_union(j);
     const int32_t *idx = c->ffn_idx;
-    if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) idx = c->ffn_all, nu = j->ff;
-    if (gate_up(j, idx, nu, false, e)) return -1;
-    for (int32_t t = 0; t < j->n; t++)
-        for (int64_t i = 0; i < nu; i++) c->g[t * nu + i] = c->ffn_s[t * j->ff + idx[i]];
-    activate(j, idx, nu, c->ffn_a);
-    return project_down(j, c->ffn_a, idx, nu, out, e);
+    if (np > HR_UNION_DENSE_SHARE * (double)j->ff) idx = c->ffn_all, np = j->ff;
+    if (np == j->ff ? hr_matmul(&c->cpu, &j->f->gate, j->xn, j->n, c->g, e)
+                    : hr_gather_matmul(&c->cpu, &j->f->gate, j->xn, j->n, idx, np, c->g, e))
+        return -1;
+    hr_ffn_gate_mag(c->ffn_a, c->g, j->n * np, c->m->hp.act, c->m->gelu_tab);
+    for (int32_t t = 0; t < j->n; t++) /* ffn_s (the scores, now in the mask) takes the gate in full rows */
+        for (int64_t i = 0; i < np; i++) {
+            const int64_t k = t * j->ff + idx[i];
+            c->ffn_s[k] = c->g[t * np + i];
+            c->ffn_mask[k] = c->ffn_mask[k] && c->ffn_a[t * np + i] > thr;
+        }
+    return thr_up_down(j, out, e);
 }
 
 const float *hr_ffn_last_gate(const hearth_ctx *c) { return c->g; }
@@ -264,7 +296,10 @@ int hr_ffn_dev_run(hearth_ctx *c, const hr_layer *L, int il, const float *x, con
     switch (mode) {
     case HEARTH_FFN_PREDICTED:
         if (predict(&j, d, x, e) || (fired && count_fired(&j, il, mode, e))) return -1;
-        r = d->split ? hr_hybrid_ffn_split(c, L, il, xn, d->in.xn_on_dev, n, out, e) : ffn_masked(&j, out, e);
+        r = d->split       ? hr_hybrid_ffn_split(c, L, il, xn, d->in.xn_on_dev, n, out, e)
+            : c->m->ffn_thr ? ffn_thr_predicted(&j, out, e)
+                            : ffn_masked(&j, out, e);
+        if (!r && c->ffn_stats_on && c->m->ffn_thr && !fired) r = hr_ffn_thr_count_fired(c, j.f, il, xn, n, e);
         break;
     case HEARTH_FFN_EXACT:
         if (fired && count_fired(&j, il, mode, e)) return -1;

@@ -19,6 +19,9 @@ void hr_ffn_gate_mag(float *out, const float *g, int64_t n, hr_act act, const ui
 /* The gate product [n_tok][n_ff] of the FFN just computed: valid inside the ffn_observer
  * (dense mode, CPU), where calibration reads it. */
 const float *hr_ffn_last_gate(const hearth_ctx *c);
+/* --stats of predicted mode on a file with thresholds (ffn_threshold.c): counts as fired the
+ * neurons above layer il's bound (what threshold mode computes) and those of them computed. */
+int hr_ffn_thr_count_fired(hearth_ctx *c, const hr_ffn_weights *f, int il, const float *xn, int32_t n, hr_err *e);
 
 /* The FFN with the device share d (hybrid.h: predictor, hot neurons or the whole FFN on the
  * device, what an earlier step of the layer left there); a layer's step names d. */

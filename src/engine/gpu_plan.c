@@ -293,7 +293,10 @@ static void model_caps(planner *q) {
         down_t &= f->down_t.data != NULL, down &= f->down.data != NULL, bias |= f->b_up || f->b_down;
         pred &= f->fc1.data && f->fc2.data;
     }
-    q->hot_ok = down_t && !bias && (mode == HEARTH_FFN_PREDICTED || mode == HEARTH_FFN_DENSE);
+    /* predicted mode on a file with thresholds tests each predicted neuron's gate, which the
+     * split step does not: its neurons stay on the CPU */
+    const bool thr_pred = m->ffn_thr && mode == HEARTH_FFN_PREDICTED;
+    q->hot_ok = down_t && !bias && !thr_pred && (mode == HEARTH_FFN_PREDICTED || mode == HEARTH_FFN_DENSE);
     q->dense_ok = down && !bias;
     q->pred_on = pred && mode == HEARTH_FFN_PREDICTED;
 }

@@ -135,6 +135,23 @@ int hr_calib_thresholds_alloc(hearth_model *m, const int32_t *tokens, int64_t n_
  * tensor copied; down_t: ffn_down replaced by ffn_down_t (what the sparse path reads; such
  * a file is Hearth's only), else ffn_down kept (llama.cpp still loads the file). */
 int hr_write_thresholds(const hearth_model *m, const float *thr, bool down_t, const char *path, hr_err *e);
+/* The same with per-layer predictors (preds: n_layer of them, F16 if f16, else F32) as
+ * blk.N.fc1/fc2, replacing the input's: `--ffn predicted` then computes the gate only for
+ * predicted neurons, and up and down for those of them above the threshold. */
+int hr_write_thresholds_pred(const hearth_model *m, const float *thr, bool down_t, const hr_predictor *preds, bool f16,
+                             const char *path, hr_err *e);
+
+/* ---- predictors for threshold files (thr_pred.c) ---- */
+
+/* Like hr_calib_collect, for any gated FFN: the model run densely, neuron j of layer l is
+ * active on a token iff |act(gate·x)| > thr[l] (FFN mode threshold's set); stats counts
+ * that per neuron (hot neurons for `hearth place`), pairs keep (p, active set) for
+ * hr_predictor_train. */
+int hr_calib_collect_thr(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, const float *thr,
+                         hr_stats *stats, hr_pairs *pairs, hr_err *e);
+/* Bytes of one gate row in layer 0: what a predicted neuron of a threshold file reads before
+ * its threshold test (the rank search's ffn_neuron_bytes there). */
+double hr_calib_gate_row_bytes(const hearth_model *m);
 
 /* ---- plot (plot_svg.c) ---- */
 

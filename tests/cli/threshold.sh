@@ -1,6 +1,7 @@
 #!/bin/sh
 # FFN mode threshold from the command line: hearth calibrate --target-sparsity writes a file
-# that runs thresholded by default; threshold 0 gives dense's perplexity; bad flags and
+# that runs thresholded by default; threshold 0 gives dense's perplexity; with --predictors
+# one that runs predicted and equals threshold mode when every neuron is predicted; bad flags and
 # files without thresholds fail with one message and the usual exit codes.
 # usage: threshold.sh HEARTH_BINARY
 set -u
@@ -44,6 +45,28 @@ expect 0 "keep-down" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --target-
 expect 0 "inspect keep-down" -- "$HEARTH" inspect "$TMP/k.gguf"
 has out "blk.1.ffn_down.weight"
 grep -q ffn_down_t "$TMP/out" && bad "--keep-down wrote ffn_down_t"
+
+# --predictors: the file holds predictors and runs predicted by default; a predictor that marks
+# every neuron (--sparse-threshold -1e30) gives threshold mode's perplexity exactly
+P=$TMP/p.gguf
+expect 0 "--predictors" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --target-sparsity 0.4 --predictors --max-rank 32 --epochs 2 \
+    -c 64 -t 2 -o "$P"
+has out "recall precision"
+has err "wrote $P"
+[ -s "$TMP/p.stats.gguf" ] || bad "--predictors wrote no statistics file"
+expect 0 "inspect --predictors" -- "$HEARTH" inspect "$P"
+has out "blk.1.fc2.weight"
+has out "hearth.ffn_threshold"
+expect 0 "run --predictors file" -- "$HEARTH" run -m "$P" -f "$TMP/head.txt" -c 1024 -n 1 -t 2 --gpu off --stats
+has err "FFN activity (mode predicted"
+mean=$(sed -n 's/^  mean *\([0-9.]*\)%.*/\1/p' "$TMP/err")
+awk -v m="$mean" 'BEGIN { exit !(m > 40 && m < 68) }' || bad "predicted computed $mean% of neurons at target sparsity 0.4"
+expect 0 "threshold mode on it" -- "$HEARTH" $PPL -m "$P" --ffn threshold
+pt=$(ppl)
+expect 0 "predictor marking all" -- "$HEARTH" $PPL -m "$P" --ffn predicted --sparse-threshold -1e30
+[ -n "$pt" ] && [ "$(ppl)" = "$pt" ] || bad "predicted, every neuron marked: perplexity $(ppl), threshold mode $pt"
+expect 2 "--predictors alone" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --predictors
+has err "--predictors needs --target-sparsity"
 
 expect 1 "threshold mode without thresholds" -- "$HEARTH" $PPL -m "$M" --ffn threshold
 has err "needs per-layer thresholds"

@@ -1,0 +1,108 @@
+/* Predictors for threshold files: the (p, active set) pairs of a dense run where neuron j of
+ * layer l counts as active on a token iff |act(gate·x)| > thr[l] (what FFN mode threshold
+ * computes), plus how often each neuron is active (the statistics file `hearth place`
+ * reads). The pairs train the same predictors as ReLU files (predictor_train.c). */
+#include <stdlib.h>
+#include <string.h>
+#include "calibrate.h"
+#include "engine/ffn.h"
+#include "engine/model.h"
+
+typedef struct {
+    const hearth_model *m;
+    const hearth_ctx *ctx; /* set once the context exists; the observer reads its gate */
+    const float *thr;
+    hr_stats *stats;
+    hr_pairs *pairs;
+    float *mag;   /* [n_ctx][n_ff] */
+    int64_t *seen; /* [n_layer] tokens already observed in each layer */
+    int64_t stride; /* keep the pair of every stride-th token */
+} thr_collector;
+
+static void observe(void *ud, int32_t il, int32_t n_tok, const float *p, const float *act) {
+    (void)act;
+    thr_collector *c = ud;
+    hr_pairs *pp = c->pairs;
+    const int64_t ff = pp->n_ff, d = pp->n_embd;
+    const float thr = c->thr[il];
+    uint32_t *cnt = c->stats->counts + (size_t)il * (size_t)ff;
+    hr_ffn_gate_mag(c->mag, hr_ffn_last_gate(c->ctx), (int64_t)n_tok * ff, c->m->hp.act, c->m->gelu_tab);
+    for (int32_t t = 0; t < n_tok; t++) {
+        const float *a = c->mag + (int64_t)t * ff;
+        int64_t g = c->seen[il] + t, slot = g / c->stride;
+        bool keep = g % c->stride == 0 && slot < pp->cap;
+        uint8_t *mk = keep ? pp->mask + ((size_t)il * pp->cap + (size_t)slot) * pp->mask_bytes : NULL;
+        if (mk) memset(mk, 0, pp->mask_bytes);
+        for (int64_t j = 0; j < ff; j++)
+            if (a[j] > thr) {
+                cnt[j]++;
+                if (mk) mk[j >> 3] |= (uint8_t)(1u << (j & 7));
+            }
+        if (keep) {
+            memcpy(pp->p + ((size_t)il * pp->cap + (size_t)slot) * d, p + t * d, sizeof(float) * (size_t)d);
+            if (il == 0 && slot + 1 > pp->n) pp->n = slot + 1;
+        }
+    }
+    c->seen[il] += n_tok;
+}
+
+static int pairs_alloc(hr_pairs *p, const hr_hparams *hp, int64_t cap, hr_err *e) {
+    memset(p, 0, sizeof *p);
+    p->n_layer = hp->n_layer, p->n_embd = hp->n_embd, p->n_ff = hp->n_ff, p->cap = cap;
+    p->mask_bytes = ((size_t)hp->n_ff + 7) / 8;
+    p->p = malloc(sizeof(float) * (size_t)hp->n_layer * (size_t)cap * (size_t)hp->n_embd + 1);
+    p->mask = malloc((size_t)hp->n_layer * (size_t)cap * p->mask_bytes + 1);
+    if (!p->p || !p->mask) {
+        hr_pairs_free(p);
+        return hr_errf(e, "out of memory for %lld calibration pairs per layer (lower --tokens)", (long long)cap);
+    }
+    return 0;
+}
+
+static int run_chunks(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, thr_collector *col,
+                      hr_err *e) {
+    hearth_ctx_params cp = hearth_ctx_default_params();
+    cp.n_ctx = o->n_ctx, cp.n_batch = o->n_ctx, cp.n_threads = o->n_threads;
+    cp.ffn_mode = HEARTH_FFN_DENSE, cp.gpu = HEARTH_GPU_OFF; /* the observer reads the CPU's gate */
+    cp.kv_k = cp.kv_v = HEARTH_KV_F32;
+    cp.ffn_observer = observe, cp.ffn_observer_ud = col;
+    hearth_ctx *ctx = hearth_ctx_new(m, &cp, e);
+    if (!ctx) return -1;
+    col->ctx = ctx;
+    col->mag = malloc(sizeof(float) * (size_t)hearth_ctx_n_ctx(ctx) * (size_t)m->hp.n_ff);
+    int r = col->mag ? hr_calib_eval_chunks(ctx, tokens, n_tokens, o, "pairs", &col->stats->n_tokens, e) : hr_errf(e, "out of memory");
+    free(col->mag);
+    hearth_ctx_free(ctx);
+    return r;
+}
+
+int hr_calib_collect_thr(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, const float *thr,
+                         hr_stats *stats, hr_pairs *pairs, hr_err *e) {
+    const hr_hparams *hp = &m->hp;
+    memset(stats, 0, sizeof *stats);
+    memset(pairs, 0, sizeof *pairs);
+    if (hp->n_expert) return hr_errf(e, "threshold predictors for mixture-of-experts models are not supported (%d experts)", hp->n_expert);
+    if (!hp->has_gate)
+        return hr_errf(e, "threshold predictors need a gated FFN (swiglu, geglu, reglu, drelu); this model's is %s", hr_act_name(hp->act));
+    if (n_tokens < 1) return hr_errf(e, "no tokens to calibrate on");
+    if (o->max_pairs < 1) return hr_errf(e, "at least one calibration pair is needed (--tokens)");
+    for (int32_t il = 0; il < hp->n_layer; il++)
+        if (!(thr[il] >= 0)) return hr_errf(e, "layer %d's threshold %g is not a number >= 0", il, (double)thr[il]);
+    int64_t cap = o->max_pairs < n_tokens ? o->max_pairs : n_tokens;
+    thr_collector col = {m, NULL, thr, stats, pairs, NULL, calloc((size_t)hp->n_layer + 1, sizeof(int64_t)), (n_tokens + cap - 1) / cap};
+    int r = !col.seen ? hr_errf(e, "out of memory") : 0;
+    if (!r) r = hr_stats_init(stats, hp->n_layer, hp->n_ff, e);
+    if (!r) r = pairs_alloc(pairs, hp, cap, e);
+    if (!r) r = run_chunks(m, tokens, n_tokens, o, &col, e);
+    free(col.seen);
+    if (r) {
+        hr_stats_free(stats);
+        hr_pairs_free(pairs);
+    }
+    return r;
+}
+
+double hr_calib_gate_row_bytes(const hearth_model *m) {
+    const hr_ffn_weights *f = &m->layers[0].ffn;
+    return f->gate.data ? (double)f->gate.row_bytes : 0.0;
+}
