@@ -6,11 +6,16 @@
 #   smallthinker  like SmallThinker-4B-A0.6B: n_embd 1536, 12 heads / 2 KV heads of 128, 32 ReGLU
 #              experts of 768, top-4, softmax router (the shape as recalled from the model's
 #              config.json: 32 layers, vocab 151936; here 8 layers, vocab 32000; not verified here)
+#   smallthinker-lr  the same shape with each expert's gate of rank 16 (hearth synth
+#              --expert-gate-rank 16): random full-rank gates fire unpredictably, trained ones do not,
+#              so this is the model on which expert predictors can be trained (still ~50% firing)
 # Each is written in F16 by hearth synth, then quantized to Q4_K_M by llama.cpp's own quantizer
 # (the llama-quantize-ref tool built with the tests). Hearth (dense experts; SmallThinker also
 # --ffn exact: only the neurons whose gate fires, and exact-t: --ffn exact on the file hearth
 # calibrate writes with the experts' down matrices transposed, so down rows too are read only
-# for those neurons) and llama.cpp run the same files at 1 and 2
+# for those neurons; smallthinker-lr also predicted: --ffn predicted on that file, where calibrate
+# trained a predictor per expert, so the gate too is read only for the predicted neurons) and
+# llama.cpp run the same files at 1 and 2
 # threads, interleaved round by round (order alternating); medians over all runs. The memory
 # read bandwidth is measured by the same script (bench/membw) so each Hearth figure is also a
 # share of what the memory can deliver; bytes/token counts the expert rows the routing really
@@ -18,10 +23,10 @@
 # attention, embedding and output rows and the K/V cache.
 # Prints one Markdown table on stdout; progress goes to stderr.
 #
-# usage: bench/moe.sh [--quick] [--models qwen3moe,smallthinker] [--threads 1,2] [--rounds 3]
+# usage: bench/moe.sh [--quick] [--models qwen3moe,smallthinker[,smallthinker-lr]] [--threads 1,2] [--rounds 3]
 #                     [--runs 3] [--prompt 64] [--gen 64] [--layers N] [--type Q4_K_M] [--no-llama]
 #                     [--hearth BIN] [--membw BIN] [--quantize BIN] [--dir CACHE]
-#   --layers     layers of both models (default: qwen3moe 4, smallthinker 8)
+#   --layers     layers of the models (default: qwen3moe 4, smallthinker and smallthinker-lr 8)
 #   --type       a llama.cpp mix (Q4_K_M, Q5_K_M, Q6_K, Q8_0, ...) or f16 (the synth itself)
 #   --quick      1 round of 2 runs, 32 decoded tokens
 #   --no-llama   Hearth only (also the fallback when node-llama-cpp cannot be installed)
@@ -58,7 +63,7 @@ while [ $# -gt 0 ]; do
 done
 IFS=, read -r -a model_list <<<"$models"
 IFS=, read -r -a thread_list <<<"$threads"
-for m in "${model_list[@]}"; do [[ $m =~ ^(qwen3moe|smallthinker)$ ]] || die "--models: unknown model '$m'"; done
+for m in "${model_list[@]}"; do [[ $m =~ ^(qwen3moe|smallthinker|smallthinker-lr)$ ]] || die "--models: unknown model '$m'"; done
 for t in "${thread_list[@]}"; do posint --threads "$t"; done
 [[ $qtype =~ ^(f16|Q4_K_M|Q4_K_S|Q5_K_M|Q5_K_S|Q6_K|Q8_0|Q3_K_M|Q2_K|IQ4_XS|Q4_0|Q4_1)$ ]] || die "--type: unknown type '$qtype'"
 mkdir -p "$cache" || die "cannot create $cache"
@@ -83,14 +88,16 @@ shape() {
     case $1 in
     qwen3moe) echo "--arch qwen3moe --n-embd 2048 --n-layer $l --n-head 32 --n-head-kv 4 --head-dim 128 --n-ff 768" \
                    "--n-expert 128 --n-expert-used 8 --n-vocab 32000" ;;
-    smallthinker) echo "--arch smallthinker --n-embd 1536 --n-layer $l --n-head 12 --n-head-kv 2 --head-dim 128 --n-ff 768" \
-                       "--n-expert 32 --n-expert-used 4 --expert-gating softmax --n-vocab 32000" ;;
+    smallthinker*) echo "--arch smallthinker --n-embd 1536 --n-layer $l --n-head 12 --n-head-kv 2 --head-dim 128 --n-ff 768" \
+                        "--n-expert 32 --n-expert-used 4 --expert-gating softmax --n-vocab 32000" \
+                        "$([ "$1" = smallthinker-lr ] && echo --expert-gate-rank 16)" ;;
     esac
 }
 describe() {
     case $1 in
     qwen3moe) echo "qwen3moe (Qwen3-30B-A3B-like): n_embd 2048, $(n_layers "$1") layers, 32/4 heads of 128, 128 experts of 768, top-8, vocab 32000" ;;
     smallthinker) echo "smallthinker (SmallThinker-4B-A0.6B-like): n_embd 1536, $(n_layers "$1") layers, 12/2 heads of 128, 32 ReGLU experts of 768, top-4, vocab 32000" ;;
+    smallthinker-lr) echo "smallthinker-lr: smallthinker's shape, each expert's gate of rank 16 (predictable firing); calibrated on $calib_chars characters of the repository's docs" ;;
     esac
 }
 model_path() { echo "$cache/moe-$1-l$(n_layers "$1")-$2.gguf"; }
@@ -109,19 +116,23 @@ make_model() { # model: F16 synth (temporary name, so an interrupted run never l
         { rm -f "$m.part"; die "llama-quantize-ref $qtype failed for $1: $(tail -n 2 "$cache/err")"; }
 }
 # ReLU-family experts: the same file with the experts' down matrices transposed (hearth calibrate
-# over a short text: ffn_down_exps_t, requantized to the same types), for the exact-t variant.
+# over a short text: ffn_down_exps_t, requantized to the same types), for the exact-t variant;
+# smallthinker-lr over a longer one, so that each expert is routed often enough for a predictor
+# (calibrate trains one per expert where it reads fewer bytes than exact; its log: CACHE/calib-*.log).
+calib_chars=12000
 sparse_path() { echo "$cache/moe-$1-l$(n_layers "$1")-$2.sparse.gguf"; }
 make_sparse() {
     local m s; m=$(model_path "$1" "$qtype") s=$(sparse_path "$1" "$qtype")
     [ -s "$s" ] && return 0
-    log "transposing the experts' down matrices of $m (hearth calibrate)"
-    head -c 4000 "$root/README.md" >"$cache/calib.txt"
-    "$hearth" calibrate -m "$m" -f "$cache/calib.txt" -o "$s.part.gguf" -c 256 -t 2 >"$cache/err" 2>&1 &&
+    local n=4000; [ "$1" = smallthinker-lr ] && n=$calib_chars
+    log "transposing the experts' down matrices of $m (hearth calibrate over $n characters)"
+    cat "$root/README.md" "$root"/docs/*.md | head -c "$n" >"$cache/calib-$1.txt"
+    "$hearth" calibrate -m "$m" -f "$cache/calib-$1.txt" -o "$s.part.gguf" -c 256 -t 2 -v >"$cache/calib-$1.log" 2>&1 &&
         mv "$s.part.gguf" "$s" && mv "$s.part.stats.gguf" "${s%.gguf}.stats.gguf" ||
-        { rm -f "$s.part.gguf" "$s.part.stats.gguf"; die "hearth calibrate failed for $1: $(tail -n 2 "$cache/err")"; }
+        { rm -f "$s.part.gguf" "$s.part.stats.gguf"; die "hearth calibrate failed for $1: $(tail -n 2 "$cache/calib-$1.log")"; }
 }
 for m in "${model_list[@]}"; do make_model "$m"; done
-for m in "${model_list[@]}"; do [ "$m" = smallthinker ] && make_sparse "$m"; done
+for m in "${model_list[@]}"; do [[ $m = smallthinker* ]] && make_sparse "$m"; done
 
 # --- memory bandwidth ------------------------------------------------------------------------
 log "measuring memory read bandwidth ($membw --threads $threads)"
@@ -130,8 +141,15 @@ bw() { grep -o '"gb_s":{[^}]*}' "$cache/membw.json" | grep -o "\"$1\":[0-9.eE+-]
 
 # --- interleaved runs ----------------------------------------------------------------------
 # Hearth variants: "dense" for every model; "exact" (--ffn exact) for ReLU-family experts, and
-# "exact-t" (--ffn exact on the transposed-down file: down rows only for the firing neurons).
-variants() { if [ "$1" = smallthinker ]; then echo "dense exact exact-t"; else echo dense; fi; }
+# "exact-t" (--ffn exact on the transposed-down file: down rows only for the firing neurons);
+# "predicted" (--ffn predicted on that file: the gate too only for the predicted neurons).
+variants() {
+    case $1 in
+    smallthinker) echo "dense exact exact-t" ;;
+    smallthinker-lr) echo "dense exact-t predicted" ;;
+    *) echo dense ;;
+    esac
+}
 load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 declare -A hp hd lp ld bpt ebt frac
 out=$cache/out.json
@@ -139,6 +157,7 @@ run_hearth() { # model variant threads
     local k=$1,$2,$3 file ffn=$2
     file=$(model_path "$1" "$qtype")
     if [ "$2" = exact-t ]; then file=$(sparse_path "$1" "$qtype") ffn=exact; fi
+    if [ "$2" = predicted ]; then file=$(sparse_path "$1" "$qtype"); fi
     if "$hearth" bench -m "$file" -t "$3" -p "$n_prompt" -n "$n_gen" -r "$runs" --ffn "$ffn" --json \
         >"$out" 2>"$cache/err"; then
         hp[$k]+="$(jnum "$out" prompt_tok_s) "
@@ -182,7 +201,8 @@ echo "Memory read bandwidth (membw, $(grep -o '"isa":"[a-z0-9]*"' "$cache/membw.
      "$(for n in "${thread_list[@]}"; do printf '%s GB/s at %s thread(s). ' "$(fmt "$(bw "$n")")" "$n"; done)"
 echo "Load average at start: $load_start; at end: $load_end."
 echo "bytes/token = the expert rows one decoded token's routing read (exact: the gate and down of each chosen" \
-     "expert, up rows only for the neurons whose gate fired; exact-t: down rows too only for them) + routers + attention, embedding and output rows +" \
+     "expert, up rows only for the neurons whose gate fired; exact-t: down rows too only for them; predicted: each chosen expert's predictor," \
+     "the gate rows of its predicted neurons, up and down rows of those that fired) + routers + attention, embedding and output rows +" \
      "K/V cache at the mean decode position (F16 KV). The llama.cpp columns repeat per Hearth variant."
 echo
 echo "| model | Hearth FFN | threads | prompt tok/s Hearth | llama.cpp | ratio | decode tok/s Hearth | llama.cpp | ratio | expert neurons computed | expert MB/token | bytes/token | Hearth GB/s | share of membw |"

@@ -18,6 +18,7 @@ typedef struct {
     const char *model, *text, *out, *plot;
     double recall, target; /* target < 0: predictors (ReLU family), else thresholds */
     bool keep_down, allocate, predictors;
+    bool verbose; /* mixtures of experts: each expert's predictor or why it has none */
     double alloc_step;
     long alloc_tokens;
     bool out_default; /* OUT not given: named after MODEL */
@@ -36,7 +37,9 @@ static void help(void) {
            "Mixtures of experts: counts how often each expert is routed and, inside ReLU-family\n"
            "experts, how often each neuron fires (the statistics file), and writes OUT (default\n"
            "MODEL.sparse.gguf) with the experts' down matrices transposed (ffn_down_exps_t), where\n"
-           "--ffn exact reads only the firing neurons' down rows; no predictors inside experts.\n\n"
+           "--ffn exact reads only the firing neurons' down rows, and, for each expert routed at\n"
+           "least 200 times, a predictor of its firing neurons (--ffn predicted then computes the\n"
+           "gate only for them) where it reads fewer bytes than exact mode (--tokens: pairs per expert).\n\n"
            "  -m, --model FILE    model to calibrate\n"
            "  -f, --file FILE     calibration text\n"
            "  -o, --output FILE   PowerInfer file to write\n"
@@ -49,7 +52,8 @@ static void help(void) {
            "  -c, --ctx-size N    tokens per chunk, each from an empty cache (default 512)\n"
            "  -t, --threads N     threads (default: all cores)\n"
            "  --seed N            training seed (default 1)\n"
-           "  --plot FILE.svg     activation-frequency plot\n\n"
+           "  --plot FILE.svg     activation-frequency plot\n"
+           "  -v, --verbose       mixtures of experts: each expert's predictor, or why it has none\n\n"
            "Thresholds instead of predictors (any gated FFN: swiglu, geglu, reglu, drelu):\n"
            "  --target-sparsity S per layer, the threshold on |act(gate x)| under which a share S\n"
            "                      (0 <= S < 1) of neurons falls over the text, the model run densely;\n"
@@ -94,6 +98,10 @@ static int parse(int argc, char **argv, cal_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return help(), 1;
+        if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            o->verbose = true;
+            continue;
+        }
         if (!strcmp(a, "--keep-down") || !strcmp(a, "--allocate") || !strcmp(a, "--predictors")) {
             if (!strcmp(a, "--keep-down")) o->keep_down = true;
             else if (!strcmp(a, "--allocate")) o->allocate = true;
@@ -204,7 +212,8 @@ static int calibrate(hearth_model *m, const int32_t *toks, size_t n, const cal_o
         size_t l = strlen(o->model);
         if (l >= 5 && !strcmp(o->model + l - 5, ".gguf")) l -= 5;
         snprintf(moe_out, sizeof moe_out, "%.*s.sparse.gguf", (int)l, o->model);
-        return hr_calibrate_moe(m, toks, n, o->out_default ? moe_out : o->out, &co, e);
+        const hr_moe_cal_opts mo = {o->recall, (int32_t)o->max_rank, (int32_t)o->epochs, (int32_t)o->threads, o->pairs, o->seed, false, o->verbose};
+        return hr_calibrate_moe(m, toks, n, o->out_default ? moe_out : o->out, &co, &mo, e);
     }
     hr_stats s;
     hr_pairs pairs;

@@ -68,6 +68,8 @@ static void usage(FILE *f) {
             "                        need N > 0]\n"
             "  --n-expert-used K     experts the router picks per token    [min(2, N)]\n"
             "  --expert-gating G     smallthinker's router: softmax | sigmoid   [softmax]\n"
+            "  --expert-gate-rank R  each expert's gate of rank R: which neurons fire is\n"
+            "                        predictable from the input, as in trained models [full]\n"
             "  --expert-type T       type of the expert tensors ffn_*_exps (gpt-oss files:\n"
             "                        mxfp4), any --type name                    [--type]\n"
             "  --sparse-threshold X  write powerinfer.sparse_threshold\n"
@@ -130,6 +132,7 @@ static int value_flag(hr_synth_params *p, const char *f, const char *v, const ch
     else if (!strcmp(f, "--pred-rank")) return u32_flag(f, v, 1, 65536, &p->pred_rank) ? 0 : 2;
     else if (!strcmp(f, "--n-expert")) return u32_flag(f, v, 0, 256, &p->n_expert) ? 0 : 2;
     else if (!strcmp(f, "--n-expert-used")) return u32_flag(f, v, 1, 256, &p->n_expert_used) ? 0 : 2;
+    else if (!strcmp(f, "--expert-gate-rank")) return u32_flag(f, v, 1, 65536, &p->expert_gate_rank) ? 0 : 2;
     else if (!strcmp(f, "--expert-gating")) {
         if (strcmp(v, "softmax") && strcmp(v, "sigmoid"))
             return hr_usage_error(CMD, "--expert-gating: '%s' is not softmax or sigmoid", v);

@@ -413,6 +413,34 @@ static void print_routing(const hearth_ctx *c, int32_t il, const hearth_moe_stat
     free(n);
 }
 
+/* Predicted mode inside experts: layer il's predictors' precision and recall over the
+ * experts (predicted neurons against those whose gate fired), then the busiest three
+ * experts' and the lowest recall among the rest. */
+static void print_expert_preds(const hearth_ctx *c, int32_t il, const hearth_moe_stats *ms) {
+    const size_t ne = (size_t)ms->n_expert;
+    uint64_t *b = calloc(4 * ne, sizeof *b), *pr = b + ne, *fi = b + 2 * ne, *bo = b + 3 * ne, P = 0, F = 0, B = 0;
+    if (!b || hearth_ctx_moe_pred_stats(c, il, pr, fi, bo) || hearth_ctx_moe_routed(c, il, b)) {
+        free(b);
+        return;
+    }
+    for (size_t x = 0; x < ne; x++) P += pr[x], F += fi[x], B += bo[x];
+    fprintf(stderr, "\n         experts' predictors: precision %.2f%%, recall %.2f%%; busiest (precision/recall)", P ? 100.0 * B / P : 100.0,
+            F ? 100.0 * B / F : 100.0);
+    int32_t worst = -1;
+    for (int r = 0; r < 3; r++) { /* busiest first: repeated maximum over the routings */
+        int32_t top = -1;
+        for (size_t x = 0; x < ne; x++)
+            if (b[x] && (top < 0 || b[x] > b[top])) top = (int32_t)x;
+        if (top < 0) break;
+        fprintf(stderr, " #%d %.1f%%/%.1f%%", top, pr[top] ? 100.0 * bo[top] / pr[top] : 100.0, fi[top] ? 100.0 * bo[top] / fi[top] : 100.0);
+        b[top] = 0;
+    }
+    for (size_t x = 0; x < ne; x++)
+        if (b[x] && fi[x] && (worst < 0 || bo[x] * fi[worst] < bo[worst] * fi[x])) worst = (int32_t)x;
+    if (worst >= 0) fprintf(stderr, "; lowest recall of the others #%d %.1f%%", worst, 100.0 * bo[worst] / fi[worst]);
+    free(b);
+}
+
 void hr_print_ffn_stats(const hearth_model *m, const hearth_ctx *c) {
     const hearth_model_info *in = hearth_model_get_info(m);
     hearth_ffn_mode mode = hearth_ctx_ffn_mode(c);
@@ -436,6 +464,7 @@ void hr_print_ffn_stats(const hearth_model *m, const hearth_ctx *c) {
         fprintf(stderr, "  %5d  %7.2f%%  %11.2f%%  %6.2f%%", il, 100 * comp, 100 * fired,
                 s.fired ? 100.0 * s.fired_computed / s.fired : 100.0);
         if (moe) print_routing(c, il, &ms);
+        if (moe && mode == HEARTH_FFN_PREDICTED) print_expert_preds(c, il, &ms);
         fputc('\n', stderr);
     }
     fprintf(stderr, "  mean   %7.2f%%  %11.2f%%\n", 100 * sc / in->n_layer, 100 * sf / in->n_layer);

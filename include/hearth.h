@@ -165,6 +165,10 @@ int hearth_ctx_moe_stats(const hearth_ctx *c, hearth_moe_stats *out);
 /* Tokens layer il routed to each expert: counts[n_expert], summed over every forward call
  * (a token counts once for each of its n_expert_used experts). -1 for dense models or a bad il. */
 int hearth_ctx_moe_routed(const hearth_ctx *c, int32_t il, uint64_t *counts);
+/* Predicted mode with ffn_stats (files with expert predictors): per expert of layer il, the
+ * token-neuron pairs its predictor marked, those whose gate fired (> 0), and both (precision
+ * both / predicted, recall both / fired), each [n_expert]. -1 without those counts. */
+int hearth_ctx_moe_pred_stats(const hearth_ctx *c, int32_t il, uint64_t *predicted, uint64_t *fired, uint64_t *both);
 /* Operation profile (hearth bench --profile; docs/performance.md). hearth_ctx_profile(c, true)
  * starts (or restarts from zero) timing every operation the forward pass dispatches; false
  * stops it. Off (the default) it costs one pointer test per operation. Each row is one

@@ -57,15 +57,15 @@ static int alloc_ffn(hearth_ctx *c, hr_err *e) {
 }
 
 static int resolve_ffn_mode(const hearth_model *m, hearth_ffn_mode want, hearth_ffn_mode *out, hr_err *e) {
-    bool preds = hearth_model_has_predictors(m), relu_family = hr_act_relu_family(m->hp.act);
+    bool preds = hearth_model_has_predictors(m) || hr_moe_has_predictors(m), relu_family = hr_act_relu_family(m->hp.act);
     if (want == HEARTH_FFN_AUTO) want = preds ? HEARTH_FFN_PREDICTED : m->ffn_thr && !m->hp.n_expert && m->hp.has_gate ? HEARTH_FFN_THRESHOLD : HEARTH_FFN_DENSE;
     if (want == HEARTH_FFN_THRESHOLD && hr_ffn_threshold_check(m, e)) return -1;
-    /* Inside experts: exact for ReLU-family experts (moe.c); no per-expert predictors exist. */
+    /* Inside experts: exact for ReLU-family experts, predicted where calibrate wrote expert predictors (moe.c). */
     if (m->hp.n_expert && want == HEARTH_FFN_EXACT && !relu_family)
         return hr_errf(e, "FFN mode 'exact' needs ReLU-family experts (reglu, drelu); this mixture-of-experts model's (%d experts) are %s: use dense",
                        m->hp.n_expert, hr_act_name(m->hp.act));
-    if (m->hp.n_expert && want == HEARTH_FFN_PREDICTED)
-        return hr_errf(e, "FFN mode 'predicted' is not available for mixture-of-experts models (%d experts): experts have no predictors; use dense or exact",
+    if (m->hp.n_expert && want == HEARTH_FFN_PREDICTED && !preds)
+        return hr_errf(e, "FFN mode 'predicted' needs expert predictors (blk.N.fc1_exps.E/fc2_exps.E, hearth calibrate writes them) and this mixture-of-experts model (%d experts) has none; use dense or exact",
                        m->hp.n_expert);
     if (want == HEARTH_FFN_PREDICTED && !preds)
         return hr_errf(e, "FFN mode 'predicted' needs predictors (blk.N.fc1/fc2) and this model has none; use dense or exact");

@@ -125,6 +125,7 @@ fail:
 void hearth_model_free(hearth_model *m) {
     if (!m) return;
     hr_tok_free(m->tok);
+    for (int il = 0; m->layers && il < m->hp.n_layer; il++) free(m->layers[il].moe.pred);
     free(m->layers);
     free(m->gelu_tab);
     free(m->ffn_thr);

@@ -61,6 +61,11 @@ typedef struct hr_moe_weights {
     /* Biases where the entry has moe_bias (gpt-oss), else NULL: router {n_expert}; gate, up
      * {n_ff_exp} and down {n_embd} per expert, expert e's at e * that length. */
     const float *router_b, *gate_b, *up_b, *down_b;
+    /* Predictors inside experts (hearth calibrate; --ffn predicted), NULL where the file has
+     * none: pred[e] is expert e's fc1 {n_embd, r_e} (blk.N.fc1_exps.e.weight), pred[n_expert + e]
+     * its fc2 {r_e, n_ff_exp} (blk.N.fc2_exps.e.weight); data NULL for experts without one. */
+    hr_mat *pred;
+    int32_t n_pred;        /* experts with a predictor */
 } hr_moe_weights;
 
 typedef struct hr_layer {

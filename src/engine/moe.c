@@ -38,8 +38,40 @@ struct hr_moe_ws {
     bool routed;           /* logits hold this layer's scores already (hr_moe_route_early) */
     uint64_t expert_bytes; /* one expert's three matrices */
     int32_t *dr0, *dn;     /* [n_expert] split MoE: first row and rows of each device expert in h_xe */
+    float *ph, *ps;        /* predicted mode: [n][max rank] predictor hidden units, [n][ff] scores */
+    int64_t max_rank;      /* largest expert predictor rank (0: none) */
+    uint64_t *pred_n;      /* NULL, or (predictors and ffn_stats) [n_layer][n_expert][3]: neurons
+                              predicted, fired (full gate > 0), both */
+    hr_moe_observer obs;   /* calibration: each dense expert group's inputs and activations */
+    void *obs_ud;
     hearth_moe_stats st;
 };
+
+bool hr_moe_has_predictors(const hearth_model *m) {
+    for (int il = 0; m->hp.n_expert && il < m->hp.n_layer; il++)
+        if (m->layers[il].moe.n_pred) return true;
+    return false;
+}
+
+/* Largest predictor rank over the model's experts (0: none). */
+static int64_t max_pred_rank(const hearth_model *m) {
+    int64_t r = 0;
+    for (int il = 0; il < m->hp.n_layer; il++)
+        for (int32_t x = 0; m->layers[il].moe.pred && x < m->hp.n_expert; x++)
+            if (m->layers[il].moe.pred[x].n_out > r) r = m->layers[il].moe.pred[x].n_out;
+    return r;
+}
+
+/* Predicted mode's buffers, where the model has expert predictors. */
+static int pred_ws_init(hearth_ctx *c, struct hr_moe_ws *w, hr_err *e) {
+    if (!(w->max_rank = max_pred_rank(c->m))) return 0;
+    const size_t nb = (size_t)c->n_batch, nl = (size_t)c->m->hp.n_layer;
+    const size_t b1 = nb * (size_t)w->max_rank * 4, b2 = nb * (size_t)w->ff * 4, b3 = c->ffn_stats_on ? nl * (size_t)w->ne * 3 * 8 : 0;
+    if (!(w->ph = malloc(b1)) || !(w->ps = malloc(b2)) || (b3 && !(w->pred_n = calloc(1, b3))))
+        return hr_errf(e, "out of memory allocating expert predictor buffers");
+    c->scratch_bytes += b1 + b2 + b3;
+    return 0;
+}
 
 int hr_moe_ctx_init(hearth_ctx *c, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
@@ -72,7 +104,7 @@ int hr_moe_ctx_init(hearth_ctx *c, hr_err *e) {
     w->st = (hearth_moe_stats){.n_expert = hp->n_expert, .n_expert_used = hp->n_expert_used, .n_layer = hp->n_layer,
                                .expert_bytes = w->expert_bytes * ne * (uint64_t)hp->n_layer, .n_ff_exp = hp->n_ff_exp,
                                .router_bytes = router};
-    return 0;
+    return pred_ws_init(c, w, e);
 }
 
 void hr_moe_ctx_free(hearth_ctx *c) {
@@ -81,6 +113,7 @@ void hr_moe_ctx_free(hearth_ctx *c) {
     free(w->logits), free(w->sel), free(w->w), free(w->count), free(w->start), free(w->slot);
     free(w->xg), free(w->g), free(w->u), free(w->a), free(w->y), free(w->ys);
     free(w->gc), free(w->idx), free(w->all), free(w->routed_n), free(w->fire_n), free(w->dr0), free(w->dn);
+    free(w->ph), free(w->ps), free(w->pred_n);
     free(w);
     c->moe = NULL;
 }
@@ -217,12 +250,99 @@ static int expert_exact(hearth_ctx *c, const hr_mat *up, int32_t cnt, bool scatt
     return 0;
 }
 
+/* Ends the predictor's profile scope (prof.h); returns r. */
+static int pred_done(hearth_ctx *c, hr_prof_mark pm, int r) {
+    if (!c->cpu.prof) return r;
+    c->cpu.prof->scope = -1;
+    hr_prof_end(c->cpu.prof, pm, HR_PROF_PREDICTOR, 0, 0);
+    return r;
+}
+
+/* Expert x's predictor over its group: w->ps[cnt][ff] = fc2 . relu(fc1 . x); a neuron is
+ * predicted iff its score >= the model's threshold (0 unless set). */
+static int expert_scores(hearth_ctx *c, const hr_moe_weights *mw, int32_t x, int32_t cnt, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    const hr_mat *f1 = &mw->pred[x], *f2 = &mw->pred[w->ne + x];
+    const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
+    if (c->cpu.prof) c->cpu.prof->scope = HR_PROF_PREDICTOR; /* fc1/fc2 charged here, not to matvec */
+    if (hr_matmul(&c->cpu, f1, w->xg, cnt, w->ph, e)) return pred_done(c, pm, -1);
+    const int64_t nh = (int64_t)cnt * f1->n_out;
+    for (int64_t i = 0; i < nh; i++) w->ph[i] = w->ph[i] > 0 ? w->ph[i] : 0.0f;
+    return pred_done(c, pm, hr_matmul(&c->cpu, f2, w->ph, cnt, w->ps, e));
+}
+
+/* --stats in predicted mode: the group's neurons firing (the full gate in w->g, computed
+ * for the count: gate > 0) and firing and predicted into pc[1], pc[2]; the expert's totals
+ * of pc[0..2] (predicted, fired, both). */
+static void count_pred(hearth_ctx *c, int il, int32_t x, int32_t cnt, float thr, uint64_t *pc) {
+    struct hr_moe_ws *w = c->moe;
+    uint64_t *pn = w->pred_n + ((size_t)il * (size_t)w->ne + (size_t)x) * 3;
+    const size_t n = (size_t)cnt * (size_t)w->ff;
+    for (size_t i = 0; i < n; i++) {
+        const bool f = w->g[i] > 0;
+        pc[1] += f, pc[2] += f && w->ps[i] >= thr;
+    }
+    pn[0] += pc[0], pn[1] += pc[1], pn[2] += pc[2];
+}
+
+/* Predicted mode, expert x: the gate only for the union of its tokens' predicted neurons
+ * (gathered rows, equal row for row to the full product; past HR_MOE_UNION_DENSE_SHARE, or
+ * with --stats, the full product), then w->g holds each token's gate value where its own
+ * predictor marked the neuron and 0 elsewhere, so the exact path that follows computes up
+ * and down only for predicted neurons whose gate fires, and a token's result never depends
+ * on its batch. A predictor marking every neuron gives exact mode's output bit for bit.
+ * *rows: gate rows read; pc[0]: token-neuron pairs predicted (with --stats pc[1], pc[2]:
+ * count_pred). */
+static int expert_gate_predicted(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x, const hr_mat *gate, int32_t cnt,
+                                 int64_t *rows, uint64_t *pc, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    const size_t ff = (size_t)w->ff;
+    const float thr = c->m->sparse_threshold;
+    if (expert_scores(c, mw, x, cnt, e)) return -1;
+    int64_t nu = 0;
+    uint64_t np = 0;
+    for (size_t j = 0; j < ff; j++) {
+        bool any = false;
+        for (int32_t i = 0; i < cnt; i++) {
+            const bool p = w->ps[(size_t)i * ff + j] >= thr;
+            any |= p, np += p;
+        }
+        if (any) w->idx[nu++] = (int32_t)j;
+    }
+    pc[0] = np;
+    const bool dense = nu > HR_MOE_UNION_DENSE_SHARE * (double)ff, full = dense || c->ffn_stats_on;
+    *rows = dense ? (int64_t)ff : nu; /* --stats' full product is for the counts: bytes stay what the mode reads */
+    if (full) {
+        if (hr_matmul(&c->cpu, gate, w->xg, cnt, w->g, e)) return -1;
+        if (w->pred_n) count_pred(c, il, x, cnt, thr, pc);
+        for (size_t i = 0; i < (size_t)cnt * ff; i++)
+            if (!(w->ps[i] >= thr)) w->g[i] = 0.0f;
+        return 0;
+    }
+    memset(w->g, 0, sizeof(float) * (size_t)cnt * ff);
+    if (!nu) return 0;
+    if (hr_gather_matmul(&c->cpu, gate, w->xg, cnt, w->idx, nu, w->gc, e)) return -1;
+    for (int32_t i = 0; i < cnt; i++)
+        for (int64_t q = 0; q < nu; q++) {
+            const size_t at = (size_t)i * ff + (size_t)w->idx[q];
+            if (w->ps[at] >= thr) w->g[at] = w->gc[(size_t)i * (size_t)nu + (size_t)q];
+        }
+    return 0;
+}
+
 /* FFN counters of one expert's group: neurons computed (exact: gate > 0) and, with --stats,
  * those that fire (gate > 0, and up > 0 for dReLU). g holds the full gate; up values are in
- * w->u, [cnt][ff] in dense mode or [cnt][nu] over w->idx (w->all when nu == ff) in exact mode. */
-static void count_expert(hearth_ctx *c, int il, int32_t x, int32_t cnt, bool exact, int64_t nu) {
+ * w->u, [cnt][ff] in dense mode or [cnt][nu] over w->idx (w->all when nu == ff) in exact mode.
+ * Predicted experts (pc: expert_gate_predicted's counts): computed counts the predicted
+ * neurons; fired and fired_computed the gate's firing and the predicted among it. */
+static void count_expert(hearth_ctx *c, int il, int32_t x, int32_t cnt, bool exact, int64_t nu, const uint64_t *pc) {
     struct hr_moe_ws *w = c->moe;
     hearth_ffn_stats *s = &c->ffn_stats[il];
+    if (pc) {
+        s->computed += pc[0];
+        if (c->ffn_stats_on) s->fired += pc[1], s->fired_computed += pc[2];
+        return;
+    }
     const bool relu = hr_act_relu_family(c->m->hp.act), drelu = c->m->hp.act == HR_ACT_DRELU;
     const size_t ff = (size_t)w->ff;
     uint32_t *fn = w->fire_n && relu ? w->fire_n + ((size_t)il * (size_t)w->ne + (size_t)x) * ff : NULL;
@@ -280,11 +400,17 @@ static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x
     for (int32_t i = 0; i < cnt; i++) memcpy(w->xg + i * d, xn + (size_t)(slot[i] / w->k) * d, d * sizeof(float));
     const hr_mat gate = hr_moe_expert(&mw->gate, x), up = hr_moe_expert(&mw->up, x), down = hr_moe_expert(&mw->down, x);
     const hr_mat down_t = hr_moe_expert(&mw->down_t, x);
-    const bool exact = c->ffn_mode == HEARTH_FFN_EXACT, sparse_down = mw->down_t.data != NULL;
-    int64_t up_rows = up.n_out, down_rows = 0;
+    /* predicted mode: experts without a predictor (calibrate skipped them) run exact */
+    const bool pred = c->ffn_mode == HEARTH_FFN_PREDICTED && mw->pred && mw->pred[x].data;
+    const bool exact = c->ffn_mode == HEARTH_FFN_EXACT || c->ffn_mode == HEARTH_FFN_PREDICTED, sparse_down = mw->down_t.data != NULL;
+    int64_t up_rows = up.n_out, down_rows = 0, gate_rows = gate.n_out;
+    uint64_t pc[3] = {0, 0, 0};
     const size_t ffo = (size_t)x * (size_t)w->ff;
-    if (hr_matmul(&c->cpu, &gate, w->xg, cnt, w->g, e)) return -1;
+    if (pred ? expert_gate_predicted(c, mw, il, x, &gate, cnt, &gate_rows, pc, e) : hr_matmul(&c->cpu, &gate, w->xg, cnt, w->g, e))
+        return -1;
     if (mw->gate_b) add_rows(w->g, mw->gate_b + ffo, cnt, w->ff);
+    if (pred) *read += (uint64_t)mw->pred[x].row_bytes * (uint64_t)mw->pred[x].n_out +
+                       (uint64_t)mw->pred[w->ne + x].row_bytes * (uint64_t)mw->pred[w->ne + x].n_out;
     if (exact) { /* ReLU-family experts only, which have no biases */
         if (expert_exact(c, &up, cnt, !sparse_down, &up_rows, e)) return -1;
     } else {
@@ -292,11 +418,12 @@ static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x
         if (mw->up_b) add_rows(w->u, mw->up_b + ffo, cnt, w->ff);
         expert_act(c, w->a, w->g, w->u, (int64_t)cnt * w->ff);
     }
-    count_expert(c, il, x, cnt, exact, up_rows);
+    if (w->obs && !exact) w->obs(w->obs_ud, il, x, cnt, w->xg, w->a);
+    count_expert(c, il, x, cnt, exact, up_rows, pred ? pc : NULL);
     if (sparse_down ? down_sparse(c, &down_t, cnt, exact, up_rows, &down_rows, e) : hr_matmul(&c->cpu, &down, w->a, cnt, w->y, e))
         return -1;
     if (mw->down_b) add_rows(w->y, mw->down_b + (size_t)x * d, cnt, w->d);
-    *read += (uint64_t)gate.row_bytes * (uint64_t)gate.n_out + (uint64_t)up.row_bytes * (uint64_t)up_rows +
+    *read += (uint64_t)gate.row_bytes * (uint64_t)gate_rows + (uint64_t)up.row_bytes * (uint64_t)up_rows +
              (sparse_down ? (uint64_t)down_t.row_bytes * (uint64_t)down_rows : (uint64_t)down.row_bytes * (uint64_t)down.n_out);
     for (int32_t i = 0; i < cnt; i++) {
         const float wt = w->w[slot[i]], *y = w->y + i * d;
@@ -408,6 +535,20 @@ int hr_moe_count_neurons(hearth_ctx *c, hr_err *e) {
 const uint32_t *hr_moe_neuron_counts(const hearth_ctx *c, int il) {
     if (!c->moe || !c->moe->fire_n || il < 0 || il >= c->m->hp.n_layer) return NULL;
     return c->moe->fire_n + (size_t)il * (size_t)c->moe->ne * (size_t)c->moe->ff;
+}
+
+int hr_moe_set_observer(hearth_ctx *c, hr_moe_observer fn, void *ud, hr_err *e) {
+    if (!c->moe) return hr_errf(e, "not a mixture-of-experts model");
+    c->moe->obs = fn, c->moe->obs_ud = ud;
+    return 0;
+}
+
+int hearth_ctx_moe_pred_stats(const hearth_ctx *c, int32_t il, uint64_t *predicted, uint64_t *fired, uint64_t *both) {
+    const struct hr_moe_ws *w = c->moe;
+    if (!w || !w->pred_n || il < 0 || il >= c->m->hp.n_layer || !predicted || !fired || !both) return -1;
+    const uint64_t *pn = w->pred_n + (size_t)il * (size_t)w->ne * 3;
+    for (int32_t x = 0; x < w->ne; x++) predicted[x] = pn[3 * x], fired[x] = pn[3 * x + 1], both[x] = pn[3 * x + 2];
+    return 0;
 }
 
 const int32_t *hr_moe_last_experts(const hearth_ctx *c) { return c->moe ? c->moe->sel : NULL; }

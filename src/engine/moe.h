@@ -26,7 +26,13 @@
  * ffn_down_exps feed the activations, zero elsewhere, to the dense down product, which reads
  * every column: then only up is saved. Either way the output stays batch-independent. The FFN
  * counters (hearth_ctx_ffn_stats) count over the chosen experts' neurons; routing counts per
- * layer and expert: hearth_ctx_moe_routed. */
+ * layer and expert: hearth_ctx_moe_routed.
+ *
+ * --ffn predicted (files where hearth calibrate wrote expert predictors, blk.N.fc1_exps.E and
+ * fc2_exps.E): a chosen expert with a predictor scores its neurons from its input
+ * (fc2 . relu(fc1 . x) >= the sparse threshold, 0 by default), computes the gate only for the
+ * predicted ones, then proceeds as exact mode; experts without one run exact. Per-expert
+ * predicted/firing counts with ffn_stats: hearth_ctx_moe_pred_stats. */
 #ifndef HR_MOE_H
 #define HR_MOE_H
 #include "context.h"
@@ -37,6 +43,9 @@ static inline hr_mat hr_moe_expert(const hr_mat *w, int32_t e) {
     v.data = (const uint8_t *)w->data + (size_t)e * (size_t)w->n_out * w->row_bytes;
     return v;
 }
+
+/* Whether some layer of m has predictors inside its experts (--ffn predicted). */
+bool hr_moe_has_predictors(const hearth_model *m);
 
 /* Bytes of one expert's three matrices. */
 uint64_t hr_moe_expert_bytes(const hr_moe_weights *w);
@@ -54,6 +63,12 @@ int hr_moe_route_early(hearth_ctx *c, const hr_layer *L, const float *x, int32_t
 
 /* out[n][n_embd] = the MoE FFN of xn[n][n_embd] (ffn_norm's output). */
 int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e);
+
+/* Calibration (hearth calibrate's expert predictors): called in dense mode for each used
+ * expert x of layer il with its group's cnt inputs xin [cnt][n_embd] (ffn_norm's output, what
+ * the expert and its predictor read) and activations act [cnt][n_ff_exp] (0: not firing). */
+typedef void (*hr_moe_observer)(void *ud, int il, int32_t x, int32_t cnt, const float *xin, const float *act);
+int hr_moe_set_observer(hearth_ctx *c, hr_moe_observer fn, void *ud, hr_err *e);
 
 /* Calibration: from now on count, per layer, expert and neuron, the tokens on which the
  * neuron fired (ReLU-family experts; dense and exact mode alike). */

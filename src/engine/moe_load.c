@@ -1,6 +1,7 @@
 /* Loading one layer's mixture-of-experts tensors: the router and the three 3-D expert
  * tensors, shapes checked against expert_count and the experts' FFN size. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include "formats/types.h"
@@ -54,6 +55,43 @@ static int load_moe_bias(const hearth_model *m, int il, hr_moe_weights *w, hr_er
 #undef NAME
 }
 
+/* Expert x's predictor fc1 {n_embd, r}, fc2 {r, n_ff_exp} into p[0], p[1] (both absent: none). */
+static int get_expert_pred(const hearth_model *m, int il, int32_t x, hr_mat *p1, hr_mat *p2, hr_err *e) {
+    char n1[96], n2[96];
+    snprintf(n1, sizeof n1, "blk.%d.fc1_exps.%d.weight", il, x);
+    snprintf(n2, sizeof n2, "blk.%d.fc2_exps.%d.weight", il, x);
+    const gguf_tensor *t1 = gguf_find_tensor(&m->file, n1), *t2 = gguf_find_tensor(&m->file, n2);
+    if (!t1 && !t2) return 0;
+    if (!t1 || !t2) return hr_errf(e, "expert %d of layer %d has '%s' but not '%s' (its predictor needs both)", x, il, t1 ? n1 : n2, t1 ? n2 : n1);
+    const int64_t r = (int64_t)t1->ne[1];
+    if (r < 1 || t1->n_dims != 2 || t2->n_dims != 2 || (int64_t)t2->ne[0] != r)
+        return hr_errf(e, "predictor of expert %d in layer %d: '%s' has shape {%llu, %llu} and '%s' {%llu, %llu}, expected {%d, r} and {r, %d}", x, il,
+                       n1, (unsigned long long)t1->ne[0], (unsigned long long)t1->ne[1], n2, (unsigned long long)t2->ne[0],
+                       (unsigned long long)t2->ne[1], m->hp.n_embd, m->hp.n_ff_exp);
+    return hr_get_mat(m, n1, m->hp.n_embd, r, true, p1, e) || hr_get_mat(m, n2, r, m->hp.n_ff_exp, true, p2, e) ? -1 : 0;
+}
+
+/* The per-expert predictors where the file has any (w->pred stays NULL otherwise). */
+static int load_expert_preds(const hearth_model *m, int il, hr_moe_weights *w, hr_err *e) {
+    const int32_t ne = m->hp.n_expert;
+    char n[96];
+    bool any = false;
+    for (int32_t x = 0; x < ne && !any; x++) {
+        snprintf(n, sizeof n, "blk.%d.fc1_exps.%d.weight", il, x), any = gguf_find_tensor(&m->file, n) != NULL;
+        if (!any) snprintf(n, sizeof n, "blk.%d.fc2_exps.%d.weight", il, x), any = gguf_find_tensor(&m->file, n) != NULL;
+    }
+    if (!any) return 0;
+    if (!hr_act_relu_family(m->hp.act))
+        return hr_errf(e, "layer %d has expert predictors but its experts are %s: predictors need ReLU-family experts (reglu, drelu)", il,
+                       hr_act_name(m->hp.act));
+    if (!(w->pred = calloc(2 * (size_t)ne, sizeof *w->pred))) return hr_errf(e, "out of memory");
+    for (int32_t x = 0; x < ne; x++) {
+        if (get_expert_pred(m, il, x, &w->pred[x], &w->pred[ne + x], e)) return -1;
+        w->n_pred += w->pred[x].data != NULL;
+    }
+    return 0;
+}
+
 int hr_load_moe(const hearth_model *m, int il, hr_moe_weights *w, hr_err *e) {
     const hr_hparams *hp = &m->hp;
     const int64_t d = hp->n_embd, ff = hp->n_ff_exp;
@@ -72,7 +110,8 @@ int hr_load_moe(const hearth_model *m, int il, hr_moe_weights *w, hr_err *e) {
     } else if (get_experts(m, NAME("ffn_down_exps.weight"), ff, d, &w->down, e))
         return -1;
 #undef NAME
-    return hp->arch->moe_bias ? load_moe_bias(m, il, w, e) : 0;
+    if (hp->arch->moe_bias && load_moe_bias(m, il, w, e)) return -1;
+    return load_expert_preds(m, il, w, e);
 }
 
 uint64_t hr_moe_expert_bytes(const hr_moe_weights *w) {

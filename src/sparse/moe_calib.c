@@ -8,6 +8,7 @@
 #include "engine/moe.h"
 #include "formats/types.h"
 #include "moe_calib.h"
+#include "moe_pred.h"
 
 /* The context's counters into s (counts <= the tokens evaluated, which fit the file's I32). */
 static int copy_counts(const hearth_ctx *ctx, const hearth_model *m, hr_stats *s, hr_err *e) {
@@ -28,7 +29,8 @@ static int copy_counts(const hearth_ctx *ctx, const hearth_model *m, hr_stats *s
 
 bool hr_calib_is_moe(const hearth_model *m) { return m->hp.n_expert > 0; }
 
-int hr_calib_moe(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, hr_stats *stats, hr_err *e) {
+int hr_calib_moe(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, hr_stats *stats, hr_moe_pairs *pairs,
+                 hr_err *e) {
     const hr_hparams *hp = &m->hp;
     memset(stats, 0, sizeof *stats);
     if (!hp->n_expert) return hr_errf(e, "not a mixture-of-experts model");
@@ -42,6 +44,7 @@ int hr_calib_moe(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const
     hearth_ctx *ctx = hearth_ctx_new(m, &cp, e);
     int r = ctx ? 0 : -1;
     if (!r && neurons) r = hr_moe_count_neurons(ctx, e);
+    if (!r && neurons && pairs) r = hr_moe_set_observer(ctx, hr_moe_pairs_observe, pairs, e);
     if (!r) r = hr_calib_eval_chunks(ctx, tokens, n_tokens, o, "counting", &stats->n_tokens, e);
     if (!r) r = copy_counts(ctx, m, stats, e);
     hearth_ctx_free(ctx);
@@ -83,6 +86,7 @@ static int transpose_experts(const gguf_tensor *t, void **out, uint64_t *nbytes,
 }
 
 static int add_tensors(gguf_writer *w, const hearth_model *m, bufs_t *k, int *n_t, hr_err *e) {
+    static const char *const pred_names[] = {"fc1_exps.", "fc2_exps."};
     const gguf_file *f = &m->file;
     char name[256];
     for (uint64_t i = 0; i < f->n_tensors; i++) {
@@ -96,6 +100,7 @@ static int add_tensors(gguf_writer *w, const hearth_model *m, bufs_t *k, int *n_
         memcpy(ne, t->ne, sizeof ne);
         const void *data = t->data;
         if (in_range && !strcmp(rest, "ffn_down_exps_t.weight")) (*n_t)++; /* already transposed */
+        if (in_range && (!strncmp(rest, pred_names[0], 9) || !strncmp(rest, pred_names[1], 9))) continue; /* replaced */
         if (in_range && !strcmp(rest, "ffn_down_exps.weight")) {
             void *out = NULL;
             if (transpose_experts(t, &out, &nbytes, e)) return hr_errctx(e, "%s", name);
@@ -109,16 +114,20 @@ static int add_tensors(gguf_writer *w, const hearth_model *m, bufs_t *k, int *n_
     return 0;
 }
 
-int hr_write_moe_down_t(const hearth_model *m, const char *path, hr_err *e) {
+int hr_write_moe_down_t(const hearth_model *m, const char *path, hr_err *e) { return hr_write_moe_sparse(m, NULL, false, path, e); }
+
+int hr_write_moe_sparse(const hearth_model *m, const hr_moe_pred *preds, bool f16, const char *path, hr_err *e) {
     if (!m->hp.n_expert) return hr_errf(e, "not a mixture-of-experts model");
     gguf_writer *w = gguf_writer_new(false);
-    bufs_t k = {calloc((size_t)m->hp.n_layer + 1, sizeof(void *)), 0};
+    const size_t n_bufs = (size_t)m->hp.n_layer + 1 + (preds ? 2 * (size_t)m->hp.n_layer * (size_t)m->hp.n_expert : 0);
+    bufs_t k = {calloc(n_bufs, sizeof(void *)), 0};
     if (!w || !k.bufs) return gguf_writer_free(w), free(k.bufs), hr_errf(e, "out of memory");
     const gguf_file *f = &m->file;
     for (uint64_t i = 0; i < f->n_kv; i++) gguf_w_kv_copy(w, &f->kv[i]);
     int n_t = 0, rc = add_tensors(w, m, &k, &n_t, e);
     if (!rc && n_t != m->hp.n_layer)
         rc = hr_errf(e, "the model has ffn_down_exps in %d of %d layers; every layer needs it", n_t, m->hp.n_layer);
+    if (!rc && preds) rc = hr_moe_preds_add(w, m, preds, f16, k.bufs, &k.n, e);
     if (!rc) rc = gguf_w_write(w, path, e);
     gguf_writer_free(w);
     for (size_t i = 0; i < k.n; i++) free(k.bufs[i]);

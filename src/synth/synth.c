@@ -91,6 +91,7 @@ static int plan_ffn(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err
         r |= add(pl, n, NULL, HR_F32, p->n_embd, ne, 0, SYNTH_FILL_NORMAL, sd_in, false, e);
         NAME(n, "ffn_gate_exps"), NAME(s, "ffn_gate");
         r |= add(pl, n, one ? s : NULL, xt, p->n_embd, p->n_ff, ne, SYNTH_FILL_NORMAL, sd_gu, false, e);
+        if (!r) pl->t[pl->n - 1].rank = p->expert_gate_rank;
         NAME(n, "ffn_up_exps"), NAME(s, "ffn_up");
         r |= add(pl, n, one ? s : NULL, xt, p->n_embd, p->n_ff, ne, SYNTH_FILL_NORMAL, sd_gu, false, e);
         NAME(n, "ffn_down_exps"), NAME(s, "ffn_down");

@@ -54,7 +54,9 @@
  *     blk.N.fc2.weight       {r, n_ff}                  type   (powerinfer)
  *   mixtures of experts (llama, qwen3moe, smallthinker with n_expert > 1), E = n_expert:
  *     blk.N.ffn_gate_inp.weight  {n_embd, E}            F32
- *     blk.N.ffn_gate_exps.weight {n_embd, n_ff, E}      type   (expert e: rows e*n_ff..)
+ *     blk.N.ffn_gate_exps.weight {n_embd, n_ff, E}      type   (expert e: rows e*n_ff..; with
+ *                                                             expert_gate_rank R each expert's
+ *                                                             {n_embd, n_ff} slice has rank R)
  *     blk.N.ffn_up_exps.weight   {n_embd, n_ff, E}      type
  *     blk.N.ffn_down_exps.weight {n_ff, n_embd, E}      type
  *     qwen3moe: the qwen3 attention (q/k norms); every FFN is a mixture.
@@ -170,6 +172,10 @@ typedef struct hr_synth_params {
      * its one-expert dense form). moe_sigmoid: smallthinker's sigmoid gating. */
     uint32_t n_expert, n_expert_used;
     bool moe_sigmoid;
+    /* > 0: each expert's gate {n_embd, n_ff} has this rank (rows are random combinations of
+     * expert_gate_rank random directions of its own), so which neurons fire is predictable
+     * from a low-rank projection of the input, as in trained models; 0: full rank. */
+    uint32_t expert_gate_rank;
     /* has_expert_type: the three expert tensors ffn_{gate,up,down}_exps have expert_type
      * instead of type (gpt-oss's files: MXFP4 experts, the rest wider). */
     bool has_expert_type;

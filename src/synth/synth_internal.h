@@ -23,6 +23,8 @@ typedef struct synth_tensor {
     synth_fill fill;
     float std;
     bool transpose; /* values are the transpose of seed_name's {ne1, ne0} matrix */
+    uint32_t rank;  /* > 0: each {ne0, ne1} slice is A B with A {rank, ne1}, B {ne0, rank} random,
+                       scaled to the same std (not with transpose) */
     uint64_t nbytes;
 } synth_tensor;
 

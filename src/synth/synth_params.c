@@ -164,6 +164,7 @@ static int check_experts(const hr_synth_params *p, const hr_arch *a, hr_err *e) 
         if (a->moe_required) return hr_errf(e, "arch %s is a mixture of experts: n_expert must be > 0", a->name);
         if (p->n_expert_used || p->moe_sigmoid || p->has_expert_type)
             return hr_errf(e, "n_expert_used, moe_sigmoid and expert_type need n_expert > 0");
+        if (p->expert_gate_rank) return hr_errf(e, "expert_gate_rank needs n_expert > 0");
         return 0;
     }
     if (p->has_expert_type) {
@@ -177,6 +178,7 @@ static int check_experts(const hr_synth_params *p, const hr_arch *a, hr_err *e) 
     if (!a->moe) return hr_errf(e, "arch %s has no mixture-of-experts layout (n_expert must be 0)", a->name);
     if (in_range("n_expert", ne, 1, 256, e) || in_range("n_expert_used", hr_synth_n_expert_used(p), 1, ne, e)) return -1;
     if (p->moe_sigmoid && !a->moe_gate_key) return hr_errf(e, "moe_sigmoid: arch %s's router gating is fixed", a->name);
+    if (p->expert_gate_rank > p->n_embd) return hr_errf(e, "expert_gate_rank %u is above n_embd %u", p->expert_gate_rank, p->n_embd);
     if (p->powerinfer) return hr_errf(e, "powerinfer files have no experts");
     if (!hr_arch_gated((hr_act)p->act)) return hr_errf(e, "experts need a gated activation, not %s", act_names[p->act]);
     return 0;

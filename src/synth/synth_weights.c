@@ -3,6 +3,7 @@
  * tensors of other files with the same seed get exactly the same numbers, whatever the
  * generation order. Values come from integer arithmetic and one float multiply, so files
  * are byte-identical across compilers and C libraries. */
+#include <math.h>
 #include <stdlib.h>
 #include "formats/types.h"
 #include "synth_internal.h"
@@ -29,6 +30,15 @@ static float approx_normal(uint64_t key, uint64_t idx) {
     return (float)(s + 2 - 131072) * (1.7320508f / 65536.0f);
 }
 
+/* Element (row r, col i) of a rank-t->rank slice: sum over k of A[r][k] B[k][i] / sqrt(rank),
+ * A and B unit normals of their own keys, B per slice (expert) of ne1 rows; std as given. */
+static float low_rank(const synth_tensor *t, uint64_t key, uint64_t r, uint64_t i) {
+    const uint64_t R = t->rank, slice = r / t->ne[1], ka = key ^ 0xA5A5A5A5A5A5A5A5ull, kb = key ^ 0x5A5A5A5A5A5A5A5Aull;
+    float s = 0;
+    for (uint64_t k = 0; k < R; k++) s += approx_normal(ka, r * R + k) * approx_normal(kb, (slice * R + k) * t->ne[0] + i);
+    return s * (t->std / sqrtf((float)R));
+}
+
 int synth_fill_tensor(const synth_tensor *t, uint64_t seed, void *dst, hr_err *e) {
     const uint64_t ne0 = t->ne[0];
     const uint64_t rows = t->ne[1] * (t->n_dims > 2 ? t->ne[2] : 1);
@@ -43,6 +53,7 @@ int synth_fill_tensor(const synth_tensor *t, uint64_t seed, void *dst, hr_err *e
             const uint64_t idx = t->transpose ? i * rows + r : r * ne0 + i;
             const float z = approx_normal(key, idx);
             row[i] = t->fill == SYNTH_FILL_NORM ? 1.0f + HR_SYNTH_NORM_NOISE * z : t->std * z;
+            if (t->rank) row[i] = low_rank(t, key, r, i);
             if (t->fill == SYNTH_FILL_RAMP) {
                 const float u = ne0 > 1 ? (float)i / (float)(ne0 - 1) : 0.0f;
                 row[i] = 1.0f + (t->std - 1.0f) * (u * u);

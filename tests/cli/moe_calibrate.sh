@@ -1,7 +1,8 @@
 #!/bin/sh
 # hearth calibrate on mixtures of experts: the statistics file, the transposed-down model
 # (ReGLU experts) on which --ffn exact gives dense mode's greedy tokens, --stats and --verbose
-# lines about the experts, and SwiGLU experts (routing counts only, no model file).
+# lines about the experts, expert predictors (skipped where they do not pay, trained on
+# low-rank gates, --ffn predicted and its --stats), and SwiGLU experts (routing counts only).
 # usage: moe_calibrate.sh HEARTH_BINARY
 set -u
 . "$(dirname "$0")/check.sh"
@@ -15,7 +16,10 @@ while [ $i -lt 60 ]; do
     i=$((i + 1))
 done >"$TMP/text.txt"
 
-expect 0 "calibrate smallthinker" -- "$HEARTH" calibrate -m "$TMP/st.gguf" -f "$TMP/text.txt" -c 64 -t 2
+expect 0 "calibrate smallthinker" -- "$HEARTH" calibrate -m "$TMP/st.gguf" -f "$TMP/text.txt" -c 64 -t 2 -v
+# random full-rank gates: no expert predictor pays (the reason per expert with --verbose)
+has err "no predictor: would read"
+has out " 0/6 "
 has out "busiest experts"
 [ "$(grep -cE '^ +[0-9]+  #[0-9]+ ' "$TMP/out")" -eq 2 ] || bad "table has not 2 layer rows: $(cat "$TMP/out")"
 has err "wrote $TMP/st.sparse.gguf"
@@ -31,6 +35,21 @@ cmp -s "$TMP/out" "$TMP/dense.txt" || bad "exact and dense tokens differ on the 
 has err "routing"
 has err "top #"
 has err "whole experts per layer"
+
+expect 1 "predicted without predictors" -- "$HEARTH" $RUN --ffn predicted
+has err "needs expert predictors"
+# low-rank expert gates (predictable firing): a predictor per expert, --ffn predicted runs
+# and --stats shows the predictors' precision and recall
+"$HEARTH" synth -o "$TMP/lr.gguf" --arch smallthinker --type f32 --expert-gate-rank 3 $SHAPE || { echo "FAIL: synth"; exit 1; }
+expect 0 "calibrate low-rank" -- "$HEARTH" calibrate -m "$TMP/lr.gguf" -f "$TMP/text.txt" -c 64 -t 2 -v
+has out " 6/6 "
+has err "expert predictors for --ffn predicted"
+has err "layer 1 expert 5: rank "
+expect 0 "predicted" -- "$HEARTH" run -m "$TMP/lr.sparse.gguf" -p hello -n 8 --temp 0 -t 2 --ffn predicted --stats
+has err "mode predicted"
+has err "experts' predictors: precision"
+expect 0 "inspect predictors" -- "$HEARTH" inspect "$TMP/lr.sparse.gguf"
+has out "blk.1.fc2_exps.5.weight"
 
 expect 0 "calibrate qwen3moe" -- "$HEARTH" calibrate -m "$TMP/qw.gguf" -f "$TMP/text.txt" -o "$TMP/qw.out.gguf" -c 64 -t 2
 has err "routing counts only"

@@ -133,7 +133,7 @@ static void calib(void) {
     for (int i = 0; i < N; i++) toks[i] = (int32_t)((i * 41 + 7) % 300);
     hr_collect_opts co = {.n_ctx = CTX, .n_threads = 2, .bos = 1};
     hr_stats s;
-    CHECKF(hr_calib_moe(m, toks, N, &co, &s, &e) == 0, "%s", e.msg);
+    CHECKF(hr_calib_moe(m, toks, N, &co, &s, NULL, &e) == 0, "%s", e.msg);
     const uint64_t n_eval = N + 3; /* 15 text tokens per chunk after its BOS: 15 + 15 + 10 */
     CHECKF(s.n_tokens == n_eval && s.n_expert == NE && s.n_expert_used == NK && s.n_ff == 48 && s.counts, "%llu tokens",
            (unsigned long long)s.n_tokens);
