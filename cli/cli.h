@@ -16,6 +16,7 @@ int hr_cmd_place(int argc, char **argv);
 int hr_cmd_quantize(int argc, char **argv);
 int hr_cmd_serve(int argc, char **argv);
 int hr_cmd_chat(int argc, char **argv);
+int hr_cmd_routing(int argc, char **argv);
 
 /* Flag value parsing shared by subcommands. Each prints
  * "hearth <cmd>: <flag>: <problem>" to stderr and returns false on bad input. */

@@ -56,7 +56,7 @@ static void help(void) {
            "                          (per token) and the prompt (per prompt token), each kind's time,\n"
            "                          share, bytes and GB/s (docs/performance.md); slows what it measures\n"
            "  --gpu, --gpu-device, --vram-budget, -ngl, --gpu-index, --reset-gpu-index,\n"
-           "  --disable-gpu-index, --cpu-moe, --n-cpu-moe\n"
+           "  --disable-gpu-index, --cpu-moe, --n-cpu-moe, --moe-cache, --moe-cache-policy\n"
            "                          GPU placement, as for hearth run (see hearth run --help)\n"
            "  -h, --help              this help\n\n"
            "bytes/token = weights one decoded token reads (all matrices, one embedding row, norms)\n"
@@ -247,6 +247,14 @@ static void print_gpu_json(const hearth_gpu_status *g) {
         printf(",\"gpu_experts\":%d,\"gpu_experts_total\":%d,\"gpu_expert_evals\":%llu,\"gpu_expert_evals_total\":%llu",
                g->experts_device, g->experts_total, (unsigned long long)g->expert_evals_device,
                (unsigned long long)g->expert_evals_total);
+    if (g->cache_slots) /* the dynamic expert cache */
+        printf(",\"gpu_cache_slots\":%d,\"gpu_cache_policy\":\"%s\",\"gpu_cache_lookups\":%llu,\"gpu_cache_hits\":%llu,"
+               "\"gpu_cache_hit_rate\":%.6f,\"gpu_cache_refills\":%llu,\"gpu_cache_landed\":%llu,\"gpu_cache_late\":%llu,"
+               "\"gpu_cache_refill_bytes\":%llu,\"gpu_cache_refill_s\":%.6f",
+               g->cache_slots, g->cache_policy, (unsigned long long)g->cache_lookups, (unsigned long long)g->cache_hits,
+               g->cache_lookups ? (double)g->cache_hits / (double)g->cache_lookups : 0.0, (unsigned long long)g->cache_refills,
+               (unsigned long long)g->cache_landed, (unsigned long long)g->cache_late,
+               (unsigned long long)g->cache_refill_bytes, g->cache_refill_s);
 }
 
 static void report(const bench_opts *o, const hearth_model_info *in, const hearth_ctx_params *cp, int n_threads,
@@ -340,6 +348,7 @@ static int bench(const bench_opts *o, hearth_model *m) {
     cp.n_gpu_layers = o->ffn.cp.n_gpu_layers, cp.gpu_index_path = o->ffn.cp.gpu_index_path;
     cp.reset_gpu_index = o->ffn.cp.reset_gpu_index, cp.disable_gpu_index = o->ffn.cp.disable_gpu_index;
     cp.n_cpu_moe = o->ffn.cp.n_cpu_moe;
+    cp.moe_cache = o->ffn.cp.moe_cache, cp.moe_cache_policy = o->ffn.cp.moe_cache_policy;
     cp.n_threads = (int32_t)o->threads;
     cp.n_ctx = (int32_t)(o->n_ctx ? o->n_ctx : o->n_prompt + o->n_gen);
     if (cp.n_batch < o->n_prompt) cp.n_batch = (int32_t)o->n_prompt; /* one eval, one batch */

@@ -32,6 +32,7 @@ typedef struct run_cli {
     bool cnv;              /* -i / -cnv: hand over to hearth chat */
     const char *system, *chat_template;
     const char *cnv_bad;   /* a flag of plain completion, refused with -cnv */
+    const char *dump_routing; /* --dump-routing FILE: the MoE routing trace */
     char **chat_argv;      /* the arguments hearth chat gets with -cnv */
     int chat_argc;
 } run_cli;
@@ -59,7 +60,9 @@ static void help(void) {
            "  --dump FILE               write prompt tokens, generated tokens and each step's logits as JSON\n"
            "  --force-tokens \"ID ...\"   teacher forcing: after each step feed these token ids in turn instead of\n"
            "                            the sampled ones (the dump still records the sampled ones); comparing\n"
-           "                            two engines' logits on one history\n");
+           "                            two engines' logits on one history\n"
+           "  --dump-routing FILE       mixtures of experts: write each layer's chosen experts per token (a\n"
+           "                            routing trace, for expert-cache policies: docs/hybrid.md)\n");
     hr_print_common_help();
 }
 
@@ -85,7 +88,7 @@ static int run_flag(int argc, char **argv, int *i, run_cli *r) {
     else if (is(a, "-no-cnv", "--no-conversation")) r->cnv = false;
     else if (is(a, "-p", "--prompt") || is(a, "-f", "--file") || is(a, "--dump", "--force-tokens") ||
              is(a, "-n", "--n-predict") || is(a, "--predict", NULL) || is(a, "-r", "--reverse-prompt") ||
-             is(a, "-sys", "--system-prompt") || is(a, "-sysf", "--system-prompt-file") || is(a, "--chat-template", NULL)) {
+             is(a, "-sys", "--system-prompt") || is(a, "-sysf", "--system-prompt-file") || is(a, "--chat-template", NULL) || is(a, "--dump-routing", NULL)) {
         if (!hr_arg_need("run", argc, argv, *i)) return 2;
         const char *v = argv[++*i];
         if (is(a, "-n", "--n-predict") || is(a, "--predict", NULL)) {
@@ -107,7 +110,8 @@ static int run_flag(int argc, char **argv, int *i, run_cli *r) {
         } else {
             if (!r->cnv_bad && !is(a, "-r", "--reverse-prompt")) r->cnv_bad = a;
             if (is(a, "-r", "--reverse-prompt")) chat_push(r, "-r"), chat_push(r, v);
-            if (is(a, "--dump", NULL)) o->dump = v;
+            if (is(a, "--dump-routing", NULL)) r->dump_routing = v;
+            else if (is(a, "--dump", NULL)) o->dump = v;
             else if (is(a, "--force-tokens", NULL)) o->force_tokens = v;
             else if (r->n_reverse == MAX_REVERSE) return hr_usage_error("run", "-r: at most %d reverse prompts", MAX_REVERSE);
             else if (!*v) return hr_usage_error("run", "-r: the reverse prompt is empty");
@@ -376,6 +380,8 @@ static int run(run_cli *r) {
     if (m && !hr_check_ctx_size("run", m, &o->cp)) {
         c = hearth_ctx_new(m, &o->cp, &e);
         if (!c) fprintf(stderr, "hearth run: %s\n", e.msg);
+        if (c && r->dump_routing && hearth_ctx_dump_routing(c, r->dump_routing, &e))
+            fprintf(stderr, "hearth run: %s\n", e.msg), hearth_ctx_free(c), c = NULL;
     } else if (!m) {
         fprintf(stderr, "hearth run: %s\n", e.msg);
     }

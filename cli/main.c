@@ -19,6 +19,7 @@ static const subcommand cmds[] = {
     {"inspect", hr_cmd_inspect, "print a GGUF file's metadata and tensors"},
     {"tokenize", hr_cmd_tokenize, "print the tokens of a text"},
     {"place", hr_cmd_place, "choose hot neurons for a VRAM budget; write the GPU index"},
+    {"routing", hr_cmd_routing, "replay a routing trace through expert-cache policies (hit rates)"},
     {"quantize", hr_cmd_quantize, "convert weight types: llama.cpp's mixes (Q4_K_M, Q6_K, IQ4_XS, Q8_0, F16, ...)"},
     {"calibrate", hr_cmd_calibrate, "count neuron activations, train predictors, write a PowerInfer file"},
     {"synth", hr_cmd_synth, "write a model of any shape with random weights"},

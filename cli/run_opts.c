@@ -47,7 +47,7 @@ int hr_arg_gpu_mode(const char *cmd, const char *v, hearth_gpu_mode *out) {
 bool hr_is_gpu_flag(const char *a) {
     static const char *const f[] = {"--gpu", "--gpu-device", "-mg", "--main-gpu", "--vram-budget", "-ngl", "--n-gpu-layers",
                                     "--gpu-layers", "--gpu-index", "--reset-gpu-index", "--disable-gpu-index", "-cmoe",
-                                    "--cpu-moe", "-ncmoe", "--n-cpu-moe", NULL};
+                                    "--cpu-moe", "-ncmoe", "--n-cpu-moe", "--moe-cache", "--moe-cache-policy", NULL};
     for (int k = 0; f[k]; k++)
         if (!strcmp(a, f[k])) return true;
     return false;
@@ -105,6 +105,15 @@ static int gpu_flag(const char *cmd, const char *a, const char *v, hr_run_opts *
         if (!hr_arg_long(cmd, a, v, 0, 1 << 20, &l)) return -1;
         o->cp.n_cpu_moe = (int32_t)l;
         return 1; /* keeps experts off the device: asks for no GPU (as --cpu-moe) */
+    } else if (is(a, "--moe-cache", NULL)) { /* the dynamic expert cache: N slots per MoE layer */
+        if (!hr_arg_long(cmd, a, v, 0, 1 << 16, &l)) return -1;
+        o->cp.moe_cache = (int32_t)l;
+    } else if (is(a, "--moe-cache-policy", NULL)) {
+        if (strcmp(v, "lru") && strcmp(v, "lfru") && strcmp(v, "static")) {
+            fprintf(stderr, "hearth %s: --moe-cache-policy: '%s' is not one of lru, lfru, static\n", cmd, v);
+            return -1;
+        }
+        o->cp.moe_cache_policy = v;
     }
     o->gpu_asked = true;
     return 1;
@@ -372,6 +381,10 @@ void hr_print_common_help(void) {
            "                            (attention and output may still go to the device)\n"
            "  -ncmoe, --n-cpu-moe N     as in llama.cpp: keep the experts of the first N layers on the CPU;\n"
            "                            the others go to the device by routed frequency as the budget allows\n"
+           "  --moe-cache N             a dynamic expert cache instead: N device slots per MoE layer (in the\n"
+           "                            budget), refilled from host memory by observed routing while the CPU\n"
+           "                            computes the misses; 0: static placement (default)\n"
+           "  --moe-cache-policy P      lfru (default: frequency with recency), lru or static (never refill)\n"
            "sampling:\n"
            "  --temp X                  temperature in [0, %g], 0 = greedy (default 0.8)\n"
            "  --top-k N                 keep the N most likely tokens, 0 = off (default 40)\n"
@@ -567,7 +580,8 @@ void hr_print_gpu_plan(const hearth_ctx *c) {
     if (s.act_share >= 0) fprintf(stderr, ", serving %.2f%% of activations (statistics)\n", 100 * s.act_share);
     else fprintf(stderr, ", activation share unknown (no statistics)\n");
     if (s.experts_total) /* mixtures of experts: act_share is the share of routings */
-        fprintf(stderr, "gpu: %d of %d experts on the device\n", s.experts_device, s.experts_total);
+        fprintf(stderr, "gpu: %d of %d experts on the device%s\n", s.experts_device, s.experts_total,
+                s.cache_slots ? " (expert cache slots, refilled as the routing goes)" : "");
     if (s.note[0]) fprintf(stderr, "gpu: %s\n", s.note);
     fprintf(stderr, "gpu: bytes: budget %llu used %llu neuron_budget %llu hot %llu ffn %llu\n", (unsigned long long)s.budget,
             (unsigned long long)s.used, (unsigned long long)s.neuron_budget, (unsigned long long)s.used_neurons,
@@ -587,4 +601,11 @@ void hr_print_gpu_overlap(const hearth_ctx *c) {
     if (s.experts_total)
         fprintf(stderr, "gpu: %llu of %llu expert evaluations (token x chosen expert) on the device\n",
                 (unsigned long long)s.expert_evals_device, (unsigned long long)s.expert_evals_total);
+    if (s.cache_slots)
+        fprintf(stderr, "gpu: expert cache (%d slots per layer, %s): %.2f%% hits (%llu of %llu), %llu refills (%.2f MiB, "
+                        "%llu landed), %llu misses while copying; staging %.3f s on the host\n",
+                s.cache_slots, s.cache_policy, s.cache_lookups ? 100.0 * s.cache_hits / s.cache_lookups : 0.0,
+                (unsigned long long)s.cache_hits, (unsigned long long)s.cache_lookups, (unsigned long long)s.cache_refills,
+                mib(s.cache_refill_bytes), (unsigned long long)s.cache_landed, (unsigned long long)s.cache_late,
+                s.cache_refill_s);
 }

@@ -110,6 +110,9 @@ typedef struct hearth_ctx_params {
     bool disable_gpu_index;    /* no hot neurons on the GPU (dense parts only) */
     int32_t n_cpu_moe;         /* mixtures of experts: the experts of layers 0..N-1 stay on the CPU
                                   (llama.cpp's --n-cpu-moe; >= n_layer: every expert, --cpu-moe) */
+    int32_t moe_cache;         /* > 0: a dynamic expert cache of N device slots per MoE layer, refilled
+                                  by observed routing, instead of the static placement (docs/hybrid.md) */
+    const char *moe_cache_policy; /* "lru", "lfru" or "static" (src/sparse/trace_cache.h); NULL: lfru */
 } hearth_ctx_params;
 
 typedef struct hearth_model_info {
@@ -254,8 +257,20 @@ typedef struct hearth_gpu_status {
      * evaluations (token x chosen expert) computed on the device / in all. */
     int32_t experts_device, experts_total;
     uint64_t expert_evals_device, expert_evals_total;
+    /* The dynamic expert cache (moe_cache > 0): slots per layer, policy; routings (token x chosen
+     * expert) looked up in its layers and served by a ready slot; refills issued, landed, and
+     * the misses whose expert was still being copied; bytes copied in; host time spent
+     * staging and enqueueing refills (the part of a copy on the decode path). */
+    int32_t cache_slots;
+    char cache_policy[8];
+    uint64_t cache_lookups, cache_hits, cache_refills, cache_landed, cache_late, cache_refill_bytes;
+    double cache_refill_s;
 } hearth_gpu_status;
 int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out);
+/* Mixtures of experts: from now on append every layer's routing (the chosen experts of each
+ * token, rank order) to a routing trace at path (src/sparse/routing_trace.h; hearth run
+ * --dump-routing), closed with the context. Not a mixture of experts: an error. */
+int hearth_ctx_dump_routing(hearth_ctx *c, const char *path, hr_err *e);
 
 /* What the device arena holds, by category (docs/hybrid.md). Norms are on the device only
  * for whole layers that can run device-resident. */

@@ -93,8 +93,19 @@ typedef struct hr_dev_ops {
     int (*add)(hr_dev *d, uint64_t X, int64_t n, uint64_t Y, hr_err *e);
     /* Y[t][i] += b[i] for t < n_tok, i < n (biases; b F32 [n], both in the arena). */
     int (*add_bias)(hr_dev *d, uint64_t b, int64_t n, int64_t n_tok, uint64_t Y, hr_err *e);
-    /* Waits until every enqueued operation has finished. */
+    /* Waits until every enqueued operation has finished (the copy stream below aside). */
     int (*sync)(hr_dev *d, hr_err *e);
+
+    /* ---- the copy stream: uploads that run beside the operations above ----
+     * copy_async enqueues a host-to-device copy of pinned host memory (host_alloc) on a second
+     * stream and returns its ticket (1, 2, ...: copies complete in ticket order); src must
+     * stay unchanged, and the destination unused by any operation, until copy_done reports
+     * the ticket complete. copy_done never waits. The engine refills expert slots this way
+     * (docs/hybrid.md), so the copy is not on the decode path. */
+    int (*copy_async)(hr_dev *d, uint64_t dst, const void *src, uint64_t bytes, uint64_t *ticket, hr_err *e);
+    int (*copy_done)(hr_dev *d, uint64_t ticket, bool *done, hr_err *e);
+    /* Waits for every copy of the copy stream (before its host buffers are freed). */
+    int (*copy_sync)(hr_dev *d, hr_err *e);
     void (*free)(hr_dev *d);
 } hr_dev_ops;
 
@@ -113,5 +124,8 @@ hr_dev *hr_dev_cuda_open(int index, hr_err *e);
 /* The CPU standing in for a device: same operations, synchronous, host memory; its
  * mem_info reports `capacity` bytes (tests set small budgets). */
 hr_dev *hr_dev_standin_open(uint64_t capacity, int n_threads, hr_err *e);
+/* Tests: the stand-in's async copies land only after copy_done was asked about them `lag`
+ * times without success (0, the default: at once), as a slow copy engine would. */
+void hr_dev_standin_set_copy_lag(hr_dev *d, int32_t lag);
 void hr_dev_close(hr_dev *d);
 #endif

@@ -37,7 +37,8 @@ static int device_overhead(const hearth_ctx_params *p, hearth_gpu_budget *out, h
 
 static int plan_for_freq(hearth_model *m, const hearth_ctx_params *p, const hr_ctx_shape *s, uint64_t arena,
                          const uint32_t *freq, hr_gpu_plan *plan, hr_err *e) {
-    hr_gpu_plan_in in = {m, s->n_ctx, s->n_seq, s->n_batch, arena, s->ffn_mode, p->n_gpu_layers, NULL, p->n_cpu_moe, freq};
+    hr_gpu_plan_in in = {m, s->n_ctx, s->n_seq, s->n_batch, arena, s->ffn_mode, p->n_gpu_layers, NULL, p->n_cpu_moe, freq,
+                         p->moe_cache};
     return hr_gpu_plan_make(&in, plan, e);
 }
 static int plan_for(hearth_model *m, const hearth_ctx_params *p, const hr_ctx_shape *s, uint64_t arena, hr_gpu_plan *plan,

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu_plan.h"
+#include "sparse/trace_cache.h"
 
 #define GIB 1073741824.0
 
@@ -412,6 +413,40 @@ static int place_experts(planner *q, hr_err *e) {
     return rc;
 }
 
+/* The expert cache: n slots in every layer that may place experts, required; each layer
+ * starts with its n most routed experts (uniform: the lowest ids), which the cache then
+ * replaces by observed use. */
+static int place_slots(planner *q, hr_err *e) {
+    const int32_t ne = q->hp->n_expert, a = moe_first(q), b = moe_end(q);
+    const int32_t n = q->in->moe_cache < ne ? q->in->moe_cache : ne;
+    uint64_t need = 0, per = 0;
+    int32_t layers = 0;
+    for (int32_t il = a; il < b; il++)
+        if (experts_ok(q, il)) per += expert_bytes(q, il), layers++;
+    if (!layers) return 0;
+    need = per * (uint64_t)n;
+    if (!fits(q, need)) {
+        const uint64_t left = q->in->budget - q->used;
+        return hr_errf(e, "--moe-cache %d needs %llu bytes of GPU memory for %d expert slots in each of %d layers, but the "
+                          "budget leaves %llu bytes (%.3f GiB) after scratch, attention and output: it holds %llu slots per layer",
+                       q->in->moe_cache, (unsigned long long)need, n, layers, (unsigned long long)left, left / GIB,
+                       (unsigned long long)(left / per));
+    }
+    uint64_t *freq = malloc(sizeof *freq * (size_t)ne);
+    int32_t *top = malloc(sizeof *top * (size_t)n);
+    int rc = freq && top ? 0 : hr_errf(e, "out of memory");
+    for (int32_t il = a; !rc && il < b; il++) {
+        if (!experts_ok(q, il)) continue;
+        for (int32_t x = 0; x < ne; x++) freq[x] = q->in->expert_freq ? q->in->expert_freq[(size_t)il * (size_t)ne + (size_t)x] : 0;
+        hr_cache_top(freq, ne, n, top);
+        for (int32_t i = 0; i < n && !rc; i++) rc = mark_expert(q, il, top[i], e);
+        q->used += (uint64_t)n * expert_bytes(q, il);
+    }
+    free(freq), free(top);
+    if (!rc) q->p->cache_slots = n;
+    return rc;
+}
+
 /* Attention of layer il (+ its KV) when it fits; false when it does not. */
 static bool take_attn(planner *q, int il) {
     const uint64_t b = attn_bytes(q, il) + kv_bytes(q, il + 1) - kv_bytes(q, il);
@@ -437,17 +472,19 @@ static int place_moe_ngl(planner *q, hr_err *e) {
                        ngl, (unsigned long long)need, (unsigned long long)q->in->budget, q->in->budget / GIB, il);
     }
     if (ngl > nl) place_output(q);
-    return place_experts(q, e);
+    return q->in->moe_cache > 0 ? place_slots(q, e) : place_experts(q, e);
 }
 
 static int place_moe(planner *q, hr_err *e) {
     const hearth_model *m = q->in->m;
     const int32_t nl = q->hp->n_layer;
     if (q->in->n_gpu_layers > 0) return place_moe_ngl(q, e);
+    /* out of budget: nothing less valuable fits either (a cache asked for says so) */
+    const bool cache = q->in->moe_cache > 0;
     for (int il = 0; il < nl && attn_ok(&m->layers[il]); il++)
-        if (!take_attn(q, il)) return 0; /* out of budget: nothing less valuable fits either */
-    if (!place_output(q) && mat_bytes(&m->output)) return 0;
-    return place_experts(q, e);
+        if (!take_attn(q, il)) return cache ? place_slots(q, e) : 0;
+    if (!place_output(q) && mat_bytes(&m->output)) return cache ? place_slots(q, e) : 0;
+    return cache ? place_slots(q, e) : place_experts(q, e);
 }
 
 /* Offsets of layer il's device experts, in id order (local index i = i-th placed id). */

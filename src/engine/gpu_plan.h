@@ -95,7 +95,9 @@ typedef struct hr_gpu_layer {
      * biases bq {n_q}, bk, bv {n_kv}, bo {n_embd}; per-head norms q_norm, k_norm {head_dim} */
     uint64_t bq, bk, bv, bo, q_norm, k_norm;
     uint64_t hot_bytes;         /* bytes of this layer's hot neurons */
-    int32_t n_exp;              /* experts on the device, exps[] ascending by id */
+    int32_t n_exp;              /* experts on the device, exps[] ascending by id; with an expert
+                                   cache its slots, whose ids and exp_local the cache rewrites
+                                   as it refills them (id -1: empty or being filled) */
     hr_gpu_expert *exps;
     int32_t *exp_local;         /* [n_expert] expert id -> index into exps, -1: on the host (NULL: none) */
 } hr_gpu_layer;
@@ -112,6 +114,10 @@ typedef struct hr_gpu_plan_in {
      * each expert on the calibration text, NULL: uniform (lowest layer, then expert, first) */
     int32_t n_cpu_moe;
     const uint32_t *expert_freq;
+    /* > 0: a dynamic expert cache (engine/expert_cache.c) of this many slots in every layer that
+     * may place experts, required (an error when the budget lacks them), each starting with
+     * the layer's most routed experts; the cache then refills them at run time */
+    int32_t moe_cache;
 } hr_gpu_plan_in;
 
 typedef struct hr_gpu_plan {
@@ -136,6 +142,7 @@ typedef struct hr_gpu_plan {
     uint64_t hot_bytes;         /* of which on the device */
     int64_t n_hot_total;
     int32_t n_exp_total;        /* experts on the device, all layers */
+    int32_t cache_slots;        /* moe_cache: slots per cached layer (their exps[]; 0: static placement) */
 } hr_gpu_plan;
 
 /* Fills *p (free with hr_gpu_plan_free, also after an error). */

@@ -63,7 +63,7 @@ static int make_plan(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, ui
     bool have_st = !hr_hybrid_stats(c->m, p->gpu_index_path, &st, h->st.note, sizeof h->st.note);
     const bool moe = c->m->hp.n_expert > 0;
     hr_gpu_plan_in in = {c->m, c->n_ctx, c->n_seq, c->n_batch, bytes, c->ffn_mode, p->n_gpu_layers, NULL,
-                         p->n_cpu_moe, moe && have_st ? st.expert_counts : NULL};
+                         p->n_cpu_moe, moe && have_st ? st.expert_counts : NULL, p->moe_cache};
     if (moe && have_st) snprintf(h->st.note, sizeof h->st.note, "experts placed by their routing counts in the statistics");
     else if (moe) { /* why there are none, then what that means */
         char why[sizeof h->st.note];
@@ -255,7 +255,7 @@ static void fill_status(const hearth_ctx *c, hr_hybrid *h) {
 static int setup(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, hr_err *e) {
     uint64_t bytes = 0;
     if (open_device(c, h, p, e) || budget(h, p, &bytes, e) || make_plan(c, h, p, bytes, e) || upload_all(c, h, e) ||
-        host_buffers(c, h, e))
+        host_buffers(c, h, e) || hr_ecache_init(h, c->m, p->moe_cache_policy, e))
         return -1;
     fill_status(c, h);
     return 0;
@@ -264,6 +264,7 @@ static int setup(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, hr_err
 static void release(hr_hybrid *h) {
     if (h->dev) {
         hr_dev *d = h->dev;
+        hr_ecache_free(h);
         d->ops->host_free(d, h->h_in), d->ops->host_free(d, h->h_y), d->ops->host_free(d, h->h_idx), d->ops->host_free(d, h->h_mask);
         d->ops->host_free(d, h->h_iota), d->ops->host_free(d, h->h_xe), d->ops->host_free(d, h->h_ye);
         hr_dev_close(d);

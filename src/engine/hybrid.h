@@ -7,6 +7,7 @@
 #ifndef HR_HYBRID_H
 #define HR_HYBRID_H
 #include "context.h"
+#include "expert_cache.h"
 #include "gpu_plan.h"
 #include "sparse/stats.h"
 
@@ -24,6 +25,7 @@ typedef struct hr_hybrid {
     float *h_xe, *h_ye;         /* [n_batch * n_expert_used][n_embd]: device experts' inputs, outputs */
     bool x_dev;                 /* where this batch's residual stream lives: in scratch xp from the first
                                    device-resident layer of a run until hr_hybrid_fetch_x */
+    struct hr_ecache *cache;    /* the dynamic expert cache (--moe-cache; expert_cache.h), or NULL */
 } hr_hybrid;
 
 /* What a device step brought back for the rest of its layer (hr_hybrid_attn_pred), handed

@@ -13,6 +13,7 @@
 #include "backends/cpu/sparse.h"
 #include "hybrid.h"
 #include "moe.h"
+#include "sparse/routing_trace.h"
 
 /* Exact mode: above this share of an expert's neurons in its group's union, the full up
  * product beats gathered rows (hr_gather_matmul equals hr_matmul row for row, so the choice
@@ -38,6 +39,7 @@ struct hr_moe_ws {
     bool routed;           /* logits hold this layer's scores already (hr_moe_route_early) */
     uint64_t expert_bytes; /* one expert's three matrices */
     int32_t *dr0, *dn;     /* [n_expert] split MoE: first row and rows of each device expert in h_xe */
+    FILE *trace;           /* hearth_ctx_dump_routing: the routing trace being written, or NULL */
     float *ph, *ps;        /* predicted mode: [n][max rank] predictor hidden units, [n][ff] scores */
     int64_t max_rank;      /* largest expert predictor rank (0: none) */
     uint64_t *pred_n;      /* NULL, or (predictors and ffn_stats) [n_layer][n_expert][3]: neurons
@@ -114,6 +116,7 @@ void hr_moe_ctx_free(hearth_ctx *c) {
     free(w->xg), free(w->g), free(w->u), free(w->a), free(w->y), free(w->ys);
     free(w->gc), free(w->idx), free(w->all), free(w->routed_n), free(w->fire_n), free(w->dr0), free(w->dn);
     free(w->ph), free(w->ps), free(w->pred_n);
+    if (w->trace) fclose(w->trace);
     free(w);
     c->moe = NULL;
 }
@@ -457,8 +460,10 @@ static int32_t gather_device_rows(hearth_ctx *c, const hr_gpu_layer *g, const fl
     const size_t d = (size_t)w->d;
     int32_t rows = 0;
     for (int32_t i = 0; i < g->n_exp; i++) {
-        const int32_t x = g->exps[i].id, *slot = w->slot + w->start[x];
-        w->dr0[i] = rows, w->dn[i] = w->count[x];
+        const int32_t x = g->exps[i].id; /* -1: an expert cache slot, empty or being filled */
+        w->dr0[i] = rows, w->dn[i] = x < 0 ? 0 : w->count[x];
+        if (x < 0) continue;
+        const int32_t *slot = w->slot + w->start[x];
         for (int32_t j = 0; j < w->count[x]; j++, rows++)
             memcpy(c->hy->h_xe + (size_t)rows * d, xn + (size_t)(slot[j] / w->k) * d, d * sizeof(float));
     }
@@ -472,6 +477,7 @@ static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *
     hr_hybrid *h = c->hy;
     const hr_gpu_layer *g = hr_hybrid_layer(c, il);
     const double t0 = now_s();
+    if (hr_ecache_begin(c, il, e)) return -1; /* refilled slots whose copies landed join */
     const int32_t rows = gather_device_rows(c, g, xn);
     if (hr_hybrid_experts(c, il, w->dr0, w->dn, rows, e)) return -1;
     const double t1 = now_s();
@@ -486,6 +492,7 @@ static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *
     h->st.ffn_splits++, h->st.enqueue_s += t1 - t0, h->st.cold_s += t2 - t1, h->st.wait_s += now_s() - t2;
     const size_t d = (size_t)w->d;
     for (int32_t i = 0; i < g->n_exp; i++) {
+        if (!w->dn[i]) continue;
         const int32_t *slot = w->slot + w->start[g->exps[i].id];
         for (int32_t j = 0; j < w->dn[i]; j++) {
             const float wt = w->w[slot[j]], *y = h->h_ye + (size_t)(w->dr0[i] + j) * d;
@@ -496,12 +503,13 @@ static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *
         c->ffn_stats[il].computed += evals * (uint64_t)w->ff, h->st.act_device += evals * (uint64_t)w->ff;
         h->st.expert_evals_device += evals;
     }
-    return 0;
+    return hr_ecache_end(c, il, w->count, e); /* hits counted, refills chosen and enqueued */
 }
 
 int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     if (route(c, L, xn, n, e)) return -1;
+    if (w->trace && hr_rtrace_append(w->trace, il, n, w->k, w->sel, e)) return -1;
     uint64_t read = 0;
     if (c->hy && c->hy->dev) c->hy->st.expert_evals_total += (uint64_t)n * (uint64_t)w->k;
     /* the host counts firing neurons (calibration) only of experts it computes */
@@ -549,6 +557,13 @@ int hearth_ctx_moe_pred_stats(const hearth_ctx *c, int32_t il, uint64_t *predict
     const uint64_t *pn = w->pred_n + (size_t)il * (size_t)w->ne * 3;
     for (int32_t x = 0; x < w->ne; x++) predicted[x] = pn[3 * x], fired[x] = pn[3 * x + 1], both[x] = pn[3 * x + 2];
     return 0;
+}
+
+int hearth_ctx_dump_routing(hearth_ctx *c, const char *path, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    if (!w) return hr_errf(e, "--dump-routing: the model is not a mixture of experts");
+    if (w->trace) fclose(w->trace), w->trace = NULL;
+    return hr_rtrace_create(path, c->m->hp.n_layer, w->ne, w->k, &w->trace, e);
 }
 
 const int32_t *hr_moe_last_experts(const hearth_ctx *c) { return c->moe ? c->moe->sel : NULL; }

@@ -12,6 +12,7 @@ M="$T/moe.gguf"
 "$H" synth -q -o "$M" --n-expert 4 --n-embd 64 --n-layer 2 --n-head 4 --n-ff 96 --n-vocab 300 --seed 5 >/dev/null 2>&1 ||
     { echo "FAIL: synth --n-expert"; exit 1; }
 R="-m $M -p hello -n 6 --temp 0 -t 2 -c 64"
+"$H" synth -q -o "$T/dense.gguf" --n-embd 64 --n-layer 1 --n-head 4 --n-ff 96 --n-vocab 300 >/dev/null 2>&1
 
 expect 0 "n-cpu-moe N" -- "$H" run --help
 expect 0 "keep the experts of the first N layers on the CPU" -- "$H" run --help
@@ -61,5 +62,24 @@ n=$(sed -n 's/^overall: \([0-9]*\) of 8 experts.*/\1/p' "$T/place")
 "$H" run $R --gpu standin --vram-budget 0.0012 --verbose >/dev/null 2>"$T/err"
 grep -q "gpu: $n of 8 experts on the device" "$T/err" && grep -q "routing counts in the statistics" "$T/err" ||
     { echo "FAIL: run at place's budget: not $n experts by the statistics"; grep "gpu:" "$T/err" | head -4; fails=$((fails + 1)); }
+# the dynamic expert cache: same tokens, its line in --verbose and bench --json, the routing
+# trace run writes and hearth routing replays; bad values refused
+expect 0 "moe-cache N" -- "$H" run --help
+expect 2 "not one of lru, lfru, static" -- "$H" run $R --gpu standin --moe-cache 2 --moe-cache-policy mru
+expect 2 "out of range" -- "$H" run $R --moe-cache -1
+# shellcheck disable=SC2086
+if "$H" run $R --gpu standin --moe-cache 2 --verbose --dump-routing "$T/trace" >"$T/with" 2>"$T/err"; then
+    cmp -s "$T/base" "$T/with" || { echo "FAIL: --moe-cache 2 changed the output"; fails=$((fails + 1)); }
+    grep -q "gpu: expert cache (2 slots per layer, lfru): .* hits" "$T/err" ||
+        { echo "FAIL: --moe-cache 2: no cache line"; grep "gpu:" "$T/err" | head -4; fails=$((fails + 1)); }
+else
+    echo "FAIL: run --moe-cache 2 exited non-zero:"; sed 's/^/  /' "$T/err" | head -3; fails=$((fails + 1))
+fi
+expect 0 "    2  lfru" -- "$H" routing "$T/trace" --slots 1,2
+expect 0 '"decode_hit_rate"' -- "$H" routing "$T/trace" --slots 2 --policy lru --json
+expect 1 "not a routing trace" -- "$H" routing "$T/base"
+expect 2 "not one of lru, lfru, static, all" -- "$H" routing "$T/trace" --policy x
+expect 1 "not a mixture of experts" -- "$H" run -m "$T/dense.gguf" -p hi -n 1 --dump-routing "$T/t2"
+expect 0 '"gpu_cache_hit_rate"' -- "$H" bench -m "$M" -p 4 -n 2 -r 1 -t 2 --gpu standin --moe-cache 3 --json
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cpu_moe: ok"

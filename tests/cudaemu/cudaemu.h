@@ -81,10 +81,12 @@ typedef enum cudaError {
     cudaErrorNoDevice = 100,
     cudaErrorInvalidDevice = 101,
     cudaErrorInvalidResourceHandle = 400,
+    cudaErrorNotReady = 600,
     cudaErrorLaunchFailure = 719,
 } cudaError_t;
 
 typedef struct hr_emu_stream *cudaStream_t;
+typedef struct hr_emu_event *cudaEvent_t;
 typedef enum cudaMemcpyKind {
     cudaMemcpyHostToHost = 0,
     cudaMemcpyHostToDevice = 1,
@@ -111,6 +113,7 @@ struct cudaFuncAttributes {
 #define cudaStreamDefault 0u
 #define cudaStreamNonBlocking 1u
 #define cudaHostAllocDefault 0u
+#define cudaEventDisableTiming 2u
 
 /* ---- runtime API (cudaemu.cpp) ---- */
 cudaError_t cudaGetDeviceCount(int *n);
@@ -131,6 +134,14 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s);
+/* Events: a marker in a stream's queue, complete once the stream's work before it has run
+ * (cudaEventQuery never waits; with HEARTH_CUDAEMU_LAZY=1 it stays not ready until the
+ * stream is waited for). */
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *ev, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t ev);
+cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t s);
+cudaError_t cudaEventQuery(cudaEvent_t ev);
+cudaError_t cudaEventSynchronize(cudaEvent_t ev);
 cudaError_t hr_emu_func_attributes(cudaFuncAttributes *fa);
 template <typename F> cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *fa, F) { return hr_emu_func_attributes(fa); }
 

@@ -77,6 +77,7 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorNotReady: return "device not ready";
     }
     return "unrecognized error code";
 }
@@ -236,8 +237,17 @@ void *hr_emu_call_alloc(size_t bytes) {
 
 /* ---- streams ---- */
 
+struct hr_emu_event {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned long long recorded, reached; /* records made; of which the stream has run */
+    hr_emu_stream *s;                     /* the stream of the last record */
+};
+
 typedef struct emu_op {
-    int kernel;
+    int kernel; /* 0: a copy, 1: a kernel, 2: an event marker */
+    hr_emu_event *ev;
+    unsigned long long ev_seq;
     void *dst;
     const void *src;
     size_t n;
@@ -264,6 +274,13 @@ static void run_op(hr_emu_stream *s, emu_op *o) {
     pthread_mutex_lock(&g.mu);
     const bool dead = g.sticky != cudaSuccess; /* after a failure nothing more runs */
     pthread_mutex_unlock(&g.mu);
+    if (o->kernel == 2) { /* markers complete even after a failure: waiting on them must end */
+        pthread_mutex_lock(&o->ev->mu);
+        if (o->ev_seq > o->ev->reached) o->ev->reached = o->ev_seq;
+        pthread_cond_broadcast(&o->ev->cv);
+        pthread_mutex_unlock(&o->ev->mu);
+        return;
+    }
     if (dead) return;
     if (!o->kernel) {
         memcpy(o->dst, o->src, o->n);
@@ -382,6 +399,63 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     if (!o) return err(cudaErrorMemoryAllocation);
     o->dst = dst, o->src = src, o->n = bytes;
     push(s, o);
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned flags) {
+    (void)flags;
+    *out = NULL;
+    const cudaError_t e = enter();
+    if (e != cudaSuccess) return e;
+    hr_emu_event *ev = (hr_emu_event *)calloc(1, sizeof *ev);
+    if (!ev) return err(cudaErrorMemoryAllocation);
+    pthread_mutex_init(&ev->mu, NULL);
+    pthread_cond_init(&ev->cv, NULL);
+    *out = ev;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t s) {
+    const cudaError_t e = enter();
+    if (e != cudaSuccess) return e;
+    if (!ev || !s) return err(cudaErrorInvalidResourceHandle);
+    emu_op *o = (emu_op *)calloc(1, sizeof *o);
+    if (!o) return err(cudaErrorMemoryAllocation);
+    pthread_mutex_lock(&ev->mu);
+    o->kernel = 2, o->ev = ev, o->ev_seq = ++ev->recorded;
+    ev->s = s;
+    pthread_mutex_unlock(&ev->mu);
+    push(s, o);
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t ev) {
+    if (!ev) return err(cudaErrorInvalidResourceHandle);
+    pthread_mutex_lock(&ev->mu);
+    const bool done = ev->reached >= ev->recorded;
+    pthread_mutex_unlock(&ev->mu);
+    if (!done) return cudaErrorNotReady; /* not an error: nothing sticks */
+    return enter();
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t ev) {
+    if (!ev) return err(cudaErrorInvalidResourceHandle);
+    pthread_mutex_lock(&ev->mu);
+    hr_emu_stream *s = ev->reached < ev->recorded ? ev->s : NULL;
+    pthread_mutex_unlock(&ev->mu);
+    if (s) stream_drain(s); /* a lazy stream runs only when waited for */
+    return enter();
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t ev) {
+    if (!ev) return err(cudaErrorInvalidResourceHandle);
+    pthread_mutex_lock(&ev->mu);
+    hr_emu_stream *s = ev->reached < ev->recorded ? ev->s : NULL;
+    pthread_mutex_unlock(&ev->mu);
+    if (s) stream_drain(s); /* a marker still queued points at the event */
+    pthread_cond_destroy(&ev->cv);
+    pthread_mutex_destroy(&ev->mu);
+    free(ev);
     return cudaSuccess;
 }
 

@@ -580,6 +580,38 @@ static void case_basics(bench *b) {
     CHECKF(b->d->ops->sync(b->d, &e) == 0, "sync after bad calls: %s", e.msg);
 }
 
+/* The copy stream (the expert cache's refills): 70 copies from pinned memory, so CUDA's ring of
+ * 64 events wraps, land in place; copy_done never waits, copy_sync does and then every ticket
+ * is done; a ticket never issued and a destination outside the arena are errors. */
+static void case_copies(bench *b) {
+    hr_err e = {{0}};
+    enum { N = 70, SZ = 512 };
+    b->top = 0;
+    uint8_t *h = b->d->ops->host_alloc(b->d, N * SZ), *back = malloc(N * SZ);
+    if (!h || !back) {
+        CHECK(0);
+        b->d->ops->host_free(b->d, h), free(back);
+        return;
+    }
+    for (int i = 0; i < N * SZ; i++) h[i] = (uint8_t)(i * 13 + 1);
+    const uint64_t o = dalloc(b, N * SZ);
+    uint64_t t = 0, first = 0;
+    bool done = false;
+    for (int k = 0; k < N; k++) {
+        CHECKF(b->d->ops->copy_async(b->d, o + (uint64_t)k * SZ, h + k * SZ, SZ, &t, &e) == 0, "copy_async %d: %s", k, e.msg);
+        if (!k) first = t;
+    }
+    CHECKF(t == first + N - 1 && b->d->ops->copy_done(b->d, t, &done, &e) == 0, "copy_done: %s", e.msg);
+    CHECKF(b->d->ops->copy_sync(b->d, &e) == 0, "copy_sync: %s", e.msg);
+    CHECK(b->d->ops->copy_done(b->d, t, &done, &e) == 0 && done && b->d->ops->copy_done(b->d, first, &done, &e) == 0 && done);
+    dget(b, back, o, N * SZ);
+    CHECK(memcmp(h, back, N * SZ) == 0);
+    CHECK(b->d->ops->copy_done(b->d, t + 1, &done, &e) == -1 && strstr(e.msg, "ticket"));
+    CHECK(b->d->ops->copy_async(b->d, ARENA_BYTES - 8, h, 64, &t, &e) == -1 && strstr(e.msg, "outside"));
+    b->d->ops->host_free(b->d, h);
+    free(back);
+}
+
 /* HEARTH_TEST_STANDIN=1 runs the same comparisons on the CPU stand-in: a check of the
  * references themselves on machines without a GPU. */
 int main(void) {
@@ -594,6 +626,7 @@ int main(void) {
     bench b = {d, 0, {42}, cuda};
     CHECKF(d->ops->reserve(d, ARENA_BYTES, &e) == 0, "reserve: %s", e.msg);
     case_basics(&b);
+    case_copies(&b);
 
     const uint32_t types[] = {HR_F32,   HR_F16,  HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0, HR_Q5_1,
                               HR_IQ4_NL, HR_MXFP4, HR_Q2_K, HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS};

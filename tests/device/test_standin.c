@@ -59,6 +59,36 @@ static void test_memory(void) {
     hr_dev_close(d);
 }
 
+/* The copy stream: at once without a lag; with lag 2 a copy lands on the third question
+ * about it (earlier ones with it, in order), not before: the arena keeps the old bytes; copy_sync
+ * lands the rest; tickets never issued are errors; bounds as for to_dev. */
+static void test_copies(void) {
+    hr_err e = {{0}};
+    hr_dev *d = hr_dev_standin_open(CAP, 1, &e);
+    if (!d || d->ops->reserve(d, ARENA, &e)) {
+        CHECKF(0, "%s", e.msg);
+        hr_dev_close(d);
+        return;
+    }
+    uint8_t a[64], b[64], back[64];
+    memset(a, 0x11, sizeof a), memset(b, 0x22, sizeof b);
+    uint64_t t1 = 0, t2 = 0, t3 = 0;
+    bool done = false;
+    CHECK(!d->ops->copy_async(d, 0, a, 64, &t1, &e) && t1 == 1 && !d->ops->copy_done(d, t1, &done, &e) && done);
+    CHECK(!d->ops->to_host(d, back, 0, 64, &e) && !memcmp(back, a, 64));
+    hr_dev_standin_set_copy_lag(d, 2);
+    CHECK(!d->ops->copy_async(d, 0, b, 64, &t2, &e) && !d->ops->copy_async(d, 256, b, 64, &t3, &e) && t3 == 3);
+    for (int q = 0; q < 2; q++) CHECKF(!d->ops->copy_done(d, t2, &done, &e) && !done, "question %d: landed early", q);
+    CHECK(!d->ops->to_host(d, back, 0, 64, &e) && !memcmp(back, a, 64)); /* still the old bytes */
+    CHECK(!d->ops->copy_done(d, t2, &done, &e) && done && !d->ops->to_host(d, back, 0, 64, &e) && !memcmp(back, b, 64));
+    CHECK(!d->ops->copy_done(d, t3, &done, &e) && !done);
+    CHECK(!d->ops->copy_sync(d, &e) && !d->ops->copy_done(d, t3, &done, &e) && done);
+    CHECK(!d->ops->to_host(d, back, 256, 64, &e) && !memcmp(back, b, 64));
+    CHECK(d->ops->copy_done(d, 4, &done, &e) == -1 && strstr(e.msg, "ticket 4"));
+    CHECK(d->ops->copy_async(d, ARENA - 63, b, 64, &t1, &e) == -1 && strstr(e.msg, "outside"));
+    hr_dev_close(d);
+}
+
 /* Reference of W row r . x in double, W dequantized. */
 static void ref_rows(const hr_mat *W, const float *x, int64_t n_tok, const int32_t *idx, int64_t n_idx, double *y) {
     float *row = malloc(sizeof(float) * (size_t)W->n_in);
@@ -321,6 +351,7 @@ static void test_attention(void) {
 
 int main(void) {
     test_memory();
+    test_copies();
     const uint32_t types[] = {HR_F32,   HR_F16,  HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0, HR_Q5_1,
                               HR_IQ4_NL, HR_MXFP4, HR_Q2_K, HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) test_products(types[i]);

@@ -14,6 +14,7 @@
 #include "engine/hybrid.h"
 #include "formats/types.h"
 #include "sparse/stats.h"
+#include "sparse/trace_cache.h"
 #include "synth/synth.h"
 #include "testutil.h"
 
@@ -24,17 +25,20 @@ static hearth_gpu_mode dev = HEARTH_GPU_STANDIN;
 static uint64_t dev_over = HR_STANDIN_OVERHEAD;
 static double tol = 1e-4; /* the stand-in sums like the CPU; CUDA in other orders (set in main) */
 
-static hearth_model *synth_moe(const char *arch, uint32_t type, const char *name, char *path, size_t cap) {
+static hearth_model *synth_moe_ne(const char *arch, uint32_t type, int32_t ne, const char *name, char *path, size_t cap) {
     hr_synth_params p;
     hr_synth_defaults(&p);
     p.arch = arch, p.type = type, p.n_embd = 64, p.n_layer = LAYERS, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 96;
-    p.n_vocab = 300, p.n_expert = NE, p.n_expert_used = K, p.seed = 11;
+    p.n_vocab = 300, p.n_expert = ne, p.n_expert_used = K, p.seed = 11;
     p.act = hr_synth_default_act(arch, false);
     hr_err e = {{0}};
     if (hr_synth_write(&p, hr_test_tmp(path, cap, name), &e)) return fprintf(stderr, "synth %s: %s\n", name, e.msg), NULL;
     hearth_model *m = hearth_model_load(path, NULL, &e);
     if (!m) fprintf(stderr, "load %s: %s\n", name, e.msg);
     return m;
+}
+static hearth_model *synth_moe(const char *arch, uint32_t type, const char *name, char *path, size_t cap) {
+    return synth_moe_ne(arch, type, NE, name, path, cap);
 }
 
 typedef struct {
@@ -83,7 +87,7 @@ static double max_diff(const float *a, const float *b, size_t n) {
 static void sizes(hearth_model *m, int32_t ngl, uint64_t *total, uint64_t *experts, uint64_t *one) {
     hr_gpu_plan p;
     hr_err e = {{0}};
-    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, ngl, NULL, 0, NULL};
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, ngl, NULL, 0, NULL, 0};
     *total = *experts = *one = 0;
     if (hr_gpu_plan_make(&in, &p, &e)) {
         CHECKF(0, "plan: %s", e.msg);
@@ -152,7 +156,7 @@ static void check_budgets(hearth_model *m) {
     CHECKF(!c && strstr(e.msg, "GPU budget too small") && strstr(e.msg, "scratch"), "tiny budget: %s", c ? "(accepted)" : e.msg);
     hearth_ctx_free(c);
     hr_gpu_plan p;
-    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, 0, NULL, 0, NULL};
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, 0, NULL, 0, NULL, 0};
     if (hr_gpu_plan_make(&in, &p, &e)) return;
     const uint64_t scratch = p.bytes[HEARTH_GPU_CAT_SCRATCH];
     hr_gpu_plan_free(&p);
@@ -221,6 +225,157 @@ static void check_stats(hearth_model *m, const char *model_path) {
     remove(sp), remove(ip);
 }
 
+/* ---- the dynamic expert cache (--moe-cache) ---- */
+enum { CNE = 8, DEC = 6, CROWS = NP + 2 * DEC };
+
+typedef struct cache_run {
+    int32_t slots, n_cpu_moe, lag; /* lag: the stand-in's copy lag */
+    const char *policy, *trace;    /* trace: dump the routing there */
+    uint64_t budget;               /* 0: the default */
+} cache_run;
+
+/* NP prompt tokens over two sequences, then DEC decode steps of both: logits [CROWS][n_vocab];
+ * init [LAYERS][slots]: the experts the slots started with. */
+static int run_cache(hearth_model *m, const cache_run *r, float *out, hearth_gpu_status *st, int32_t *init, hr_err *e) {
+    const int nv = m->hp.n_vocab;
+    hearth_ctx_params cp = hearth_ctx_default_params();
+    cp.n_ctx = CTX, cp.n_threads = 2, cp.n_batch = BATCH, cp.n_seq = SEQ, cp.ffn_mode = HEARTH_FFN_DENSE;
+    cp.gpu = r->slots < 0 ? HEARTH_GPU_OFF : dev, cp.moe_cache = r->slots > 0 ? r->slots : 0, cp.moe_cache_policy = r->policy;
+    cp.n_cpu_moe = r->n_cpu_moe, cp.vram_budget_gib = r->budget ? ((double)r->budget + 0.5) / GIB : 0;
+    hearth_ctx *c = hearth_ctx_new(m, &cp, e);
+    if (!c) return -1;
+    if (r->lag && c->hy && c->hy->dev && dev == HEARTH_GPU_STANDIN) hr_dev_standin_set_copy_lag(c->hy->dev, r->lag);
+    for (int il = 0; init && c->hy && c->hy->dev && il < LAYERS; il++)
+        for (int32_t q = 0; q < r->slots && q < c->hy->plan.layers[il].n_exp; q++)
+            init[il * r->slots + q] = c->hy->plan.layers[il].exps[q].id;
+    int rc = r->trace ? hearth_ctx_dump_routing(c, r->trace, e) : 0;
+    int32_t toks[NP], pos[NP], seq[NP];
+    bool want[NP];
+    for (int i = 0; i < NP; i++) toks[i] = (i * 37 + 5) % nv, seq[i] = i % 2, pos[i] = i / 2, want[i] = true;
+    hearth_batch b = {NP, toks, pos, seq, want};
+    if (!rc) rc = hearth_eval_batch(c, &b, e);
+    for (int i = 0; !rc && i < NP; i++) memcpy(out + (size_t)i * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
+    for (int d = 0; !rc && d < DEC; d++) {
+        int32_t t2[2] = {(d * 53 + 7) % nv, (d * 29 + 91) % nv}, p2[2] = {NP / 2 + d, NP / 2 + d}, s2[2] = {0, 1};
+        hearth_batch db = {2, t2, p2, s2, want};
+        rc = hearth_eval_batch(c, &db, e);
+        for (int i = 0; !rc && i < 2; i++)
+            memcpy(out + (size_t)(NP + 2 * d + i) * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
+    }
+    if (st) hearth_ctx_gpu_status(c, st);
+    hearth_ctx_free(c);
+    return rc;
+}
+
+/* Logits against the CPU at 0 (--cpu-moe), 3 and all 8 slots per layer under each policy; on
+ * the stand-in the hits, lookups and refills equal the simulator's replay of the CPU run's
+ * routing trace from the same starting slots (copies land by the next evaluation: lag 1),
+ * and with copies held back (the stand-in's lag: 12 polls, some evaluations) slots being
+ * filled are missed, not used (a slot used early would compute with the evicted expert's
+ * rows, and the logits would move); a budget without room for the slots is refused, naming
+ * what fits. */
+static void check_cache(void) {
+    char path[256], tp[256];
+    hearth_model *m = synth_moe_ne("llama", HR_Q8_0, CNE, "hmoe_cache.gguf", path, sizeof path);
+    CHECKF(m, "cache model");
+    if (!m) return;
+    hr_test_tmp(tp, sizeof tp, "hmoe_cache.trace");
+    const int nv = m->hp.n_vocab;
+    const size_t n = (size_t)CROWS * (size_t)nv;
+    float *ref = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
+    hr_err e = {{0}};
+    const cache_run cpu = {-1, 0, 0, NULL, tp, 0};
+    CHECKF(!run_cache(m, &cpu, ref, NULL, NULL, &e), "cache cpu: %s", e.msg);
+    hr_rtrace t;
+    const bool have_trace = !hr_rtrace_read(tp, &t, &e);
+    CHECKF(have_trace && t.n_rec == LAYERS * (1 + DEC) && t.n_tok[0] == NP && t.n_tok[LAYERS] == 2 && t.k == K,
+           "routing trace of the CPU run: %s", have_trace ? "wrong records" : e.msg);
+    const cache_run cases[] = {
+        {3, ALL_CPU, 0, "lru", NULL, 0}, {3, 0, 0, "lru", NULL, 0},    {3, 0, 0, "lfru", NULL, 0},
+        {3, 0, 0, "static", NULL, 0},    {CNE, 0, 0, "lru", NULL, 0},  {2, 0, 12, "lru", NULL, 0},
+    };
+    /* the emulator runs its kernels slowly: one lazy case there (the policies are the
+     * stand-in's to check), the eager one below */
+    const size_t n_cases = dev == HEARTH_GPU_CUDA ? 2 : sizeof cases / sizeof *cases;
+    for (size_t k = dev == HEARTH_GPU_CUDA ? 1 : 0; k < n_cases; k++) {
+        const cache_run *r = &cases[k];
+        hearth_gpu_status st = {0};
+        int32_t init[LAYERS * CNE];
+        for (int i = 0; i < LAYERS * CNE; i++) init[i] = -1;
+        if (run_cache(m, r, got, &st, init, &e)) {
+            CHECKF(0, "cache %d %s: %s", r->slots, r->policy, e.msg);
+            continue;
+        }
+        const double d = max_diff(ref, got, n);
+        printf("expert cache, %d slots%s, %s, lag %d: %llu of %llu hits, %llu refills (%llu landed, %llu late); max |logit - cpu| %.2e\n",
+               r->slots, r->n_cpu_moe ? " --cpu-moe" : "", r->policy, r->lag, (unsigned long long)st.cache_hits,
+               (unsigned long long)st.cache_lookups, (unsigned long long)st.cache_refills, (unsigned long long)st.cache_landed,
+               (unsigned long long)st.cache_late, d);
+        CHECKF(d <= tol, "cache %d %s lag %d: logits differ from the CPU by %g", r->slots, r->policy, r->lag, d);
+        if (r->n_cpu_moe) {
+            CHECKF(st.cache_slots == 0 && st.expert_evals_device == 0, "--cpu-moe with a cache: %d slots, %llu evaluations",
+                   st.cache_slots, (unsigned long long)st.expert_evals_device);
+            continue;
+        }
+        CHECKF(st.cache_slots == r->slots && st.experts_device == r->slots * LAYERS && !strcmp(st.cache_policy, r->policy),
+               "cache %d: %d slots, %d experts, policy %s", r->slots, st.cache_slots, st.experts_device, st.cache_policy);
+        CHECKF(st.cache_lookups == (uint64_t)CROWS * K * LAYERS && st.cache_hits == st.expert_evals_device,
+               "cache %d %s: %llu lookups, %llu hits vs %llu device evaluations", r->slots, r->policy,
+               (unsigned long long)st.cache_lookups, (unsigned long long)st.cache_hits,
+               (unsigned long long)st.expert_evals_device);
+        if (r->slots == CNE) CHECKF(st.cache_hits == st.cache_lookups && !st.cache_refills, "every expert cached: misses");
+        const char *lazy = getenv("HEARTH_CUDAEMU_LAZY");
+        if (dev == HEARTH_GPU_CUDA && lazy && !strcmp(lazy, "1")) /* copies run only when waited for: none may land */
+            CHECKF(st.cache_landed == 0 && (st.cache_late > 0 || !st.cache_refills), "lazy copy stream: %llu landed",
+                   (unsigned long long)st.cache_landed);
+        if (r->lag) {
+            CHECKF(st.cache_late > 0 || dev != HEARTH_GPU_STANDIN, "lag %d: no miss while copying", r->lag);
+            continue;
+        }
+        hr_cache_sim sim;
+        if (!have_trace || hr_cache_simulate(&t, (hr_cache_policy)hr_cache_policy_parse(r->policy), r->slots, K, 1, init, &sim, &e)) {
+            CHECKF(0, "simulate: %s", e.msg);
+            continue;
+        }
+        if (dev == HEARTH_GPU_STANDIN)
+            CHECKF(sim.hits == st.cache_hits && sim.refills == st.cache_refills && st.cache_landed <= st.cache_refills &&
+                       st.cache_landed + LAYERS * K >= st.cache_refills, /* the last evaluation's refills land unseen */
+                   "cache %d %s: %llu hits and %llu refills, the simulator %llu and %llu", r->slots, r->policy,
+                   (unsigned long long)st.cache_hits, (unsigned long long)st.cache_refills, (unsigned long long)sim.hits,
+                   (unsigned long long)sim.refills);
+        CHECKF(sim.lookups == st.cache_lookups, "cache %d: %llu lookups, the simulator %llu", r->slots,
+               (unsigned long long)st.cache_lookups, (unsigned long long)sim.lookups);
+        CHECKF(strcmp(r->policy, "static") || !st.cache_refills, "static refilled %llu", (unsigned long long)st.cache_refills);
+    }
+    if (dev == HEARTH_GPU_CUDA) { /* the emulator's streams running at once: refills land while the layers go on */
+        setenv("HEARTH_CUDAEMU_LAZY", "0", 1);
+        const cache_run eager = {3, 0, 0, "lru", NULL, 0};
+        hearth_gpu_status st = {0};
+        const int rc = run_cache(m, &eager, got, &st, NULL, &e);
+        CHECKF(!rc && max_diff(ref, got, n) <= tol && st.cache_landed > 0, "eager copy stream: %s, %llu of %llu refills landed",
+               rc ? e.msg : "ran", (unsigned long long)st.cache_landed, (unsigned long long)st.cache_refills);
+        printf("expert cache on the emulator, streams eager: %llu of %llu hits, %llu of %llu refills landed, %llu late\n",
+               (unsigned long long)st.cache_hits, (unsigned long long)st.cache_lookups, (unsigned long long)st.cache_landed,
+               (unsigned long long)st.cache_refills, (unsigned long long)st.cache_late);
+        setenv("HEARTH_CUDAEMU_LAZY", "1", 1);
+    }
+    /* a budget that holds 7 expert slots in all: 2 per layer, not 8 */
+    hr_gpu_plan p;
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, 0, NULL, 0, NULL, 0};
+    if (!hr_gpu_plan_make(&in, &p, &e)) {
+        const uint64_t one = p.bytes[HEARTH_GPU_CAT_FFN] / (uint64_t)p.n_exp_total, base = p.total - p.bytes[HEARTH_GPU_CAT_FFN];
+        hr_gpu_plan_free(&p);
+        const cache_run small = {CNE, 0, 0, "lru", NULL, base + dev_over + 7 * one};
+        const int rc = run_cache(m, &small, got, NULL, NULL, &e);
+        CHECKF(rc && strstr(e.msg, "--moe-cache 8 needs") && strstr(e.msg, "holds 2 slots per layer"), "cache budget: %s",
+               rc ? e.msg : "(accepted)");
+    }
+    if (have_trace) hr_rtrace_free(&t);
+    free(ref), free(got);
+    hearth_model_free(m);
+    remove(path), remove(tp);
+}
+
 int main(void) {
     const char *g = getenv("HEARTH_TEST_GPU");
     if (g && strcmp(g, "cuda") == 0) {
@@ -248,5 +403,6 @@ int main(void) {
         hearth_model_free(m);
         remove(path);
     }
+    check_cache();
     return TEST_END();
 }

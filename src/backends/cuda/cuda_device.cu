@@ -124,9 +124,60 @@ static int cu_sync(hr_dev *d, hr_err *e) {
     return st == cudaSuccess ? 0 : hr_cu_fail(e, "sync (an earlier operation failed on the device)", st);
 }
 
+/* Ticket t's event says whether its copy (and, the stream being in order, every earlier
+ * one) has run; landed only moves forward. */
+static int cu_copy_poll(hr_cuda *c, uint64_t ticket, bool wait, hr_err *e) {
+    while (c->landed < ticket) {
+        cudaEvent_t ev = c->ev[c->landed % HR_CU_COPY_RING];
+        cudaError_t st = wait ? cudaEventSynchronize(ev) : cudaEventQuery(ev);
+        if (st == cudaErrorNotReady) return 0;
+        if (st != cudaSuccess) return hr_cu_fail(e, "copy_done: cudaEventQuery (an earlier copy failed)", st);
+        c->landed++;
+    }
+    return 0;
+}
+
+static int cu_copy_async(hr_dev *d, uint64_t dst, const void *src, uint64_t bytes, uint64_t *ticket, hr_err *e) {
+    hr_cuda *c = hr_cu(d);
+    if (hr_cu_span(c, dst, bytes, "copy_async", "destination", e) || hr_cu_enter(c, "copy_async", e)) return -1;
+    /* every event of the ring in use: the oldest copy must have run before its event is
+     * recorded again (the engine keeps fewer copies in flight, so this does not wait) */
+    if (c->issued - c->landed >= HR_CU_COPY_RING && cu_copy_poll(c, c->issued - HR_CU_COPY_RING + 1, true, e)) return -1;
+    cudaError_t st = bytes ? cudaMemcpyAsync(c->arena + dst, src, bytes, cudaMemcpyHostToDevice, c->copy) : cudaSuccess;
+    if (st == cudaSuccess) st = cudaEventRecord(c->ev[c->issued % HR_CU_COPY_RING], c->copy);
+    if (st != cudaSuccess) return hr_cu_fail(e, "copy_async: cudaMemcpyAsync", st);
+    *ticket = ++c->issued;
+    return 0;
+}
+
+static int cu_copy_done(hr_dev *d, uint64_t ticket, bool *done, hr_err *e) {
+    hr_cuda *c = hr_cu(d);
+    if (ticket == 0 || ticket > c->issued)
+        return hr_errf(e, "cuda copy_done: ticket %llu of %llu issued", (unsigned long long)ticket, (unsigned long long)c->issued);
+    if (c->landed < ticket && (hr_cu_enter(c, "copy_done", e) || cu_copy_poll(c, ticket, false, e))) return -1;
+    *done = c->landed >= ticket;
+    return 0;
+}
+
+static int cu_copy_sync(hr_dev *d, hr_err *e) {
+    hr_cuda *c = hr_cu(d);
+    if (c->landed == c->issued) return 0;
+    if (hr_cu_enter(c, "copy_sync", e)) return -1;
+    cudaError_t st = cudaStreamSynchronize(c->copy);
+    if (st != cudaSuccess) return hr_cu_fail(e, "copy_sync (an earlier copy failed)", st);
+    c->landed = c->issued;
+    return 0;
+}
+
 static void cu_free(hr_dev *d) {
     hr_cuda *c = hr_cu(d);
     if (cudaSetDevice(c->index) == cudaSuccess) {
+        if (c->copy) {
+            (void)cudaStreamSynchronize(c->copy);
+            (void)cudaStreamDestroy(c->copy);
+        }
+        for (int i = 0; i < HR_CU_COPY_RING; i++)
+            if (c->ev[i]) (void)cudaEventDestroy(c->ev[i]);
         if (c->stream) {
             (void)cudaStreamSynchronize(c->stream);
             (void)cudaStreamDestroy(c->stream);
@@ -157,6 +208,9 @@ static const hr_dev_ops k_cuda_ops = {
     hr_cu_add,
     hr_cu_add_bias,
     cu_sync,
+    cu_copy_async,
+    cu_copy_done,
+    cu_copy_sync,
     cu_free,
 };
 
@@ -202,6 +256,9 @@ static int cu_init(hr_cuda *c, hr_err *e) {
     (void)cudaGetLastError(); /* a refused limit (e.g. under MPS) must not fail the first launch */
     st = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
     if (st != cudaSuccess) return hr_errf(e, "CUDA device %d: cudaStreamCreate: %s", i, cudaGetErrorString(st));
+    st = cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking);
+    for (int k = 0; k < HR_CU_COPY_RING && st == cudaSuccess; k++) st = cudaEventCreateWithFlags(&c->ev[k], cudaEventDisableTiming);
+    if (st != cudaSuccess) return hr_errf(e, "CUDA device %d: the copy stream: %s", i, cudaGetErrorString(st));
     void *p = NULL;
     st = cudaMalloc(&p, HR_CU_SCRATCH_BYTES);
     if (st != cudaSuccess) return hr_errf(e, "CUDA device %d: cudaMalloc of the %llu-byte scratch: %s", i,

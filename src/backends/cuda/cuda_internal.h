@@ -33,10 +33,18 @@ typedef struct hr_cu_tokpos {
     int32_t seq[HR_CU_TOK_CHUNK];
 } hr_cu_tokpos;
 
+/* Async copies (copy_async) in flight at most: one event each, reused round-robin. */
+#define HR_CU_COPY_RING 64
+
 typedef struct hr_cuda {
     hr_dev dev; /* first member: ops receive &dev */
     int index;
     cudaStream_t stream;
+    /* the copy stream: expert refills beside the compute stream; ticket t's completion is
+     * event ev[(t - 1) % HR_CU_COPY_RING], recorded after its copy */
+    cudaStream_t copy;
+    cudaEvent_t ev[HR_CU_COPY_RING];
+    uint64_t issued, landed;
     char *arena;
     uint64_t arena_bytes;
     char *scratch;

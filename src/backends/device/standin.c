@@ -20,6 +20,11 @@ typedef struct standin {
     float *scores;    /* attention: [n_threads][n_ctx] */
     uint8_t *qprep;   /* attention: [n_threads][stride] */
     size_t scores_n, qprep_stride;
+    /* the copy stream: copies waiting to land (only with a lag; tests), oldest first */
+    struct sd_copy { uint64_t dst, bytes, ticket; const void *src; int32_t polls; } *copies;
+    size_t n_copies, cap_copies;
+    uint64_t issued, landed;
+    int32_t copy_lag;
 } standin;
 
 static standin *S(hr_dev *d) { return d->impl; }
@@ -224,8 +229,60 @@ static int sd_sync(hr_dev *d, hr_err *e) {
     return 0;
 }
 
+/* The copy stream. Without a lag a copy lands at once (the stand-in is synchronous);
+ * with one it waits in order, so an engine that used the destination or reused the
+ * source before copy_done said so would compute with stale bytes. */
+static int sd_copy_async(hr_dev *d, uint64_t dst, const void *src, uint64_t bytes, uint64_t *ticket, hr_err *e) {
+    standin *s = S(d);
+    void *p = span(d, dst, bytes, "copy_async", e);
+    if (!p) return -1;
+    if (!s->copy_lag) {
+        if (bytes) memcpy(p, src, (size_t)bytes);
+        *ticket = s->landed = ++s->issued;
+        return 0;
+    }
+    if (s->n_copies == s->cap_copies) {
+        const size_t cap = s->cap_copies ? 2 * s->cap_copies : 16;
+        struct sd_copy *c = realloc(s->copies, cap * sizeof *c);
+        if (!c) return hr_errf(e, "standin: out of memory queueing a copy");
+        s->copies = c, s->cap_copies = cap;
+    }
+    *ticket = ++s->issued;
+    s->copies[s->n_copies++] = (struct sd_copy){dst, bytes, *ticket, src, 0};
+    return 0;
+}
+
+static int sd_copy_done(hr_dev *d, uint64_t ticket, bool *done, hr_err *e) {
+    standin *s = S(d);
+    if (ticket == 0 || ticket > s->issued) return hr_errf(e, "standin: copy_done for ticket %llu of %llu issued", (unsigned long long)ticket, (unsigned long long)s->issued);
+    *done = ticket <= s->landed;
+    if (*done) return 0;
+    size_t n = 0;
+    while (n < s->n_copies && s->copies[n].ticket < ticket) n++;
+    if (++s->copies[n].polls <= s->copy_lag) return 0;
+    for (size_t i = 0; i <= n; i++) /* in order, as one stream: everything before lands too */
+        if (s->copies[i].bytes) memcpy(s->arena + s->copies[i].dst, s->copies[i].src, (size_t)s->copies[i].bytes);
+    memmove(s->copies, s->copies + n + 1, (s->n_copies - n - 1) * sizeof *s->copies);
+    s->n_copies -= n + 1, s->landed = ticket, *done = true;
+    return 0;
+}
+
+static int sd_copy_sync(hr_dev *d, hr_err *e) {
+    standin *s = S(d);
+    bool done = true;
+    if (!s->n_copies) return 0;
+    const int32_t lag = s->copy_lag;
+    s->copy_lag = 0; /* the next query lands everything up to the newest copy */
+    const int rc = sd_copy_done(d, s->copies[s->n_copies - 1].ticket, &done, e);
+    s->copy_lag = lag;
+    return rc;
+}
+
+void hr_dev_standin_set_copy_lag(hr_dev *d, int32_t lag) { S(d)->copy_lag = lag > 0 ? lag : 0; }
+
 static void sd_free(hr_dev *d) {
     standin *s = S(d);
+    free(s->copies);
     hr_cpu_free(&s->cpu);
     hr_sparse_ws_free(&s->ws);
     free(s->arena), free(s->scores), free(s->qprep);
@@ -239,6 +296,7 @@ static const hr_dev_ops standin_ops = {
     .matmul = sd_matmul, .gather_matmul = sd_gather, .sparse_axpy = sd_axpy, .rmsnorm = sd_rmsnorm,
     .rope = sd_rope, .attention = hr_standin_attention, .ffn_act = sd_ffn_act, .apply_mask = sd_apply_mask,
     .add = sd_add, .add_bias = sd_add_bias, .sync = sd_sync, .free = sd_free,
+    .copy_async = sd_copy_async, .copy_done = sd_copy_done, .copy_sync = sd_copy_sync,
 };
 
 hr_dev *hr_dev_standin_open(uint64_t capacity, int n_threads, hr_err *e) {

@@ -1,0 +1,167 @@
+/* The dynamic expert cache (expert_cache.h): slots, staging and copies around the policy of
+ * sparse/trace_cache.c, which the trace simulator shares. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "expert_cache.h"
+#include "hybrid.h"
+#include "moe.h"
+#include "sparse/trace_cache.h"
+
+/* Chosen on routing traces of the bench/moe.sh shapes (docs/hybrid.md): lfru's decode hit rate
+ * was above or within 0.4 points of lru's but at one of six points (3.5 below), 2-20 points above
+ * with copies slower than a token, for 1.1-7x fewer refills; synthetic routing says little about
+ * real models. */
+#define HR_ECACHE_DEFAULT_POLICY HR_CACHE_LFRU
+
+typedef struct hr_ecache {
+    hr_cache_policy policy;
+    int32_t n_slot, n_layer, n_expert, k;
+    hr_cache_layer *L;        /* [n_layer]; n_slot 0 where the layer holds no slots */
+    uint64_t *ticket;         /* [n_layer][n_slot] the copy filling the slot (0: none) */
+    int32_t n_stage;
+    uint8_t **stage;          /* [n_stage] pinned, stage_bytes each */
+    uint64_t *stage_ticket;   /* [n_stage] the copy reading it (0: free) */
+    uint64_t stage_bytes;
+    int32_t *slots, *evicted; /* [n_expert] work space */
+} hr_ecache;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t mat_end(const hr_dmat *m) { return m->off + (uint64_t)m->n_out * m->row_bytes; }
+/* A slot's three matrices lie back to back in the arena (layout_experts): one copy fills it. */
+static uint64_t slot_span(const hr_gpu_expert *x) { return mat_end(&x->down) - x->gate.off; }
+
+int hr_ecache_init(hr_hybrid *h, const hearth_model *m, const char *policy, hr_err *e) {
+    const hr_gpu_plan *p = &h->plan;
+    const int pol = policy ? hr_cache_policy_parse(policy) : (int)HR_ECACHE_DEFAULT_POLICY;
+    if (pol < 0) return hr_errf(e, "unknown expert cache policy '%s' (lru, lfru or static)", policy);
+    if (!p->cache_slots) return 0;
+    hr_ecache *c = calloc(1, sizeof *c);
+    if (!c) return hr_errf(e, "out of memory");
+    h->cache = c;
+    c->policy = (hr_cache_policy)pol, c->n_slot = p->cache_slots, c->n_layer = p->n_layer;
+    c->n_expert = m->hp.n_expert, c->k = m->hp.n_expert_used;
+    c->L = calloc((size_t)c->n_layer, sizeof *c->L);
+    c->ticket = calloc((size_t)c->n_layer * (size_t)c->n_slot, sizeof *c->ticket);
+    c->slots = malloc(sizeof *c->slots * (size_t)c->n_expert), c->evicted = malloc(sizeof *c->evicted * (size_t)c->n_expert);
+    int32_t *init = malloc(sizeof *init * (size_t)c->n_slot);
+    int rc = c->L && c->ticket && c->slots && c->evicted && init ? 0 : hr_errf(e, "out of memory");
+    for (int32_t il = 0; !rc && il < c->n_layer; il++) {
+        const hr_gpu_layer *g = &p->layers[il];
+        if (!g->n_exp) continue;
+        if (g->n_exp != c->n_slot) rc = hr_errf(e, "internal error: layer %d has %d expert slots, not %d", il, g->n_exp, c->n_slot);
+        for (int32_t s = 0; !rc && s < c->n_slot; s++) {
+            init[s] = g->exps[s].id;
+            if (slot_span(&g->exps[s]) > c->stage_bytes) c->stage_bytes = slot_span(&g->exps[s]);
+        }
+        if (!rc) rc = hr_cache_layer_init(&c->L[il], c->n_slot, c->n_expert, init, e);
+    }
+    free(init);
+    if (rc) return -1;
+    c->n_stage = HR_ECACHE_STAGING_PER_K * c->k;
+    c->stage = calloc((size_t)c->n_stage, sizeof *c->stage), c->stage_ticket = calloc((size_t)c->n_stage, sizeof *c->stage_ticket);
+    if (!c->stage || !c->stage_ticket) return hr_errf(e, "out of memory");
+    for (int32_t i = 0; i < c->n_stage; i++)
+        if (!(c->stage[i] = h->dev->ops->host_alloc(h->dev, (size_t)c->stage_bytes)))
+            return hr_errf(e, "out of pinned memory for %d expert staging buffers of %llu bytes", c->n_stage,
+                           (unsigned long long)c->stage_bytes);
+    h->st.cache_slots = c->n_slot;
+    snprintf(h->st.cache_policy, sizeof h->st.cache_policy, "%s", hr_cache_policy_name(c->policy));
+    return 0;
+}
+
+void hr_ecache_free(hr_hybrid *h) {
+    hr_ecache *c = h->cache;
+    if (!c) return;
+    for (int32_t il = 0; c->L && il < c->n_layer; il++) hr_cache_layer_free(&c->L[il]);
+    /* copies still reading a staging buffer finish first (a lazy stream runs them now) */
+    hr_err ignored;
+    (void)h->dev->ops->copy_sync(h->dev, &ignored);
+    for (int32_t i = 0; c->stage && i < c->n_stage; i++) h->dev->ops->host_free(h->dev, c->stage[i]);
+    free(c->L), free(c->ticket), free(c->stage), free(c->stage_ticket), free(c->slots), free(c->evicted);
+    free(c);
+    h->cache = NULL;
+}
+
+int hr_ecache_begin(hearth_ctx *c, int il, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    hr_ecache *k = h->cache;
+    if (!k || !k->L[il].n_slot) return 0;
+    hr_cache_layer *L = &k->L[il];
+    hr_gpu_layer *g = &h->plan.layers[il];
+    for (int32_t s = 0; s < L->n_slot; s++) {
+        if (L->slot[s] < 0 || L->ready[s]) continue;
+        bool done = false;
+        if (h->dev->ops->copy_done(h->dev, k->ticket[(size_t)il * (size_t)k->n_slot + (size_t)s], &done, e)) return -1;
+        if (!done) continue;
+        hr_cache_filled(L, s);
+        g->exps[s].id = L->slot[s], g->exp_local[L->slot[s]] = s;
+        h->st.cache_landed++;
+    }
+    return 0;
+}
+
+/* A staging buffer whose copy has landed (or never ran), or -1. */
+static int free_stage(hr_hybrid *h, hr_ecache *k, int32_t *n_free, hr_err *e) {
+    int32_t first = -1;
+    *n_free = 0;
+    for (int32_t i = 0; i < k->n_stage; i++) {
+        bool done = !k->stage_ticket[i];
+        if (!done && h->dev->ops->copy_done(h->dev, k->stage_ticket[i], &done, e)) return -2;
+        if (!done) continue;
+        k->stage_ticket[i] = 0, ++*n_free;
+        if (first < 0) first = i;
+    }
+    return first;
+}
+
+/* Slot s of layer il now holds expert x, not yet usable: stage its rows, enqueue the copy. */
+static int refill(hearth_ctx *c, int il, int32_t s, int32_t old, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    hr_ecache *k = h->cache;
+    hr_gpu_layer *g = &h->plan.layers[il];
+    const hr_moe_weights *w = &c->m->layers[il].moe;
+    hr_gpu_expert *d = &g->exps[s];
+    const int32_t x = k->L[il].slot[s];
+    if (old >= 0) g->exp_local[old] = -1;
+    d->id = -1;
+    int32_t n_free = 0;
+    const int32_t b = free_stage(h, k, &n_free, e);
+    if (b < -1) return -1;
+    if (b < 0) return hr_errf(e, "internal error: no free expert staging buffer");
+    const hr_mat src[3] = {hr_moe_expert(&w->gate, x), hr_moe_expert(&w->up, x), hr_moe_expert(d->down_t ? &w->down_t : &w->down, x)};
+    const hr_dmat *dst[3] = {&d->gate, &d->up, &d->down};
+    for (int i = 0; i < 3; i++)
+        memcpy(k->stage[b] + (dst[i]->off - d->gate.off), src[i].data, (size_t)dst[i]->n_out * dst[i]->row_bytes);
+    uint64_t t = 0;
+    if (h->dev->ops->copy_async(h->dev, d->gate.off, k->stage[b], slot_span(d), &t, e)) return -1;
+    k->stage_ticket[b] = t, k->ticket[(size_t)il * (size_t)k->n_slot + (size_t)s] = t;
+    h->st.cache_refills++, h->st.cache_refill_bytes += slot_span(d);
+    return 0;
+}
+
+int hr_ecache_end(hearth_ctx *c, int il, const int32_t *count, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    hr_ecache *k = h->cache;
+    if (!k || !k->L[il].n_slot) return 0;
+    const double t0 = now_s();
+    hr_cache_layer *L = &k->L[il];
+    for (int32_t x = 0; x < k->n_expert; x++) {
+        h->st.cache_lookups += (uint64_t)count[x];
+        if (count[x] && L->where[x] >= 0 && !L->ready[L->where[x]]) h->st.cache_late += (uint64_t)count[x];
+    }
+    h->st.cache_hits += hr_cache_hits(L, count);
+    int32_t n_free = 0;
+    if (free_stage(h, k, &n_free, e) < -1) return -1;
+    const int32_t max = n_free < k->k ? n_free : k->k;
+    const int32_t n = hr_cache_update(L, k->policy, count, max, k->slots, k->evicted);
+    for (int32_t i = 0; i < n; i++)
+        if (refill(c, il, k->slots[i], k->evicted[i], e)) return -1;
+    h->st.cache_refill_s += now_s() - t0;
+    return 0;
+}
