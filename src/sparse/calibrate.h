@@ -46,6 +46,13 @@ int hr_calib_eval_chunks(hearth_ctx *ctx, const int32_t *tokens, int64_t n_token
 int hr_calib_collect(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o,
                      hr_stats *stats, hr_pairs *pairs, hr_err *e);
 void hr_pairs_free(hr_pairs *p);
+/* Room for cap pairs per layer of n_layer layers of width d and ff neurons. */
+int hr_pairs_init(hr_pairs *p, int32_t n_layer, int32_t d, int32_t ff, int64_t cap, hr_err *e);
+/* Layer il's n_tok FFN inputs p [n_tok][n_embd] and activations act [n_tok][n_ff]: counts in
+ * cnt [n_ff] each neuron's active tokens (act != 0, or act > *thr where thr is given) and
+ * keeps every stride-th token's pair (seen[il]: tokens layer il has seen so far). */
+void hr_pairs_record(hr_pairs *pp, uint32_t *cnt, int64_t *seen, int64_t stride, int32_t il, int32_t n_tok, const float *p,
+                     const float *act, const float *thr);
 
 /* ---- predictor training (predictor_train.c) ---- */
 

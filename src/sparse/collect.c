@@ -12,19 +12,17 @@ typedef struct {
     int64_t stride;     /* keep the pair of every stride-th token */
 } collector;
 
-static void observe(void *ud, int32_t il, int32_t n_tok, const float *p, const float *act) {
-    collector *c = ud;
-    hr_pairs *pp = c->pairs;
+void hr_pairs_record(hr_pairs *pp, uint32_t *cnt, int64_t *seen, int64_t stride, int32_t il, int32_t n_tok, const float *p,
+                     const float *act, const float *thr) {
     const int64_t ff = pp->n_ff, d = pp->n_embd;
-    uint32_t *cnt = c->stats->counts + (size_t)il * (size_t)ff;
     for (int32_t t = 0; t < n_tok; t++) {
         const float *a = act + (int64_t)t * ff;
-        int64_t g = c->seen[il] + t, slot = g / c->stride;
-        bool keep = g % c->stride == 0 && slot < pp->cap;
+        int64_t g = seen[il] + t, slot = g / stride;
+        bool keep = g % stride == 0 && slot < pp->cap;
         uint8_t *mk = keep ? pp->mask + ((size_t)il * pp->cap + (size_t)slot) * pp->mask_bytes : NULL;
         if (mk) memset(mk, 0, pp->mask_bytes);
         for (int64_t j = 0; j < ff; j++)
-            if (a[j] != 0.0f) {
+            if (thr ? a[j] > *thr : a[j] != 0.0f) {
                 cnt[j]++;
                 if (mk) mk[j >> 3] |= (uint8_t)(1u << (j & 7));
             }
@@ -33,7 +31,13 @@ static void observe(void *ud, int32_t il, int32_t n_tok, const float *p, const f
             if (il == 0 && slot + 1 > pp->n) pp->n = slot + 1;
         }
     }
-    c->seen[il] += n_tok;
+    seen[il] += n_tok;
+}
+
+static void observe(void *ud, int32_t il, int32_t n_tok, const float *p, const float *act) {
+    collector *c = ud;
+    uint32_t *cnt = c->stats->counts + (size_t)il * (size_t)c->pairs->n_ff;
+    hr_pairs_record(c->pairs, cnt, c->seen, c->stride, il, n_tok, p, act, NULL);
 }
 
 void hr_pairs_free(hr_pairs *p) {
@@ -42,7 +46,7 @@ void hr_pairs_free(hr_pairs *p) {
     memset(p, 0, sizeof *p);
 }
 
-static int pairs_init(hr_pairs *p, int32_t n_layer, int32_t d, int32_t ff, int64_t cap, hr_err *e) {
+int hr_pairs_init(hr_pairs *p, int32_t n_layer, int32_t d, int32_t ff, int64_t cap, hr_err *e) {
     memset(p, 0, sizeof *p);
     p->n_layer = n_layer, p->n_embd = d, p->n_ff = ff, p->cap = cap;
     p->mask_bytes = ((size_t)ff + 7) / 8;
@@ -100,7 +104,7 @@ int hr_calib_collect(hearth_model *m, const int32_t *tokens, int64_t n_tokens, c
     collector col = {stats, pairs, calloc((size_t)hp->n_layer, sizeof(int64_t)), (n_tokens + cap - 1) / cap};
     int r = !col.seen ? hr_errf(e, "out of memory") : 0;
     if (!r) r = hr_stats_init(stats, hp->n_layer, hp->n_ff, e);
-    if (!r) r = pairs_init(pairs, hp->n_layer, hp->n_embd, hp->n_ff, cap, e);
+    if (!r) r = hr_pairs_init(pairs, hp->n_layer, hp->n_embd, hp->n_ff, cap, e);
     if (!r) r = run_chunks(m, tokens, n_tokens, o, &col, e);
     free(col.seen);
     if (r) {

@@ -22,41 +22,9 @@ typedef struct {
 static void observe(void *ud, int32_t il, int32_t n_tok, const float *p, const float *act) {
     (void)act;
     thr_collector *c = ud;
-    hr_pairs *pp = c->pairs;
-    const int64_t ff = pp->n_ff, d = pp->n_embd;
-    const float thr = c->thr[il];
-    uint32_t *cnt = c->stats->counts + (size_t)il * (size_t)ff;
+    const int64_t ff = c->pairs->n_ff;
     hr_ffn_gate_mag(c->mag, hr_ffn_last_gate(c->ctx), (int64_t)n_tok * ff, c->m->hp.act, c->m->gelu_tab);
-    for (int32_t t = 0; t < n_tok; t++) {
-        const float *a = c->mag + (int64_t)t * ff;
-        int64_t g = c->seen[il] + t, slot = g / c->stride;
-        bool keep = g % c->stride == 0 && slot < pp->cap;
-        uint8_t *mk = keep ? pp->mask + ((size_t)il * pp->cap + (size_t)slot) * pp->mask_bytes : NULL;
-        if (mk) memset(mk, 0, pp->mask_bytes);
-        for (int64_t j = 0; j < ff; j++)
-            if (a[j] > thr) {
-                cnt[j]++;
-                if (mk) mk[j >> 3] |= (uint8_t)(1u << (j & 7));
-            }
-        if (keep) {
-            memcpy(pp->p + ((size_t)il * pp->cap + (size_t)slot) * d, p + t * d, sizeof(float) * (size_t)d);
-            if (il == 0 && slot + 1 > pp->n) pp->n = slot + 1;
-        }
-    }
-    c->seen[il] += n_tok;
-}
-
-static int pairs_alloc(hr_pairs *p, const hr_hparams *hp, int64_t cap, hr_err *e) {
-    memset(p, 0, sizeof *p);
-    p->n_layer = hp->n_layer, p->n_embd = hp->n_embd, p->n_ff = hp->n_ff, p->cap = cap;
-    p->mask_bytes = ((size_t)hp->n_ff + 7) / 8;
-    p->p = malloc(sizeof(float) * (size_t)hp->n_layer * (size_t)cap * (size_t)hp->n_embd + 1);
-    p->mask = malloc((size_t)hp->n_layer * (size_t)cap * p->mask_bytes + 1);
-    if (!p->p || !p->mask) {
-        hr_pairs_free(p);
-        return hr_errf(e, "out of memory for %lld calibration pairs per layer (lower --tokens)", (long long)cap);
-    }
-    return 0;
+    hr_pairs_record(c->pairs, c->stats->counts + (size_t)il * (size_t)ff, c->seen, c->stride, il, n_tok, p, c->mag, &c->thr[il]);
 }
 
 static int run_chunks(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, thr_collector *col,
@@ -92,7 +60,7 @@ int hr_calib_collect_thr(hearth_model *m, const int32_t *tokens, int64_t n_token
     thr_collector col = {m, NULL, thr, stats, pairs, NULL, calloc((size_t)hp->n_layer + 1, sizeof(int64_t)), (n_tokens + cap - 1) / cap};
     int r = !col.seen ? hr_errf(e, "out of memory") : 0;
     if (!r) r = hr_stats_init(stats, hp->n_layer, hp->n_ff, e);
-    if (!r) r = pairs_alloc(pairs, hp, cap, e);
+    if (!r) r = hr_pairs_init(pairs, hp->n_layer, hp->n_embd, hp->n_ff, cap, e);
     if (!r) r = run_chunks(m, tokens, n_tokens, o, &col, e);
     free(col.seen);
     if (r) {
