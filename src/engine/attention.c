@@ -27,7 +27,7 @@ static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_
     const uint32_t kt = c->kv.k_elem == 2 ? HR_F16 : HR_F32;
     const hr_kernels *k = c->cpu.k;
     const uint8_t *K = c->kv.k_cache + first * c->kv.k_elem;
-    k->act_prep[kt](c->q + ((int64_t)t * hp->n_head + h) * hd, qp, hd);
+    k->act_prep[kt](c->sc.q + ((int64_t)t * hp->n_head + h) * hd, qp, hd);
     for (int32_t p = 0; p < n_kv; p++) k->vec_dot[kt](hd, &s[p], K + (size_t)p * kvd * c->kv.k_elem, qp);
     /* llama.cpp caps the raw scores, then the softmax applies its scale (1 where q was scaled). */
     if (hp->attn_softcap > 0) hr_softcap(s, n_kv, hp->attn_softcap);
@@ -36,7 +36,7 @@ static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_
     const float *sinks = c->m->layers[j->il].sinks;
     if (sinks) hr_softmax_sink(s, n_kv, hp->attn_scale, sinks[h]);
     else hr_softmax(s, n_kv, hp->attn_scale);
-    float *out = c->att + ((int64_t)t * hp->n_head + h) * hd;
+    float *out = c->sc.att + ((int64_t)t * hp->n_head + h) * hd;
     memset(out, 0, sizeof(float) * (size_t)hd);
     const uint8_t *V = c->kv.v_cache + first * c->kv.v_elem;
     for (int32_t p = 0; p < n_kv; p++) {
@@ -56,8 +56,8 @@ static void attn_task(void *arg, int ith, int nth) {
     hearth_ctx *c = j->c;
     const int64_t items = (int64_t)j->f->n * c->m->hp.n_head;
     const int64_t per = (items + nth - 1) / nth, i0 = per * ith, i1 = i0 + per < items ? i0 + per : items;
-    float *s = c->scores + (size_t)ith * c->n_ctx;
-    uint8_t *qp = c->qprep + (size_t)ith * c->qprep_stride;
+    float *s = c->sc.scores + (size_t)ith * c->n_ctx;
+    uint8_t *qp = c->sc.qprep + (size_t)ith * c->sc.qprep_stride;
     for (int64_t i = i0; i < i1; i++) attend_one(j, (int32_t)(i / c->m->hp.n_head), (int32_t)(i % c->m->hp.n_head), s, qp);
 }
 
@@ -67,7 +67,7 @@ static void store_kv(hearth_ctx *c, int il, const hr_fwd *f) {
     const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim;
     for (int32_t t = 0; t < f->n; t++) {
         const size_t base = hr_kv_cell(c, f->seq[t], il, f->pos[t]);
-        const float *k = c->k + t * kvd, *v = c->v + t * kvd;
+        const float *k = c->sc.k + t * kvd, *v = c->sc.v + t * kvd;
         for (int64_t i = 0; i < kvd; i++) {
             if (c->kv.k_elem == 2) ((uint16_t *)c->kv.k_cache)[base + i] = hr_f32_to_f16(k[i]);
             else ((float *)c->kv.k_cache)[base + i] = k[i];

@@ -21,17 +21,17 @@ static int alloc_scratch(hearth_ctx *c, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
     size_t nb = (size_t)c->n_batch, d = (size_t)hp->n_embd, qd = (size_t)hp->n_head * hp->head_dim;
     size_t kvd = (size_t)hp->n_head_kv * hp->head_dim, ff = (size_t)hp->n_ff, nt = (size_t)hr_pool_threads(c->cpu.pool);
-    c->qprep_stride = (hr_act_bytes(HR_F32, hp->head_dim) + 63) & ~(size_t)63;
-    c->x = alloc_f(c, nb * d * 4), c->xn = alloc_f(c, nb * d * 4), c->tmp = alloc_f(c, nb * d * 4);
-    c->xb = hp->arch->parallel ? alloc_f(c, nb * d * 4) : NULL;
-    c->q = alloc_f(c, nb * qd * 4), c->att = alloc_f(c, nb * qd * 4);
-    c->k = alloc_f(c, nb * kvd * 4), c->v = alloc_f(c, nb * kvd * 4);
-    c->g = alloc_f(c, nb * ff * 4), c->u = alloc_f(c, nb * ff * 4), c->h = alloc_f(c, nb * ff * 4);
-    c->scores = alloc_f(c, nt * (size_t)c->n_ctx * 4);
-    c->qprep = alloc_f(c, nt * c->qprep_stride);
-    c->tok_pos = alloc_f(c, nb * 4), c->tok_seq = alloc_f(c, nb * 4), c->tok_want = alloc_f(c, nb);
-    if (!c->tok_pos || !c->tok_seq || !c->tok_want) return hr_errf(e, "out of memory allocating token arrays");
-    if (!c->x || !c->xn || !c->tmp || (hp->arch->parallel && !c->xb) || !c->q || !c->att || !c->k || !c->v || !c->g || !c->u || !c->h || !c->scores || !c->qprep)
+    c->sc.qprep_stride = (hr_act_bytes(HR_F32, hp->head_dim) + 63) & ~(size_t)63;
+    c->sc.x = alloc_f(c, nb * d * 4), c->sc.xn = alloc_f(c, nb * d * 4), c->sc.tmp = alloc_f(c, nb * d * 4);
+    c->sc.xb = hp->arch->parallel ? alloc_f(c, nb * d * 4) : NULL;
+    c->sc.q = alloc_f(c, nb * qd * 4), c->sc.att = alloc_f(c, nb * qd * 4);
+    c->sc.k = alloc_f(c, nb * kvd * 4), c->sc.v = alloc_f(c, nb * kvd * 4);
+    c->sc.g = alloc_f(c, nb * ff * 4), c->sc.u = alloc_f(c, nb * ff * 4), c->sc.h = alloc_f(c, nb * ff * 4);
+    c->sc.scores = alloc_f(c, nt * (size_t)c->n_ctx * 4);
+    c->sc.qprep = alloc_f(c, nt * c->sc.qprep_stride);
+    c->sc.tok_pos = alloc_f(c, nb * 4), c->sc.tok_seq = alloc_f(c, nb * 4), c->sc.tok_want = alloc_f(c, nb);
+    if (!c->sc.tok_pos || !c->sc.tok_seq || !c->sc.tok_want) return hr_errf(e, "out of memory allocating token arrays");
+    if (!c->sc.x || !c->sc.xn || !c->sc.tmp || (hp->arch->parallel && !c->sc.xb) || !c->sc.q || !c->sc.att || !c->sc.k || !c->sc.v || !c->sc.g || !c->sc.u || !c->sc.h || !c->sc.scores || !c->sc.qprep)
         return hr_errf(e, "out of memory allocating %llu bytes of scratch", (unsigned long long)c->scratch_bytes);
     return 0;
 }
@@ -46,13 +46,13 @@ static int64_t max_pred_rank(const hearth_model *m) {
 static int alloc_ffn(hearth_ctx *c, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
     size_t nb = (size_t)c->n_batch, ff = (size_t)hp->n_ff;
-    c->ffn_a = alloc_f(c, nb * ff * 4), c->ffn_s = alloc_f(c, nb * ff * 4);
-    c->ffn_ph = alloc_f(c, nb * (size_t)max_pred_rank(c->m) * 4);
-    c->ffn_idx = alloc_f(c, ff * 4), c->ffn_all = alloc_f(c, ff * 4), c->ffn_mask = alloc_f(c, nb * ff);
-    c->ffn_stats = alloc_f(c, sizeof(hearth_ffn_stats) * (size_t)hp->n_layer);
-    if (!c->ffn_a || !c->ffn_s || !c->ffn_ph || !c->ffn_idx || !c->ffn_all || !c->ffn_mask || !c->ffn_stats)
+    c->ffn.a = alloc_f(c, nb * ff * 4), c->ffn.s = alloc_f(c, nb * ff * 4);
+    c->ffn.ph = alloc_f(c, nb * (size_t)max_pred_rank(c->m) * 4);
+    c->ffn.idx = alloc_f(c, ff * 4), c->ffn.all = alloc_f(c, ff * 4), c->ffn.mask = alloc_f(c, nb * ff);
+    c->ffn.stats = alloc_f(c, sizeof(hearth_ffn_stats) * (size_t)hp->n_layer);
+    if (!c->ffn.a || !c->ffn.s || !c->ffn.ph || !c->ffn.idx || !c->ffn.all || !c->ffn.mask || !c->ffn.stats)
         return hr_errf(e, "out of memory allocating FFN buffers");
-    for (size_t j = 0; j < ff; j++) c->ffn_all[j] = (int32_t)j;
+    for (size_t j = 0; j < ff; j++) c->ffn.all[j] = (int32_t)j;
     return 0;
 }
 
@@ -122,12 +122,12 @@ hearth_ctx *hearth_ctx_new(hearth_model *m, const hearth_ctx_params *p, hr_err *
         return NULL;
     }
     c->m = m;
-    c->n_ctx = sh.n_ctx, c->n_batch = sh.n_batch, c->n_seq = sh.n_seq, c->ffn_mode = sh.ffn_mode;
+    c->n_ctx = sh.n_ctx, c->n_batch = sh.n_batch, c->n_seq = sh.n_seq, c->ffn.mode = sh.ffn_mode;
     c->kv.k_type = d.kv_k, c->kv.v_type = d.kv_v;
     int nt = d.n_threads ? d.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nt < 1) nt = 1;
-    c->ffn_stats_on = d.ffn_stats;
-    c->ffn_observer = d.ffn_observer, c->ffn_observer_ud = d.ffn_observer_ud; /* calibration hook */
+    c->ffn.stats_on = d.ffn_stats;
+    c->ffn.observer = d.ffn_observer, c->ffn.observer_ud = d.ffn_observer_ud; /* calibration hook */
     /* the device first: the host KV cache leaves out the layers whose attention it runs */
     if (hr_cpu_init(&c->cpu, nt, e) || hr_hybrid_init(c, &d, e) || alloc_kv(c, e) || alloc_scratch(c, e) ||
         alloc_ffn(c, e) || hr_moe_ctx_init(c, e) || hr_sparse_reserve(&c->sparse_ws, &c->cpu, c->n_batch, m->hp.n_embd, e)) {
@@ -144,15 +144,15 @@ void hearth_ctx_free(hearth_ctx *c) {
     hr_cpu_free(&c->cpu);
     hr_sparse_ws_free(&c->sparse_ws);
     free(c->kv.k_cache), free(c->kv.v_cache), free(c->kv.layer);
-    free(c->x), free(c->xn), free(c->xb), free(c->tmp), free(c->q), free(c->att), free(c->k), free(c->v);
-    free(c->g), free(c->u), free(c->h), free(c->scores), free(c->qprep), free(c->logits), free(c->embd);
-    free(c->tok_pos), free(c->tok_seq), free(c->tok_want);
-    free(c->ffn_a), free(c->ffn_s), free(c->ffn_ph), free(c->ffn_idx), free(c->ffn_all), free(c->ffn_mask), free(c->ffn_stats);
+    free(c->sc.x), free(c->sc.xn), free(c->sc.xb), free(c->sc.tmp), free(c->sc.q), free(c->sc.att), free(c->sc.k), free(c->sc.v);
+    free(c->sc.g), free(c->sc.u), free(c->sc.h), free(c->sc.scores), free(c->sc.qprep), free(c->logits), free(c->embd);
+    free(c->sc.tok_pos), free(c->sc.tok_seq), free(c->sc.tok_want);
+    free(c->ffn.a), free(c->ffn.s), free(c->ffn.ph), free(c->ffn.idx), free(c->ffn.all), free(c->ffn.mask), free(c->ffn.stats);
     free(c);
 }
 
 int32_t hearth_ctx_n_ctx(const hearth_ctx *c) { return c->n_ctx; }
-hearth_ffn_mode hearth_ctx_ffn_mode(const hearth_ctx *c) { return c->ffn_mode; }
+hearth_ffn_mode hearth_ctx_ffn_mode(const hearth_ctx *c) { return c->ffn.mode; }
 
 const char *hearth_ffn_mode_name(hearth_ffn_mode m) {
     static const char *const names[] = {"auto", "dense", "exact", "predicted", "threshold"};
@@ -161,7 +161,7 @@ const char *hearth_ffn_mode_name(hearth_ffn_mode m) {
 
 int hearth_ctx_ffn_stats(const hearth_ctx *c, int32_t il, hearth_ffn_stats *out) {
     if (il < 0 || il >= c->m->hp.n_layer) return -1;
-    *out = c->ffn_stats[il];
+    *out = c->ffn.stats[il];
     return 0;
 }
 uint64_t hearth_ctx_kv_bytes(const hearth_ctx *c) { return c->kv.bytes; }
@@ -209,13 +209,13 @@ const float *hearth_embeddings(const hearth_ctx *c, int32_t i) {
 }
 
 /* One forward call over tokens[0..n) whose positions, sequences and logit requests are in
- * c->tok_pos / tok_seq / tok_want; the wanted logits (hidden states in embeddings mode) go
+ * c->sc.tok_pos / tok_seq / tok_want; the wanted logits (hidden states in embeddings mode) go
  * to rows *row.. of c->logits (c->embd). */
 static int forward_chunk(hearth_ctx *c, const int32_t *tokens, int32_t n, int64_t *row, hr_err *e) {
     int32_t want = 0;
-    for (int32_t t = 0; t < n; t++) want += c->tok_want[t];
-    hr_fwd f = {.tokens = tokens, .pos = c->tok_pos, .seq = c->tok_seq, .n = n,
-                .want = want ? c->tok_want : NULL,
+    for (int32_t t = 0; t < n; t++) want += c->sc.tok_want[t];
+    hr_fwd f = {.tokens = tokens, .pos = c->sc.tok_pos, .seq = c->sc.tok_seq, .n = n,
+                .want = want ? c->sc.tok_want : NULL,
                 .logits = want && !c->embd_mode ? c->logits + *row * c->m->hp.n_vocab : NULL,
                 .embd = want && c->embd_mode ? c->embd + *row * c->m->hp.n_embd : NULL};
     *row += want;
@@ -252,9 +252,9 @@ int hearth_eval_batch(hearth_ctx *c, const hearth_batch *b, hr_err *e) {
     for (int32_t done = 0; done < b->n;) {
         const int32_t chunk = b->n - done < c->n_batch ? b->n - done : c->n_batch;
         for (int32_t t = 0; t < chunk; t++) {
-            c->tok_pos[t] = b->pos[done + t];
-            c->tok_seq[t] = b->seq ? b->seq[done + t] : 0;
-            c->tok_want[t] = b->logits && b->logits[done + t];
+            c->sc.tok_pos[t] = b->pos[done + t];
+            c->sc.tok_seq[t] = b->seq ? b->seq[done + t] : 0;
+            c->sc.tok_want[t] = b->logits && b->logits[done + t];
         }
         if (forward_chunk(c, b->tokens + done, chunk, &row, e)) return -1;
         done += chunk;
@@ -273,8 +273,8 @@ int hearth_eval(hearth_ctx *c, const int32_t *tokens, int32_t n, int32_t pos, bo
     for (int32_t done = 0; done < n;) {
         const int32_t chunk = n - done < c->n_batch ? n - done : c->n_batch;
         for (int32_t t = 0; t < chunk; t++) {
-            c->tok_pos[t] = pos + done + t, c->tok_seq[t] = 0;
-            c->tok_want[t] = all_logits || done + t == n - 1;
+            c->sc.tok_pos[t] = pos + done + t, c->sc.tok_seq[t] = 0;
+            c->sc.tok_want[t] = all_logits || done + t == n - 1;
         }
         if (forward_chunk(c, tokens + done, chunk, &row, e)) return -1;
         done += chunk;

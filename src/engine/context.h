@@ -17,44 +17,54 @@ typedef struct hr_kv_cache {
     uint64_t bytes;
 } hr_kv_cache;
 
+/* Scratch of one forward call, sized for n_batch tokens (forward.c, attention.c, ffn.c). */
+typedef struct hr_scratch {
+    float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *h;
+    float *xb;      /* parallel layers (Falcon): attention input and output [n_batch][n_embd] */
+    float *scores;  /* [n_threads][n_ctx] */
+    uint8_t *qprep; /* [n_threads][prepared q row] */
+    size_t qprep_stride;
+    int32_t *tok_pos, *tok_seq; /* [n_batch] position and sequence of each token of a forward call */
+    bool *tok_want;             /* [n_batch] logits wanted */
+} hr_scratch;
+
+/* The FFN's mode, its statistics and the sparse modes' scratch (ffn.c, ffn_threshold.c). */
+typedef struct hr_ffn_state {
+    hearth_ffn_mode mode;
+    bool stats_on;
+    hearth_ffn_stats *stats; /* [n_layer] */
+    float *a;                /* [n_batch][n_ff] activations of computed neurons */
+    float *s;                /* [n_batch][n_ff] predictor scores */
+    float *ph;               /* [n_batch][max predictor rank] */
+    int32_t *idx;            /* [n_ff] union of active neurons */
+    int32_t *all;            /* [n_ff] 0..n_ff-1 */
+    uint8_t *mask;           /* [n_batch][n_ff] active flags */
+    void (*observer)(void *ud, int32_t layer, int32_t n_tok, const float *p, const float *act); /* calibration hook */
+    void *observer_ud;
+} hr_ffn_state;
+
+/* A context's parts, each for the stage that uses it: the host KV cache, the forward call's
+ * scratch, the FFN state, the outputs, the device side, the experts' workspace. */
 struct hearth_ctx {
     hearth_model *m;
     int32_t n_ctx, n_batch, n_seq;
     hr_cpu cpu;
     hr_sparse_ws sparse_ws; /* partial sums of the sparse down projection */
     hr_kv_cache kv;
-    /* scratch, sized for n_batch tokens */
-    float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *h;
-    float *xb;      /* parallel layers (Falcon): attention input and output [n_batch][n_embd] */
-    float *scores;  /* [n_threads][n_ctx] */
-    uint8_t *qprep; /* [n_threads][prepared q row] */
-    size_t qprep_stride;
-    /* FFN scratch (ffn.c) */
-    hearth_ffn_mode ffn_mode;
-    bool ffn_stats_on;
-    hearth_ffn_stats *ffn_stats;  /* [n_layer] */
-    float *ffn_a;                 /* [n_batch][n_ff] activations of computed neurons */
-    float *ffn_s;                 /* [n_batch][n_ff] predictor scores */
-    float *ffn_ph;                /* [n_batch][max predictor rank] */
-    int32_t *ffn_idx;             /* [n_ff] union of active neurons */
-    int32_t *ffn_all;             /* [n_ff] 0..n_ff-1 */
-    uint8_t *ffn_mask;            /* [n_batch][n_ff] active flags */
-    void (*ffn_observer)(void *ud, int32_t layer, int32_t n_tok, const float *p, const float *act); /* calibration hook */
-    void *ffn_observer_ud;
-    int32_t *tok_pos, *tok_seq; /* [n_batch] position and sequence of each token of a forward call */
-    bool *tok_want;             /* [n_batch] logits wanted */
+    hr_scratch sc;
+    hr_ffn_state ffn;
     float *logits;  /* [logits_rows][n_vocab] */
     int64_t logits_cap, n_logits;
     bool embd_mode;  /* wanted tokens get their final hidden state instead of logits */
     float *embd;     /* [embd rows][n_embd] */
     int64_t embd_cap, n_embd_rows;
-    uint64_t scratch_bytes;
+    uint64_t scratch_bytes; /* all of the context's buffers but the KV cache */
     struct hr_hybrid *hy; /* device side (hybrid.h); NULL: CPU only */
     struct hr_moe_ws *moe; /* mixture-of-experts workspace and counters (moe.c); NULL: dense */
 };
 
 /* One forward call: up to n_batch tokens, token t at position pos[t] of sequence seq[t]
- * (pos and seq may point at c->tok_pos / c->tok_seq). want[t] (NULL: none) asks for
+ * (pos and seq may point at c->sc.tok_pos / c->sc.tok_seq). want[t] (NULL: none) asks for
  * token t's logits, written in order as consecutive rows of logits. */
 typedef struct hr_fwd {
     const int32_t *tokens, *pos, *seq;

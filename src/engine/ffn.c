@@ -36,70 +36,70 @@ static int project_down(const ffn_job *j, const float *A, const int32_t *idx, in
     } else if (nu == j->ff) {
         r = hr_matmul(&c->cpu, &j->f->down, A, j->n, out, e);
     } else { /* only ffn_down {n_ff, n_embd}: scatter into full rows, zeros elsewhere */
-        memset(c->h, 0, sizeof(float) * (size_t)(j->n * j->ff));
+        memset(c->sc.h, 0, sizeof(float) * (size_t)(j->n * j->ff));
         for (int32_t t = 0; t < j->n; t++)
-            for (int64_t i = 0; i < nu; i++) c->h[t * j->ff + idx[i]] = A[t * nu + i];
-        r = hr_matmul(&c->cpu, &j->f->down, c->h, j->n, out, e);
+            for (int64_t i = 0; i < nu; i++) c->sc.h[t * j->ff + idx[i]] = A[t * nu + i];
+        r = hr_matmul(&c->cpu, &j->f->down, c->sc.h, j->n, out, e);
     }
     if (!r) add_bias(out, j->f->b_down, j->n, c->m->hp.n_embd);
     return r;
 }
 
-/* Gate and up for the neurons idx (all of them when nu == ff), into c->g and c->u as [n][nu]. */
+/* Gate and up for the neurons idx (all of them when nu == ff), into c->sc.g and c->sc.u as [n][nu]. */
 static int gate_up(const ffn_job *j, const int32_t *idx, int64_t nu, bool need_gate, hr_err *e) {
     hearth_ctx *c = j->c;
     const hr_ffn_weights *f = j->f;
     bool all = nu == j->ff;
     if (need_gate && f->gate.data &&
-        (all ? hr_matmul(&c->cpu, &f->gate, j->xn, j->n, c->g, e) : hr_gather_matmul(&c->cpu, &f->gate, j->xn, j->n, idx, nu, c->g, e)))
+        (all ? hr_matmul(&c->cpu, &f->gate, j->xn, j->n, c->sc.g, e) : hr_gather_matmul(&c->cpu, &f->gate, j->xn, j->n, idx, nu, c->sc.g, e)))
         return -1;
-    if (all ? hr_matmul(&c->cpu, &f->up, j->xn, j->n, c->u, e) : hr_gather_matmul(&c->cpu, &f->up, j->xn, j->n, idx, nu, c->u, e))
+    if (all ? hr_matmul(&c->cpu, &f->up, j->xn, j->n, c->sc.u, e) : hr_gather_matmul(&c->cpu, &f->up, j->xn, j->n, idx, nu, c->sc.u, e))
         return -1;
     if (f->b_up) {
         for (int32_t t = 0; t < j->n; t++)
-            for (int64_t i = 0; i < nu; i++) c->u[t * nu + i] += f->b_up[idx[i]];
+            for (int64_t i = 0; i < nu; i++) c->sc.u[t * nu + i] += f->b_up[idx[i]];
     }
     return 0;
 }
 
-/* Union of the per-token masks into c->ffn_idx; returns its size. */
+/* Union of the per-token masks into c->ffn.idx; returns its size. */
 static int64_t mask_union(const ffn_job *j) {
-    const uint8_t *mk = j->c->ffn_mask;
+    const uint8_t *mk = j->c->ffn.mask;
     const hr_prof_mark pm = hr_prof_begin(j->c->cpu.prof);
     int64_t nu = 0;
     for (int64_t k = 0; k < j->ff; k++) {
         uint8_t any = 0;
         for (int32_t t = 0; t < j->n && !any; t++) any = mk[t * j->ff + k];
-        if (any) j->c->ffn_idx[nu++] = (int32_t)k;
+        if (any) j->c->ffn.idx[nu++] = (int32_t)k;
     }
     hr_prof_end(j->c->cpu.prof, pm, HR_PROF_ELEM, 0, (uint64_t)(j->n * j->ff) + (uint64_t)nu * 4);
     return nu;
 }
 
-/* Activations of the union's neurons from c->g/c->u ([n][nu]); masked-out entries zeroed. */
+/* Activations of the union's neurons from c->sc.g/c->sc.u ([n][nu]); masked-out entries zeroed. */
 static void activate(const ffn_job *j, const int32_t *idx, int64_t nu, float *A) {
     const hr_hparams *hp = &j->c->m->hp;
     const hr_prof_mark pm = hr_prof_begin(j->c->cpu.prof);
-    hr_ffn_act_tab(A, j->f->gate.data ? j->c->g : NULL, j->c->u, j->n * nu, hp->act, j->c->m->gelu_tab);
-    const uint8_t *mk = j->c->ffn_mask;
+    hr_ffn_act_tab(A, j->f->gate.data ? j->c->sc.g : NULL, j->c->sc.u, j->n * nu, hp->act, j->c->m->gelu_tab);
+    const uint8_t *mk = j->c->ffn.mask;
     for (int32_t t = 0; t < j->n; t++)
         for (int64_t i = 0; i < nu; i++)
             if (!mk[t * j->ff + idx[i]]) A[t * nu + i] = 0.0f;
     hr_prof_end(j->c->cpu.prof, pm, HR_PROF_ELEM, 0, (uint64_t)(j->n * nu) * 13);
 }
 
-/* Computes the masked FFN given c->ffn_mask. */
+/* Computes the masked FFN given c->ffn.mask. */
 static int ffn_masked(const ffn_job *j, float *out, hr_err *e) {
     hearth_ctx *c = j->c;
     int64_t nu = mask_union(j);
-    const int32_t *idx = c->ffn_idx;
+    const int32_t *idx = c->ffn.idx;
     if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) {
-        idx = c->ffn_all;
+        idx = c->ffn.all;
         nu = j->ff;
     }
     if (gate_up(j, idx, nu, true, e)) return -1;
-    activate(j, idx, nu, c->ffn_a);
-    return project_down(j, c->ffn_a, idx, nu, out, e);
+    activate(j, idx, nu, c->ffn.a);
+    return project_down(j, c->ffn.a, idx, nu, out, e);
 }
 
 /* Up's bias and the activation of neurons [r0, r1) of every token, into ffn_a: run by each
@@ -113,8 +113,8 @@ static void dense_act_rows(void *arg, int64_t r0, int64_t r1) {
     for (int32_t t = 0; t < j->n; t++) {
         const int64_t o = t * j->ff + r0;
         if (b)
-            for (int64_t i = 0; i < r1 - r0; i++) c->u[o + i] += b[r0 + i];
-        hr_ffn_act_tab(c->ffn_a + o, j->f->gate.data ? c->g + o : NULL, c->u + o, r1 - r0, c->m->hp.act, c->m->gelu_tab);
+            for (int64_t i = 0; i < r1 - r0; i++) c->sc.u[o + i] += b[r0 + i];
+        hr_ffn_act_tab(c->ffn.a + o, j->f->gate.data ? c->sc.g + o : NULL, c->sc.u + o, r1 - r0, c->m->hp.act, c->m->gelu_tab);
     }
 }
 
@@ -126,11 +126,11 @@ static int ffn_dense(const ffn_job *j, float *out, hr_err *e) {
     const hr_mm_epi ep = {dense_act_rows, (void *)j};
     int r;
     if (f->gate.data && hr_matmul_pair_fits(&f->gate, &f->up))
-        r = hr_matmul_pair(&c->cpu, &f->gate, &f->up, j->xn, j->n, c->g, c->u, &ep, e);
+        r = hr_matmul_pair(&c->cpu, &f->gate, &f->up, j->xn, j->n, c->sc.g, c->sc.u, &ep, e);
     else
-        r = (f->gate.data && hr_matmul(&c->cpu, &f->gate, j->xn, j->n, c->g, e)) ||
-            hr_matmul_ep(&c->cpu, &f->up, j->xn, j->n, c->u, &ep, e);
-    return r ? -1 : project_down(j, c->ffn_a, c->ffn_all, j->ff, out, e);
+        r = (f->gate.data && hr_matmul(&c->cpu, &f->gate, j->xn, j->n, c->sc.g, e)) ||
+            hr_matmul_ep(&c->cpu, &f->up, j->xn, j->n, c->sc.u, &ep, e);
+    return r ? -1 : project_down(j, c->ffn.a, c->ffn.all, j->ff, out, e);
 }
 
 /* Exact: the first product decides which neurons fire (gate > 0, or up > 0 without a gate). */
@@ -138,42 +138,42 @@ static int ffn_exact(const ffn_job *j, float *out, hr_err *e) {
     hearth_ctx *c = j->c;
     const hr_ffn_weights *f = j->f;
     if (!f->gate.data) { /* plain ReLU: up is the deciding product; down only for up > 0 */
-        if (gate_up(j, c->ffn_all, j->ff, false, e)) return -1;
-        for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn_mask[i] = c->u[i] > 0;
+        if (gate_up(j, c->ffn.all, j->ff, false, e)) return -1;
+        for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn.mask[i] = c->sc.u[i] > 0;
         int64_t nu = mask_union(j);
         for (int32_t t = 0; t < j->n; t++)
             for (int64_t i = 0; i < nu; i++) {
-                float u = c->u[t * j->ff + c->ffn_idx[i]];
-                c->ffn_a[t * nu + i] = u > 0 ? u : 0.0f;
+                float u = c->sc.u[t * j->ff + c->ffn.idx[i]];
+                c->ffn.a[t * nu + i] = u > 0 ? u : 0.0f;
             }
-        return project_down(j, c->ffn_a, c->ffn_idx, nu, out, e);
+        return project_down(j, c->ffn.a, c->ffn.idx, nu, out, e);
     }
-    if (hr_matmul(&c->cpu, &f->gate, j->xn, j->n, c->ffn_s, e)) return -1;
-    for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn_mask[i] = c->ffn_s[i] > 0;
+    if (hr_matmul(&c->cpu, &f->gate, j->xn, j->n, c->ffn.s, e)) return -1;
+    for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn.mask[i] = c->ffn.s[i] > 0;
     int64_t nu = mask_union(j);
-    if (hr_gather_matmul(&c->cpu, &f->up, j->xn, j->n, c->ffn_idx, nu, c->u, e)) return -1;
+    if (hr_gather_matmul(&c->cpu, &f->up, j->xn, j->n, c->ffn.idx, nu, c->sc.u, e)) return -1;
     for (int32_t t = 0; t < j->n; t++)
         for (int64_t i = 0; i < nu; i++) {
-            c->g[t * nu + i] = c->ffn_s[t * j->ff + c->ffn_idx[i]];
-            if (f->b_up) c->u[t * nu + i] += f->b_up[c->ffn_idx[i]];
+            c->sc.g[t * nu + i] = c->ffn.s[t * j->ff + c->ffn.idx[i]];
+            if (f->b_up) c->sc.u[t * nu + i] += f->b_up[c->ffn.idx[i]];
         }
-    activate(j, c->ffn_idx, nu, c->ffn_a);
-    return project_down(j, c->ffn_a, c->ffn_idx, nu, out, e);
+    activate(j, c->ffn.idx, nu, c->ffn.a);
+    return project_down(j, c->ffn.a, c->ffn.idx, nu, out, e);
 }
 
-/* Up and down for the neurons of c->ffn_mask, their gate products in c->ffn_s ([n][ff]; read
+/* Up and down for the neurons of c->ffn.mask, their gate products in c->ffn.s ([n][ff]; read
  * only where the mask is set); past HR_UNION_DENSE_SHARE of the batch's union, up is one
  * dense product. */
 static int thr_up_down(const ffn_job *j, float *out, hr_err *e) {
     hearth_ctx *c = j->c;
     int64_t nu = mask_union(j);
-    const int32_t *idx = c->ffn_idx;
-    if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) idx = c->ffn_all, nu = j->ff;
+    const int32_t *idx = c->ffn.idx;
+    if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) idx = c->ffn.all, nu = j->ff;
     if (gate_up(j, idx, nu, false, e)) return -1;
     for (int32_t t = 0; t < j->n; t++)
-        for (int64_t i = 0; i < nu; i++) c->g[t * nu + i] = c->ffn_s[t * j->ff + idx[i]];
-    activate(j, idx, nu, c->ffn_a);
-    return project_down(j, c->ffn_a, idx, nu, out, e);
+        for (int64_t i = 0; i < nu; i++) c->sc.g[t * nu + i] = c->ffn.s[t * j->ff + idx[i]];
+    activate(j, idx, nu, c->ffn.a);
+    return project_down(j, c->ffn.a, idx, nu, out, e);
 }
 
 /* Threshold: the gate fully; neurons whose |act(gate)| is above the layer's bound get up
@@ -184,13 +184,13 @@ static int ffn_threshold(const ffn_job *j, float *out, hr_err *e) {
     hearth_ctx *c = j->c;
     const int64_t nf = j->n * j->ff;
     const float thr = c->m->ffn_thr[j->il];
-    if (hr_matmul(&c->cpu, &j->f->gate, j->xn, j->n, c->ffn_s, e)) return -1;
-    hr_ffn_gate_mag(c->ffn_a, c->ffn_s, nf, c->m->hp.act, c->m->gelu_tab); /* ffn_a is free until activate */
-    for (int64_t i = 0; i < nf; i++) c->ffn_mask[i] = c->ffn_a[i] > thr;
+    if (hr_matmul(&c->cpu, &j->f->gate, j->xn, j->n, c->ffn.s, e)) return -1;
+    hr_ffn_gate_mag(c->ffn.a, c->ffn.s, nf, c->m->hp.act, c->m->gelu_tab); /* ffn_a is free until activate */
+    for (int64_t i = 0; i < nf; i++) c->ffn.mask[i] = c->ffn.a[i] > thr;
     return thr_up_down(j, out, e);
 }
 
-/* Predicted mode on a file with thresholds: the predictor's neurons (c->ffn_mask) get their
+/* Predicted mode on a file with thresholds: the predictor's neurons (c->ffn.mask) get their
  * gate rows (the union's: gathered, or one dense product past HR_UNION_DENSE_SHARE, as in
  * threshold mode, so a predictor that marks every neuron gives threshold mode's output bit
  * for bit); those above the layer's bound then get up and down. A neuron not predicted is
@@ -199,22 +199,22 @@ static int ffn_thr_predicted(const ffn_job *j, float *out, hr_err *e) {
     hearth_ctx *c = j->c;
     const float thr = c->m->ffn_thr[j->il];
     int64_t np = mask_union(j);
-    const int32_t *idx = c->ffn_idx;
-    if (np > HR_UNION_DENSE_SHARE * (double)j->ff) idx = c->ffn_all, np = j->ff;
-    if (np == j->ff ? hr_matmul(&c->cpu, &j->f->gate, j->xn, j->n, c->g, e)
-                    : hr_gather_matmul(&c->cpu, &j->f->gate, j->xn, j->n, idx, np, c->g, e))
+    const int32_t *idx = c->ffn.idx;
+    if (np > HR_UNION_DENSE_SHARE * (double)j->ff) idx = c->ffn.all, np = j->ff;
+    if (np == j->ff ? hr_matmul(&c->cpu, &j->f->gate, j->xn, j->n, c->sc.g, e)
+                    : hr_gather_matmul(&c->cpu, &j->f->gate, j->xn, j->n, idx, np, c->sc.g, e))
         return -1;
-    hr_ffn_gate_mag(c->ffn_a, c->g, j->n * np, c->m->hp.act, c->m->gelu_tab);
+    hr_ffn_gate_mag(c->ffn.a, c->sc.g, j->n * np, c->m->hp.act, c->m->gelu_tab);
     for (int32_t t = 0; t < j->n; t++) /* ffn_s (the scores, now in the mask) takes the gate in full rows */
         for (int64_t i = 0; i < np; i++) {
             const int64_t k = t * j->ff + idx[i];
-            c->ffn_s[k] = c->g[t * np + i];
-            c->ffn_mask[k] = c->ffn_mask[k] && c->ffn_a[t * np + i] > thr;
+            c->ffn.s[k] = c->sc.g[t * np + i];
+            c->ffn.mask[k] = c->ffn.mask[k] && c->ffn.a[t * np + i] > thr;
         }
     return thr_up_down(j, out, e);
 }
 
-const float *hr_ffn_last_gate(const hearth_ctx *c) { return c->g; }
+const float *hr_ffn_last_gate(const hearth_ctx *c) { return c->sc.g; }
 
 /* Ends the predictor's profile scope (prof.h); returns r. */
 static int pred_done(hearth_ctx *c, hr_prof_mark pm, int r) {
@@ -229,33 +229,33 @@ static int predict(const ffn_job *j, const hr_ffn_dev *d, const float *x, hr_err
     hearth_ctx *c = j->c;
     const hr_ffn_weights *f = j->f;
     const int64_t r = f->fc1.n_out;
-    const float *sc = d->in.scores ? d->in.scores : c->ffn_s; /* given: computed with the attention, in one round trip */
+    const float *sc = d->in.scores ? d->in.scores : c->ffn.s; /* given: computed with the attention, in one round trip */
     const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
     if (c->cpu.prof) c->cpu.prof->scope = HR_PROF_PREDICTOR; /* fc1/fc2 charged here, not to matvec */
     if (d->in.scores) {
     } else if (d->pred) {
-        if (hr_hybrid_predict(c, j->il, x, j->n, c->ffn_s, e)) return pred_done(c, pm, -1);
+        if (hr_hybrid_predict(c, j->il, x, j->n, c->ffn.s, e)) return pred_done(c, pm, -1);
     } else {
-        if (hr_matmul(&c->cpu, &f->fc1, x, j->n, c->ffn_ph, e)) return pred_done(c, pm, -1);
-        for (int64_t i = 0; i < j->n * r; i++) c->ffn_ph[i] = c->ffn_ph[i] > 0 ? c->ffn_ph[i] : 0.0f;
-        if (hr_matmul(&c->cpu, &f->fc2, c->ffn_ph, j->n, c->ffn_s, e)) return pred_done(c, pm, -1);
+        if (hr_matmul(&c->cpu, &f->fc1, x, j->n, c->ffn.ph, e)) return pred_done(c, pm, -1);
+        for (int64_t i = 0; i < j->n * r; i++) c->ffn.ph[i] = c->ffn.ph[i] > 0 ? c->ffn.ph[i] : 0.0f;
+        if (hr_matmul(&c->cpu, &f->fc2, c->ffn.ph, j->n, c->ffn.s, e)) return pred_done(c, pm, -1);
     }
     const float thr = c->m->sparse_threshold;
-    for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn_mask[i] = sc[i] >= thr;
+    for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn.mask[i] = sc[i] >= thr;
     return pred_done(c, pm, 0);
 }
 
 /* Neurons computed: always counted (one pass over the masks), so benchmarks can report
  * the bytes a sparse token really reads. */
 static void count_computed(const ffn_job *j, int il, hearth_ffn_mode mode) {
-    hearth_ffn_stats *s = &j->c->ffn_stats[il];
+    hearth_ffn_stats *s = &j->c->ffn.stats[il];
     s->tokens += (uint64_t)j->n;
     if (mode == HEARTH_FFN_DENSE) {
         s->computed += (uint64_t)(j->n * j->ff);
         return;
     }
     uint64_t k = 0;
-    for (int64_t i = 0; i < j->n * j->ff; i++) k += j->c->ffn_mask[i];
+    for (int64_t i = 0; i < j->n * j->ff; i++) k += j->c->ffn.mask[i];
     s->computed += k;
 }
 
@@ -263,18 +263,18 @@ static void count_computed(const ffn_job *j, int il, hearth_ffn_mode mode) {
  * computed. Costs full products with gate (and up, for dReLU; or up alone without a gate). */
 static int count_fired(const ffn_job *j, int il, hearth_ffn_mode mode, hr_err *e) {
     hearth_ctx *c = j->c;
-    hearth_ffn_stats *s = &c->ffn_stats[il];
+    hearth_ffn_stats *s = &c->ffn.stats[il];
     const hr_ffn_weights *f = j->f;
     const bool drelu = c->m->hp.act == HR_ACT_DRELU && f->gate.data;
     /* ffn_s is free here: predictor scores are already turned into the mask. */
-    if (hr_matmul(&c->cpu, f->gate.data ? &f->gate : &f->up, j->xn, j->n, c->ffn_a, e) ||
-        (drelu && hr_matmul(&c->cpu, &f->up, j->xn, j->n, c->ffn_s, e)))
+    if (hr_matmul(&c->cpu, f->gate.data ? &f->gate : &f->up, j->xn, j->n, c->ffn.a, e) ||
+        (drelu && hr_matmul(&c->cpu, &f->up, j->xn, j->n, c->ffn.s, e)))
         return -1;
     for (int64_t i = 0; i < j->n * j->ff; i++) {
         const float b = f->b_up ? f->b_up[i % j->ff] : 0.0f;
-        bool fired = f->gate.data ? c->ffn_a[i] > 0 : c->ffn_a[i] + b > 0;
-        if (drelu) fired = fired && c->ffn_s[i] + b > 0;
-        bool computed = mode == HEARTH_FFN_PREDICTED || mode == HEARTH_FFN_THRESHOLD ? c->ffn_mask[i]
+        bool fired = f->gate.data ? c->ffn.a[i] > 0 : c->ffn.a[i] + b > 0;
+        if (drelu) fired = fired && c->ffn.s[i] + b > 0;
+        bool computed = mode == HEARTH_FFN_PREDICTED || mode == HEARTH_FFN_THRESHOLD ? c->ffn.mask[i]
                         : mode == HEARTH_FFN_EXACT                                   ? fired
                                                                                      : true;
         s->fired += fired, s->fired_computed += fired && computed;
@@ -290,8 +290,8 @@ int hr_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *x, const float
 int hr_ffn_dev_run(hearth_ctx *c, const hr_layer *L, int il, const float *x, const float *xn, int32_t n, const hr_ffn_dev *d,
                    float *out, hr_err *e) {
     ffn_job j = {c, &L->ffn, xn, n, c->m->hp.n_ff, il};
-    const hearth_ffn_mode mode = c->ffn_mode;
-    const bool fired = c->ffn_stats_on && hr_act_relu_family(c->m->hp.act);
+    const hearth_ffn_mode mode = c->ffn.mode;
+    const bool fired = c->ffn.stats_on && hr_act_relu_family(c->m->hp.act);
     int r;
     switch (mode) {
     case HEARTH_FFN_PREDICTED:
@@ -299,18 +299,18 @@ int hr_ffn_dev_run(hearth_ctx *c, const hr_layer *L, int il, const float *x, con
         r = d->split       ? hr_hybrid_ffn_split(c, L, il, xn, d->in.xn_on_dev, n, out, e)
             : c->m->ffn_thr ? ffn_thr_predicted(&j, out, e)
                             : ffn_masked(&j, out, e);
-        if (!r && c->ffn_stats_on && c->m->ffn_thr && !fired) r = hr_ffn_thr_count_fired(c, j.f, il, xn, n, e);
+        if (!r && c->ffn.stats_on && c->m->ffn_thr && !fired) r = hr_ffn_thr_count_fired(c, j.f, il, xn, n, e);
         break;
     case HEARTH_FFN_EXACT:
         if (fired && count_fired(&j, il, mode, e)) return -1;
         if (d->whole) { /* exact equals dense for ReLU-family FFNs */
-            memset(c->ffn_mask, 1, (size_t)(n * j.ff));
+            memset(c->ffn.mask, 1, (size_t)(n * j.ff));
             r = hr_hybrid_ffn_dense(c, il, xn, n, out, e);
         } else r = ffn_exact(&j, out, e); /* builds the mask it counts */
         break;
     case HEARTH_FFN_THRESHOLD:
         if (d->whole) { /* a layer the GPU plan put on the device runs dense */
-            memset(c->ffn_mask, 1, (size_t)(n * j.ff));
+            memset(c->ffn.mask, 1, (size_t)(n * j.ff));
             r = hr_hybrid_ffn_dense(c, il, xn, n, out, e);
         } else r = ffn_threshold(&j, out, e); /* builds the mask count_fired reads */
         if (!r && fired) r = count_fired(&j, il, mode, e);
@@ -318,12 +318,12 @@ int hr_ffn_dev_run(hearth_ctx *c, const hr_layer *L, int il, const float *x, con
     default:
         if (fired && count_fired(&j, il, mode, e)) return -1;
         if (d->split) {
-            memset(c->ffn_mask, 1, (size_t)(n * j.ff));
+            memset(c->ffn.mask, 1, (size_t)(n * j.ff));
             r = hr_hybrid_ffn_split(c, L, il, xn, d->in.xn_on_dev, n, out, e);
         } else if (d->whole) r = hr_hybrid_ffn_dense(c, il, xn, n, out, e);
         else r = ffn_dense(&j, out, e);
-        /* calibration hook: c->ffn_a still holds the dense activations [n][n_ff] */
-        if (!r && c->ffn_observer) c->ffn_observer(c->ffn_observer_ud, il, n, x, c->ffn_a);
+        /* calibration hook: c->ffn.a still holds the dense activations [n][n_ff] */
+        if (!r && c->ffn.observer) c->ffn.observer(c->ffn.observer_ud, il, n, x, c->ffn.a);
     }
     if (!r) count_computed(&j, il, mode);
     return r;

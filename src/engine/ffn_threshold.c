@@ -77,16 +77,16 @@ void hr_ffn_gate_mag(float *out, const float *g, int64_t n, hr_act act, const ui
 /* --stats in predicted mode on a file with thresholds and an FFN that is not ReLU-family:
  * "fired" is what threshold mode would compute (|act(gate·x)| above the layer's bound, from
  * the full gate product), so fired_computed / fired is the predictor's recall of it. Runs
- * after the FFN, whose mask (c->ffn_mask) it reads; ffn_s and ffn_a are free then. */
+ * after the FFN, whose mask (c->ffn.mask) it reads; ffn_s and ffn_a are free then. */
 int hr_ffn_thr_count_fired(hearth_ctx *c, const hr_ffn_weights *f, int il, const float *xn, int32_t n, hr_err *e) {
     const int64_t nf = (int64_t)n * c->m->hp.n_ff;
     const float thr = c->m->ffn_thr[il];
-    hearth_ffn_stats *s = &c->ffn_stats[il];
-    if (hr_matmul(&c->cpu, &f->gate, xn, n, c->ffn_s, e)) return -1;
-    hr_ffn_gate_mag(c->ffn_a, c->ffn_s, nf, c->m->hp.act, c->m->gelu_tab);
+    hearth_ffn_stats *s = &c->ffn.stats[il];
+    if (hr_matmul(&c->cpu, &f->gate, xn, n, c->ffn.s, e)) return -1;
+    hr_ffn_gate_mag(c->ffn.a, c->ffn.s, nf, c->m->hp.act, c->m->gelu_tab);
     for (int64_t i = 0; i < nf; i++) {
-        const bool fired = c->ffn_a[i] > thr;
-        s->fired += fired, s->fired_computed += fired && c->ffn_mask[i];
+        const bool fired = c->ffn.a[i] > thr;
+        s->fired += fired, s->fired_computed += fired && c->ffn.mask[i];
     }
     return 0;
 }

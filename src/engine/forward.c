@@ -20,7 +20,7 @@ static void add_into(float *x, const float *y, int64_t n) {
 /* x += y over the batch's residual stream (timed as an element-wise op when profiling). */
 static void residual_add(hearth_ctx *c, const float *y, int64_t n) {
     const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
-    add_into(c->x, y, n);
+    add_into(c->sc.x, y, n);
     hr_prof_end(c->cpu.prof, pm, HR_PROF_ELEM, 0, (uint64_t)n * 12);
 }
 
@@ -66,26 +66,26 @@ static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, 
     const int32_t n = f->n;
     const int64_t qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_head_kv * hp->head_dim;
     if (ld->attn) return hr_hybrid_attention(c, L, il, in, f, out, e);
-    if (hr_matmul(&c->cpu, &L->wq, in, n, c->q, e) || hr_matmul(&c->cpu, &L->wk, in, n, c->k, e) ||
-        hr_matmul(&c->cpu, &L->wv, in, n, c->v, e))
+    if (hr_matmul(&c->cpu, &L->wq, in, n, c->sc.q, e) || hr_matmul(&c->cpu, &L->wk, in, n, c->sc.k, e) ||
+        hr_matmul(&c->cpu, &L->wv, in, n, c->sc.v, e))
         return -1;
-    add_bias(c->q, L->bq, n, qd), add_bias(c->k, L->bk, n, kvd), add_bias(c->v, L->bv, n, kvd);
-    if (L->q_norm) head_norms(c, c->q, L->q_norm, (int64_t)n * hp->n_head);
-    if (L->k_norm) head_norms(c, c->k, L->k_norm, (int64_t)n * hp->n_head_kv);
+    add_bias(c->sc.q, L->bq, n, qd), add_bias(c->sc.k, L->bk, n, kvd), add_bias(c->sc.v, L->bv, n, kvd);
+    if (L->q_norm) head_norms(c, c->sc.q, L->q_norm, (int64_t)n * hp->n_head);
+    if (L->k_norm) head_norms(c, c->sc.k, L->k_norm, (int64_t)n * hp->n_head_kv);
     if (L->use_rope) {
         const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
         const float *ff = hr_rope_factors(c->m, c->n_ctx); /* Llama-3.1 / LongRoPE factors, or NULL */
         for (int32_t t = 0; t < n; t++) {
-            hr_rope_ext(c->q + t * qd, hp->n_head, hp->head_dim, hp->n_rot, f->pos[t], L->rope_base, L->rope_freq_scale,
+            hr_rope_ext(c->sc.q + t * qd, hp->n_head, hp->head_dim, hp->n_rot, f->pos[t], L->rope_base, L->rope_freq_scale,
                         hp->rope_neox, ff, &hp->rope_yarn);
-            hr_rope_ext(c->k + t * kvd, hp->n_head_kv, hp->head_dim, hp->n_rot, f->pos[t], L->rope_base, L->rope_freq_scale,
+            hr_rope_ext(c->sc.k + t * kvd, hp->n_head_kv, hp->head_dim, hp->n_rot, f->pos[t], L->rope_base, L->rope_freq_scale,
                         hp->rope_neox, ff, &hp->rope_yarn);
         }
         hr_prof_end(c->cpu.prof, pm, HR_PROF_ROPE, 0, (uint64_t)n * (uint64_t)(qd + kvd) * 8);
     }
-    if (hp->q_scale != 1.0f) scale_rows(c->q, hp->q_scale, (int64_t)n * qd);
+    if (hp->q_scale != 1.0f) scale_rows(c->sc.q, hp->q_scale, (int64_t)n * qd);
     hr_attention(c, il, f);
-    if (hr_matmul(&c->cpu, &L->wo, c->att, n, out, e)) return -1;
+    if (hr_matmul(&c->cpu, &L->wo, c->sc.att, n, out, e)) return -1;
     add_bias(out, L->bo, n, hp->n_embd);
     return 0;
 }
@@ -96,17 +96,17 @@ static int serial_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *
     const hr_hparams *hp = &c->m->hp;
     const int32_t n = f->n;
     const int64_t nd = (int64_t)n * hp->n_embd;
-    if (hr_moe_route_early(c, L, c->x, n, e)) return -1; /* routers that read the layer input */
-    norm_rows(c, c->xn, c->x, L->attn_norm, L->attn_norm_b, n);
-    if (attention(c, L, il, c->xn, f, ld, c->tmp, e)) return -1;
-    if (L->attn_post_norm) norm_rows(c, c->tmp, c->tmp, L->attn_post_norm, NULL, n);
-    residual_add(c, c->tmp, nd);
-    norm_rows(c, c->xn, c->x, L->ffn_norm, L->ffn_norm_b, n);
-    if (L->moe.router.data ? hr_moe_ffn(c, L, il, c->xn, n, c->tmp, e)
-                           : hr_ffn_dev_run(c, L, il, c->x, c->xn, n, &ld->ffn, c->tmp, e))
+    if (hr_moe_route_early(c, L, c->sc.x, n, e)) return -1; /* routers that read the layer input */
+    norm_rows(c, c->sc.xn, c->sc.x, L->attn_norm, L->attn_norm_b, n);
+    if (attention(c, L, il, c->sc.xn, f, ld, c->sc.tmp, e)) return -1;
+    if (L->attn_post_norm) norm_rows(c, c->sc.tmp, c->sc.tmp, L->attn_post_norm, NULL, n);
+    residual_add(c, c->sc.tmp, nd);
+    norm_rows(c, c->sc.xn, c->sc.x, L->ffn_norm, L->ffn_norm_b, n);
+    if (L->moe.router.data ? hr_moe_ffn(c, L, il, c->sc.xn, n, c->sc.tmp, e)
+                           : hr_ffn_dev_run(c, L, il, c->sc.x, c->sc.xn, n, &ld->ffn, c->sc.tmp, e))
         return -1;
-    if (L->ffn_post_norm) norm_rows(c, c->tmp, c->tmp, L->ffn_post_norm, NULL, n);
-    residual_add(c, c->tmp, nd);
+    if (L->ffn_post_norm) norm_rows(c, c->sc.tmp, c->sc.tmp, L->ffn_post_norm, NULL, n);
+    residual_add(c, c->sc.tmp, nd);
     return 0;
 }
 
@@ -116,14 +116,14 @@ static int parallel_layer(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd
     const hr_hparams *hp = &c->m->hp;
     const int32_t n = f->n;
     const int64_t nd = (int64_t)n * hp->n_embd;
-    norm_rows(c, c->xn, c->x, L->attn_norm, L->attn_norm_b, n);
-    const float *attn_in = c->xn;
+    norm_rows(c, c->sc.xn, c->sc.x, L->attn_norm, L->attn_norm_b, n);
+    const float *attn_in = c->sc.xn;
     if (L->attn_norm2) {
-        norm_rows(c, c->xb, c->x, L->attn_norm2, L->attn_norm2_b, n);
-        attn_in = c->xb;
+        norm_rows(c, c->sc.xb, c->sc.x, L->attn_norm2, L->attn_norm2_b, n);
+        attn_in = c->sc.xb;
     }
-    if (attention(c, L, il, attn_in, f, ld, c->xb, e) || hr_ffn_dev_run(c, L, il, c->x, c->xn, n, &ld->ffn, c->tmp, e)) return -1;
-    for (int64_t i = 0; i < nd; i++) c->x[i] = (c->tmp[i] + c->xb[i]) + c->x[i];
+    if (attention(c, L, il, attn_in, f, ld, c->sc.xb, e) || hr_ffn_dev_run(c, L, il, c->sc.x, c->sc.xn, n, &ld->ffn, c->sc.tmp, e)) return -1;
+    for (int64_t i = 0; i < nd; i++) c->sc.x[i] = (c->sc.tmp[i] + c->sc.xb[i]) + c->sc.x[i];
     return 0;
 }
 
@@ -152,8 +152,8 @@ static int step_split_ffn(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd
  * device round trip (hybrid_run.c), whose results the FFN is handed. */
 static int step_attn_pred(hearth_ctx *c, const hr_layer *L, int il, const hr_fwd *f, hr_err *e) {
     hr_ffn_dev d = hr_hybrid_ffn_parts(c, il);
-    if (hr_hybrid_attn_pred(c, il, f, &d.in, e) || hr_ffn_dev_run(c, L, il, c->x, c->xn, f->n, &d, c->tmp, e)) return -1;
-    add_into(c->x, c->tmp, (int64_t)f->n * c->m->hp.n_embd);
+    if (hr_hybrid_attn_pred(c, il, f, &d.in, e) || hr_ffn_dev_run(c, L, il, c->sc.x, c->sc.xn, f->n, &d, c->sc.tmp, e)) return -1;
+    add_into(c->sc.x, c->sc.tmp, (int64_t)f->n * c->m->hp.n_embd);
     return 0;
 }
 
@@ -183,17 +183,17 @@ static int embed(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
     const hearth_model *m = c->m;
     const hr_mat *E = &m->token_embd, *P = &m->pos_embd;
     for (int32_t t = 0; t < f->n; t++)
-        hr_dequant_row(E->type, (const uint8_t *)E->data + (size_t)f->tokens[t] * E->row_bytes, c->x + (int64_t)t * E->n_in, E->n_in);
-    if (m->hp.embd_scale != 1.0f) scale_rows(c->x, m->hp.embd_scale, (int64_t)f->n * E->n_in);
+        hr_dequant_row(E->type, (const uint8_t *)E->data + (size_t)f->tokens[t] * E->row_bytes, c->sc.x + (int64_t)t * E->n_in, E->n_in);
+    if (m->hp.embd_scale != 1.0f) scale_rows(c->sc.x, m->hp.embd_scale, (int64_t)f->n * E->n_in);
     if (!P->data) return 0;
     for (int32_t t = 0; t < f->n; t++) {
         const int64_t row = (int64_t)f->pos[t] + m->hp.arch->pos_offset;
         if (row >= P->n_out)
             return hr_errf(e, "position %d is beyond the model's %lld learned positions", f->pos[t],
                            (long long)(P->n_out - m->hp.arch->pos_offset));
-        float *tmp = c->tmp + (int64_t)t * P->n_in;
+        float *tmp = c->sc.tmp + (int64_t)t * P->n_in;
         hr_dequant_row(P->type, (const uint8_t *)P->data + (size_t)row * P->row_bytes, tmp, P->n_in);
-        add_into(c->x + (int64_t)t * P->n_in, tmp, P->n_in);
+        add_into(c->sc.x + (int64_t)t * P->n_in, tmp, P->n_in);
     }
     return 0;
 }
@@ -221,24 +221,24 @@ static int output(hearth_ctx *c, const hr_fwd *f, hr_err *e) {
     int32_t rows = 0;
     for (int32_t t = 0; t < f->n; t++)
         if (f->want[t]) {
-            if (rows != t) memcpy(c->x + rows * d, c->x + t * d, sizeof(float) * (size_t)d);
+            if (rows != t) memcpy(c->sc.x + rows * d, c->sc.x + t * d, sizeof(float) * (size_t)d);
             rows++;
         }
     if (!rows) return 0;
-    norm_rows(c, c->xn, c->x, m->output_norm, m->output_norm_b, rows);
+    norm_rows(c, c->sc.xn, c->sc.x, m->output_norm, m->output_norm_b, rows);
     if (f->embd) { /* embeddings: the normed rows are the result */
-        memcpy(f->embd, c->xn, sizeof(float) * (size_t)(rows * d));
+        memcpy(f->embd, c->sc.xn, sizeof(float) * (size_t)(rows * d));
         return 0;
     }
     const float cap = m->hp.final_softcap;
     if (hr_hybrid_has_output(c)) {
-        if (hr_hybrid_logits(c, c->xn, rows, f->logits, e)) return -1;
+        if (hr_hybrid_logits(c, c->sc.xn, rows, f->logits, e)) return -1;
         if (cap > 0) hr_softcap(f->logits, (int64_t)rows * m->hp.n_vocab, cap);
         return 0;
     }
     softcap_job sj = {f->logits, m->hp.n_vocab, rows, cap};
     const hr_mm_epi ep = {softcap_rows, &sj};
-    return hr_matmul_ep(&c->cpu, &m->output, c->xn, rows, f->logits, cap > 0 ? &ep : NULL, e);
+    return hr_matmul_ep(&c->cpu, &m->output, c->sc.xn, rows, f->logits, cap > 0 ? &ep : NULL, e);
 }
 
 int hr_forward(hearth_ctx *c, const hr_fwd *f, hr_err *e) {

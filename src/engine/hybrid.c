@@ -62,7 +62,7 @@ static int make_plan(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, ui
     hr_stats st;
     bool have_st = !hr_hybrid_stats(c->m, p->gpu_index_path, &st, h->st.note, sizeof h->st.note);
     const bool moe = c->m->hp.n_expert > 0;
-    hr_gpu_plan_in in = {c->m, c->n_ctx, c->n_seq, c->n_batch, bytes, c->ffn_mode, p->n_gpu_layers, NULL,
+    hr_gpu_plan_in in = {c->m, c->n_ctx, c->n_seq, c->n_batch, bytes, c->ffn.mode, p->n_gpu_layers, NULL,
                          p->n_cpu_moe, moe && have_st ? st.expert_counts : NULL, p->moe_cache};
     if (moe && have_st) snprintf(h->st.note, sizeof h->st.note, "experts placed by their routing counts in the statistics");
     else if (moe) { /* why there are none, then what that means */
@@ -283,7 +283,7 @@ int hr_hybrid_init(hearth_ctx *c, const hearth_ctx_params *p, hr_err *e) {
     if (!h) return hr_errf(e, "out of memory");
     c->hy = h;
     h->st.act_share = -1;
-    if (c->ffn_observer) { /* calibration watches every FFN on the host */
+    if (c->ffn.observer) { /* calibration watches every FFN on the host */
         snprintf(h->st.reason, sizeof h->st.reason, "calibration runs on the CPU");
         return 0;
     }
@@ -309,6 +309,6 @@ int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out) {
     }
     *out = c->hy->st;
     /* every layer's computed neurons, on whichever side they ran */
-    for (int32_t il = 0; out->active && il < c->m->hp.n_layer; il++) out->act_total += c->ffn_stats[il].computed;
+    for (int32_t il = 0; out->active && il < c->m->hp.n_layer; il++) out->act_total += c->ffn.stats[il].computed;
     return 0;
 }

@@ -89,9 +89,9 @@ static inline bool hr_hybrid_has_output(const hearth_ctx *c) { return c->hy && c
 static inline hr_step_kind hr_hybrid_step(const hearth_ctx *c, int il) {
     const hr_gpu_layer *g = hr_hybrid_layer(c, il);
     if (!g) return HR_STEP_HOST;
-    if (g->step == HR_STEP_RESIDENT && (c->ffn_stats_on || c->ffn_observer)) return HR_STEP_SPLIT_FFN;
+    if (g->step == HR_STEP_RESIDENT && (c->ffn.stats_on || c->ffn.observer)) return HR_STEP_SPLIT_FFN;
     /* the host counts firing neurons only of experts it computes: all of them then */
-    if (g->step == HR_STEP_SPLIT_MOE && (c->ffn_stats_on || c->ffn_observer)) return g->attn ? HR_STEP_ATTN : HR_STEP_HOST;
+    if (g->step == HR_STEP_SPLIT_MOE && (c->ffn.stats_on || c->ffn.observer)) return g->attn ? HR_STEP_ATTN : HR_STEP_HOST;
     return g->step;
 }
 
@@ -99,21 +99,21 @@ static inline hr_step_kind hr_hybrid_step(const hearth_ctx *c, int il) {
 int hr_hybrid_attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, const hr_fwd *f, float *out, hr_err *e);
 /* Predictor scores fc2 . relu(fc1 . x) into scores [n][n_ff]. */
 int hr_hybrid_predict(hearth_ctx *c, int il, const float *x, int32_t n, float *scores, hr_err *e);
-/* The FFN given c->ffn_mask: active hot neurons on the device while the CPU computes the
+/* The FFN given c->ffn.mask: active hot neurons on the device while the CPU computes the
  * active cold ones; out = cold + hot. xn_on_dev: scratch x already holds xn. */
 int hr_hybrid_ffn_split(hearth_ctx *c, const hr_layer *L, int il, const float *xn, bool xn_on_dev, int32_t n, float *out,
                         hr_err *e);
 /* The whole dense FFN of layer il on the device. */
 int hr_hybrid_ffn_dense(hearth_ctx *c, int il, const float *xn, int32_t n, float *out, hr_err *e);
 /* HR_STEP_ATTN_PRED's device part: x += attention(norm(x)) on the device, then the
- * predictor's scores over the new x into c->ffn_s and c->xn = ffn_norm(x), all in one wait;
+ * predictor's scores over the new x into c->ffn.s and c->sc.xn = ffn_norm(x), all in one wait;
  * *out says so (scores, FFN input on the device), for the FFN that follows. */
 int hr_hybrid_attn_pred(hearth_ctx *c, int il, const hr_fwd *f, hr_dev_out *out, hr_err *e);
 /* The whole serial layer il on the device: x += attention(norm(x)); x += ffn(norm(x)),
  * with x kept in device scratch from the first resident layer of a run to the last; only
  * enqueued (hr_hybrid_fetch_x brings x back). */
 int hr_hybrid_run_layer(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e);
-/* Copies the residual stream of n tokens back into c->x after resident layers (no-op
+/* Copies the residual stream of n tokens back into c->sc.x after resident layers (no-op
  * otherwise) and waits for the device. */
 int hr_hybrid_fetch_x(hearth_ctx *c, int32_t n, hr_err *e);
 /* HR_STEP_SPLIT_MOE's device part (moe.c calls them): enqueues layer il's device experts

@@ -1,5 +1,5 @@
 /* One layer's FFN split between the device and the CPU, given the active mask
- * c->ffn_mask [n][n_ff]: the active hot neurons are enqueued on the device (gathered
+ * c->ffn.mask [n][n_ff]: the active hot neurons are enqueued on the device (gathered
  * gate and up over local rows, activation, mask, sparse axpy over the hot down_t rows,
  * copy back into pinned memory); while it works the CPU computes the active cold
  * neurons with the sparse kernels. Then out = cold + hot, always in that order. */
@@ -15,13 +15,13 @@ static double now_s(void) {
 }
 
 /* Union of the active neurons split into local hot rows (h->h_idx) and cold neuron ids
- * (c->ffn_idx); the hot part's mask over its rows into h->h_mask. Counts the device's
+ * (c->ffn.idx); the hot part's mask over its rows into h->h_mask. Counts the device's
  * activations (all layers' are in the context's FFN counters). */
 static void partition(hearth_ctx *c, int il, int32_t n, int64_t *nh, int64_t *nc) {
     hr_hybrid *h = c->hy;
     const int64_t ff = c->m->hp.n_ff;
     const int32_t *local = h->local[il];
-    const uint8_t *mk = c->ffn_mask;
+    const uint8_t *mk = c->ffn.mask;
     int64_t a = 0, b = 0;
     uint64_t on_dev = 0;
     for (int64_t j = 0; j < ff; j++) {
@@ -29,7 +29,7 @@ static void partition(hearth_ctx *c, int il, int32_t n, int64_t *nh, int64_t *nc
         for (int32_t t = 0; t < n; t++) cnt += mk[t * ff + j] != 0;
         if (!cnt) continue;
         if (local[j] >= 0) h->h_idx[a++] = local[j], on_dev += cnt;
-        else c->ffn_idx[b++] = (int32_t)j;
+        else c->ffn.idx[b++] = (int32_t)j;
     }
     const int32_t *hot = h->plan.layers[il].hot_ids;
     for (int32_t t = 0; t < n; t++)
@@ -59,23 +59,23 @@ static int enqueue_hot(hearth_ctx *c, int il, const float *xn, bool xn_on_dev, i
                : 0;
 }
 
-/* The cold neurons c->ffn_idx[0..nc) on the CPU: out (overwritten) = down_t . act. */
+/* The cold neurons c->ffn.idx[0..nc) on the CPU: out (overwritten) = down_t . act. */
 static int cold_part(hearth_ctx *c, const hr_layer *L, const float *xn, int32_t n, int64_t nc, float *out, hr_err *e) {
     const hr_ffn_weights *f = &L->ffn;
     const int64_t ff = c->m->hp.n_ff;
-    const int32_t *idx = c->ffn_idx;
+    const int32_t *idx = c->ffn.idx;
     if (!nc) {
         memset(out, 0, sizeof(float) * (size_t)n * (size_t)c->m->hp.n_embd);
         return 0;
     }
-    if ((f->gate.data && hr_gather_matmul(&c->cpu, &f->gate, xn, n, idx, nc, c->g, e)) ||
-        hr_gather_matmul(&c->cpu, &f->up, xn, n, idx, nc, c->u, e))
+    if ((f->gate.data && hr_gather_matmul(&c->cpu, &f->gate, xn, n, idx, nc, c->sc.g, e)) ||
+        hr_gather_matmul(&c->cpu, &f->up, xn, n, idx, nc, c->sc.u, e))
         return -1;
-    hr_ffn_act_tab(c->ffn_a, f->gate.data ? c->g : NULL, c->u, n * nc, c->m->hp.act, c->m->gelu_tab);
+    hr_ffn_act_tab(c->ffn.a, f->gate.data ? c->sc.g : NULL, c->sc.u, n * nc, c->m->hp.act, c->m->gelu_tab);
     for (int32_t t = 0; t < n; t++)
         for (int64_t i = 0; i < nc; i++)
-            if (!c->ffn_mask[t * ff + idx[i]]) c->ffn_a[t * nc + i] = 0.0f;
-    return hr_sparse_axpy_ws(&c->cpu, &c->sparse_ws, &f->down_t, c->ffn_a, n, idx, nc, out, e);
+            if (!c->ffn.mask[t * ff + idx[i]]) c->ffn.a[t * nc + i] = 0.0f;
+    return hr_sparse_axpy_ws(&c->cpu, &c->sparse_ws, &f->down_t, c->ffn.a, n, idx, nc, out, e);
 }
 
 int hr_hybrid_ffn_split(hearth_ctx *c, const hr_layer *L, int il, const float *xn, bool xn_on_dev, int32_t n, float *out,

@@ -120,12 +120,12 @@ int hr_hybrid_run_layer(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
     const int32_t n = f->n;
     const int64_t nd = (int64_t)n * c->m->hp.n_embd;
     if (!h->x_dev) {
-        if (send(h, s->xp, c->x, nd, e)) return -1;
+        if (send(h, s->xp, c->sc.x, nd, e)) return -1;
         h->x_dev = true;
     }
     if (enqueue_attention_half(c, il, f, e) || enqueue_ffn_dense(c, il, n, e) || h->dev->ops->add(h->dev, s->y, nd, s->xp, e))
         return -1;
-    hearth_ffn_stats *st = &c->ffn_stats[il]; /* as hr_ffn counts a dense evaluation */
+    hearth_ffn_stats *st = &c->ffn.stats[il]; /* as hr_ffn counts a dense evaluation */
     st->tokens += (uint64_t)n, st->computed += (uint64_t)n * (uint64_t)c->m->hp.n_ff;
     return 0;
 }
@@ -136,13 +136,13 @@ int hr_hybrid_attn_pred(hearth_ctx *c, int il, const hr_fwd *f, hr_dev_out *out,
     const int32_t n = f->n;
     const int64_t nd = (int64_t)n * c->m->hp.n_embd;
     /* h_in is read by the first copy and written by a later one: the stream keeps the order */
-    if (send(h, s->xp, c->x, nd, e) || enqueue_attention_half(c, il, f, e) || enqueue_predictor(h, il, n, e) ||
+    if (send(h, s->xp, c->sc.x, nd, e) || enqueue_attention_half(c, il, f, e) || enqueue_predictor(h, il, n, e) ||
         hr_hy_to_host(h, h->h_y, s->xp, (uint64_t)nd * 4, e) || hr_hy_to_host(h, h->h_in, s->x, (uint64_t)nd * 4, e) ||
-        hr_hy_to_host(h, c->ffn_s, s->s, (uint64_t)n * (uint64_t)c->m->hp.n_ff * 4, e) || hr_hy_sync(h, e))
+        hr_hy_to_host(h, c->ffn.s, s->s, (uint64_t)n * (uint64_t)c->m->hp.n_ff * 4, e) || hr_hy_sync(h, e))
         return -1;
-    memcpy(c->x, h->h_y, sizeof(float) * (size_t)nd);
-    memcpy(c->xn, h->h_in, sizeof(float) * (size_t)nd);
-    *out = (hr_dev_out){.scores = c->ffn_s, .xn_on_dev = true};
+    memcpy(c->sc.x, h->h_y, sizeof(float) * (size_t)nd);
+    memcpy(c->sc.xn, h->h_in, sizeof(float) * (size_t)nd);
+    *out = (hr_dev_out){.scores = c->ffn.s, .xn_on_dev = true};
     return 0;
 }
 
@@ -152,7 +152,7 @@ int hr_hybrid_fetch_x(hearth_ctx *c, int32_t n, hr_err *e) {
     const int64_t nd = (int64_t)n * c->m->hp.n_embd;
     h->x_dev = false;
     if (hr_hy_to_host(h, h->h_y, h->plan.sc.xp, (uint64_t)nd * 4, e) || hr_hy_sync(h, e)) return -1;
-    memcpy(c->x, h->h_y, sizeof(float) * (size_t)nd);
+    memcpy(c->sc.x, h->h_y, sizeof(float) * (size_t)nd);
     return 0;
 }
 

@@ -68,7 +68,7 @@ static int64_t max_pred_rank(const hearth_model *m) {
 static int pred_ws_init(hearth_ctx *c, struct hr_moe_ws *w, hr_err *e) {
     if (!(w->max_rank = max_pred_rank(c->m))) return 0;
     const size_t nb = (size_t)c->n_batch, nl = (size_t)c->m->hp.n_layer;
-    const size_t b1 = nb * (size_t)w->max_rank * 4, b2 = nb * (size_t)w->ff * 4, b3 = c->ffn_stats_on ? nl * (size_t)w->ne * 3 * 8 : 0;
+    const size_t b1 = nb * (size_t)w->max_rank * 4, b2 = nb * (size_t)w->ff * 4, b3 = c->ffn.stats_on ? nl * (size_t)w->ne * 3 * 8 : 0;
     if (!(w->ph = malloc(b1)) || !(w->ps = malloc(b2)) || (b3 && !(w->pred_n = calloc(1, b3))))
         return hr_errf(e, "out of memory allocating expert predictor buffers");
     c->scratch_bytes += b1 + b2 + b3;
@@ -313,7 +313,7 @@ static int expert_gate_predicted(hearth_ctx *c, const hr_moe_weights *mw, int il
         if (any) w->idx[nu++] = (int32_t)j;
     }
     pc[0] = np;
-    const bool dense = nu > HR_MOE_UNION_DENSE_SHARE * (double)ff, full = dense || c->ffn_stats_on;
+    const bool dense = nu > HR_MOE_UNION_DENSE_SHARE * (double)ff, full = dense || c->ffn.stats_on;
     *rows = dense ? (int64_t)ff : nu; /* --stats' full product is for the counts: bytes stay what the mode reads */
     if (full) {
         if (hr_matmul(&c->cpu, gate, w->xg, cnt, w->g, e)) return -1;
@@ -340,17 +340,17 @@ static int expert_gate_predicted(hearth_ctx *c, const hr_moe_weights *mw, int il
  * neurons; fired and fired_computed the gate's firing and the predicted among it. */
 static void count_expert(hearth_ctx *c, int il, int32_t x, int32_t cnt, bool exact, int64_t nu, const uint64_t *pc) {
     struct hr_moe_ws *w = c->moe;
-    hearth_ffn_stats *s = &c->ffn_stats[il];
+    hearth_ffn_stats *s = &c->ffn.stats[il];
     if (pc) {
         s->computed += pc[0];
-        if (c->ffn_stats_on) s->fired += pc[1], s->fired_computed += pc[2];
+        if (c->ffn.stats_on) s->fired += pc[1], s->fired_computed += pc[2];
         return;
     }
     const bool relu = hr_act_relu_family(c->m->hp.act), drelu = c->m->hp.act == HR_ACT_DRELU;
     const size_t ff = (size_t)w->ff;
     uint32_t *fn = w->fire_n && relu ? w->fire_n + ((size_t)il * (size_t)w->ne + (size_t)x) * ff : NULL;
     if (!exact) s->computed += (uint64_t)cnt * ff;
-    if (!relu || (!exact && !c->ffn_stats_on && !fn)) return;
+    if (!relu || (!exact && !c->ffn.stats_on && !fn)) return;
     const int32_t *idx = exact && nu < (int64_t)ff ? w->idx : w->all;
     const int64_t n_up = exact ? nu : (int64_t)ff;
     uint64_t gate_on = 0, fired = 0;
@@ -363,7 +363,7 @@ static void count_expert(hearth_ctx *c, int il, int32_t x, int32_t cnt, bool exa
         }
     }
     if (exact) s->computed += gate_on;
-    if (c->ffn_stats_on) s->fired += fired, s->fired_computed += fired; /* both modes compute every firing neuron */
+    if (c->ffn.stats_on) s->fired += fired, s->fired_computed += fired; /* both modes compute every firing neuron */
 }
 
 /* Row reads of the sparse axpy over [cnt][n_idx] coefficients A: it takes the tokens in
@@ -404,8 +404,8 @@ static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x
     const hr_mat gate = hr_moe_expert(&mw->gate, x), up = hr_moe_expert(&mw->up, x), down = hr_moe_expert(&mw->down, x);
     const hr_mat down_t = hr_moe_expert(&mw->down_t, x);
     /* predicted mode: experts without a predictor (calibrate skipped them) run exact */
-    const bool pred = c->ffn_mode == HEARTH_FFN_PREDICTED && mw->pred && mw->pred[x].data;
-    const bool exact = c->ffn_mode == HEARTH_FFN_EXACT || c->ffn_mode == HEARTH_FFN_PREDICTED, sparse_down = mw->down_t.data != NULL;
+    const bool pred = c->ffn.mode == HEARTH_FFN_PREDICTED && mw->pred && mw->pred[x].data;
+    const bool exact = c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED, sparse_down = mw->down_t.data != NULL;
     int64_t up_rows = up.n_out, down_rows = 0, gate_rows = gate.n_out;
     uint64_t pc[3] = {0, 0, 0};
     const size_t ffo = (size_t)x * (size_t)w->ff;
@@ -442,7 +442,7 @@ static void count_reads(hearth_ctx *c, int il, int32_t n, uint64_t bytes) {
     if (il == 0) s->tokens += (uint64_t)n, s->decode_tokens += n == 1;
     s->read_bytes += bytes;
     if (n == 1) s->decode_read_bytes += bytes;
-    c->ffn_stats[il].tokens += (uint64_t)n;
+    c->ffn.stats[il].tokens += (uint64_t)n;
     uint64_t *routed = w->routed_n + (size_t)il * (size_t)w->ne;
     for (int32_t x = 0; x < w->ne; x++) routed[x] += (uint64_t)w->count[x];
 }
@@ -500,7 +500,7 @@ static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *
             for (size_t q = 0; q < d; q++) dst[q] = y[q] * wt;
         }
         const uint64_t evals = (uint64_t)w->dn[i];
-        c->ffn_stats[il].computed += evals * (uint64_t)w->ff, h->st.act_device += evals * (uint64_t)w->ff;
+        c->ffn.stats[il].computed += evals * (uint64_t)w->ff, h->st.act_device += evals * (uint64_t)w->ff;
         h->st.expert_evals_device += evals;
     }
     return hr_ecache_end(c, il, w->count, e); /* hits counted, refills chosen and enqueued */
