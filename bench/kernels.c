@@ -4,10 +4,11 @@
  * Usage: bench_kernels [MB] [max_threads] [type] [nomem]; MB 0: a 4096x4096 matrix of each
  * type (in the last-level cache on larger CPUs: the kernels' own speed). Decode prints the
  * best and the median call.
- * bench_kernels kq [MB] [LIB]: the K-quant decode kernels alone, 1 thread, no pool: vec_dot
- * and rows4 of Q4_K, Q5_K, Q6_K over 256 rows of 4096 (in L2) and over MB of rows (default
- * 256, out of cache), with llama.cpp's ggml_vec_dot_<type>_q8_K on the same bytes when LIB is
- * one of its libggml-cpu-*.so (it needs libggml-base.so on LD_LIBRARY_PATH). */
+ * bench_kernels kq [MB] [LIB] [TYPES]: the decode kernels alone, 1 thread, no pool: vec_dot
+ * (one row after the other) and rows4 of Q4_K, Q5_K, Q6_K, Q4_0, Q8_0, F16, BF16, F32 (or the
+ * comma-separated TYPES) over ~256 rows of 4096 (in L2) and over MB of rows (default 256, out
+ * of cache), with llama.cpp's ggml_vec_dot_<type>[_<act type>] on the same bytes when LIB is
+ * one of its libggml-cpu-*.so (it needs libggml-base.so on LD_LIBRARY_PATH; LIB "" for none). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,28 +150,44 @@ static double kq_pass(int kind, const hr_kernels *k, ggml_dot_fn ld, uint32_t t,
     return thread_cpu_now() - t0;
 }
 
+/* name is one of the comma-separated names in list */
+static int type_listed(const char *list, const char *name) {
+    const size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
+    return 0;
+}
+
 static int kq_main(int argc, char **argv) {
     const double mb = argc > 2 ? atof(argv[2]) : 256;
-    void *lib = argc > 3 ? dlopen(argv[3], RTLD_NOW | RTLD_LOCAL) : NULL;
-    if (argc > 3 && !lib) fprintf(stderr, "cannot load %s: %s (llama.cpp column left out)\n", argv[3], dlerror());
+    void *lib = argc > 3 && argv[3][0] ? dlopen(argv[3], RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (argc > 3 && argv[3][0] && !lib) fprintf(stderr, "cannot load %s: %s (llama.cpp column left out)\n", argv[3], dlerror());
+    const char *only = argc > 4 ? argv[4] : NULL;
     const hr_kernels *k = hr_kernels_best();
-    const uint32_t types[] = {HR_Q4_K, HR_Q5_K, HR_Q6_K};
-    const char *lname[] = {"ggml_vec_dot_q4_K_q8_K", "ggml_vec_dot_q5_K_q8_K", "ggml_vec_dot_q6_K_q8_K"};
+    /* llama.cpp's activation types are Hearth's act_prep layouts (Q8_K, Q8_0, F16, BF16, F32) */
+    const uint32_t types[] = {HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_Q4_0, HR_Q8_0, HR_F16, HR_BF16, HR_F32};
+    const char *lname[] = {"ggml_vec_dot_q4_K_q8_K", "ggml_vec_dot_q5_K_q8_K", "ggml_vec_dot_q6_K_q8_K",
+                           "ggml_vec_dot_q4_0_q8_0", "ggml_vec_dot_q8_0_q8_0", "ggml_vec_dot_f16",
+                           "ggml_vec_dot_bf16",      "ggml_vec_dot_f32"};
     const char *kname[KQ_KINDS] = {"hearth vec_dot", "hearth rows4", "llama vec_dot"};
     const int64_t n_in = 4096;
-    printf("kernels: %s, 1 thread, n_in %lld; GB/s of weight rows per CPU second (median of the passes), ns per super-block row\n",
+    printf("kernels: %s, 1 thread, n_in %lld; GB/s of weight rows per CPU second (median of the passes), ns per 256 weights\n",
            k->name, (long long)n_in);
     float *x = malloc(n_in * sizeof *x);
-    void *xq = malloc(hr_act_bytes(HR_Q4_K, n_in));
+    void *xq = malloc(n_in * sizeof(float)); /* the largest act_prep row (F32) */
     if (!x || !xq) return 1;
     for (int64_t i = 0; i < n_in; i++) x[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const uint32_t t = types[ti];
+        if (only && !type_listed(only, hr_type_name(t))) continue;
         ggml_dot_fn ld = lib ? (ggml_dot_fn)(uintptr_t)dlsym(lib, lname[ti]) : NULL;
         k->act_prep[t](x, xq, n_in);
         for (int big = 0; big < 2; big++) {
             size_t rb;
-            const int64_t n_out = big ? (int64_t)(mb * 1e6 / hr_row_bytes(t, n_in)) / 4 * 4 : 256;
+            /* in L2: 256 rows where they fit in ~640 KB (the K-quants), fewer for wide rows */
+            const size_t rb1 = hr_row_bytes(t, n_in);
+            const int64_t n_l2 = rb1 * 256 <= 640000 ? 256 : (int64_t)(640000 / rb1) / 4 * 4;
+            const int64_t n_out = big ? (int64_t)(mb * 1e6 / rb1) / 4 * 4 : n_l2;
             char *w = make_weights(t, n_in, n_out, &rb);
             float *y = malloc((size_t)n_out * sizeof *y);
             if (!w || !y) return 1;
@@ -191,7 +208,7 @@ static int kq_main(int argc, char **argv) {
                 qsort(tm[kind], PASSES, sizeof tm[kind][0], cmp_double);
                 const double med = tm[kind][PASSES / 2];
                 printf("  %s %5.1f GB/s %5.1f ns", kname[kind], (double)rb * n_out / med / 1e9,
-                       med * 1e9 / ((double)n_out * (n_in / HR_QK_K)));
+                       med * 1e9 / ((double)n_out * (n_in / 256)));
             }
             printf("\n");
             free(w);

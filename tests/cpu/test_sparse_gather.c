@@ -6,8 +6,10 @@
  * weight type whose table has a vec_dot is covered (the list is printed); weights of the
  * block types are random bytes with finite moderate scales (tests/randw.h). The gather4
  * kernels (scattered rows, decode) are also called directly, rows in every order and the
- * prefetched rows anywhere, against vec_dot bit for bit; rows past the copy path's buffer
- * (Q8_0 of 9728) take the row-by-row path. */
+ * prefetched rows anywhere, against vec_dot bit for bit (F32/F16/BF16, Q4_0, Q8_0, the
+ * K-quants and IQ4_XS: ragged block groups and K-quant rows of 1 and 5 super-blocks reach
+ * both of the AVX-512 Q4_K/Q5_K kernel's loops); types without gather4 copy rows to a
+ * buffer (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 here). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

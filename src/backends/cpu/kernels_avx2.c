@@ -44,11 +44,20 @@ INLINE float sc_f16(const void *p, int64_t i) { return _cvtsh_ss(ld_u16(p, i)); 
 INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p, i)); }
 
 /* R x C dot products of float-type rows; R, C are compile-time constants at each use. */
-/* Weight rows stream from DRAM. Kernels of 4 rows (decode over contiguous rows) prefetch
- * the same offset 4 rows on, the rows the next call reads; others prefetch PF_AHEAD bytes
- * ahead in the same row. Used where ws (row stride) is in scope. */
+/* Weight rows stream from DRAM. Kernels of 4 rows (decode over contiguous rows) read their
+ * rows side by side and prefetch into L2 the same offset PF4_ROWS rows on (two calls ahead):
+ * 4 streams one row long each, which the hardware prefetcher follows badly; with the same
+ * prefetch into L1 one call ahead (what it was) they read 17-33% slower from DRAM (Q4_0 6%),
+ * and one row at a time (vec_dot per row: one stream, no shared activation work) up to 44%
+ * slower (floats; Q4_0 level) (bench_kernels kq, docs/performance.md). Others prefetch
+ * PF_AHEAD bytes ahead in the same row into L1. Used where ws (row stride) is in scope. */
 #define PF_AHEAD 1536
-#define PF(p, R) _mm_prefetch((const char *)((uintptr_t)(p) + ((R) == 4 ? 4 * ws : PF_AHEAD)), _MM_HINT_T0)
+#define PF4_ROWS 8
+#define PF(p, R)                                                                         \
+    do {                                                                                 \
+        if ((R) == 4) _mm_prefetch((const char *)((uintptr_t)(p) + PF4_ROWS * ws), _MM_HINT_T1); \
+        else _mm_prefetch((const char *)((uintptr_t)(p) + PF_AHEAD), _MM_HINT_T0);       \
+    } while (0)
 
 /* ROW(r): row r's first byte; PFX(r, off, R): the prefetch for bytes off.. of row r. Strided rows
  * (dot, tiles, rows2/4) as above; gather4 takes row pointers and prefetches the rows its
@@ -190,8 +199,8 @@ void hr_prep_q8_0_avx2(const float *x, void *xq, int64_t n) {
  * scales, Q4_0's lane order and 8*sum(x) term) is done once and shared by all weight
  * rows of the kernel; per weight row the 8 block scales are converted at once and each
  * block (Q8_0) or block pair (Q4_0) takes its lanes' scales with one permute. Per
- * (row, token) the arithmetic does not depend on R and C, so dot, rows4, rows2 and
- * tiles agree bit for bit. A ragged tail (n/32 not a multiple of 8) runs the same
+ * (row, token) the arithmetic does not depend on R and C, so dot, rows4, rows2,
+ * gather4 and tiles agree bit for bit. A ragged tail (n/32 not a multiple of 8) runs the same
  * group code on zero-padded copies (zero blocks add exactly +0). */
 #define QGRP 8
 
@@ -245,12 +254,13 @@ INLINE __m256i sidx(int q4, int k) {
 }
 
 /* Weight scales of all R rows first, then one activation row at a time, so only one
- * x group is live (tiles would spill holding C of them). */
-#define QGRP_STEP(WB, XB, IDOT, Q4, PFON, R, C)                                                   \
+ * x group is live (tiles would spill holding C of them). PFX(PB[r] + o, R) prefetches
+ * for the group's bytes o.. of row r (PB: the group in the row the prefetch is for). */
+#define QGRP_STEP(WB, PB, PFX, XB, IDOT, Q4, PFON, R, C)                                          \
     {                                                                                            \
         __m256 dw[R];                                                                            \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                    \
-            _Pragma("GCC unroll 8") for (int o = 0; PFON && o < QGRP * (int)WBS; o += 64) PF(WB[r] + o, R); \
+            _Pragma("GCC unroll 8") for (int o = 0; PFON && o < QGRP * (int)WBS; o += 64) PFX(PB[r] + o, R); \
             dw[r] = scales8(WB[r], WBS);                                                         \
         }                                                                                        \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                    \
@@ -268,18 +278,28 @@ INLINE __m256i sidx(int q4, int k) {
         }                                                                                        \
     }
 
-#define QDOT_BODY(WBLK, IDOT, Q4, R, C)                                                          \
+/* ROW(r): row r's first byte; PROW(r): the row whose bytes PFX prefetches at the offsets
+ * read in row r (strided: the row itself, PF adds the distance; gather4: its nx row). */
+#define QROW_STRIDED(r) (W + (r) * ws)
+#define QROW_GATHER(r) ((const char *)wr[r])
+#define QPROW_GATHER(r) ((const char *)nx[r])
+#define QPF_GATHER(p, R_) _mm_prefetch((p), _MM_HINT_T1)
+#define QDOT_BODY(WBLK, IDOT, Q4, R, C) QDOT_BODY_AT(WBLK, IDOT, Q4, R, C, QROW_STRIDED, QROW_STRIDED, PF)
+#define QDOT_BODY_AT(WBLK, IDOT, Q4, R, C, ROW, PROW, PFX)                                       \
     __m256 acc0[R][C], acc1[R][C];                                                               \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                          \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = acc1[r][c] = _mm256_setzero_ps(); \
     const int64_t nb = n / HR_QK;                                                                \
     int64_t b = 0;                                                                               \
     for (; b + QGRP <= nb; b += QGRP) {                                                          \
-        const char *wb_[R];                                                                      \
+        const char *wb_[R], *pb_[R];                                                             \
         const hr_block_q8_0 *xb_[C];                                                             \
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) wb_[r] = W + r * ws + b * WBS;       \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                    \
+            wb_[r] = ROW(r) + b * WBS;                                                           \
+            pb_[r] = PROW(r) + b * WBS;                                                          \
+        }                                                                                        \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) xb_[c] = (const hr_block_q8_0 *)(X + c * xs) + b; \
-        QGRP_STEP(wb_, xb_, IDOT, Q4, 1, R, C)                                                   \
+        QGRP_STEP(wb_, pb_, PFX, xb_, IDOT, Q4, 1, R, C)                                         \
     }                                                                                            \
     if (b < nb) {                                                                                \
         const int64_t m = nb - b;                                                                \
@@ -290,14 +310,14 @@ INLINE __m256i sidx(int q4, int k) {
         memset(wt_, 0, sizeof wt_);                                                              \
         memset(xt_, 0, sizeof xt_);                                                              \
         for (int r = 0; r < R; r++) {                                                            \
-            memcpy(wt_[r], W + r * ws + b * WBS, (size_t)m * WBS);                               \
+            memcpy(wt_[r], ROW(r) + b * WBS, (size_t)m * WBS);                                   \
             wb_[r] = (const char *)wt_[r];                                                       \
         }                                                                                        \
         for (int c = 0; c < C; c++) {                                                            \
             memcpy(xt_[c], (const hr_block_q8_0 *)(X + c * xs) + b, (size_t)m * sizeof(hr_block_q8_0)); \
             xb_[c] = xt_[c];                                                                     \
         }                                                                                        \
-        QGRP_STEP(wb_, xb_, IDOT, Q4, 0, R, C)                                                   \
+        QGRP_STEP(wb_, wb_, PFX, xb_, IDOT, Q4, 0, R, C)                                         \
     }                                                                                            \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                          \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                                      \
@@ -330,6 +350,12 @@ INLINE __m256i sidx(int q4, int k) {
         const size_t WBS = WBS_##NAME;                                                             \
         (void)xs;                                                                                  \
         QDOT_BODY(WBLK, IDOT, Q4, 4, 1)                                                            \
+    }                                                                                              \
+    static void gather4_##NAME(int64_t n, const void *const *wr, const void *const *nx,           \
+                               const void *x, float *y) {                                          \
+        const char *X = x;                                                                         \
+        const size_t xs = 0, ys = 0, WBS = WBS_##NAME;                                             \
+        QDOT_BODY_AT(WBLK, IDOT, Q4, 4, 1, QROW_GATHER, QPROW_GATHER, QPF_GATHER)                  \
     }
 
 QDOT_FUNCS(q8_0, hr_block_q8_0, w_idot_q8_0, 0)
@@ -442,7 +468,8 @@ static const hr_kernels_ext k_avx2 = {
     .rows2 = {[HR_F32] = rows2_f32, [HR_F16] = rows2_f16, [HR_BF16] = rows2_bf16,
               [HR_Q8_0] = rows2_q8_0, [HR_Q4_0] = rows2_q4_0,
               HR_KQL_ENTRIES(rows2, avx2)},
-    .gather4 = {[HR_F32] = gather4_f32, [HR_F16] = gather4_f16, [HR_BF16] = gather4_bf16},
+    .gather4 = {[HR_F32] = gather4_f32, [HR_F16] = gather4_f16, [HR_BF16] = gather4_bf16,
+                [HR_Q8_0] = gather4_q8_0, [HR_Q4_0] = gather4_q4_0, HR_KQ_ENTRIES(gather4, avx2)},
     .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16,
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx2),

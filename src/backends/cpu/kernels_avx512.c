@@ -37,11 +37,16 @@ INLINE uint16_t ld_u16(const void *p, int64_t i) {
 INLINE float sc_f16(const void *p, int64_t i) { return _cvtsh_ss(ld_u16(p, i)); }
 INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p, i)); }
 
-/* Weight rows stream from DRAM. Kernels of 4 rows (decode over contiguous rows) prefetch
- * the same offset 4 rows on, the rows the next call reads; others prefetch PF_AHEAD bytes
- * ahead in the same row. */
+/* Weight rows stream from DRAM. Kernels of 4 rows (decode over contiguous rows) read their
+ * rows side by side and prefetch into L2 the same offset PF4_ROWS rows on (two calls ahead):
+ * 4 streams one row long each, which the hardware prefetcher follows badly; the quantized
+ * kernels' prefetch into L1 one call ahead (what they had) read 24-36% slower from DRAM, and
+ * one row at a time (vec_dot per row) 17-40% slower (Q4_0 level) (bench_kernels kq,
+ * docs/performance.md).
+ * Others prefetch PF_AHEAD bytes ahead in the same row (floats into L2, quantized into L1). */
 #define PF_AHEAD 1536
-#define PF_ADDR(row, R) ((const char *)((uintptr_t)(row) + ((R) == 4 ? 4 * ws : PF_AHEAD)))
+#define PF4_ROWS 8
+#define PF_ADDR(row, R) ((const char *)((uintptr_t)(row) + ((R) == 4 ? PF4_ROWS * ws : PF_AHEAD)))
 
 /* ROW(r): row r's first byte; PFX(r, off, R): the prefetch for bytes off.. of row r. Strided rows
  * (dot, tiles, rows2/4) as above; gather4 takes row pointers and prefetches the rows its
@@ -129,7 +134,7 @@ static void prep_f32(const float *x, void *xq, int64_t n) { memcpy(xq, x, (size_
  * and shared by every weight row of the kernel; per weight row the 8 block scales
  * come from one F16 conversion, and each pair's lanes take theirs with one permute.
  * Per (row, token) the arithmetic is the same whatever R and C are, so dot, rows4,
- * rows2 and tiles agree bit for bit. A ragged tail (n/32 not a multiple of 8) runs
+ * rows2, gather4 and tiles agree bit for bit. A ragged tail (n/32 not a multiple of 8) runs
  * the same group code on zero-padded copies (zero blocks add exactly +0). */
 #define QGRP 8
 
@@ -220,12 +225,12 @@ INLINE __m512i sidx(int q4, int p) {
 
 /* Weight side of all R rows first, then one activation row at a time, so only one
  * x group is live (tiles would spill holding C of them). */
-#define QGRP_STEP(WB, XB, WGRP, IDOT, Q4, PF, R, C)                                              \
+#define QGRP_STEP(WB, PB, PFX, XB, WGRP, IDOT, Q4, PF, R, C)                                     \
     {                                                                                            \
         wgrp wg[R];                                                                              \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                    \
             _Pragma("GCC unroll 8") for (int o = 0; PF && o < QGRP * (int)WBS; o += 64)          \
-                _mm_prefetch(PF_ADDR(WB[r], R) + o, _MM_HINT_T0);                                \
+                PFX(PB[r] + o, R);                                                               \
             WGRP(&wg[r], WB[r]);                                                                 \
         }                                                                                        \
         if (!Q4 && C > 1) { /* Q8_0 tiles: |w| and sign once per row and pair, for C tokens */ \
@@ -270,18 +275,35 @@ INLINE __m512i sidx(int q4, int p) {
         }                                                                                        \
     }
 
-#define QDOT_BODY(WBLK, WGRP, IDOT, Q4, R, C)                                                          \
+/* ROW(r): row r's first byte; PROW(r): the row whose bytes PFX prefetches at the offsets
+ * read in row r (strided: the row itself, QPF_STRIDED adds the distance; gather4: its nx
+ * row, into L2). PFX(p, R) prefetches for the bytes at p. */
+#define QROW_STRIDED(r) (W + (r) * ws)
+#define QPF_STRIDED(p, R_)                                                          \
+    do {                                                                            \
+        if ((R_) == 4) _mm_prefetch(PF_ADDR(p, R_), _MM_HINT_T1);                   \
+        else _mm_prefetch(PF_ADDR(p, R_), _MM_HINT_T0);                             \
+    } while (0)
+#define QROW_GATHER(r) ((const char *)wr[r])
+#define QPROW_GATHER(r) ((const char *)nx[r])
+#define QPF_GATHER(p, R_) _mm_prefetch((p), _MM_HINT_T1)
+#define QDOT_BODY(WBLK, WGRP, IDOT, Q4, R, C) \
+    QDOT_BODY_AT(WBLK, WGRP, IDOT, Q4, R, C, QROW_STRIDED, QROW_STRIDED, QPF_STRIDED)
+#define QDOT_BODY_AT(WBLK, WGRP, IDOT, Q4, R, C, ROW, PROW, PFX)                                \
     __m512 acc0[R][C], acc1[R][C];                                                               \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                          \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = acc1[r][c] = _mm512_setzero_ps(); \
     const int64_t nb = n / HR_QK;                                                                \
     int64_t b = 0;                                                                               \
     for (; b + QGRP <= nb; b += QGRP) {                                                          \
-        const char *wb_[R];                                                                      \
+        const char *wb_[R], *pb_[R];                                                             \
         const hr_block_q8_0 *xb_[C];                                                             \
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) wb_[r] = W + r * ws + b * WBS;       \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                    \
+            wb_[r] = ROW(r) + b * WBS;                                                           \
+            pb_[r] = PROW(r) + b * WBS;                                                          \
+        }                                                                                        \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) xb_[c] = (const hr_block_q8_0 *)(X + c * xs) + b; \
-        QGRP_STEP(wb_, xb_, WGRP, IDOT, Q4, 1, R, C)                                                   \
+        QGRP_STEP(wb_, pb_, PFX, xb_, WGRP, IDOT, Q4, 1, R, C)                                   \
     }                                                                                            \
     if (b < nb) {                                                                                \
         const int64_t m = nb - b;                                                                \
@@ -292,14 +314,14 @@ INLINE __m512i sidx(int q4, int p) {
         memset(wt_, 0, sizeof wt_);                                                              \
         memset(xt_, 0, sizeof xt_);                                                              \
         for (int r = 0; r < R; r++) {                                                            \
-            memcpy(wt_[r], W + r * ws + b * WBS, (size_t)m * WBS);                               \
+            memcpy(wt_[r], ROW(r) + b * WBS, (size_t)m * WBS);                                   \
             wb_[r] = (const char *)wt_[r];                                                       \
         }                                                                                        \
         for (int c = 0; c < C; c++) {                                                            \
             memcpy(xt_[c], (const hr_block_q8_0 *)(X + c * xs) + b, (size_t)m * sizeof(hr_block_q8_0)); \
             xb_[c] = xt_[c];                                                                     \
         }                                                                                        \
-        QGRP_STEP(wb_, xb_, WGRP, IDOT, Q4, 0, R, C)                                                      \
+        QGRP_STEP(wb_, wb_, PFX, xb_, WGRP, IDOT, Q4, 0, R, C)                                   \
     }                                                                                            \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                          \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                                      \
@@ -332,6 +354,12 @@ INLINE __m512i sidx(int q4, int p) {
         const size_t WBS = WBS_##NAME;                                                             \
         (void)xs;                                                                                  \
         QDOT_BODY(WBLK, WGRP, IDOT, Q4, 4, 1)                                                            \
+    }                                                                                              \
+    TGT static void gather4_##NAME(int64_t n, const void *const *wr, const void *const *nx,       \
+                                   const void *x, float *y) {                                      \
+        const char *X = x;                                                                         \
+        const size_t xs = 0, ys = 0, WBS = WBS_##NAME;                                             \
+        QDOT_BODY_AT(WBLK, WGRP, IDOT, Q4, 4, 1, QROW_GATHER, QPROW_GATHER, QPF_GATHER)            \
     }
 
 QDOT_FUNCS(q8_0, hr_block_q8_0, w_grp_q8_0, w_idot_q8_0, 0)
@@ -447,7 +475,8 @@ static const hr_kernels_ext k_avx512 = {
     .rows2 = {[HR_F32] = rows2_f32, [HR_F16] = rows2_f16, [HR_BF16] = rows2_bf16,
               [HR_Q8_0] = rows2_q8_0, [HR_Q4_0] = rows2_q4_0,
               HR_KQL_ENTRIES(rows2, avx512)},
-    .gather4 = {[HR_F32] = gather4_f32, [HR_F16] = gather4_f16, [HR_BF16] = gather4_bf16},
+    .gather4 = {[HR_F32] = gather4_f32, [HR_F16] = gather4_f16, [HR_BF16] = gather4_bf16,
+                [HR_Q8_0] = gather4_q8_0, [HR_Q4_0] = gather4_q4_0, HR_KQ_ENTRIES(gather4, avx512)},
     .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16,
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx512),

@@ -87,13 +87,15 @@ void hr_prep_q8_0_avx2(const float *x, void *xq, int64_t n);
 void hr_prep_q8_1_avx2(const float *x, void *xq, int64_t n); /* kquant_legacy_avx2.c */
 void hr_prep_q8_K_avx2(const float *x, void *xq, int64_t n); /* kquant_k_avx2.c */
 /* K-quant and IQ4_XS kernels against Q8_K (kquant_k_avx2.c, kquant_k_avx512.c): vec_dot,
- * rows4 (4 rows x 1 token) and tile, each bit-identical to its ISA's vec_dot. */
+ * rows4 (4 rows x 1 token), tile and gather4, each bit-identical to its ISA's vec_dot. */
 #define HR_KQ_DECL(T, ISA)                                                                      \
     void hr_dot_##T##_##ISA(int64_t n, float *s, const void *w, const void *x);                 \
     void hr_rows4_##T##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs,    \
                               float *y, size_t ys);                                             \
     void hr_tile_##T##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs,     \
-                             float *y, size_t ys);
+                             float *y, size_t ys);                                              \
+    void hr_gather4_##T##_##ISA(int64_t n, const void *const *w, const void *const *nx,         \
+                                const void *x, float *y);
 #define HR_KQ_DECL_ALL(ISA) \
     HR_KQ_DECL(q2_K, ISA) HR_KQ_DECL(q3_K, ISA) HR_KQ_DECL(q4_K, ISA) \
     HR_KQ_DECL(q5_K, ISA) HR_KQ_DECL(q6_K, ISA) HR_KQ_DECL(iq4_xs, ISA)
@@ -114,7 +116,7 @@ HR_KQX_DECL_ALL(avx512)
 #define HR_KQX_BYTES(ISA)                                                                          \
     [HR_Q4_K] = hr_tile_xbytes_q8Kt_##ISA, [HR_Q5_K] = hr_tile_xbytes_q8Kt_##ISA,                  \
     [HR_IQ4_XS] = hr_tile_xbytes_q8Kt_##ISA
-/* Their table entries: KIND is dot, rows4 or tile; all six types take Q8_K activations. */
+/* Their table entries: KIND is dot, rows4, tile or gather4; all six take Q8_K activations. */
 #define HR_KQ_ENTRIES(KIND, ISA)                                                          \
     [HR_Q2_K] = hr_##KIND##_q2_K_##ISA, [HR_Q3_K] = hr_##KIND##_q3_K_##ISA,               \
     [HR_Q4_K] = hr_##KIND##_q4_K_##ISA, [HR_Q5_K] = hr_##KIND##_q5_K_##ISA,               \

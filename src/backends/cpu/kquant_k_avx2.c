@@ -247,6 +247,35 @@ KQ_FUNCS(q5_K, hr_block_q5_K)
 KQ_FUNCS(q6_K, hr_block_q6_K)
 KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
 
+/* gather4 (scattered rows, kernels_impl.h): vec_dot's super-block loop per row, the rows one
+ * after the other; while reading a row's super-block it prefetches into L2 the same bytes of
+ * its nx row. No prefetch ahead in the row: a gathered row's next bytes may be an inactive row. */
+INLINE void pf_block_l2(const char *p, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+    _mm_prefetch(p + bytes - 1, _MM_HINT_T1);
+}
+#define KQ_GATHER4(T, BLK)                                                                                 \
+    void hr_gather4_##T##_avx2(int64_t n, const void *const *wr, const void *const *nx, const void *x,    \
+                               float *y) {                                                                 \
+        const hr_block_q8_K *X = x;                                                                        \
+        for (int r = 0; r < 4; r++) {                                                                      \
+            const BLK *W = wr[r];                                                                          \
+            const char *P = nx[r];                                                                         \
+            __m256 acc = _mm256_setzero_ps();                                                              \
+            for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                    \
+                pf_block_l2(P + i * sizeof(BLK), sizeof(BLK));                                             \
+                acc = sb_##T(&W[i], &X[i], acc);                                                           \
+            }                                                                                              \
+            y[r] = hsum8(acc);                                                                             \
+        }                                                                                                  \
+    }
+KQ_GATHER4(q2_K, hr_block_q2_K)
+KQ_GATHER4(q3_K, hr_block_q3_K)
+KQ_GATHER4(q4_K, hr_block_q4_K)
+KQ_GATHER4(q5_K, hr_block_q5_K)
+KQ_GATHER4(q6_K, hr_block_q6_K)
+KQ_GATHER4(iq4_xs, hr_block_iq4_xs)
+
 /* ---- prompt tiles over activations re-laid once per batch (tile_x, kernels_impl.h) ----
  * The plain tiles above redo per token the weight side of sb_T (nibble unpacking, scale
  * patterns), and their Q8_K loads straddle cache lines (292-byte blocks). Here each weight

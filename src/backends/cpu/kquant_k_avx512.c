@@ -221,6 +221,10 @@ INLINE __m512 sb_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x, __m512
 
 /* ---- drivers, as in AVX2 ---- */
 #define PF_AHEAD 1536
+INLINE void pf_block_l2(const char *p, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+    _mm_prefetch(p + bytes - 1, _MM_HINT_T1);
+}
 INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + ahead + o, _MM_HINT_T0);
     _mm_prefetch(p + ahead + bytes - 1, _MM_HINT_T0);
@@ -335,9 +339,16 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
         xs4[2 * h + 1] = _mm512_shuffle_i64x2(xa, xb, 0xee);
     }
 }
+/* PFB(i): the prefetch while super-block i is read (vec_dot: PF_AHEAD on in the row, into L1;
+ * gather4: the same bytes of the nx row P, into L2) */
+#define PFB_AHEAD(i) pf_block((const char *)&W[i], sizeof(W[0]), PF_AHEAD)
+#define PFB_NEXT(i) pf_block_l2(P + (i) * sizeof(W[0]), sizeof(W[0]))
 #define KQ_DOT_K45(T, BLK)                                                                                 \
     TGT void hr_dot_##T##_avx512(int64_t n, float *s, const void *w, const void *x) {                      \
         const BLK *W = w;                                                                                  \
+        KQ_K45_ROW(T, BLK, PFB_AHEAD, *s)                                                                  \
+    }
+#define KQ_K45_ROW(T, BLK, PFB, OUT)                                                                       \
         const hr_block_q8_K *X = x;                                                                        \
         const int64_t nb = n / HR_QK_K;                                                                    \
         __m512 acc = _mm512_setzero_ps();                                                                  \
@@ -347,7 +358,7 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
                                                   W[i + 3].scales);                                        \
             UNROLL for (int j = 0; j < 4; j++) {                                                           \
                 const BLK *b = &W[i + j];                                                                  \
-                pf_block((const char *)b, sizeof(BLK), PF_AHEAD);                                                                                  \
+                PFB(i + j);                                                                                \
                 __m512i xs4[4];                                                                            \
                 k45_xside(&X[i + j], xs4);                                                                 \
                 acc = k45_row(b->qs, QH_##T(b), dec, j, b->d, b->dmin, xs4, ld256(X[i + j].bsums),         \
@@ -355,11 +366,10 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
             }                                                                                              \
         }                                                                                                  \
         for (; i < nb; i++) {                                                                              \
-            pf_block((const char *)&W[i], sizeof(BLK), PF_AHEAD);                                                                                  \
+            PFB(i);                                                                                        \
             acc = sb_##T(&W[i], &X[i], acc);                                                               \
         }                                                                                                  \
-        *s = _mm512_reduce_add_ps(acc);                                                                    \
-    }
+        OUT = _mm512_reduce_add_ps(acc);
 /* rows4 as 4 vec_dots, one row after the other. Read side by side (4 streams, each one row
  * long), the rows came from DRAM 10-35% slower at 1 thread than one row at a time (bench_kernels
  * kq, Q4_K, Q5_K, Q6_K), while sharing the activation-side shuffles across the rows gained less
@@ -450,6 +460,34 @@ size_t hr_tile_xbytes_q8Kt_avx512(int64_t n) { return (size_t)(n / HR_QK_K) * si
 #define ORD_K45 {0, 1, 4, 5, 2, 3, 6, 7}
 #define ORD_IQ4 {0, 2, 4, 6, 1, 3, 5, 7}
 
+/* gather4 (scattered rows, kernels_impl.h): vec_dot per row, the rows one after the other,
+ * prefetching into L2 the bytes of the nx row at the offsets it reads; no prefetch ahead in
+ * the row (a gathered row's next bytes may be an inactive row). */
+#define KQ_GATHER4_LOOP(BLK, ROW)                                                                          \
+    for (int r = 0; r < 4; r++) {                                                                          \
+        const BLK *W = wr[r];                                                                              \
+        const char *P = nx[r];                                                                             \
+        ROW                                                                                                \
+    }
+#define KQ_GATHER4(T, BLK)                                                                                 \
+    TGT void hr_gather4_##T##_avx512(int64_t n, const void *const *wr, const void *const *nx,             \
+                                     const void *x, float *y) {                                            \
+        const hr_block_q8_K *X = x;                                                                        \
+        KQ_GATHER4_LOOP(BLK, {                                                                             \
+            __m512 acc = _mm512_setzero_ps();                                                              \
+            for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                    \
+                PFB_NEXT(i);                                                                               \
+                acc = sb_##T(&W[i], &X[i], acc);                                                           \
+            }                                                                                              \
+            y[r] = _mm512_reduce_add_ps(acc);                                                              \
+        })                                                                                                 \
+    }
+#define KQ_GATHER4_K45(T, BLK)                                                                             \
+    TGT void hr_gather4_##T##_avx512(int64_t n, const void *const *wr, const void *const *nx,             \
+                                     const void *x, float *y) {                                            \
+        KQ_GATHER4_LOOP(BLK, { KQ_K45_ROW(T, BLK, PFB_NEXT, y[r]) })                                      \
+    }
+
 KQ_FUNCS(q2_K, hr_block_q2_K)
 KQ_TILE(q2_K, hr_block_q2_K)
 KQ_FUNCS(q3_K, hr_block_q3_K)
@@ -468,5 +506,11 @@ KQ_TILE(q6_K, hr_block_q6_K)
 KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
 KQ_TILE_DEC(iq4_xs, hr_block_iq4_xs)
 KQ_TILE_X(iq4_xs, hr_block_iq4_xs, ORD_IQ4)
+KQ_GATHER4(q2_K, hr_block_q2_K)
+KQ_GATHER4(q3_K, hr_block_q3_K)
+KQ_GATHER4_K45(q4_K, hr_block_q4_K)
+KQ_GATHER4_K45(q5_K, hr_block_q5_K)
+KQ_GATHER4(q6_K, hr_block_q6_K)
+KQ_GATHER4(iq4_xs, hr_block_iq4_xs)
 
 #endif

@@ -138,7 +138,8 @@ static int64_t gm_decode_g4(const gm_job *j, int64_t i0, int64_t i1) {
     return i;
 }
 
-/* Types with only the strided rows4: each group of 4 rows is copied into a small buffer
+/* Types with only the strided rows4 (Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4; F32/F16/BF16, Q4_0,
+ * Q8_0 and the K-quants have gather4): each group of 4 rows is copied into a small buffer
  * (from L2, where the copy of GM_LEAD groups earlier prefetched it, at the same offsets)
  * and rows4 runs there. Its results are the same as on the mapping; the copy costs less
  * than the misses it removes (bench/sparse.c). */
