@@ -46,6 +46,23 @@ static inline int hr_qbest_index(const int8_t *levels, float v) {
     return v - levels[hi - 1] < levels[hi] - v ? hi - 1 : hi;
 }
 
+/* hr_qbest_index(hr_kvalues_iq4nl, v) by lookup instead of a search (the IQ4 quantizers try
+ * 16 scales on every element, so this is their inner loop). Nearest-with-ties-up is the same
+ * as counting the midpoints (a+b)/2 of neighbouring levels that v reaches: the float
+ * differences the search compares are exact wherever they are close, so it never rounds
+ * differently. The midpoints are half-integers, so floor(2v) (2v is exact) decides, and the
+ * table (quant_k_search.c) maps floor(2v) in [-232, 215] to the index; NaN gives 15, as the
+ * search's failing comparisons do. v2 must be 2v, which callers fold into their scale. */
+extern const uint8_t hr_iq4_index_of_2v[448];
+static inline int hr_iq4_index_2v(float v2) {
+    if (v2 != v2) return 15;
+    v2 = v2 < -232.0f ? -232.0f : v2;
+    v2 = v2 > 215.0f ? 215.0f : v2;
+    int f = (int)v2;
+    f -= (float)f > v2; /* truncation to floor for negative non-integers */
+    return hr_iq4_index_of_2v[f + 232];
+}
+
 /* Scale searches (quant_k_search.c). Each fills L with the chosen levels and returns the
  * scale; the weight variants take per-element weights. */
 /* Symmetric levels -nmax..nmax-1 stored offset by nmax, weights x^2, trying 18 nearby
@@ -60,7 +77,7 @@ float hr_qsearch_min(int n, int nmax, const float *x, const float *w, uint8_t *L
                      float rmin, float rdelta, int nstep, bool use_abs);
 /* IQ4_NL/IQ4_XS sub-block of 32 against the non-linear levels, weights x^2: returns the scale
  * (0 for an all-zero block, leaving L untouched) and, when ntry > 0, tries 2*ntry+1 more
- * scales (IQ4_XS); with ntry <= 0 L holds the levels of the first guess. */
+ * scales (IQ4_XS; ntry at most 7); L holds the levels of the first guess. */
 float hr_qsearch_iq4(const float *x, uint8_t *L, int ntry);
 void hr_quant_iq4_nl_file(const float *x, hr_block_iq4_nl *y, int64_t n);
 

@@ -248,8 +248,8 @@ void hr_quant_iq4_xs(const float *x, hr_block_iq4_xs *y, int64_t n) {
         for (int ib = 0; ib < 8; ib++) {
             const int l = hr_qclamp(hr_qnearest(id * scales[ib]), -32, 31);
             const float dl = d * l;
-            const float idl = dl ? 1 / dl : 0.f;
-            for (int j = 0; j < 32; j++) L[32 * ib + j] = (uint8_t)hr_qbest_index(hr_kvalues_iq4nl, idl * x[32 * ib + j]);
+            const float idl2 = 2 * (dl ? 1 / dl : 0.f); /* doubled: hr_iq4_index_2v */
+            for (int j = 0; j < 32; j++) L[32 * ib + j] = (uint8_t)hr_iq4_index_2v(idl2 * x[32 * ib + j]);
             const unsigned code = (unsigned)(l + 32);
             if (ib % 2 == 0) y[i].scales_l[ib / 2] = (uint8_t)(code & 0xF);
             else y[i].scales_l[ib / 2] |= (uint8_t)((code & 0xF) << 4);

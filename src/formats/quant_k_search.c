@@ -105,6 +105,19 @@ float hr_qsearch_sym_refine(int n, int nmax, const float *x, int8_t *L) {
 
 static float weighted_err(float diff, bool use_abs) { return use_abs ? fabsf(diff) : diff * diff; }
 
+/* Weighted error of the fit value = scale * l + min against x, one loop per error kind. */
+static float fit_err(int n, const float *x, const float *w, const float *lf, float scale, float min, bool use_abs) {
+    float err = 0;
+    if (use_abs)
+        for (int i = 0; i < n; i++) err += w[i] * fabsf(scale * lf[i] + min - x[i]);
+    else
+        for (int i = 0; i < n; i++) {
+            const float diff = scale * lf[i] + min - x[i];
+            err += w[i] * (diff * diff);
+        }
+    return err;
+}
+
 float hr_qsearch_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *neg_min,
                      float rmin, float rdelta, int nstep, bool use_abs) {
     float min = x[0], max = x[0];
@@ -133,17 +146,24 @@ float hr_qsearch_min(int n, int nmax, const float *x, const float *w, uint8_t *L
         return scale;
     }
     /* For each candidate level grid, fit scale and min by weighted least squares (the 2x2
-     * normal equations), clamp the min to <= 0, and keep the fit with the smallest error. */
+     * normal equations), clamp the min to <= 0, and keep the fit with the smallest error.
+     * An accepted fit moves min, which the later grids start from (as in ggml), so the steps
+     * stay sequential; x - min and the levels as floats are kept in arrays, the same values
+     * the expressions would recompute. */
     uint8_t Laux[32];
+    float xm[32], lf[32];
+    for (int i = 0; i < n; i++) xm[i] = x[i] - min;
     for (int step = 0; step <= nstep; step++) {
         iscale = (rmin + rdelta * step + nmax) / (max - min);
         float sum_l = 0, sum_l2 = 0, sum_xl = 0;
         for (int i = 0; i < n; i++) {
-            const int l = hr_qclamp(hr_qnearest(iscale * (x[i] - min)), 0, nmax);
+            const int l = hr_qclamp(hr_qnearest(iscale * xm[i]), 0, nmax);
             Laux[i] = (uint8_t)l;
-            sum_l += w[i] * l;
-            sum_l2 += w[i] * l * l;
-            sum_xl += w[i] * l * x[i];
+            lf[i] = (float)l;
+            const float wl = w[i] * lf[i];
+            sum_l += wl;
+            sum_l2 += wl * lf[i];
+            sum_xl += wl * x[i];
         }
         const float det = sum_w * sum_l2 - sum_l * sum_l;
         if (!(det > 0)) continue;
@@ -153,48 +173,76 @@ float hr_qsearch_min(int n, int nmax, const float *x, const float *w, uint8_t *L
             this_min = 0;
             this_scale = sum_xl / sum_l2;
         }
-        float err = 0;
-        for (int i = 0; i < n; i++) err += w[i] * weighted_err(this_scale * Laux[i] + this_min - x[i], use_abs);
+        const float err = fit_err(n, x, w, lf, this_scale, this_min, use_abs);
         if (err < best_err) {
             memcpy(L, Laux, (size_t)n);
             best_err = err;
             scale = this_scale;
             min = this_min;
+            for (int i = 0; i < n; i++) xm[i] = x[i] - min;
         }
     }
     *neg_min = -min;
     return scale;
 }
 
-/* Weighted fit of levels chosen at inverse scale id: sum w*q*x and sum w*q*q, weights x^2. */
-static void iq4_sums(const float *x, float id, uint8_t *L, float *sqx, float *sq2) {
-    float sumqx = 0, sumq2 = 0;
+/* hr_iq4_index_2v's table: entry f + 232 counts the midpoints 2m = a + b of neighbouring
+ * IQ4 levels (-127 -104 -83 -65 -49 -35 -22 -10 1 13 25 38 53 69 89 113) with f >= 2m. */
+#define IQ4_T(f)                                                                                   \
+    ((f) >= -231) + ((f) >= -187) + ((f) >= -148) + ((f) >= -114) + ((f) >= -84) + ((f) >= -57) + \
+        ((f) >= -32) + ((f) >= -9) + ((f) >= 14) + ((f) >= 38) + ((f) >= 63) + ((f) >= 91) +      \
+        ((f) >= 122) + ((f) >= 158) + ((f) >= 202)
+#define IQ4_R4(b) IQ4_T(b), IQ4_T((b) + 1), IQ4_T((b) + 2), IQ4_T((b) + 3)
+#define IQ4_R16(b) IQ4_R4(b), IQ4_R4((b) + 4), IQ4_R4((b) + 8), IQ4_R4((b) + 12)
+#define IQ4_R64(b) IQ4_R16(b), IQ4_R16((b) + 16), IQ4_R16((b) + 32), IQ4_R16((b) + 48)
+const uint8_t hr_iq4_index_of_2v[448] = {IQ4_R64(-232), IQ4_R64(-168), IQ4_R64(-104), IQ4_R64(-40),
+                                         IQ4_R64(24),   IQ4_R64(88),   IQ4_R64(152)};
+
+/* The IQ4 levels as floats, so the fit converts no integers. */
+static const float iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* Weighted fits (sum w*q*x, sum w*q*q, weights x^2) of the levels chosen at nc inverse
+ * scales at once: element-major, so the nc running sums are independent chains instead of
+ * one chain per scale, while each sum still adds its 32 terms in ggml's order. id2 holds the
+ * inverse scales doubled: (2*id)*x equals 2*(id*x) exactly (a power of two commutes with
+ * rounding; where id*x would be subnormal or overflow, both land on the same level). The
+ * levels of candidate 0 go to L. */
+static void iq4_sums(const float *x, int nc, const float *id2, uint8_t *L, float *sqx, float *sq2) {
+    for (int c = 0; c < nc; c++) sqx[c] = sq2[c] = 0;
     for (int j = 0; j < 32; j++) {
-        const int l = hr_qbest_index(hr_kvalues_iq4nl, id * x[j]);
-        if (L) L[j] = (uint8_t)l;
-        const float q = hr_kvalues_iq4nl[l], w = x[j] * x[j];
-        sumqx += w * q * x[j];
-        sumq2 += w * q * q;
+        const float xj = x[j], w = xj * xj;
+        const int l0 = hr_iq4_index_2v(id2[0] * xj);
+        L[j] = (uint8_t)l0;
+        sqx[0] += w * iq4_levels[l0] * xj;
+        sq2[0] += w * iq4_levels[l0] * iq4_levels[l0];
+        for (int c = 1; c < nc; c++) {
+            const float q = iq4_levels[hr_iq4_index_2v(id2[c] * xj)];
+            sqx[c] += w * q * xj;
+            sq2[c] += w * q * q;
+        }
     }
-    *sqx = sumqx, *sq2 = sumq2;
 }
 
 float hr_qsearch_iq4(const float *x, uint8_t *L, int ntry) {
     float amax;
     const float max = signed_absmax(32, x, &amax);
     if (amax < HR_GROUP_EPS) return 0.0f;
+    if (ntry > 7) ntry = 7; /* the arrays below; every caller passes 7 or less */
     const float lowest = hr_kvalues_iq4nl[0];
-    /* First guess: the extreme value on the table's end; with ntry > 0 on the positive end. */
+    /* Candidate 0, the first guess: the extreme value on the table's end, with ntry > 0 on
+     * the positive end. Then the tries t = -ntry..ntry, in the order they are compared. */
     const float d0 = ntry > 0 ? -max / lowest : max / lowest;
-    float sumqx, sumq2;
-    iq4_sums(x, 1 / d0, L, &sumqx, &sumq2);
-    float d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
-    float best = d * sumqx;
-    for (int t = -ntry; t <= ntry; t++) {
-        iq4_sums(x, (t + hr_kvalues_iq4nl[0]) / max, NULL, &sumqx, &sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-            d = sumqx / sumq2;
-            best = d * sumqx;
+    float id2[16], sqx[16], sq2[16];
+    int nc = 0;
+    id2[nc++] = 2 * (1 / d0);
+    for (int t = -ntry; t <= ntry; t++) id2[nc++] = 2 * ((t + hr_kvalues_iq4nl[0]) / max);
+    iq4_sums(x, nc, id2, L, sqx, sq2);
+    float d = sq2[0] > 0 ? sqx[0] / sq2[0] : 0.0f;
+    float best = d * sqx[0];
+    for (int c = 1; c < nc; c++) {
+        if (sq2[c] > 0 && sqx[c] * sqx[c] > best * sq2[c]) {
+            d = sqx[c] / sq2[c];
+            best = d * sqx[c];
         }
     }
     return d;

@@ -126,9 +126,9 @@ void hr_quant_iq4_nl_file(const float *x, hr_block_iq4_nl *y, int64_t n) {
         uint8_t L[HR_QK];
         memset(L, 8, sizeof L);
         const float d = hr_qsearch_iq4(x, L, 7);
-        const float id = d ? 1 / d : 0.0f;
+        const float id2 = 2 * (d ? 1 / d : 0.0f); /* doubled: hr_iq4_index_2v */
         y[i].d = hr_f32_to_f16(d);
-        for (int j = 0; j < HR_QK; j++) L[j] = (uint8_t)hr_qbest_index(hr_kvalues_iq4nl, id * x[j]);
+        for (int j = 0; j < HR_QK; j++) L[j] = (uint8_t)hr_iq4_index_2v(id2 * x[j]);
         for (int j = 0; j < HR_QK / 2; j++) y[i].qs[j] = (uint8_t)(L[j] | L[j + 16] << 4);
     }
 }

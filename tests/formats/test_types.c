@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "formats/types.h"
+#include "formats/quant_internal.h"
 #include "testutil.h"
 
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
@@ -263,6 +264,30 @@ static void test_quant(void) {
     for (int i = 0; i < N; i++) CHECK(fabsf(y[i] - x[i]) <= fabsf(x[i]) * 0x1p-8f);
 }
 
+/* The IQ4 quantizers' level lookup against the plain nearest-level search it replaces: every
+ * midpoint of neighbouring levels and the floats next to it, a random sweep past both ends,
+ * and the special values. */
+static void test_iq4_lookup(void) {
+    int bad = 0;
+    for (int i = 0; i + 1 < 16; i++) {
+        float m = 0.5f * (float)(hr_kvalues_iq4nl[i] + hr_kvalues_iq4nl[i + 1]);
+        float v = m;
+        for (int k = 0; k < 8; k++) v = nextafterf(v, -INFINITY);
+        for (int k = 0; k < 17; k++, v = nextafterf(v, INFINITY))
+            bad += hr_iq4_index_2v(2 * v) != hr_qbest_index(hr_kvalues_iq4nl, v);
+    }
+    hr_rng r = {11};
+    for (int i = 0; i < 200000; i++) {
+        const float v = (hr_rng_uniform(&r) - 0.5f) * (i & 1 ? 600.0f : 3.0f);
+        bad += hr_iq4_index_2v(2 * v) != hr_qbest_index(hr_kvalues_iq4nl, v);
+    }
+    const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, 1e30f, -1e30f, 1e-40f, -1e-40f};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        bad += hr_iq4_index_2v(2 * special[i]) != hr_qbest_index(hr_kvalues_iq4nl, special[i]);
+    CHECKF(bad == 0, "%d values where the IQ4 lookup and the search disagree", bad);
+    CHECK(hr_iq4_index_2v(NAN) == 15);
+}
+
 int main(void) {
     test_table();
     test_f16_known();
@@ -270,5 +295,6 @@ int main(void) {
     test_f16_random();
     test_bf16();
     test_quant();
+    test_iq4_lookup();
     return TEST_END();
 }
