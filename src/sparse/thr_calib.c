@@ -17,10 +17,8 @@
 #define N_BINS (1 + (MAX_LOG2 - MIN_LOG2) * PER_OCT)
 
 typedef struct {
-    const hearth_model *m;
-    const hearth_ctx *ctx; /* set once the context exists; the observer reads its gate */
+    hr_thr_gate g;
     uint64_t *hist;        /* [n_layer][N_BINS] */
-    float *mag;            /* [n_ctx][n_ff] */
 } thr_collector;
 
 static int bin_of(float v) {
@@ -32,10 +30,10 @@ static int bin_of(float v) {
 static void observe(void *ud, int32_t il, int32_t n_tok, const float *p, const float *act) {
     (void)p, (void)act;
     thr_collector *c = ud;
-    const int64_t n = (int64_t)n_tok * c->m->hp.n_ff;
-    hr_ffn_gate_mag(c->mag, hr_ffn_last_gate(c->ctx), n, c->m->hp.act, c->m->gelu_tab);
+    const int64_t n = (int64_t)n_tok * c->g.m->hp.n_ff;
+    const float *mag = hr_thr_gate_mag(&c->g, n_tok);
     uint64_t *h = c->hist + (size_t)il * N_BINS;
-    for (int64_t i = 0; i < n; i++) h[bin_of(c->mag[i])]++;
+    for (int64_t i = 0; i < n; i++) h[bin_of(mag[i])]++;
 }
 
 /* The magnitude with a share `target` of the histogram's mass at or below it. */
@@ -57,19 +55,26 @@ float hr_thr_pick(const uint64_t *h, double target) {
     return ldexpf(1.0f, MAX_LOG2);
 }
 
-static int run_chunks(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, thr_collector *col,
-                      hr_err *e) {
+const float *hr_thr_gate_mag(hr_thr_gate *g, int32_t n_tok) {
+    hr_ffn_gate_mag(g->mag, hr_ffn_last_gate(g->ctx), (int64_t)n_tok * g->m->hp.n_ff, g->m->hp.act, g->m->gelu_tab);
+    return g->mag;
+}
+
+int hr_thr_run_dense(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, hr_thr_gate *g,
+                     void (*fn)(void *ud, int32_t il, int32_t n_tok, const float *p, const float *act), void *ud,
+                     const char *what, uint64_t *n_evaluated, hr_err *e) {
     hearth_ctx_params cp = hearth_ctx_default_params();
     cp.n_ctx = o->n_ctx, cp.n_batch = o->n_ctx, cp.n_threads = o->n_threads;
     cp.ffn_mode = HEARTH_FFN_DENSE, cp.gpu = HEARTH_GPU_OFF; /* the observer reads the CPU's gate */
     cp.kv_k = cp.kv_v = HEARTH_KV_F32;
-    cp.ffn_observer = observe, cp.ffn_observer_ud = col;
+    cp.ffn_observer = fn, cp.ffn_observer_ud = ud;
     hearth_ctx *ctx = hearth_ctx_new(m, &cp, e);
     if (!ctx) return -1;
-    col->ctx = ctx;
-    col->mag = malloc(sizeof(float) * (size_t)hearth_ctx_n_ctx(ctx) * (size_t)m->hp.n_ff);
-    int r = col->mag ? hr_calib_eval_chunks(ctx, tokens, n_tokens, o, "measuring", NULL, e) : hr_errf(e, "out of memory");
-    free(col->mag);
+    g->m = m, g->ctx = ctx;
+    g->mag = malloc(sizeof(float) * (size_t)hearth_ctx_n_ctx(ctx) * (size_t)m->hp.n_ff);
+    int r = g->mag ? hr_calib_eval_chunks(ctx, tokens, n_tokens, o, what, n_evaluated, e) : hr_errf(e, "out of memory");
+    free(g->mag);
+    g->mag = NULL, g->ctx = NULL;
     hearth_ctx_free(ctx);
     return r;
 }
@@ -85,8 +90,9 @@ int hr_thr_histograms(hearth_model *m, const int32_t *tokens, int64_t n_tokens, 
     if (!hp->has_gate)
         return hr_errf(e, "thresholds need a gated FFN (swiglu, geglu, reglu, drelu); this model's is %s", hr_act_name(hp->act));
     if (n_tokens < 1) return hr_errf(e, "no tokens to calibrate on");
-    thr_collector col = {m, NULL, calloc((size_t)hp->n_layer * N_BINS, sizeof(uint64_t)), NULL};
-    int r = col.hist ? run_chunks(m, tokens, n_tokens, o, &col, e) : hr_errf(e, "out of memory");
+    thr_collector col = {.hist = calloc((size_t)hp->n_layer * N_BINS, sizeof(uint64_t))};
+    int r = col.hist ? hr_thr_run_dense(m, tokens, n_tokens, o, &col.g, observe, &col, "measuring", NULL, e)
+                     : hr_errf(e, "out of memory");
     if (r) free(col.hist);
     else *hist = col.hist;
     return r;

@@ -5,16 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include "calibrate.h"
+#include "thr_internal.h"
 #include "engine/ffn.h"
 #include "engine/model.h"
 
 typedef struct {
-    const hearth_model *m;
-    const hearth_ctx *ctx; /* set once the context exists; the observer reads its gate */
+    hr_thr_gate g;
     const float *thr;
     hr_stats *stats;
     hr_pairs *pairs;
-    float *mag;   /* [n_ctx][n_ff] */
     int64_t *seen; /* [n_layer] tokens already observed in each layer */
     int64_t stride; /* keep the pair of every stride-th token */
 } thr_collector;
@@ -23,25 +22,8 @@ static void observe(void *ud, int32_t il, int32_t n_tok, const float *p, const f
     (void)act;
     thr_collector *c = ud;
     const int64_t ff = c->pairs->n_ff;
-    hr_ffn_gate_mag(c->mag, hr_ffn_last_gate(c->ctx), (int64_t)n_tok * ff, c->m->hp.act, c->m->gelu_tab);
-    hr_pairs_record(c->pairs, c->stats->counts + (size_t)il * (size_t)ff, c->seen, c->stride, il, n_tok, p, c->mag, &c->thr[il]);
-}
-
-static int run_chunks(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, thr_collector *col,
-                      hr_err *e) {
-    hearth_ctx_params cp = hearth_ctx_default_params();
-    cp.n_ctx = o->n_ctx, cp.n_batch = o->n_ctx, cp.n_threads = o->n_threads;
-    cp.ffn_mode = HEARTH_FFN_DENSE, cp.gpu = HEARTH_GPU_OFF; /* the observer reads the CPU's gate */
-    cp.kv_k = cp.kv_v = HEARTH_KV_F32;
-    cp.ffn_observer = observe, cp.ffn_observer_ud = col;
-    hearth_ctx *ctx = hearth_ctx_new(m, &cp, e);
-    if (!ctx) return -1;
-    col->ctx = ctx;
-    col->mag = malloc(sizeof(float) * (size_t)hearth_ctx_n_ctx(ctx) * (size_t)m->hp.n_ff);
-    int r = col->mag ? hr_calib_eval_chunks(ctx, tokens, n_tokens, o, "pairs", &col->stats->n_tokens, e) : hr_errf(e, "out of memory");
-    free(col->mag);
-    hearth_ctx_free(ctx);
-    return r;
+    const float *mag = hr_thr_gate_mag(&c->g, n_tok);
+    hr_pairs_record(c->pairs, c->stats->counts + (size_t)il * (size_t)ff, c->seen, c->stride, il, n_tok, p, mag, &c->thr[il]);
 }
 
 int hr_calib_collect_thr(hearth_model *m, const int32_t *tokens, int64_t n_tokens, const hr_collect_opts *o, const float *thr,
@@ -57,11 +39,12 @@ int hr_calib_collect_thr(hearth_model *m, const int32_t *tokens, int64_t n_token
     for (int32_t il = 0; il < hp->n_layer; il++)
         if (!(thr[il] >= 0)) return hr_errf(e, "layer %d's threshold %g is not a number >= 0", il, (double)thr[il]);
     int64_t cap = o->max_pairs < n_tokens ? o->max_pairs : n_tokens;
-    thr_collector col = {m, NULL, thr, stats, pairs, NULL, calloc((size_t)hp->n_layer + 1, sizeof(int64_t)), (n_tokens + cap - 1) / cap};
+    thr_collector col = {.thr = thr, .stats = stats, .pairs = pairs, .seen = calloc((size_t)hp->n_layer + 1, sizeof(int64_t)),
+                         .stride = (n_tokens + cap - 1) / cap};
     int r = !col.seen ? hr_errf(e, "out of memory") : 0;
     if (!r) r = hr_stats_init(stats, hp->n_layer, hp->n_ff, e);
     if (!r) r = hr_pairs_init(pairs, hp->n_layer, hp->n_embd, hp->n_ff, cap, e);
-    if (!r) r = run_chunks(m, tokens, n_tokens, o, &col, e);
+    if (!r) r = hr_thr_run_dense(m, tokens, n_tokens, o, &col.g, observe, &col, "pairs", &stats->n_tokens, e);
     free(col.seen);
     if (r) {
         hr_stats_free(stats);
