@@ -20,7 +20,9 @@ ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "conformance|fuzz|
 # CUDA pass without a GPU: the CUDA backend compiled against the CPU emulator
 # (tests/cudaemu, docs/cuda.md) runs its operation test and CLI checks, then the GPU check
 # script itself (hybrid logits and greedy tokens against the CPU on synthetic and shipped
-# models at 0, 25 and 100% of the FFN on the device); its tables go to build-emu/gpu-check.md.
+# models at 0, 25 and 100% of the FFN on the device; a small mixture of experts with 0, a
+# quarter and all experts on the device and with the expert cache); its tables go to
+# build-emu/gpu-check.md.
 cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=Release -DHEARTH_CUDA_EMU=ON -DHEARTH_SERVER=OFF >/dev/null
 cmake --build build-emu -j"$jobs" --target hearth test_cuda_ops test_hybrid_model test_hybrid_attn test_hybrid_moe
 ctest --test-dir build-emu --output-on-failure -j"$jobs" -L cuda
