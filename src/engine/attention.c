@@ -5,6 +5,7 @@
 #include <string.h>
 #include "context.h"
 #include "formats/types.h"
+#include "backends/cpu/attn_v.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/prof.h"
 
@@ -37,18 +38,10 @@ static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_
     if (sinks) hr_softmax_sink(s, n_kv, hp->attn_scale, sinks[h]);
     else hr_softmax(s, n_kv, hp->attn_scale);
     float *out = c->sc.att + ((int64_t)t * hp->n_head + h) * hd;
-    memset(out, 0, sizeof(float) * (size_t)hd);
-    const uint8_t *V = c->kv.v_cache + first * c->kv.v_elem;
-    for (int32_t p = 0; p < n_kv; p++) {
-        if (c->kv.v_elem == 2) {
-            const float w = hr_f16_to_f32(hr_f32_to_f16(s[p]));
-            const uint16_t *v = (const uint16_t *)(V + (size_t)p * kvd * 2);
-            for (int32_t d = 0; d < hd; d++) out[d] += w * hr_f16_to_f32(v[d]);
-        } else {
-            const float *v = (const float *)(V + (size_t)p * kvd * 4);
-            for (int32_t d = 0; d < hd; d++) out[d] += s[p] * v[d];
-        }
-    }
+    const int f16 = c->kv.v_elem == 2;
+    if (f16)
+        for (int32_t p = 0; p < n_kv; p++) s[p] = hr_f16_to_f32(hr_f32_to_f16(s[p]));
+    hr_attn_wsum(out, s, c->kv.v_cache + first * c->kv.v_elem, (size_t)kvd * c->kv.v_elem, n_kv, hd, f16);
 }
 
 static void attn_task(void *arg, int ith, int nth) {

@@ -1,0 +1,38 @@
+#include "attn_v.h"
+#include <stdbool.h>
+#include <string.h>
+#include "formats/types.h"
+
+/* Columns [d0, d1) of the sum: the loop order of the SIMD twin's tail, and of its lanes. */
+static void wsum_cols(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t d0, int32_t d1,
+                      int f16) {
+    const char *v = V;
+    for (int32_t d = d0; d < d1; d++) out[d] = 0.0f;
+    for (int32_t p = 0; p < n; p++, v += vs) {
+        if (f16) {
+            const uint16_t *r = (const uint16_t *)v;
+            for (int32_t d = d0; d < d1; d++) out[d] += w[p] * hr_f16_to_f32(r[d]);
+        } else {
+            const float *r = (const float *)v;
+            for (int32_t d = d0; d < d1; d++) out[d] += w[p] * r[d];
+        }
+    }
+}
+
+void hr_attn_wsum_c(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t hd, int f16) {
+    wsum_cols(out, w, V, vs, n, 0, hd, f16);
+}
+
+#if defined(HR_X86)
+static bool have_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"); }
+#endif
+
+void hr_attn_wsum(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t hd, int f16) {
+#if defined(HR_X86)
+    if (have_avx2()) {
+        hr_attn_wsum_avx2(out, w, V, vs, n, hd, f16);
+        return;
+    }
+#endif
+    hr_attn_wsum_c(out, w, V, vs, n, hd, f16);
+}

@@ -1,0 +1,40 @@
+/* AVX2 + F16C twin of attn_v.c: 8 columns per register, up to 64 columns held in registers
+ * while the value rows stream past, so each output element is loaded and stored once per
+ * call instead of once per row; per element the same multiply, then add, in row order. */
+#include "attn_v.h"
+
+#if defined(HR_X86) && defined(__AVX2__) && defined(__F16C__)
+#include <immintrin.h>
+#include "formats/types.h"
+
+static inline __m256 ld8(const char *row, int32_t d, int f16) {
+    if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + d)));
+    return _mm256_loadu_ps((const float *)row + d);
+}
+
+/* Columns [d0, d0 + 8K): K accumulators live over all n rows (K a constant after inlining). */
+static inline __attribute__((always_inline)) void wsum_block(float *out, const float *w, const char *V, size_t vs,
+                                                             int32_t n, int32_t d0, int K, int f16) {
+    __m256 acc[8];
+    for (int k = 0; k < K; k++) acc[k] = _mm256_setzero_ps();
+    for (int32_t p = 0; p < n; p++) {
+        const char *row = V + (size_t)p * vs;
+        const __m256 wp = _mm256_set1_ps(w[p]);
+        for (int k = 0; k < K; k++) acc[k] = _mm256_add_ps(acc[k], _mm256_mul_ps(wp, ld8(row, d0 + 8 * k, f16)));
+    }
+    for (int k = 0; k < K; k++) _mm256_storeu_ps(out + d0 + 8 * k, acc[k]);
+}
+
+void hr_attn_wsum_avx2(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t hd, int f16) {
+    int32_t d = 0;
+    for (; d + 64 <= hd; d += 64) wsum_block(out, w, V, vs, n, d, 8, f16);
+    for (; d + 8 <= hd; d += 8) wsum_block(out, w, V, vs, n, d, 1, f16);
+    if (d < hd) { /* the last columns as the plain loop does them */
+        const char *v = V;
+        for (int32_t j = d; j < hd; j++) out[j] = 0.0f;
+        for (int32_t p = 0; p < n; p++, v += vs)
+            for (int32_t j = d; j < hd; j++)
+                out[j] += w[p] * (f16 ? hr_f16_to_f32(((const uint16_t *)v)[j]) : ((const float *)v)[j]);
+    }
+}
+#endif

@@ -1,0 +1,68 @@
+/* Attention's weighted sum of value rows: the plain C against the loop attention.c had
+ * (written out here), and the AVX2 twin and the dispatching entry against the plain C, bit
+ * for bit, at head sizes around the 8- and 64-column blocks and row counts 1 to 300, F16
+ * (with subnormals, infinities' neighbours, signed zeros) and F32 rows, strided as a cache. */
+#include <stdlib.h>
+#include <string.h>
+#include "backends/cpu/attn_v.h"
+#include "formats/types.h"
+#include "testutil.h"
+
+static void reference(float *out, const float *w, const char *V, size_t vs, int32_t n, int32_t hd, int f16) {
+    memset(out, 0, sizeof(float) * (size_t)hd);
+    for (int32_t p = 0; p < n; p++)
+        for (int32_t d = 0; d < hd; d++) {
+            const char *r = V + (size_t)p * vs;
+            out[d] += w[p] * (f16 ? hr_f16_to_f32(((const uint16_t *)r)[d]) : ((const float *)r)[d]);
+        }
+}
+
+static int same_bits(const float *a, const float *b, int32_t n) { return memcmp(a, b, sizeof(float) * (size_t)n) == 0; }
+
+int main(void) {
+    static const int32_t hds[] = {1, 7, 8, 9, 63, 64, 65, 72, 80, 128, 136, 200, 256};
+    static const int32_t ns[] = {1, 2, 5, 33, 300};
+    enum { MAXD = 256, MAXN = 300, PADD = 24 };
+    uint16_t *vh = malloc(sizeof(uint16_t) * MAXN * (MAXD + PADD));
+    float *vf = malloc(sizeof(float) * MAXN * (MAXD + PADD)), w[MAXN];
+    float ref[MAXD], c[MAXD], simd[MAXD], any[MAXD];
+    CHECK(vh && vf);
+    if (!vh || !vf) return TEST_END();
+    unsigned s = 7;
+    for (int i = 0; i < MAXN * (MAXD + PADD); i++) {
+        s = s * 1103515245u + 12345u;
+        const unsigned r = s >> 8;
+        /* mostly ordinary values, some subnormals, zeros of both signs, large magnitudes */
+        uint16_t h = hr_f32_to_f16(((int)(r % 20001) - 10000) / 997.0f);
+        if (r % 17 == 0) h = (uint16_t)(r & 0x83ff);
+        if (r % 29 == 0) h = (uint16_t)((r & 0x8000) | 0x7bff);
+        vh[i] = h;
+        vf[i] = ((int)(r % 40001) - 20000) / 313.0f;
+    }
+    for (int p = 0; p < MAXN; p++) w[p] = (float)((p * 7919) % 1000) / 1000.0f * (p % 3 ? 1.0f : -1.0f);
+    int simd_ok = 0;
+#if defined(__x86_64__)
+    simd_ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#endif
+    for (int f16 = 0; f16 < 2; f16++)
+        for (size_t a = 0; a < sizeof hds / sizeof hds[0]; a++)
+            for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++) {
+                const int32_t hd = hds[a], n = ns[b];
+                const size_t vs = (size_t)(hd + PADD) * (f16 ? 2 : 4);
+                const char *V = f16 ? (const char *)vh : (const char *)vf;
+                reference(ref, w, V, vs, n, hd, f16);
+                hr_attn_wsum_c(c, w, V, vs, n, hd, f16);
+                CHECKF(same_bits(ref, c, hd), "plain C differs: f16 %d hd %d n %d", f16, hd, n);
+                hr_attn_wsum(any, w, V, vs, n, hd, f16);
+                CHECKF(same_bits(ref, any, hd), "entry point differs: f16 %d hd %d n %d", f16, hd, n);
+#if defined(__x86_64__)
+                if (simd_ok) {
+                    hr_attn_wsum_avx2(simd, w, V, vs, n, hd, f16);
+                    CHECKF(same_bits(ref, simd, hd), "AVX2 differs: f16 %d hd %d n %d", f16, hd, n);
+                }
+#endif
+            }
+    free(vh);
+    free(vf);
+    return TEST_END();
+}
