@@ -343,6 +343,16 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
  * gather4: the same bytes of the nx row P, into L2) */
 #define PFB_AHEAD(i) pf_block((const char *)&W[i], sizeof(W[0]), PF_AHEAD)
 #define PFB_NEXT(i) pf_block_l2(P + (i) * sizeof(W[0]), sizeof(W[0]))
+/* gather4 also fetches its own row's super-block KQ_GATHER_L1 on into L1 (from L2, where the
+ * nx prefetch of earlier calls put it), never past the row's end. Q4_K/Q6_K at 10-30% of
+ * 11008 rows of 4096, one Zen 4 thread: 48-65% -> 56-75% and 63-90% -> 66-94% of the dense
+ * kernel's GB/s (bench/sparse.c, docs/performance.md). */
+#define KQ_GATHER_L1 2
+#define PFB_GATHER(i)                                                                              \
+    do {                                                                                           \
+        PFB_NEXT(i);                                                                               \
+        if ((i) + KQ_GATHER_L1 < nb) pf_block((const char *)&W[(i) + KQ_GATHER_L1], sizeof(W[0]), 0);    \
+    } while (0)
 #define KQ_DOT_K45(T, BLK)                                                                                 \
     TGT void hr_dot_##T##_avx512(int64_t n, float *s, const void *w, const void *x) {                      \
         const BLK *W = w;                                                                                  \
@@ -461,8 +471,9 @@ size_t hr_tile_xbytes_q8Kt_avx512(int64_t n) { return (size_t)(n / HR_QK_K) * si
 #define ORD_IQ4 {0, 2, 4, 6, 1, 3, 5, 7}
 
 /* gather4 (scattered rows, kernels_impl.h): vec_dot per row, the rows one after the other,
- * prefetching into L2 the bytes of the nx row at the offsets it reads; no prefetch ahead in
- * the row (a gathered row's next bytes may be an inactive row). */
+ * prefetching into L2 the bytes of the nx row at the offsets it reads, and into L1 its own
+ * row KQ_GATHER_L1 super-blocks on (PFB_GATHER; not past the row's end, where an inactive
+ * row may follow). */
 #define KQ_GATHER4_LOOP(BLK, ROW)                                                                          \
     for (int r = 0; r < 4; r++) {                                                                          \
         const BLK *W = wr[r];                                                                              \
@@ -475,8 +486,9 @@ size_t hr_tile_xbytes_q8Kt_avx512(int64_t n) { return (size_t)(n / HR_QK_K) * si
         const hr_block_q8_K *X = x;                                                                        \
         KQ_GATHER4_LOOP(BLK, {                                                                             \
             __m512 acc = _mm512_setzero_ps();                                                              \
-            for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                    \
-                PFB_NEXT(i);                                                                               \
+            const int64_t nb = n / HR_QK_K;                                                                \
+            for (int64_t i = 0; i < nb; i++) {                                                             \
+                PFB_GATHER(i);                                                                             \
                 acc = sb_##T(&W[i], &X[i], acc);                                                           \
             }                                                                                              \
             y[r] = _mm512_reduce_add_ps(acc);                                                              \
@@ -485,7 +497,7 @@ size_t hr_tile_xbytes_q8Kt_avx512(int64_t n) { return (size_t)(n / HR_QK_K) * si
 #define KQ_GATHER4_K45(T, BLK)                                                                             \
     TGT void hr_gather4_##T##_avx512(int64_t n, const void *const *wr, const void *const *nx,             \
                                      const void *x, float *y) {                                            \
-        KQ_GATHER4_LOOP(BLK, { KQ_K45_ROW(T, BLK, PFB_NEXT, y[r]) })                                      \
+        KQ_GATHER4_LOOP(BLK, { KQ_K45_ROW(T, BLK, PFB_GATHER, y[r]) })                                      \
     }
 
 KQ_FUNCS(q2_K, hr_block_q2_K)

@@ -219,6 +219,82 @@ INLINE void pf_next(const void *const *nx, int r, size_t o, size_t bs) {
 
 #include "sparse_axpy_entry.h"
 
+/* ---- Q4_0, one token: 8 blocks (144 bytes) of every row per step ----
+ * Per block the generic loop spent three of its nine vector operations on the scale
+ * (a word broadcast, an F16 conversion, the table's multiply). Here a row's 8 scales
+ * come out of two loads with one word permute and one conversion (as the dot kernels'
+ * w_grp_q4_0), and each block's table is one multiply by a broadcast from memory; the
+ * values (q - 8) * d, and so the results, are dq_q4_0's. The prefetches go once per
+ * group and cache line instead of a test per block. */
+#define Q4G 8
+INLINE void q4_0_scales8(const char *w, float *d8) {
+    const __m512i i = _mm512_setr_epi32(0x00090000, 0x001b0012, 0x002d0024, 0x003f0036, 0, 0, 0, 0, 0, 0, 0, 0,
+                                        0, 0, 0, 0); /* words 0, 9, ..., 63 */
+    const __m512i s = _mm512_permutex2var_epi16(_mm512_loadu_si512(w), i, _mm512_loadu_si512(w + 64));
+    _mm256_store_ps(d8, _mm256_cvtph_ps(_mm512_castsi512_si128(s)));
+}
+INLINE void q4_0_blk(const char *blk, float d, __m512 v[2]) {
+    const __m512 q8 = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+    const __m512 lut = _mm512_mul_ps(q8, _mm512_set1_ps(d));
+    const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
+    v[0] = _mm512_permutexvar_ps(x, lut);
+    v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), lut);
+}
+/* The lines of bytes [o, o + 144) of a row (the last one may come with the next group). */
+#define PF_GRP(p, o, hint)                                                                          \
+    do {                                                                                            \
+        _mm_prefetch((const char *)(p) + (o), hint);                                                \
+        _mm_prefetch((const char *)(p) + (o) + 64, hint);                                           \
+        _mm_prefetch((const char *)(p) + (o) + 128, hint);                                          \
+    } while (0)
+
+/* The scales are read back from memory: a broadcast load is free of the shuffle unit the
+ * table's permutes need, where GCC would keep them in registers and shuffle each out. */
+#define Q4_OPAQUE(v) __asm__("" : "+m"(v))
+#define AXPY_T1_Q4_0(DQ, SC, BS, R)                                                                 \
+    do {                                                                                            \
+        __m512 av[R];                                                                               \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) av[r] = _mm512_set1_ps(a[r]);           \
+        const int64_t nb = n / BLK;                                                                 \
+        const size_t end = (size_t)nb * BS;                                                         \
+        _Alignas(32) float d8[R][Q4G];                                                              \
+        int64_t b = 0;                                                                              \
+        for (; b + Q4G <= nb; b += Q4G) {                                                           \
+            const size_t o = (size_t)b * BS;                                                        \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                   \
+                if (o + AX_PF_AHEAD + 2 * 64 < end) PF_GRP(w[r], o + AX_PF_AHEAD, _MM_HINT_T0);     \
+                if (AX_PF_NEXT && nx) PF_GRP(nx[r], o, AX_NEXT_HINT);                               \
+                q4_0_scales8((const char *)w[r] + o, d8[r]);                                        \
+            }                                                                                       \
+            Q4_OPAQUE(d8);                                                                          \
+            _Pragma("GCC unroll 8") for (int k = 0; k < Q4G; k++) {                                 \
+                float *yb = y + (b + k) * BLK;                                                      \
+                __m512 acc[NV];                                                                     \
+                _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) acc[j] = _mm512_loadu_ps(yb + 16 * j); \
+                _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                               \
+                    __m512 v[NV];                                                                   \
+                    q4_0_blk((const char *)w[r] + o + k * BS, d8[r][k], v);                         \
+                    _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                            \
+                        acc[j] = _mm512_fmadd_ps(v[j], av[r], acc[j]);                              \
+                }                                                                                   \
+                _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) _mm512_storeu_ps(yb + 16 * j, acc[j]); \
+            }                                                                                       \
+        }                                                                                           \
+        for (; b < nb; b++) {                                                                       \
+            float *yb = y + b * BLK;                                                                \
+            __m512 acc[NV];                                                                         \
+            _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) acc[j] = _mm512_loadu_ps(yb + 16 * j); \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                   \
+                __m512 v[NV];                                                                       \
+                pf_next(nx, r, (size_t)b * BS, BS);                                                 \
+                DQ(w[r], b, v);                                                                     \
+                _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                                \
+                    acc[j] = _mm512_fmadd_ps(v[j], av[r], acc[j]);                                  \
+            }                                                                                       \
+            _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) _mm512_storeu_ps(yb + 16 * j, acc[j]); \
+        }                                                                                           \
+    } while (0)
+
 
 /* ---- 256-element types: one super-block of every row per step ----
  * Each row's super-block header is decoded once (dqs_prep_* of sparse_axpy_dq_avx2.h),
@@ -341,7 +417,7 @@ AXPY_FUNCS(f32, dq_f32, sc_f32, 128)
 AXPY_FUNCS(f16, dq_f16, sc_f16, 64)
 AXPY_FUNCS(bf16, dq_bf16, sc_bf16, 64)
 AXPY_FUNCS(q8_0, dq_q8_0, sc_none, sizeof(hr_block_q8_0))
-AXPY_FUNCS(q4_0, dq_q4_0, sc_none, sizeof(hr_block_q4_0))
+AXPY_ENTRIES(q4_0, AXPY_T1_Q4_0, AXPY_TN, dq_q4_0, sc_none, sizeof(hr_block_q4_0))
 AXPY_FUNCS(q4_1, dq5_q4_1, sc_none, sizeof(hr_block_q4_1))
 AXPY_FUNCS(q5_0, dq5_q5_0, sc_none, sizeof(hr_block_q5_0))
 AXPY_FUNCS(q5_1, dq5_q5_1, sc_none, sizeof(hr_block_q5_1))
