@@ -81,7 +81,9 @@ typedef struct hr_predictor {
  * weight), whose data-weighted truncated SVD starts the training. Ranks are tried upward
  * from min_rank, doubling, up to max_rank; each reaches the recall target through a
  * per-layer shift folded into fc2; the rank with the fewest bytes read per token
- * (predictor + predicted neurons) wins. */
+ * (predictor + predicted neurons) wins (a rank whose predictor alone reads more than the
+ * best so far is not trained). The products run on cpu's threads; the result does not
+ * depend on their count. */
 int hr_predictor_train(hr_cpu *cpu, const float *P, const uint8_t *masks, int64_t n, int32_t n_embd, int32_t n_ff,
                        const float *G, const hr_pred_opts *o, hr_predictor *out, hr_err *e);
 /* Recall, precision and predicted share of a predictor over pairs. */

@@ -1,8 +1,10 @@
 /* Predictors inside experts (moe_pred.h): the pair collector, per-expert training with the
  * dense trainer, the keep-or-skip decision by bytes, and the file tensors. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backends/cpu/pool.h"
 #include "engine/model.h"
 #include "engine/moe.h"
 #include "formats/types.h"
@@ -109,17 +111,59 @@ static int train_expert(hr_cpu *cpu, const hearth_model *m, const hr_moe_pairs *
     return 0;
 }
 
+/* The experts are trained in parallel, one per pool thread at a time, each on its own
+ * single-threaded CPU: an expert's products are too small to split well, and with every
+ * expert's work (seed included) its own, the predictors are the same for any thread count. */
+typedef struct train_job {
+    const hearth_model *m;
+    const hr_moe_pairs *pairs;
+    const hr_moe_pred_opts *o;
+    hr_moe_pred *out;
+    hr_cpu *cpus;      /* [nth] */
+    hr_err *errs;      /* [nth] */
+    int64_t *failed;   /* [nth] the expert whose training failed there, or -1 */
+    atomic_llong next, done;
+    atomic_bool stop;
+} train_job;
+
+static void train_task(void *arg, int ith, int nth) {
+    train_job *j = arg;
+    const int64_t total = (int64_t)j->pairs->n_layer * j->pairs->n_expert;
+    (void)nth;
+    while (!atomic_load(&j->stop)) {
+        const int64_t at = atomic_fetch_add(&j->next, 1);
+        if (at >= total) return;
+        const int il = (int)(at / j->pairs->n_expert);
+        const int32_t x = (int32_t)(at % j->pairs->n_expert);
+        if (train_expert(&j->cpus[ith], j->m, j->pairs, il, x, j->o, &j->out[at], &j->errs[ith])) {
+            j->failed[ith] = at;
+            atomic_store(&j->stop, true);
+            return;
+        }
+        const int64_t done = atomic_fetch_add(&j->done, 1) + 1;
+        if (ith == 0 && j->o->progress) j->o->progress(j->o->progress_ud, "training", (double)done / (double)total); /* one caller at a time */
+    }
+}
+
 int hr_moe_train_preds(hr_cpu *cpu, const hearth_model *m, const hr_moe_pairs *pairs, const hr_moe_pred_opts *o, hr_moe_pred *out,
                        hr_err *e) {
     if (pairs->oom) return hr_errf(e, "out of memory keeping the experts' calibration pairs (try fewer --tokens)");
-    const double total = (double)pairs->n_layer * (double)pairs->n_expert;
-    for (int il = 0; il < pairs->n_layer; il++)
-        for (int32_t x = 0; x < pairs->n_expert; x++) {
-            const size_t at = (size_t)il * (size_t)pairs->n_expert + (size_t)x;
-            if (train_expert(cpu, m, pairs, il, x, o, &out[at], e)) return -1;
-            if (o->progress) o->progress(o->progress_ud, "training", (double)(at + 1) / total);
-        }
-    return 0;
+    const int nth = hr_pool_threads(cpu->pool);
+    train_job j = {m, pairs, o, out, calloc((size_t)nth, sizeof(hr_cpu)), calloc((size_t)nth, sizeof(hr_err)), malloc(sizeof(int64_t) * (size_t)nth),
+                   0, 0, false};
+    int rc = !j.cpus || !j.errs || !j.failed ? hr_errf(e, "out of memory") : 0, made = 0;
+    for (; !rc && made < nth; made++) rc = hr_cpu_init(&j.cpus[made], 1, e);
+    if (rc && made) made--; /* the failed init left nothing to free */
+    for (int i = 0; !rc && i < nth; i++) j.failed[i] = -1;
+    if (!rc) hr_pool_run(cpu->pool, train_task, &j);
+    int64_t first = -1;
+    for (int i = 0; !rc && i < nth; i++)
+        if (j.failed[i] >= 0 && (first < 0 || j.failed[i] < j.failed[first])) first = i;
+    if (first >= 0) rc = -1, *e = j.errs[first];
+    if (!rc && o->progress) o->progress(o->progress_ud, "training", 1.0);
+    for (int i = 0; i < made; i++) hr_cpu_free(&j.cpus[i]);
+    free(j.cpus), free(j.errs), free(j.failed);
+    return rc;
 }
 
 void hr_moe_preds_free(hr_moe_pred *p, size_t n) {

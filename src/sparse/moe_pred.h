@@ -60,11 +60,13 @@ typedef struct hr_moe_pred_opts {
     int32_t max_rank, epochs;
     bool f16;
     uint64_t seed;
-    hr_progress_fn progress; /* NULL: none; called after each expert ("training", share done) */
+    hr_progress_fn progress; /* NULL: none; called as experts finish ("training", share done), from
+                                one pool thread only, so never twice at once */
     void *progress_ud;
 } hr_moe_pred_opts;
 
-/* Trains out[il * n_expert + x] for every layer and expert of m from pairs. */
+/* Trains out[il * n_expert + x] for every layer and expert of m from pairs, the experts in
+ * parallel over cpu's threads (each on one thread); the result does not depend on their count. */
 int hr_moe_train_preds(hr_cpu *cpu, const hearth_model *m, const hr_moe_pairs *pairs, const hr_moe_pred_opts *o, hr_moe_pred *out,
                        hr_err *e);
 void hr_moe_preds_free(hr_moe_pred *p, size_t n);

@@ -22,8 +22,27 @@ typedef struct pred_net {
     float *fc2; /* [ff][r] */
 } pred_net;
 
+/* What the starts of every rank share, computed once per training (hr_pred_start_init): the
+ * rank search tries several widths on the same pairs, and the data-weighted operator
+ * G C G^T costs more to build than any one start takes from it. */
+typedef struct pred_start {
+    int64_t n;      /* training inputs sampled for the start */
+    float *Ps;      /* [n][d] those inputs */
+    float *a;       /* [d] unit mean direction of all training inputs */
+    const float *G; /* [ff][d] the deciding matrix; NULL: random start */
+    float *Gt;      /* [d][ff] */
+    float *M;       /* [ff][ff] G C G^T, built when ff <= d (experts); else NULL and C is kept */
+    float *C;       /* [d][d] mean of p p^T over the sample */
+} pred_start;
+
 uint64_t hr_pred_rand(uint64_t *s); /* splitmix64 */
 float hr_pred_randn(uint64_t *s);
-int hr_pred_init(pred_net *N, const pred_data *D, const float *G, uint64_t *rng);
+/* Y = X W^T with W F32 [n_out][n_in], X [n_tok][n_in]: the CPU matmul, whose results do not
+ * depend on the thread count. */
+int hr_pred_mm(hr_cpu *cpu, const float *W, int64_t n_in, int64_t n_out, const float *X, int64_t n_tok, float *Y, hr_err *e);
+void hr_pred_transpose(const float *A, int64_t rows, int64_t cols, float *At);
+int hr_pred_start_init(hr_cpu *cpu, pred_start *S, const pred_data *D, const float *G, hr_err *e);
+void hr_pred_start_free(pred_start *S);
+int hr_pred_init(hr_cpu *cpu, pred_net *N, const pred_data *D, const pred_start *S, uint64_t *rng, hr_err *e);
 
 #endif

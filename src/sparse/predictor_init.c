@@ -3,14 +3,19 @@
  * neuron j fires iff (G p)_j > 0, so a rank-k approximation Q Q^T G p is a linear
  * predictor; through the ReLU it becomes fc1 = [A; -A], fc2 = [Q, -Q] with A = Q^T G,
  * because relu(z) - relu(-z) = z. Q spans the top-k eigenvectors of G C G^T, C = E[p p^T]:
- * the rank-k map that best reproduces G p on the data. */
+ * the rank-k map that best reproduces G p on the data.
+ * The operator is built once per training (pred_start) and every product goes through the
+ * CPU matmul: done with scalar loops per rank, this start took over 20 s per expert of a
+ * SmallThinker-shaped mixture (n_embd 1536, experts of 768), more than the training. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/types.h"
 #include "pred_internal.h"
 
 #define SUBSPACE_ITERS 24
 #define COV_SAMPLES 4096
+#define SCALE_SAMPLES 512
 #define SCORE_RMS 4.0
 
 uint64_t hr_pred_rand(uint64_t *s) {
@@ -24,6 +29,22 @@ float hr_pred_randn(uint64_t *s) {
     double u1 = ((double)(hr_pred_rand(s) >> 11) + 0.5) / 9007199254740992.0;
     double u2 = (double)(hr_pred_rand(s) >> 11) / 9007199254740992.0;
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+int hr_pred_mm(hr_cpu *cpu, const float *W, int64_t n_in, int64_t n_out, const float *X, int64_t n_tok, float *Y, hr_err *e) {
+    hr_mat m = {HR_F32, n_in, n_out, (size_t)n_in * sizeof(float), W};
+    return hr_matmul(cpu, &m, X, n_tok, Y, e);
+}
+
+/* In tiles, so that neither side strides through memory a whole row per element. */
+void hr_pred_transpose(const float *A, int64_t rows, int64_t cols, float *At) {
+    enum { T = 32 };
+    for (int64_t i0 = 0; i0 < rows; i0 += T)
+        for (int64_t j0 = 0; j0 < cols; j0 += T) {
+            const int64_t i1 = i0 + T < rows ? i0 + T : rows, j1 = j0 + T < cols ? j0 + T : cols;
+            for (int64_t i = i0; i < i1; i++)
+                for (int64_t j = j0; j < j1; j++) At[j * rows + i] = A[i * cols + j];
+        }
 }
 
 static void orthonormalize(float *Qt, int64_t k, int64_t n, uint64_t *rng) {
@@ -48,133 +69,141 @@ static void orthonormalize(float *Qt, int64_t k, int64_t n, uint64_t *rng) {
     }
 }
 
-/* C = mean of p p^T over (a sample of) the training pairs; [d][d]. */
-static float *covariance(const pred_data *D) {
-    const int64_t d = D->d, n = D->n_train < COV_SAMPLES ? D->n_train : COV_SAMPLES;
-    float *C = calloc((size_t)(d * d), sizeof(float));
-    if (!C) return NULL;
-    for (int64_t s = 0; s < n; s++) {
-        const float *p = D->P + (int64_t)D->idx[s * D->n_train / n] * d;
-        for (int64_t i = 0; i < d; i++) {
-            float pi = p[i] / (float)n;
-            for (int64_t l = 0; l < d; l++) C[i * d + l] += pi * p[l];
-        }
-    }
-    return C;
+void hr_pred_start_free(pred_start *S) {
+    free(S->Ps), free(S->a), free(S->Gt), free(S->M), free(S->C);
+    memset(S, 0, sizeof *S);
 }
 
-/* Qt [k][n_ff]: top-k eigenvectors of G C G^T by subspace iteration. */
-static int top_subspace(const float *G, const float *C, int64_t d, int64_t ff, int64_t k, uint64_t *rng, float *Qt) {
-    float *T1 = malloc(sizeof(float) * (size_t)(k * d)), *T2 = malloc(sizeof(float) * (size_t)(k * d));
-    if (!T1 || !T2) {
-        free(T1), free(T2);
-        return -1;
+/* The operator: M = (G Ps^T)(G Ps^T)^T / n where experts are narrower than their input (one
+ * [ff][ff] product per iteration), else C = Ps^T Ps / n, applied as G C G^T. */
+static int build_operator(hr_cpu *cpu, pred_start *S, int64_t d, int64_t ff, hr_err *e) {
+    const int64_t n = S->n;
+    const bool narrow = ff <= d;
+    float *A = malloc(sizeof(float) * (size_t)(n * (narrow ? ff : d))), *B = malloc(sizeof(float) * (size_t)(n * (narrow ? ff : d)));
+    float *O = malloc(sizeof(float) * (size_t)(narrow ? ff * ff : d * d));
+    int rc = !A || !B || !O ? hr_errf(e, "out of memory for the predictor's start") : 0;
+    if (!rc && narrow) { /* A = Ps G^T [n][ff], B its transpose, O = B B^T */
+        rc = hr_pred_mm(cpu, S->G, d, ff, S->Ps, n, A, e);
+        if (!rc) hr_pred_transpose(A, n, ff, B), rc = hr_pred_mm(cpu, B, n, ff, B, ff, O, e);
+    } else if (!rc) { /* B = Ps^T [d][n], O = B B^T */
+        hr_pred_transpose(S->Ps, n, d, B);
+        rc = hr_pred_mm(cpu, B, n, d, B, d, O, e);
     }
-    for (int64_t i = 0; i < k * ff; i++) Qt[i] = hr_pred_randn(rng);
-    orthonormalize(Qt, k, ff, rng);
-    for (int it = 0; it < SUBSPACE_ITERS; it++) {
-        memset(T1, 0, sizeof(float) * (size_t)(k * d));
-        for (int64_t c = 0; c < k; c++) /* T1 = Q^T G */
-            for (int64_t j = 0; j < ff; j++) {
-                float q = Qt[c * ff + j];
-                const float *g = G + j * d;
-                for (int64_t i = 0; i < d; i++) T1[c * d + i] += q * g[i];
-            }
-        for (int64_t c = 0; c < k; c++) /* T2 = T1 C (C symmetric) */
-            for (int64_t i = 0; i < d; i++) {
-                float s = 0;
-                for (int64_t l = 0; l < d; l++) s += T1[c * d + l] * C[l * d + i];
-                T2[c * d + i] = s;
-            }
-        for (int64_t c = 0; c < k; c++) /* Q^T <- (G T2^T)^T */
-            for (int64_t j = 0; j < ff; j++) {
-                float s = 0;
-                for (int64_t i = 0; i < d; i++) s += G[j * d + i] * T2[c * d + i];
-                Qt[c * ff + j] = s;
-            }
-        orthonormalize(Qt, k, ff, rng);
-    }
-    free(T1), free(T2);
+    free(A), free(B);
+    if (rc) return free(O), -1;
+    const int64_t no = narrow ? ff * ff : d * d;
+    for (int64_t i = 0; i < no; i++) O[i] /= (float)n;
+    if (narrow) S->M = O;
+    else S->C = O;
     return 0;
 }
 
+int hr_pred_start_init(hr_cpu *cpu, pred_start *S, const pred_data *D, const float *G, hr_err *e) {
+    const int64_t d = D->d, ff = D->ff, n = D->n_train < COV_SAMPLES ? D->n_train : COV_SAMPLES;
+    memset(S, 0, sizeof *S);
+    S->n = n, S->G = G;
+    S->Ps = malloc(sizeof(float) * (size_t)(n * d)), S->a = calloc((size_t)d, sizeof(float));
+    if (G) S->Gt = malloc(sizeof(float) * (size_t)(d * ff));
+    if (!S->Ps || !S->a || (G && !S->Gt)) return hr_pred_start_free(S), hr_errf(e, "out of memory for the predictor's start");
+    for (int64_t s = 0; s < n; s++) memcpy(S->Ps + s * d, D->P + (int64_t)D->idx[s * D->n_train / n] * d, sizeof(float) * (size_t)d);
+    /* bias pair: |a.p| with a the mean direction of p, a per-neuron offset that scales with p */
+    for (int64_t s = 0; s < D->n_train; s++)
+        for (int64_t i = 0; i < d; i++) S->a[i] += D->P[(int64_t)D->idx[s] * d + i];
+    double na = 0;
+    for (int64_t i = 0; i < d; i++) na += (double)S->a[i] * S->a[i];
+    if (na < 1e-20) S->a[0] = 1, na = 1;
+    for (int64_t i = 0; i < d; i++) S->a[i] = (float)(S->a[i] / sqrt(na));
+    if (!G) return 0;
+    hr_pred_transpose(G, ff, d, S->Gt);
+    if (build_operator(cpu, S, d, ff, e)) return hr_pred_start_free(S), -1;
+    return 0;
+}
+
+/* Qt <- (G C G^T Q)^T; T1, T2: [k][max(d, ff)] scratch. */
+static int apply(hr_cpu *cpu, const pred_start *S, int64_t d, int64_t ff, int64_t k, float *Qt, float *T1, float *T2, hr_err *e) {
+    if (S->M) {
+        if (hr_pred_mm(cpu, S->M, ff, ff, Qt, k, T1, e)) return -1;
+        memcpy(Qt, T1, sizeof(float) * (size_t)(k * ff));
+        return 0;
+    }
+    if (hr_pred_mm(cpu, S->Gt, ff, d, Qt, k, T1, e) || hr_pred_mm(cpu, S->C, d, d, T1, k, T2, e)) return -1; /* T2 = Q^T G C */
+    return hr_pred_mm(cpu, S->G, d, ff, T2, k, Qt, e);
+}
+
+/* Qt [k][n_ff]: top-k eigenvectors of G C G^T by subspace iteration. */
+static int top_subspace(hr_cpu *cpu, const pred_start *S, int64_t d, int64_t ff, int64_t k, uint64_t *rng, float *Qt, hr_err *e) {
+    const int64_t w = d > ff ? d : ff;
+    float *T1 = malloc(sizeof(float) * (size_t)(k * w)), *T2 = malloc(sizeof(float) * (size_t)(k * w));
+    int rc = !T1 || !T2 ? hr_errf(e, "out of memory for the predictor's start") : 0;
+    for (int64_t i = 0; !rc && i < k * ff; i++) Qt[i] = hr_pred_randn(rng);
+    if (!rc) orthonormalize(Qt, k, ff, rng);
+    for (int it = 0; !rc && it < SUBSPACE_ITERS; it++)
+        if (!(rc = apply(cpu, S, d, ff, k, Qt, T1, T2, e))) orthonormalize(Qt, k, ff, rng);
+    free(T1), free(T2);
+    return rc;
+}
+
 /* Hidden unit c gets unit RMS over the data; fc2's column takes the inverse scale, so
- * the function is unchanged (ReLU is positively homogeneous). */
-static void normalize_units(pred_net *N, const pred_data *D) {
-    const int64_t d = D->d, n = D->n_train < COV_SAMPLES ? D->n_train : COV_SAMPLES;
-    for (int64_t c = 0; c < N->r; c++) {
+ * the function is unchanged (ReLU is positively homogeneous). H: [n][r] scratch. */
+static int normalize_units(hr_cpu *cpu, pred_net *N, const pred_start *S, float *H, hr_err *e) {
+    const int64_t d = N->d, r = N->r, n = S->n;
+    if (hr_pred_mm(cpu, N->fc1, d, r, S->Ps, n, H, e)) return -1;
+    for (int64_t c = 0; c < r; c++) {
         double ss = 0;
-        for (int64_t s = 0; s < n; s++) {
-            const float *p = D->P + (int64_t)D->idx[s * D->n_train / n] * d;
-            double z = 0;
-            for (int64_t i = 0; i < d; i++) z += (double)N->fc1[c * d + i] * p[i];
-            ss += z * z;
-        }
+        for (int64_t s = 0; s < n; s++) ss += (double)H[s * r + c] * H[s * r + c];
         double rms = sqrt(ss / (double)n);
         if (rms < 1e-30) continue;
         for (int64_t i = 0; i < d; i++) N->fc1[c * d + i] = (float)(N->fc1[c * d + i] / rms);
-        for (int64_t j = 0; j < N->ff; j++) N->fc2[j * N->r + c] = (float)(N->fc2[j * N->r + c] * rms);
+        for (int64_t j = 0; j < N->ff; j++) N->fc2[j * r + c] = (float)(N->fc2[j * r + c] * rms);
     }
+    return 0;
 }
 
 /* Scores start with RMS SCORE_RMS over the data, so the loss is neither flat nor saturated.
- * Scaling fc2 changes no decision. */
-static void scale_scores(pred_net *N, const pred_data *D) {
-    const int64_t d = D->d, r = N->r, n = D->n_train < 512 ? D->n_train : 512;
-    float *h = malloc(sizeof(float) * (size_t)r);
-    if (!h) return;
+ * Scaling fc2 changes no decision. H: [n][r], Sc: [SCALE_SAMPLES][ff] scratch. */
+static int scale_scores(hr_cpu *cpu, pred_net *N, const pred_start *S, float *H, float *Sc, hr_err *e) {
+    const int64_t r = N->r, n = S->n < SCALE_SAMPLES ? S->n : SCALE_SAMPLES; /* Ps is a random sample: its first rows are too */
+    if (hr_pred_mm(cpu, N->fc1, N->d, r, S->Ps, n, H, e)) return -1;
+    for (int64_t i = 0; i < n * r; i++) H[i] = H[i] > 0 ? H[i] : 0.0f;
+    if (hr_pred_mm(cpu, N->fc2, r, N->ff, H, n, Sc, e)) return -1;
     double ss = 0;
-    for (int64_t s = 0; s < n; s++) {
-        const float *p = D->P + (int64_t)D->idx[s * D->n_train / n] * d;
-        for (int64_t c = 0; c < r; c++) {
-            double z = 0;
-            for (int64_t i = 0; i < d; i++) z += (double)N->fc1[c * d + i] * p[i];
-            h[c] = z > 0 ? (float)z : 0.0f;
-        }
-        for (int64_t j = 0; j < N->ff; j++) {
-            double z = 0;
-            for (int64_t c = 0; c < r; c++) z += (double)N->fc2[j * r + c] * h[c];
-            ss += z * z;
-        }
-    }
-    free(h);
+    for (int64_t i = 0; i < n * N->ff; i++) ss += (double)Sc[i] * Sc[i];
     double rms = sqrt(ss / ((double)n * (double)N->ff));
     if (rms > 1e-30)
         for (int64_t i = 0; i < N->ff * r; i++) N->fc2[i] = (float)(N->fc2[i] * SCORE_RMS / rms);
+    return 0;
 }
 
-int hr_pred_init(pred_net *N, const pred_data *D, const float *G, uint64_t *rng) {
-    const int64_t d = D->d, ff = D->ff, r = N->r, k = (r - 2) / 2;
+/* fc1 = [Q^T G; -Q^T G; a; -a], fc2 = [Q, -Q, 0, 0] from the top-k subspace. */
+static int svd_start(hr_cpu *cpu, pred_net *N, const pred_start *S, uint64_t *rng, hr_err *e) {
+    const int64_t d = N->d, ff = N->ff, r = N->r, k = (r - 2) / 2;
+    float *Qt = malloc(sizeof(float) * (size_t)(k * ff));
+    int rc = !Qt ? hr_errf(e, "out of memory for the predictor's start") : top_subspace(cpu, S, d, ff, k, rng, Qt, e);
+    if (!rc) rc = hr_pred_mm(cpu, S->Gt, ff, d, Qt, k, N->fc1, e); /* A = Q^T G, rows 0..k-1 */
+    for (int64_t c = 0; !rc && c < k; c++) {
+        for (int64_t j = 0; j < ff; j++) N->fc2[j * r + c] = Qt[c * ff + j], N->fc2[j * r + k + c] = -Qt[c * ff + j];
+        for (int64_t i = 0; i < d; i++) N->fc1[(k + c) * d + i] = -N->fc1[c * d + i];
+    }
+    free(Qt);
+    return rc;
+}
+
+int hr_pred_init(hr_cpu *cpu, pred_net *N, const pred_data *D, const pred_start *S, uint64_t *rng, hr_err *e) {
+    const int64_t d = D->d, ff = D->ff, r = N->r, n = S->n;
     memset(N->fc1, 0, sizeof(float) * (size_t)(r * d));
     memset(N->fc2, 0, sizeof(float) * (size_t)(ff * r));
-    /* bias pair: |a.p| with a the mean direction of p, a per-neuron offset that scales with p */
-    float *a = N->fc1 + (r - 2) * d;
-    for (int64_t s = 0; s < D->n_train; s++)
-        for (int64_t i = 0; i < d; i++) a[i] += D->P[(int64_t)D->idx[s] * d + i];
-    double na = 0;
-    for (int64_t i = 0; i < d; i++) na += (double)a[i] * a[i];
-    if (na < 1e-20) a[0] = 1, na = 1;
-    for (int64_t i = 0; i < d; i++) a[i] = (float)(a[i] / sqrt(na)), N->fc1[(r - 1) * d + i] = -a[i];
-    if (G) {
-        float *C = covariance(D), *Qt = malloc(sizeof(float) * (size_t)(k * ff));
-        int bad = !C || !Qt || top_subspace(G, C, d, ff, k, rng, Qt);
-        if (!bad)
-            for (int64_t c = 0; c < k; c++) {
-                for (int64_t j = 0; j < ff; j++) {
-                    float q = Qt[c * ff + j];
-                    N->fc2[j * r + c] = q, N->fc2[j * r + k + c] = -q;
-                    for (int64_t i = 0; i < d; i++) N->fc1[c * d + i] += q * G[j * d + i];
-                }
-                for (int64_t i = 0; i < d; i++) N->fc1[(k + c) * d + i] = -N->fc1[c * d + i];
-            }
-        free(C), free(Qt);
-        if (bad) return -1;
+    for (int64_t i = 0; i < d; i++) N->fc1[(r - 2) * d + i] = S->a[i], N->fc1[(r - 1) * d + i] = -S->a[i];
+    if (S->G) {
+        if (svd_start(cpu, N, S, rng, e)) return -1;
     } else {
         for (int64_t i = 0; i < (r - 2) * d; i++) N->fc1[i] = hr_pred_randn(rng);
         for (int64_t j = 0; j < ff; j++)
             for (int64_t c = 0; c < r - 2; c++) N->fc2[j * r + c] = hr_pred_randn(rng) / sqrtf((float)r);
     }
-    normalize_units(N, D);
-    scale_scores(N, D);
-    return 0;
+    const int64_t ns = n < SCALE_SAMPLES ? n : SCALE_SAMPLES;
+    float *H = malloc(sizeof(float) * (size_t)(n * r)), *Sc = malloc(sizeof(float) * (size_t)(ns * ff));
+    int rc = !H || !Sc ? hr_errf(e, "out of memory for the predictor's start") : normalize_units(cpu, N, S, H, e);
+    if (!rc) rc = scale_scores(cpu, N, S, H, Sc, e);
+    free(H), free(Sc);
+    return rc;
 }

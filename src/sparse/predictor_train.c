@@ -30,11 +30,6 @@ static int mm(hr_cpu *cpu, uint32_t type, const void *W, int64_t n_in, int64_t n
     return hr_matmul(cpu, &m, X, n_tok, Y, e);
 }
 
-static void transpose(const float *A, int64_t rows, int64_t cols, float *At) {
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) At[j * rows + i] = A[i * cols + j];
-}
-
 static void ws_free(train_ws *w) {
     float **f[] = {&w->Pb, &w->Pbt, &w->H, &w->Ht, &w->S, &w->GSt, &w->fc2t, &w->GH, &w->GHt, &w->g1, &w->g2, &w->m1, &w->v1, &w->m2, &w->v2};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(*f[i]), *f[i] = NULL;
@@ -104,12 +99,12 @@ static int train_step(hr_cpu *cpu, pred_net *N, train_ws *w, const pred_data *D,
             float sig = 1.0f / (1.0f + expf(-*s));
             *s = (bit(D, ids[t], j) ? pos_w * (sig - 1.0f) : sig) / (float)nb;
         }
-    transpose(w->S, nb, ff, w->GSt), transpose(w->H, nb, r, w->Ht), transpose(N->fc2, ff, r, w->fc2t);
+    hr_pred_transpose(w->S, nb, ff, w->GSt), hr_pred_transpose(w->H, nb, r, w->Ht), hr_pred_transpose(N->fc2, ff, r, w->fc2t);
     if (mm(cpu, HR_F32, w->Ht, nb, r, w->GSt, ff, w->g2, e)) return -1;        /* g2 = GS^T H */
     if (mm(cpu, HR_F32, w->fc2t, ff, r, w->S, nb, w->GH, e)) return -1;        /* GH = GS fc2 */
     for (int64_t i = 0; i < nb * r; i++)
         if (w->H[i] <= 0) w->GH[i] = 0;
-    transpose(w->GH, nb, r, w->GHt), transpose(w->Pb, nb, d, w->Pbt);
+    hr_pred_transpose(w->GH, nb, r, w->GHt), hr_pred_transpose(w->Pb, nb, d, w->Pbt);
     if (mm(cpu, HR_F32, w->Pbt, nb, d, w->GHt, r, w->g1, e)) return -1;        /* g1 = GH^T P */
     memset(w->g1 + (r - 2) * d, 0, sizeof(float) * (size_t)(2 * d));          /* the bias pair stays fixed */
     adam(N->fc1, w->g1, w->m1, w->v1, r * d, lr1, step);
@@ -235,7 +230,7 @@ static int finish(hr_cpu *cpu, pred_net *N, train_ws *w, const pred_data *D, con
 /* Trains and calibrates a predictor of width r; fills q with its test-pair quality.
  * Training can lose to its starting point (a near-exact SVD at high rank), so the one
  * that predicts fewer neurons at the target recall on the calibration pairs is kept. */
-static int fit_rank(hr_cpu *cpu, pred_net *N, const pred_data *D, const float *G, const hr_pred_opts *o, uint64_t *rng,
+static int fit_rank(hr_cpu *cpu, pred_net *N, const pred_data *D, const pred_start *St, const hr_pred_opts *o, uint64_t *rng,
                     double f0, double f1, pred_quality *q, hr_err *e) {
     train_ws w;
     if (ws_alloc(&w, N->d, N->ff, N->r, e)) return -1;
@@ -243,9 +238,9 @@ static int fit_rank(hr_cpu *cpu, pred_net *N, const pred_data *D, const float *G
     const size_t b1 = sizeof(float) * (size_t)(N->r * N->d), b2 = sizeof(float) * (size_t)(N->ff * N->r);
     pred_net S = {N->r, N->d, N->ff, malloc(b1), malloc(b2)};
     double frac_init = 2, frac_trained = 2;
-    int rc = !S.fc1 || !S.fc2 || hr_pred_init(N, D, G, rng) ? hr_errf(e, "out of memory initialising the predictor") : 0;
+    int rc = !S.fc1 || !S.fc2 ? hr_errf(e, "out of memory initialising the predictor") : hr_pred_init(cpu, N, D, St, rng, e);
     if (!rc) memcpy(S.fc1, N->fc1, b1), memcpy(S.fc2, N->fc2, b2);
-    if (!rc) rc = train(cpu, N, &w, D, epochs, G ? POS_WEIGHT_SVD : POS_WEIGHT_RANDOM, rng, o, f0, f1, e);
+    if (!rc) rc = train(cpu, N, &w, D, epochs, St->G ? POS_WEIGHT_SVD : POS_WEIGHT_RANDOM, rng, o, f0, f1, e);
     if (!rc) rc = finish(cpu, N, &w, D, o, &frac_trained, e);
     if (!rc) rc = finish(cpu, &S, &w, D, o, &frac_init, e);
     if (!rc && frac_init < frac_trained) memcpy(N->fc1, S.fc1, b1), memcpy(N->fc2, S.fc2, b2);
@@ -265,6 +260,10 @@ static int split(pred_data *D, int64_t n, uint64_t *rng, hr_err *e) {
     return 0;
 }
 
+/* What a predictor of width r reads per token: the part of the rank search's cost known
+ * before training. */
+static double pred_bytes(int64_t r, int32_t n_embd, int32_t n_ff, bool f16) { return (double)r * (n_embd + n_ff) * (f16 ? 2 : 4); }
+
 static int64_t rank_cap(int64_t d, int64_t ff) { return 2 * (d < ff ? d : ff) + 2; }
 
 int hr_predictor_train(hr_cpu *cpu, const float *P, const uint8_t *masks, int64_t n, int32_t n_embd, int32_t n_ff,
@@ -280,6 +279,8 @@ int hr_predictor_train(hr_cpu *cpu, const float *P, const uint8_t *masks, int64_
     pred_data D = {P, masks, ((size_t)n_ff + 7) / 8, n_embd, n_ff, NULL, 0, 0, 0};
     uint64_t rng = o->seed ? o->seed : 0x5eed;
     if (split(&D, n, &rng, e)) return -1;
+    pred_start St;
+    if (hr_pred_start_init(cpu, &St, &D, G, e)) return free(D.idx), -1;
     int64_t ranks[32];
     int n_ranks = 0;
     for (int64_t r = lo; n_ranks < 32; r *= 2) {
@@ -293,11 +294,12 @@ int hr_predictor_train(hr_cpu *cpu, const float *P, const uint8_t *masks, int64_
     int worse = 0, rc = 0;
     for (int ri = 0; ri < n_ranks && !rc && worse < 2; ri++) {
         int64_t r = ranks[ri];
+        if (pred_bytes(r, n_embd, n_ff, o->f16) >= best_cost) break; /* its own bytes alone lose, and those of wider ranks */
         pred_net N = {r, n_embd, n_ff, malloc(sizeof(float) * (size_t)(r * n_embd)), malloc(sizeof(float) * (size_t)(r * n_ff))};
         pred_quality q = {0};
         rc = !N.fc1 || !N.fc2 ? hr_errf(e, "out of memory") : 0;
-        if (!rc) rc = fit_rank(cpu, &N, &D, G, o, &rng, (double)ri / n_ranks, (double)(ri + 1) / n_ranks, &q, e);
-        double cost = (double)r * (n_embd + n_ff) * (o->f16 ? 2 : 4) + q.pred_frac * n_ff * o->ffn_neuron_bytes;
+        if (!rc) rc = fit_rank(cpu, &N, &D, &St, o, &rng, (double)ri / n_ranks, (double)(ri + 1) / n_ranks, &q, e);
+        double cost = pred_bytes(r, n_embd, n_ff, o->f16) + q.pred_frac * n_ff * o->ffn_neuron_bytes;
         if (!rc && cost < best_cost) {
             free(out->fc1), free(out->fc2);
             *out = (hr_predictor){n_embd, n_ff, (int32_t)r, N.fc1, N.fc2, (float)q.recall, (float)q.precision, (float)q.pred_frac, (float)q.true_frac};
@@ -307,6 +309,7 @@ int hr_predictor_train(hr_cpu *cpu, const float *P, const uint8_t *masks, int64_
             worse++;
         }
     }
+    hr_pred_start_free(&St);
     free(D.idx);
     if (rc) hr_predictor_free(out);
     if (!rc && o->progress) o->progress(o->progress_ud, "training", 1.0);

@@ -125,6 +125,28 @@ static void check_all_marked(hearth_model *m, const char *tag) {
     free(preds);
 }
 
+/* Expert predictors trained on 1 thread are bit-identical to those trained on 2 (preds):
+ * experts train in parallel, each on its own single-threaded CPU. */
+static void check_threads(const hearth_model *m, const hr_moe_pairs *pairs, const hr_moe_pred_opts *po, const hr_moe_pred *preds, size_t n,
+                          const char *tag) {
+    hr_moe_pred *one = calloc(n, sizeof *one);
+    hr_cpu cpu;
+    hr_err e = {{0}};
+    int rc = !one || hr_cpu_init(&cpu, 1, &e) ? -1 : 0;
+    if (!rc) rc = hr_moe_train_preds(&cpu, m, pairs, po, one, &e), hr_cpu_free(&cpu);
+    CHECKF(!rc, "%s: training on 1 thread: %s", tag, e.msg);
+    size_t same = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        const hr_predictor *a = &preds[i].p, *b = &one[i].p;
+        same += a->r == b->r && !!a->fc1 == !!b->fc1 &&
+                (!a->fc1 || (!memcmp(a->fc1, b->fc1, sizeof(float) * (size_t)a->r * (size_t)a->n_embd) &&
+                             !memcmp(a->fc2, b->fc2, sizeof(float) * (size_t)a->r * (size_t)a->n_ff)));
+    }
+    CHECKF(rc || same == n, "%s: %zu of %zu experts' predictors equal on 1 and 2 threads", tag, same, n);
+    hr_moe_preds_free(one, one ? n : 0);
+    free(one);
+}
+
 /* Calibration on one token sequence, predictors trained for recall 0.99, then predicted mode
  * on other tokens: layer 0 (routed from the embeddings alone, the same in both modes) fires
  * exactly the neurons exact mode fires, and at least 95% of them are predicted; fewer expert
@@ -149,6 +171,7 @@ static void check_trained(hearth_model *m, const char *tag) {
     for (size_t i = 0; !rc && i < n; i++) kept += preds[i].p.fc1 != NULL;
     CHECKF(!rc && kept == (int32_t)n, "%s: training: %s (%d of %zu experts kept a predictor; first reason: %s)", tag, rc ? e.msg : "ok", kept, n,
            preds ? preds[0].why : "");
+    if (!rc) check_threads(m, &pairs, &po, preds, n, tag);
     hearth_model *t = !rc ? with_preds(m, preds, tag, &e) : NULL;
     CHECKF(rc || t, "%s: %s", tag, e.msg);
     const int32_t nv = hearth_model_get_info(m)->n_vocab;
