@@ -58,7 +58,9 @@ static void help(void) {
            "  --target-sparsity S per layer, the threshold on |act(gate x)| under which a share S\n"
            "                      (0 <= S < 1) of neurons falls over the text, the model run densely;\n"
            "                      writes OUT (default MODEL.threshold.gguf) with the key\n"
-           "                      hearth.ffn_threshold and ffn_down as ffn_down_t (--ffn threshold)\n"
+           "                      hearth.ffn_threshold and ffn_down as ffn_down_t (--ffn threshold),\n"
+           "                      and its statistics file (how often each neuron is above its\n"
+           "                      threshold: hearth place and the GPU plan rank hot neurons by it)\n"
            "  --keep-down         keep ffn_down (llama.cpp still loads OUT; the down projection then\n"
            "                      runs dense)\n"
            "  --allocate          per-layer sparsities at the same average S instead of S everywhere:\n"
@@ -295,6 +297,30 @@ static int thr_predictors(hearth_model *m, const int32_t *toks, size_t n, const 
     return rc;
 }
 
+/* Without --predictors: the file, then its statistics (OUT.stats.gguf: how often each neuron
+ * was above its layer's threshold, from a second dense pass), which `hearth place` and the
+ * GPU plan rank hot neurons by. */
+static int thr_file_stats(hearth_model *m, const int32_t *toks, size_t n, const cal_opts *o, hr_collect_opts *co,
+                          const float *thr, hr_err *e) {
+    char spath[4096];
+    if (hr_stats_path(o->out, spath, sizeof spath)) return hr_errf(e, "output path too long");
+    if (hr_write_thresholds(m, thr, !o->keep_down, o->out, e)) return -1;
+    hr_stats s;
+    hr_pairs pairs;
+    co->max_pairs = 1; /* the counts cover every token; no pairs are needed */
+    const double t0 = now();
+    if (hr_calib_collect_thr(m, toks, (int64_t)n, co, thr, &s, &pairs, e)) return -1;
+    const char *base = strrchr(o->out, '/');
+    snprintf(s.model, sizeof s.model, "%s", base ? base + 1 : o->out);
+    int rc = hr_stats_write(spath, &s, e);
+    if (!rc)
+        fprintf(stderr, "calibrate: counted neurons above threshold in %.1f s\nwrote %s (run it with --ffn threshold, the default for it) and %s\n",
+                now() - t0, o->out, spath);
+    hr_pairs_free(&pairs);
+    hr_stats_free(&s);
+    return rc;
+}
+
 /* --target-sparsity: per-layer thresholds from the dense run, then the file. */
 static int calibrate_thresholds(hearth_model *m, const int32_t *toks, size_t n, const cal_opts *o, hr_err *e) {
     const hearth_model_info *info = hearth_model_get_info(m);
@@ -312,9 +338,7 @@ static int calibrate_thresholds(hearth_model *m, const int32_t *toks, size_t n, 
         printf("%5s %12s\n", "layer", "threshold");
         for (int32_t l = 0; l < info->n_layer; l++) printf("%5d %12.6g\n", l, (double)thr[l]);
     }
-    if (!rc && o->predictors) rc = thr_predictors(m, toks, n, o, &co, thr, e);
-    else if (!rc) rc = hr_write_thresholds(m, thr, !o->keep_down, o->out, e);
-    if (!rc && !o->predictors) fprintf(stderr, "wrote %s (run it with --ffn threshold, the default for it)\n", o->out);
+    if (!rc) rc = o->predictors ? thr_predictors(m, toks, n, o, &co, thr, e) : thr_file_stats(m, toks, n, o, &co, thr, e);
     free(thr);
     return rc;
 }

@@ -19,13 +19,13 @@ static void usage(FILE *f) {
             "usage: hearth place -m MODEL --vram-budget GIB [flags]\n"
             "Chooses the FFN neurons to keep on the GPU under a VRAM budget, from activation\n"
             "statistics (hearth calibrate), and writes PowerInfer's GPU index file.\n\n"
-            "  -m, --model PATH      PowerInfer model file (required)\n"
+            "  -m, --model PATH      PowerInfer or threshold model file (required)\n"
             "  --vram-budget GIB     GPU memory for everything, in GiB (required)\n"
             "  --stats FILE          activation statistics        [MODEL.stats.gguf]\n"
             "  -c, --ctx-size N      context the KV cache holds   [the model's, at most 4096]\n"
             "  -b, --batch-size N    tokens per batch (scratch)   [512, at most -c]\n"
             "  -np, --parallel N     sequences (hearth serve's slots) [1]\n"
-            "  --ffn MODE            predicted, dense, exact, auto [auto]\n"
+            "  --ffn MODE            predicted, dense, exact, threshold, auto [auto]\n"
             "  --gpu MODE            whose overhead comes off the budget: auto (CUDA when built in\n"
             "                        and a GPU answers, else the stand-in's), cuda, standin [auto]\n"
             "  --gpu-device N        CUDA device index            [0]\n"
@@ -35,7 +35,8 @@ static void usage(FILE *f) {
             "  --json                machine-readable report on stdout\n"
             "  -ncmoe, --n-cpu-moe N, -cmoe, --cpu-moe, -ngl N\n"
             "                        mixtures of experts: as hearth run; the report lists the\n"
-            "                        experts placed (by the statistics' routing counts), no file\n"
+            "                        experts placed (statistics' routing counts) and hot neurons\n"
+            "                        of ReLU-family host experts (firing counts); writes no file\n"
             "  -h, --help            this help\n\n"
             "The accounting is hybrid execution's (docs/hybrid.md): from the budget come the\n"
             "device's own overhead, then scratch for -b tokens, attention with its F16 KV cache\n"
@@ -230,7 +231,8 @@ static double suggest(uint64_t need) {
 static void no_neurons(const opts *o, const hearth_gpu_budget *b) {
     if (!b->need) {
         fprintf(stderr, "hearth place: %s: hybrid execution puts no hot neurons of this model on the GPU in FFN mode %s "
-                        "(that needs a PowerInfer file with ffn_down_t, no FFN biases, and predicted or dense mode), so it "
+                        "(that needs ffn_down_t, no FFN biases, and a PowerInfer file in predicted or dense mode, or a "
+                        "threshold file (hearth calibrate --target-sparsity) in threshold mode), so it "
                         "reads no GPU index\n", o->p.model_path, hearth_ffn_mode_name(b->ffn_mode));
         return;
     }
@@ -253,13 +255,18 @@ static void print_experts(const opts *o, const hearth_gpu_experts *x, const char
         if (stats) json_str(stats);
         else printf("null");
         printf(", \"n_layer\": %d, \"n_expert\": %d, \"n_expert_used\": %d, \"n_tokens\": %llu, \"budget_bytes\": %llu, "
-               "\"used_bytes\": %llu, \"expert_bytes\": %llu, \"n_placed\": %d, \"share\": %.6f,\n \"layers\": [",
+               "\"used_bytes\": %llu, \"expert_bytes\": %llu, \"n_placed\": %d, \"share\": %.6f, \"n_split\": %d, "
+               "\"n_expert_neurons\": %lld, \"expert_neuron_bytes\": %llu,\n \"layers\": [",
                x->n_layer, x->n_expert, x->n_expert_used, (unsigned long long)x->n_tokens, (unsigned long long)x->budget,
-               (unsigned long long)x->used, (unsigned long long)x->placed_bytes, x->n_placed, all ? (double)dev / (double)all : 0.0);
+               (unsigned long long)x->used, (unsigned long long)x->placed_bytes, x->n_placed, all ? (double)dev / (double)all : 0.0,
+               x->n_split, (long long)x->n_neurons, (unsigned long long)x->neuron_bytes);
         for (int32_t l = 0; l < x->n_layer; l++) {
             printf("%s\n  {\"layer\": %d, \"experts\": [", l ? "," : "", l);
             for (int32_t k = 0, n = 0; k < x->n_expert; k++)
                 if (x->on_device[l * x->n_expert + k]) printf("%s%d", n++ ? ", " : "", k);
+            printf("], \"neurons\": [");
+            for (int32_t k = 0, n = 0; k < x->n_expert; k++)
+                if (x->neurons[l * x->n_expert + k]) printf("%s[%d, %d]", n++ ? ", " : "", k, x->neurons[l * x->n_expert + k]);
             printf("]}");
         }
         printf("]}\n");
@@ -270,14 +277,18 @@ static void print_experts(const opts *o, const hearth_gpu_experts *x, const char
            stats ? stats : "");
     printf("VRAM budget %.6g GiB (%llu bytes): arena %llu bytes, of which %llu for experts\n", (double)x->budget / GIB,
            (unsigned long long)x->budget, (unsigned long long)x->used, (unsigned long long)x->placed_bytes);
-    printf("layer  experts on the GPU\n");
+    printf("layer  experts on the GPU; hot neurons of host experts (expert:neurons)\n");
     for (int32_t l = 0; l < x->n_layer; l++) {
         printf("%5d ", l);
         for (int32_t k = 0; k < x->n_expert; k++)
             if (x->on_device[l * x->n_expert + k]) printf(" %d", k);
+        printf(";");
+        for (int32_t k = 0; k < x->n_expert; k++)
+            if (x->neurons[l * x->n_expert + k]) printf(" %d:%d", k, x->neurons[l * x->n_expert + k]);
         printf("\n");
     }
-    printf("overall: %d of %d experts on the GPU", x->n_placed, x->n_layer * x->n_expert);
+    printf("overall: %d of %d experts on the GPU, %lld expert neurons of %d more (%llu bytes)", x->n_placed,
+           x->n_layer * x->n_expert, (long long)x->n_neurons, x->n_split, (unsigned long long)x->neuron_bytes);
     if (all) printf(", serving %.2f%% of routings (statistics)", 100.0 * (double)dev / (double)all);
     printf("; placed again by every context with this budget (nothing written)\n");
 }

@@ -580,8 +580,9 @@ void hr_print_gpu_plan(const hearth_ctx *c) {
     if (s.act_share >= 0) fprintf(stderr, ", serving %.2f%% of activations (statistics)\n", 100 * s.act_share);
     else fprintf(stderr, ", activation share unknown (no statistics)\n");
     if (s.experts_total) /* mixtures of experts: act_share is the share of routings */
-        fprintf(stderr, "gpu: %d of %d experts on the device%s\n", s.experts_device, s.experts_total,
-                s.cache_slots ? " (expert cache slots, refilled as the routing goes)" : "");
+        fprintf(stderr, "gpu: %d of %d experts on the device%s; %lld expert neurons on the device (hot neurons of %d host experts)\n",
+                s.experts_device, s.experts_total, s.cache_slots ? " (expert cache slots, refilled as the routing goes)" : "",
+                (long long)s.expert_neurons_device, s.experts_split);
     if (s.note[0]) fprintf(stderr, "gpu: %s\n", s.note);
     fprintf(stderr, "gpu: bytes: budget %llu used %llu neuron_budget %llu hot %llu ffn %llu\n", (unsigned long long)s.budget,
             (unsigned long long)s.used, (unsigned long long)s.neuron_budget, (unsigned long long)s.used_neurons,

@@ -257,6 +257,12 @@ typedef struct hearth_gpu_status {
      * evaluations (token x chosen expert) computed on the device / in all. */
     int32_t experts_device, experts_total;
     uint64_t expert_evals_device, expert_evals_total;
+    /* Hot neurons of experts computed on the host (ReLU-family experts, calibrated files):
+     * experts with some, their neurons on the device (all layers); evaluations of such experts,
+     * whose hot neurons the device computed while the CPU computed the rest. */
+    int32_t experts_split;
+    int64_t expert_neurons_device;
+    uint64_t expert_split_evals;
     /* The dynamic expert cache (moe_cache > 0): slots per layer, policy; routings (token x chosen
      * expert) looked up in its layers and served by a ready slot; refills issued, landed, and
      * the misses whose expert was still being copied; bytes copied in; host time spent
@@ -330,6 +336,13 @@ typedef struct hearth_gpu_experts {
     uint64_t n_tokens;         /* tokens of the statistics (0 without) */
     uint64_t placed_bytes;     /* device bytes of the placed experts */
     uint64_t budget, used;     /* the budget in bytes and the arena the plan takes */
+    /* hot neurons of the experts left on the host (statistics with firing counts, ReLU-family
+     * experts with ffn_down_exps_t): per [n_layer][n_expert] how many, experts with some, all
+     * of them, their device bytes */
+    int32_t *neurons;
+    int32_t n_split;
+    int64_t n_neurons;
+    uint64_t neuron_bytes;
 } hearth_gpu_experts;
 int hearth_gpu_plan_experts(hearth_model *m, const hearth_ctx_params *p, const char *stats_path, hearth_gpu_experts *out,
                             hr_err *e);

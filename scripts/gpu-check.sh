@@ -124,7 +124,7 @@ command -v awk >/dev/null || die "awk is required"
 log "configuring $build ($cuda_flags)"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release $cuda_flags \
     >"$work/cmake.log" 2>&1 || { tail -n 20 "$work/cmake.log" >&2; die "cmake configure"; }
-optbin=$([ "$standin" = 1 ] && echo test_standin || echo "test_cuda_ops test_hybrid_model test_hybrid_moe")
+optbin=$([ "$standin" = 1 ] && echo test_standin || echo "test_cuda_ops test_hybrid_model test_hybrid_moe test_hybrid_moe_neurons")
 log "building hearth and $optbin with -j$jobs"
 # shellcheck disable=SC2086 # optbin is a list of targets
 cmake --build "$build" -j"$jobs" --target hearth $optbin >"$work/build.log" 2>&1 ||
@@ -157,6 +157,13 @@ if [ "$standin" = 0 ] && [ "$emu" = 0 ]; then
         grep -i "fail" "$work/hybrid_moe.log" | head -n 20 >&2
         soft="$soft test_hybrid_moe ($work/hybrid_moe.log)"
         log "test_hybrid_moe FAILED on the device; going on"
+    fi
+    # hot neurons of host experts (engine.test_hybrid_moe_neurons_cuda under --emu)
+    log "running test_hybrid_moe_neurons on the device (HEARTH_TEST_GPU=cuda)"
+    if ! (cd "$build/tests" && HEARTH_SRC="$root" HEARTH_TEST_GPU=cuda ./test_hybrid_moe_neurons) >"$work/hybrid_moe_neurons.log" 2>&1; then
+        grep -i "fail" "$work/hybrid_moe_neurons.log" | head -n 20 >&2
+        soft="$soft test_hybrid_moe_neurons ($work/hybrid_moe_neurons.log)"
+        log "test_hybrid_moe_neurons FAILED on the device; going on"
     fi
 fi
 

@@ -107,6 +107,16 @@ typedef struct hr_dev_ops {
     /* Waits for every copy of the copy stream (before its host buffers are freed). */
     int (*copy_sync)(hr_dev *d, hr_err *e);
     void (*free)(hr_dev *d);
+    /* ---- enqueued on the stream, for FFN mode threshold's split (engine/hybrid_ffn_thr.c) ----
+     * MASK[i] = |act(G[i])| > thr for i < n (U8), act an hr_act applied to the gate alone
+     * (SiLU for SwiGLU, ggml's GELU, ReLU for the ReLU family; dReLU: relu(g)), computed as
+     * ffn_act computes act(g), so the test is the host's on the same gate values. */
+    int (*thr_mask)(hr_dev *d, uint64_t G, int64_t n, float thr, int act, uint64_t MASK, hr_err *e);
+    /* gather_matmul that reads only the rows some token needs: Y[t][i] = MASK[t][i] ?
+     * W row idx[i] . X[t] : 0 (MASK U8 [n_tok][n_idx]); a row no token's MASK sets is not
+     * read where the kernel can skip it (the matrix-vector path). */
+    int (*gather_matmul_masked)(hr_dev *d, const hr_dmat *W, uint64_t X, int64_t n_tok, uint64_t idx, int64_t n_idx,
+                                uint64_t MASK, uint64_t Y, hr_err *e);
 } hr_dev_ops;
 
 struct hr_dev {

@@ -309,7 +309,8 @@ int hr_ffn_dev_run(hearth_ctx *c, const hr_layer *L, int il, const float *x, con
         } else r = ffn_exact(&j, out, e); /* builds the mask it counts */
         break;
     case HEARTH_FFN_THRESHOLD:
-        if (d->whole) { /* a layer the GPU plan put on the device runs dense */
+        if (d->split) r = hr_hybrid_ffn_split_thr(c, L, il, xn, d->in.xn_on_dev, n, out, e); /* builds the mask too */
+        else if (d->whole) { /* a layer the GPU plan put on the device runs dense */
             memset(c->ffn.mask, 1, (size_t)(n * j.ff));
             r = hr_hybrid_ffn_dense(c, il, xn, n, out, e);
         } else r = ffn_threshold(&j, out, e); /* builds the mask count_fired reads */

@@ -4,6 +4,7 @@
  * `hearth calibrate --target-sparsity`) or from one load-time override for every layer. */
 #include <math.h>
 #include <stdlib.h>
+#include "backends/cpu/ops.h"
 #include "ffn.h"
 #include "model.h"
 
@@ -57,21 +58,15 @@ float hearth_model_ffn_threshold(const hearth_model *m, int32_t il) {
     return m->ffn_thr && il >= 0 && il < m->hp.n_layer ? m->ffn_thr[il] : -1.0f;
 }
 
-static inline float silu(float v) { return v / (1.0f + expf(-v)); }
-
+/* SiLU and the ReLU family through hr_gate_mag, which the stand-in device's thr_mask also
+ * calls: one definition, so a hot neuron's test there is this test on the same value. */
 void hr_ffn_gate_mag(float *out, const float *g, int64_t n, hr_act act, const uint16_t *gelu_tab) {
-    switch (act) {
-    case HR_ACT_SWIGLU:
-        for (int64_t i = 0; i < n; i++) out[i] = fabsf(silu(g[i]));
-        break;
-    case HR_ACT_GELU:
-    case HR_ACT_GEGLU: /* the GELU the FFN itself applies (ggml's F16-rounded one) */
+    if (act == HR_ACT_GELU || act == HR_ACT_GEGLU) { /* the GELU the FFN itself applies (ggml's F16-rounded one) */
         hr_ffn_act_tab(out, NULL, g, n, HR_ACT_GELU, gelu_tab);
         for (int64_t i = 0; i < n; i++) out[i] = fabsf(out[i]);
-        break;
-    default: /* ReLU family */
-        for (int64_t i = 0; i < n; i++) out[i] = g[i] > 0 ? g[i] : 0.0f;
+        return;
     }
+    hr_gate_mag(out, g, n, act);
 }
 
 /* --stats in predicted mode on a file with thresholds and an FFN that is not ReLU-family:

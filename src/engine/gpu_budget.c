@@ -36,14 +36,14 @@ static int device_overhead(const hearth_ctx_params *p, hearth_gpu_budget *out, h
 }
 
 static int plan_for_freq(hearth_model *m, const hearth_ctx_params *p, const hr_ctx_shape *s, uint64_t arena,
-                         const uint32_t *freq, hr_gpu_plan *plan, hr_err *e) {
+                         const uint32_t *freq, const uint32_t *neuron_freq, hr_gpu_plan *plan, hr_err *e) {
     hr_gpu_plan_in in = {m, s->n_ctx, s->n_seq, s->n_batch, arena, s->ffn_mode, p->n_gpu_layers, NULL, p->n_cpu_moe, freq,
-                         p->moe_cache};
+                         p->moe_cache, neuron_freq};
     return hr_gpu_plan_make(&in, plan, e);
 }
 static int plan_for(hearth_model *m, const hearth_ctx_params *p, const hr_ctx_shape *s, uint64_t arena, hr_gpu_plan *plan,
                     hr_err *e) {
-    return plan_for_freq(m, p, s, arena, NULL, plan, e);
+    return plan_for_freq(m, p, s, arena, NULL, NULL, plan, e);
 }
 
 static int fill(hearth_gpu_budget *out, const hr_gpu_plan *plan, const hearth_ctx_params *p, hr_err *e) {
@@ -93,6 +93,8 @@ void hearth_gpu_budget_free(hearth_gpu_budget *b) {
     b->neuron_bytes = NULL;
 }
 
+static int fill_expert_neurons(const hr_gpu_plan *plan, hearth_gpu_experts *out, hr_err *e);
+
 /* The plan's experts and the statistics' counts into *out. */
 static int fill_experts(const hr_gpu_plan *plan, const hr_stats *st, hearth_gpu_experts *out, hr_err *e) {
     const size_t n = (size_t)out->n_layer * (size_t)out->n_expert;
@@ -111,6 +113,19 @@ static int fill_experts(const hr_gpu_plan *plan, const hr_stats *st, hearth_gpu_
                                  hr_dev_round((uint64_t)g->exps[i].down.n_out * g->exps[i].down.row_bytes);
     }
     out->n_placed = plan->n_exp_total, out->used = plan->total;
+    return fill_expert_neurons(plan, out, e);
+}
+
+/* Hot neurons of host experts: per layer and expert how many, and their bytes. */
+static int fill_expert_neurons(const hr_gpu_plan *plan, hearth_gpu_experts *out, hr_err *e) {
+    const size_t n = (size_t)out->n_layer * (size_t)out->n_expert;
+    if (!(out->neurons = calloc(n, sizeof *out->neurons))) return hr_errf(e, "out of memory");
+    for (int32_t il = 0; il < out->n_layer; il++)
+        for (int32_t i = 0; i < plan->layers[il].n_xhot; i++) {
+            const hr_gpu_xhot *x = &plan->layers[il].xhot[i];
+            out->neurons[(size_t)il * (size_t)out->n_expert + (size_t)x->id] = x->n_hot;
+        }
+    out->n_split = plan->n_xhot_total, out->n_neurons = plan->n_xneurons_total, out->neuron_bytes = plan->xhot_bytes;
     return 0;
 }
 
@@ -137,7 +152,7 @@ int hearth_gpu_plan_experts(hearth_model *m, const hearth_ctx_params *p, const c
     if (!rc) {
         out->budget = hr_hybrid_budget_bytes(p->vram_budget_gib);
         rc = plan_for_freq(m, p, &s, hr_hybrid_arena_bytes(out->budget, b.overhead), stats_path ? st.expert_counts : NULL,
-                           &plan, e);
+                           stats_path ? st.counts : NULL, &plan, e);
     }
     if (!rc) rc = fill_experts(&plan, stats_path ? &st : NULL, out, e);
     hr_gpu_plan_free(&plan);
@@ -147,6 +162,6 @@ int hearth_gpu_plan_experts(hearth_model *m, const hearth_ctx_params *p, const c
 
 void hearth_gpu_experts_free(hearth_gpu_experts *x) {
     if (!x) return;
-    free(x->on_device), free(x->routed);
-    x->on_device = NULL, x->routed = NULL;
+    free(x->on_device), free(x->routed), free(x->neurons);
+    x->on_device = NULL, x->routed = NULL, x->neurons = NULL;
 }

@@ -276,12 +276,20 @@ static int layout(planner *q, hr_err *e) {
         }
     }
     for (int il = 0; il < q->hp->n_layer; il++) layout_experts(q, il, &off);
+    for (int il = 0; il < q->hp->n_layer; il++) hr_plan_xhot_layout(q->in, p, il, &off);
     if (p->output) p->out = dmat(&m->output, m->output.n_out, &off, &B[HEARTH_GPU_CAT_OUTPUT]);
     p->total = off;
     if (off != q->used || off > p->budget) /* the greedy and the layout must agree to the byte */
         return hr_errf(e, "internal error: GPU plan lays out %llu bytes, accounted %llu, budget %llu", (unsigned long long)off,
                        (unsigned long long)q->used, (unsigned long long)p->budget);
     return 0;
+}
+
+/* FFN mode threshold splits a gated FFN with ffn_down_t by neurons (hybrid_ffn_thr.c), on a
+ * PowerInfer file or a dense one ('hearth calibrate --target-sparsity' writes down_t). */
+static bool thr_hot_ok(const planner *q) {
+    const hearth_model *m = q->in->m;
+    return q->in->mode == HEARTH_FFN_THRESHOLD && m->ffn_thr && m->hp.has_gate && !m->hp.n_expert;
 }
 
 /* Whole FFN of every layer of a dense file on the device; neurons of PowerInfer files. */
@@ -297,7 +305,7 @@ static void model_caps(planner *q) {
     /* predicted mode on a file with thresholds tests each predicted neuron's gate, which the
      * split step does not: its neurons stay on the CPU */
     const bool thr_pred = m->ffn_thr && mode == HEARTH_FFN_PREDICTED;
-    q->hot_ok = down_t && !bias && !thr_pred && (mode == HEARTH_FFN_PREDICTED || mode == HEARTH_FFN_DENSE);
+    q->hot_ok = down_t && !bias && !thr_pred && (mode == HEARTH_FFN_PREDICTED || mode == HEARTH_FFN_DENSE || thr_hot_ok(q));
     q->dense_ok = down && !bias;
     q->pred_on = pred && mode == HEARTH_FFN_PREDICTED;
 }
@@ -325,7 +333,7 @@ const char *hr_step_kind_name(hr_step_kind k) {
  * predictor (predicted mode) or with a resident whole layer (never with a predictor), so
  * they tell the two apart. Mixture-of-experts layers with experts on the device split them. */
 static hr_step_kind step_of(const hr_gpu_layer *g, const hr_layer *L) {
-    if (L->moe.router.data) return g->n_exp ? HR_STEP_SPLIT_MOE : g->attn ? HR_STEP_ATTN : HR_STEP_HOST;
+    if (L->moe.router.data) return g->n_exp || g->n_xhot ? HR_STEP_SPLIT_MOE : g->attn ? HR_STEP_ATTN : HR_STEP_HOST;
     if (g->norms) return g->pred ? HR_STEP_ATTN_PRED : HR_STEP_RESIDENT;
     if (g->pred || g->n_hot || g->ffn_dense) return HR_STEP_SPLIT_FFN;
     return g->attn ? HR_STEP_ATTN : HR_STEP_HOST;
@@ -447,6 +455,30 @@ static int place_slots(planner *q, hr_err *e) {
     return rc;
 }
 
+/* Layers whose host experts may put hot neurons on the device (gpu_plan_xhot.c): the
+ * statistics' firing counts, ReLU-family experts (an inactive neuron's output is exactly
+ * zero, so the CPU may compute the rest sparsely, as --ffn exact) with ffn_down_exps_t rows,
+ * dense or exact mode (predicted experts stay whole on either side), static placement. */
+static bool xhot_layer_ok(const planner *q, int il) {
+    const hr_moe_weights *w = &q->in->m->layers[il].moe;
+    const hearth_ffn_mode md = q->in->mode;
+    return q->in->expert_neuron_freq && q->in->moe_cache <= 0 && hr_act_relu_family(q->hp->act) &&
+           (md == HEARTH_FFN_DENSE || md == HEARTH_FFN_EXACT) && experts_ok(q, il) && w->down_t.data;
+}
+
+/* Whole experts, then hot neurons of the experts left on the host, in one arena. */
+static int place_experts_neurons(planner *q, hr_err *e) {
+    if (place_experts(q, e)) return -1;
+    const int32_t nl = q->hp->n_layer, a = moe_first(q), b = moe_end(q);
+    bool *ok = calloc((size_t)nl, sizeof *ok);
+    if (!ok) return hr_errf(e, "out of memory");
+    bool any = false;
+    for (int32_t il = a; il < b; il++) any |= ok[il] = xhot_layer_ok(q, il);
+    const int rc = any ? hr_plan_xhot_place(q->in, q->p, ok, &q->used, e) : 0;
+    free(ok);
+    return rc;
+}
+
 /* Attention of layer il (+ its KV) when it fits; false when it does not. */
 static bool take_attn(planner *q, int il) {
     const uint64_t b = attn_bytes(q, il) + kv_bytes(q, il + 1) - kv_bytes(q, il);
@@ -472,7 +504,7 @@ static int place_moe_ngl(planner *q, hr_err *e) {
                        ngl, (unsigned long long)need, (unsigned long long)q->in->budget, q->in->budget / GIB, il);
     }
     if (ngl > nl) place_output(q);
-    return q->in->moe_cache > 0 ? place_slots(q, e) : place_experts(q, e);
+    return q->in->moe_cache > 0 ? place_slots(q, e) : place_experts_neurons(q, e);
 }
 
 static int place_moe(planner *q, hr_err *e) {
@@ -484,7 +516,7 @@ static int place_moe(planner *q, hr_err *e) {
     for (int il = 0; il < nl && attn_ok(&m->layers[il]); il++)
         if (!take_attn(q, il)) return cache ? place_slots(q, e) : 0;
     if (!place_output(q) && mat_bytes(&m->output)) return cache ? place_slots(q, e) : 0;
-    return cache ? place_slots(q, e) : place_experts(q, e);
+    return cache ? place_slots(q, e) : place_experts_neurons(q, e);
 }
 
 /* Offsets of layer il's device experts, in id order (local index i = i-th placed id). */
@@ -512,7 +544,7 @@ static int place(planner *q, hr_err *e) {
     if (q->in->n_gpu_layers > 0) {
         rc = place_whole_layers(q, q->in->n_gpu_layers, e);
         if (!rc && q->in->n_gpu_layers > m->hp.n_layer) place_output(q);
-    } else if (!m->sparse_file) {
+    } else if (!m->sparse_file && !(q->hot_ok && thr_hot_ok(q))) {
         int il = 0;
         while (!rc && q->dense_ok && il < m->hp.n_layer && attn_ok(&m->layers[il]) && fits(q, whole_bytes(q, il)))
             rc = take_whole(q, il++, e);
@@ -550,7 +582,7 @@ int hr_gpu_plan_make(const hr_gpu_plan_in *in, hr_gpu_plan *p, hr_err *e) {
 void hr_gpu_plan_free(hr_gpu_plan *p) {
     if (!p) return;
     for (int32_t il = 0; p->layers && il < p->n_layer; il++)
-        free(p->layers[il].hot_ids), free(p->layers[il].exps), free(p->layers[il].exp_local);
+        free(p->layers[il].hot_ids), free(p->layers[il].exps), free(p->layers[il].exp_local), hr_plan_xhot_free(&p->layers[il]);
     free(p->layers), free(p->neuron_bytes);
     memset(p, 0, sizeof *p);
 }

@@ -12,8 +12,9 @@
  *   hot neurons: per layer the first k neurons of the index's bucket, gathered into
  *   contiguous device matrices (local row i = neuron hot_ids[i]).
  * Mixtures of experts: attention layer by layer, the output, then whole experts by routed
- * frequency per byte (docs/hybrid.md); -ngl N: attention of layers 0..N-1 required, experts
- * of those layers only.
+ * frequency per byte (docs/hybrid.md), then hot neurons of the ReLU-family experts left on
+ * the host by firing count per byte; -ngl N: attention of layers 0..N-1 required, experts
+ * (and their neurons) of those layers only.
  * n_gpu_layers > 0, or any dense (non-PowerInfer) file: whole layers instead (attention,
  * KV and the entire FFN of layers 0..N-1), llama.cpp's -ngl; N > n_layer adds the output.
  * Whole layers with a dense FFN of a serial RMSNorm model also hold their two norm
@@ -78,6 +79,16 @@ typedef struct hr_gpu_expert {
     bool down_t;
 } hr_gpu_expert;
 
+/* Hot neurons of one expert computed on the host (ReLU-family experts of a file with
+ * ffn_down_exps_t, placed by the statistics' firing counts, gpu_plan_xhot.c): its hottest
+ * neurons' gate, up and down_t rows gathered into device matrices, local row i = neuron
+ * hot_ids[i] (ascending); the CPU computes the expert's other neurons. */
+typedef struct hr_gpu_xhot {
+    int32_t id, n_hot;
+    int32_t *hot_ids;
+    hr_dmat gate, up, down;
+} hr_gpu_xhot;
+
 typedef struct hr_gpu_layer {
     hr_step_kind step;          /* what the forward pass runs for this layer */
     bool attn;                  /* wq, wk, wv, wo resident; KV slice in the caches */
@@ -100,6 +111,9 @@ typedef struct hr_gpu_layer {
                                    as it refills them (id -1: empty or being filled) */
     hr_gpu_expert *exps;
     int32_t *exp_local;         /* [n_expert] expert id -> index into exps, -1: on the host (NULL: none) */
+    int32_t n_xhot;             /* host experts with hot neurons on the device, xhot[] ascending by id */
+    hr_gpu_xhot *xhot;
+    int32_t *xhot_local;        /* [n_expert] expert id -> index into xhot, -1: none (NULL: none) */
 } hr_gpu_layer;
 
 typedef struct hr_gpu_plan_in {
@@ -118,6 +132,11 @@ typedef struct hr_gpu_plan_in {
      * may place experts, required (an error when the budget lacks them), each starting with
      * the layer's most routed experts; the cache then refills them at run time */
     int32_t moe_cache;
+    /* [n_layer][n_expert][n_ff_exp]: routed tokens each expert neuron fired on (hearth
+     * calibrate's counts); with ReLU-family experts and ffn_down_exps_t, in dense or exact
+     * mode and static placement, the hottest neurons of the experts left on the host go to
+     * the device after the whole experts, by count per byte (NULL: none) */
+    const uint32_t *expert_neuron_freq;
 } hr_gpu_plan_in;
 
 typedef struct hr_gpu_plan {
@@ -143,6 +162,9 @@ typedef struct hr_gpu_plan {
     int64_t n_hot_total;
     int32_t n_exp_total;        /* experts on the device, all layers */
     int32_t cache_slots;        /* moe_cache: slots per cached layer (their exps[]; 0: static placement) */
+    int32_t n_xhot_total;       /* host experts with hot neurons on the device, all layers */
+    int64_t n_xneurons_total;   /* their hot neurons */
+    uint64_t xhot_bytes;        /* their device bytes (in HEARTH_GPU_CAT_NEURONS) */
 } hr_gpu_plan;
 
 /* Fills *p (free with hr_gpu_plan_free, also after an error). */
@@ -153,4 +175,13 @@ bool hr_gpu_plan_uses_device(const hr_gpu_plan *p);
 /* True when a context with this plan (made without an index) and these parameters reads
  * or makes a GPU index: hot neurons allowed, automatic placement, bytes left for them. */
 bool hr_gpu_plan_takes_index(const hr_gpu_plan *p, const hearth_ctx_params *cp);
+
+/* The last mixture-of-experts stage (gpu_plan_xhot.c), called by the plan: hot neurons of
+ * the host experts of the layers il with ok[il] (others skipped), greedy by firing count per
+ * byte, each neuron's cost the exact growth of its expert's three rounded allocations; the
+ * first that does not fit ends it. *used grows by what it takes, within budget. */
+int hr_plan_xhot_place(const hr_gpu_plan_in *in, hr_gpu_plan *p, const bool *ok, uint64_t *used, hr_err *e);
+/* Offsets of layer il's expert neurons from *off; their bytes into the neuron category. */
+void hr_plan_xhot_layout(const hr_gpu_plan_in *in, hr_gpu_plan *p, int il, uint64_t *off);
+void hr_plan_xhot_free(hr_gpu_layer *g);
 #endif

@@ -63,8 +63,10 @@ static int make_plan(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, ui
     bool have_st = !hr_hybrid_stats(c->m, p->gpu_index_path, &st, h->st.note, sizeof h->st.note);
     const bool moe = c->m->hp.n_expert > 0;
     hr_gpu_plan_in in = {c->m, c->n_ctx, c->n_seq, c->n_batch, bytes, c->ffn.mode, p->n_gpu_layers, NULL,
-                         p->n_cpu_moe, moe && have_st ? st.expert_counts : NULL, p->moe_cache};
-    if (moe && have_st) snprintf(h->st.note, sizeof h->st.note, "experts placed by their routing counts in the statistics");
+                         p->n_cpu_moe, moe && have_st ? st.expert_counts : NULL, p->moe_cache, moe && have_st ? st.counts : NULL};
+    if (moe && have_st)
+        snprintf(h->st.note, sizeof h->st.note, "experts placed by their routing counts in the statistics%s",
+                 st.counts ? ", hot expert neurons by their firing counts" : "");
     else if (moe) { /* why there are none, then what that means */
         char why[sizeof h->st.note];
         snprintf(why, sizeof why, "%s", h->st.note);
@@ -142,6 +144,19 @@ static int upload_attn_vecs(hr_hybrid *h, const hr_hparams *hp, const hr_layer *
                : 0;
 }
 
+/* Hot neurons of host experts: their gate, up and down_t rows gathered (local row i = hot_ids[i]). */
+static int upload_expert_neurons(hr_hybrid *h, const hr_layer *L, const hr_gpu_layer *g, hr_err *e) {
+    for (int32_t i = 0; i < g->n_xhot; i++) {
+        const hr_gpu_xhot *x = &g->xhot[i];
+        const hr_mat gt = hr_moe_expert(&L->moe.gate, x->id), up = hr_moe_expert(&L->moe.up, x->id);
+        const hr_mat dn = hr_moe_expert(&L->moe.down_t, x->id);
+        if (upload(h, &gt, &x->gate, x->hot_ids, e) || upload(h, &up, &x->up, x->hot_ids, e) ||
+            upload(h, &dn, &x->down, x->hot_ids, e))
+            return -1;
+    }
+    return 0;
+}
+
 static int upload_layer(hr_hybrid *h, const hr_hparams *hp, const hr_layer *L, const hr_gpu_layer *g, hr_err *e) {
     if (g->attn && (upload(h, &L->wq, &g->wq, NULL, e) || upload(h, &L->wk, &g->wk, NULL, e) ||
                     upload(h, &L->wv, &g->wv, NULL, e) || upload(h, &L->wo, &g->wo, NULL, e) ||
@@ -158,6 +173,7 @@ static int upload_layer(hr_hybrid *h, const hr_hparams *hp, const hr_layer *L, c
         const hr_mat dn = hr_moe_expert(x->down_t ? &L->moe.down_t : &L->moe.down, x->id);
         if (upload(h, &gt, &x->gate, NULL, e) || upload(h, &up, &x->up, NULL, e) || upload(h, &dn, &x->down, NULL, e)) return -1;
     }
+    if (upload_expert_neurons(h, L, g, e)) return -1;
     if (g->ffn_dense)
         return upload(h, &L->ffn.gate, &g->gate, NULL, e) || upload(h, &L->ffn.up, &g->up, NULL, e) ||
                        upload(h, &L->ffn.down, &g->down, NULL, e) ? -1 : 0;
@@ -190,7 +206,8 @@ static int upload_all(hearth_ctx *c, hr_hybrid *h, hr_err *e) {
         if (upload_layer(h, &m->hp, &m->layers[il], &h->plan.layers[il], e)) return hr_errctx(e, "uploading layer %d", il);
     if (upload_vec(h, h->plan.rope_ff, h->plan.rope_ff_src, m->hp.n_rot / 2, e)) return -1;
     if (h->plan.output && upload(h, &m->output, &h->plan.out, NULL, e)) return -1;
-    if (h->plan.n_exp_total && m->hp.n_ff_exp > 0) { /* 0..n_ff_exp-1: every row of a down_t expert */
+    /* 0..n_ff_exp-1: every row of a down_t expert, the local rows of an expert's hot neurons */
+    if ((h->plan.n_exp_total || h->plan.n_xhot_total) && m->hp.n_ff_exp > 0) {
         int32_t *iota = malloc(sizeof(int32_t) * (size_t)m->hp.n_ff_exp);
         if (!iota) return hr_errf(e, "out of memory");
         for (int32_t j = 0; j < m->hp.n_ff_exp; j++) iota[j] = j;
@@ -213,7 +230,7 @@ static int host_buffers(hearth_ctx *c, hr_hybrid *h, hr_err *e) {
     if (!h->h_in || !h->h_y || !h->h_idx || !h->h_mask || !h->h_iota || !h->local)
         return hr_errf(e, "out of memory for device transfer buffers");
     for (size_t j = 0; j < ff; j++) h->h_iota[j] = (int32_t)j;
-    if (h->plan.n_exp_total) {
+    if (h->plan.n_exp_total || h->plan.n_xhot_total) {
         const size_t rows = nb * (size_t)hp->n_expert_used;
         h->h_xe = dev->ops->host_alloc(dev, rows * d * 4), h->h_ye = dev->ops->host_alloc(dev, rows * d * 4);
         if (!h->h_xe || !h->h_ye) return hr_errf(e, "out of memory for device transfer buffers");
@@ -246,6 +263,7 @@ static void fill_status(const hearth_ctx *c, hr_hybrid *h) {
         if (p->layers[il].ffn_dense) ffn_dev += p->neuron_bytes[il] * (uint64_t)p->layers[il].up.n_out;
     }
     s->experts_device = p->n_exp_total, s->experts_total = c->m->hp.n_expert * c->m->hp.n_layer;
+    s->experts_split = p->n_xhot_total, s->expert_neurons_device = p->n_xneurons_total;
     s->hot_neurons = p->n_hot_total;
     s->neuron_budget = p->neuron_budget, s->ffn_bytes = p->ffn_bytes;
     s->ffn_share = p->ffn_bytes ? (double)ffn_dev / (double)p->ffn_bytes : 0;

@@ -103,6 +103,11 @@ int hr_hybrid_predict(hearth_ctx *c, int il, const float *x, int32_t n, float *s
  * active cold ones; out = cold + hot. xn_on_dev: scratch x already holds xn. */
 int hr_hybrid_ffn_split(hearth_ctx *c, const hr_layer *L, int il, const float *xn, bool xn_on_dev, int32_t n, float *out,
                         hr_err *e);
+/* FFN mode threshold's split (hybrid_ffn_thr.c): the hot neurons' gate, threshold test, up
+ * and down on the device while the CPU does the cold ones; out = cold + hot; c->ffn.mask
+ * then holds every neuron's decision. */
+int hr_hybrid_ffn_split_thr(hearth_ctx *c, const hr_layer *L, int il, const float *xn, bool xn_on_dev, int32_t n, float *out,
+                            hr_err *e);
 /* The whole dense FFN of layer il on the device. */
 int hr_hybrid_ffn_dense(hearth_ctx *c, int il, const float *xn, int32_t n, float *out, hr_err *e);
 /* HR_STEP_ATTN_PRED's device part: x += attention(norm(x)) on the device, then the
@@ -118,8 +123,10 @@ int hr_hybrid_run_layer(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e);
 int hr_hybrid_fetch_x(hearth_ctx *c, int32_t n, hr_err *e);
 /* HR_STEP_SPLIT_MOE's device part (moe.c calls them): enqueues layer il's device experts
  * over the rows of h_xe (expert i of the layer's exps: n[i] rows from row r0[i]; n[i] 0:
- * not used), their outputs to h_ye; hr_hy_sync then finds them there. */
-int hr_hybrid_experts(hearth_ctx *c, int il, const int32_t *r0, const int32_t *n, int32_t rows, hr_err *e);
+ * not used), then the hot neurons of its host experts with some (xhot[i]: xn[i] rows from
+ * row xr0[i]), their outputs to h_ye; hr_hy_sync then finds them there. */
+int hr_hybrid_experts(hearth_ctx *c, int il, const int32_t *r0, const int32_t *n, const int32_t *xr0, const int32_t *xn,
+                      int32_t rows, hr_err *e);
 /* logits [rows][n_vocab] = output . xn on the device. */
 int hr_hybrid_logits(hearth_ctx *c, const float *xn, int32_t rows, float *logits, hr_err *e);
 

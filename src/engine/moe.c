@@ -39,6 +39,8 @@ struct hr_moe_ws {
     bool routed;           /* logits hold this layer's scores already (hr_moe_route_early) */
     uint64_t expert_bytes; /* one expert's three matrices */
     int32_t *dr0, *dn;     /* [n_expert] split MoE: first row and rows of each device expert in h_xe */
+    int32_t *xr0, *xn;     /* [n_expert] the same for the layer's host experts with hot neurons (xhot) */
+    int32_t *cold;         /* [ff] such an expert's neurons left on the host */
     FILE *trace;           /* hearth_ctx_dump_routing: the routing trace being written, or NULL */
     float *ph, *ps;        /* predicted mode: [n][max rank] predictor hidden units, [n][ff] scores */
     int64_t max_rank;      /* largest expert predictor rank (0: none) */
@@ -87,11 +89,12 @@ int hr_moe_ctx_init(hearth_ctx *c, hr_err *e) {
     const size_t nl = (size_t)hp->n_layer;
     const size_t bytes[] = {nb * ne * 4, nb * k * 4, nb * k * 4, ne * 4, ne * 4, nb * k * 4, nb * d * 4, nb * ff * 4,
                             nb * ff * 4, nb * ff * 4, nb * d * 4, nb * k * d * 4, nb * ff * 4, ff * 4, ff * 4, nl * ne * 8,
-                            ne * 4, ne * 4};
+                            ne * 4, ne * 4, ne * 4, ne * 4, ff * 4};
     void **bufs[] = {(void **)&w->logits, (void **)&w->sel, (void **)&w->w, (void **)&w->count, (void **)&w->start,
                      (void **)&w->slot, (void **)&w->xg, (void **)&w->g, (void **)&w->u, (void **)&w->a,
                      (void **)&w->y, (void **)&w->ys, (void **)&w->gc, (void **)&w->idx, (void **)&w->all,
-                     (void **)&w->routed_n, (void **)&w->dr0, (void **)&w->dn};
+                     (void **)&w->routed_n, (void **)&w->dr0, (void **)&w->dn, (void **)&w->xr0, (void **)&w->xn,
+                     (void **)&w->cold};
     for (size_t i = 0; i < sizeof bytes / sizeof *bytes; i++) {
         if (!(*bufs[i] = calloc(1, bytes[i]))) return hr_errf(e, "out of memory allocating expert buffers");
         c->scratch_bytes += bytes[i];
@@ -115,6 +118,7 @@ void hr_moe_ctx_free(hearth_ctx *c) {
     free(w->logits), free(w->sel), free(w->w), free(w->count), free(w->start), free(w->slot);
     free(w->xg), free(w->g), free(w->u), free(w->a), free(w->y), free(w->ys);
     free(w->gc), free(w->idx), free(w->all), free(w->routed_n), free(w->fire_n), free(w->dr0), free(w->dn);
+    free(w->xr0), free(w->xn), free(w->cold);
     free(w->ph), free(w->ps), free(w->pred_n);
     if (w->trace) fclose(w->trace);
     free(w);
@@ -467,7 +471,73 @@ static int32_t gather_device_rows(hearth_ctx *c, const hr_gpu_layer *g, const fl
         for (int32_t j = 0; j < w->count[x]; j++, rows++)
             memcpy(c->hy->h_xe + (size_t)rows * d, xn + (size_t)(slot[j] / w->k) * d, d * sizeof(float));
     }
+    for (int32_t i = 0; i < g->n_xhot; i++) { /* host experts with hot neurons: their rows after */
+        const int32_t x = g->xhot[i].id, *slot = w->slot + w->start[x];
+        w->xr0[i] = rows, w->xn[i] = w->count[x];
+        for (int32_t j = 0; j < w->count[x]; j++, rows++)
+            memcpy(c->hy->h_xe + (size_t)rows * d, xn + (size_t)(slot[j] / w->k) * d, d * sizeof(float));
+    }
     return rows;
+}
+
+/* Host expert x whose hot neurons (hx) the device computes: the CPU computes the others as
+ * --ffn exact does (gathered gate rows, up only where the gate fires, the sparse axpy over
+ * down_t), and leaves that unweighted partial output in ys for add_expert_neurons. */
+static int run_cold_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x, const hr_gpu_xhot *hx,
+                           const float *xn, uint64_t *read, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    const int32_t cnt = w->count[x], *slot = w->slot + w->start[x];
+    const size_t d = (size_t)w->d, ff = (size_t)w->ff;
+    for (int32_t i = 0; i < cnt; i++) memcpy(w->xg + i * d, xn + (size_t)(slot[i] / w->k) * d, d * sizeof(float));
+    const hr_mat gate = hr_moe_expert(&mw->gate, x), up = hr_moe_expert(&mw->up, x), down_t = hr_moe_expert(&mw->down_t, x);
+    int64_t nc = 0, up_rows = 0, down_rows = 0;
+    for (int32_t j = 0, h = 0; j < w->ff; j++) /* hot_ids ascending */
+        if (h < hx->n_hot && hx->hot_ids[h] == j) h++;
+        else w->cold[nc++] = j;
+    /* the gate of the cold neurons into w->g's [cnt][ff] rows, zero at the hot ones (never
+     * firing here, so exact mode's union below leaves them to the device) */
+    memset(w->g, 0, sizeof(float) * (size_t)cnt * ff);
+    if (nc && hr_gather_matmul(&c->cpu, &gate, w->xg, cnt, w->cold, nc, w->gc, e)) return -1;
+    for (int32_t i = 0; i < cnt; i++)
+        for (int64_t q = 0; q < nc; q++) w->g[(size_t)i * ff + (size_t)w->cold[q]] = w->gc[(size_t)i * (size_t)nc + (size_t)q];
+    if (expert_exact(c, &up, cnt, false, &up_rows, e)) return -1;
+    count_expert(c, il, x, cnt, true, up_rows, NULL);
+    if (down_sparse(c, &down_t, cnt, true, up_rows, &down_rows, e)) return -1;
+    *read += (uint64_t)gate.row_bytes * (uint64_t)nc + (uint64_t)up.row_bytes * (uint64_t)up_rows +
+             (uint64_t)down_t.row_bytes * (uint64_t)down_rows;
+    for (int32_t i = 0; i < cnt; i++) memcpy(w->ys + (size_t)slot[i] * d, w->y + i * d, d * sizeof(float));
+    return 0;
+}
+
+/* After the wait: each split expert's output = cold (in ys) + hot (h_ye), always in that
+ * order, then times its weight, as run_expert weights its whole output. */
+static void add_expert_neurons(hearth_ctx *c, const hr_gpu_layer *g, int il) {
+    struct hr_moe_ws *w = c->moe;
+    hr_hybrid *h = c->hy;
+    const size_t d = (size_t)w->d;
+    for (int32_t i = 0; i < g->n_xhot; i++) {
+        const int32_t *slot = w->slot + w->start[g->xhot[i].id];
+        for (int32_t j = 0; j < w->xn[i]; j++) {
+            const float wt = w->w[slot[j]], *y = h->h_ye + (size_t)(w->xr0[i] + j) * d;
+            float *dst = w->ys + (size_t)slot[j] * d;
+            for (size_t q = 0; q < d; q++) dst[q] = (dst[q] + y[q]) * wt;
+        }
+        const uint64_t acts = (uint64_t)w->xn[i] * (uint64_t)g->xhot[i].n_hot;
+        c->ffn.stats[il].computed += acts, h->st.act_device += acts, h->st.expert_split_evals += (uint64_t)w->xn[i];
+    }
+}
+
+/* Layer il's host experts: whole on the CPU, or its cold part where the device holds hot neurons. */
+static int run_host_experts(hearth_ctx *c, const hr_layer *L, int il, const hr_gpu_layer *g, const float *xn, uint64_t *read,
+                            hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    for (int32_t x = 0; x < w->ne; x++) {
+        if (!w->count[x] || (g->exp_local && g->exp_local[x] >= 0)) continue;
+        const int32_t xi = g->xhot_local ? g->xhot_local[x] : -1;
+        if (xi >= 0 ? run_cold_expert(c, &L->moe, il, x, &g->xhot[xi], xn, read, e) : run_expert(c, &L->moe, il, x, xn, read, e))
+            return -1;
+    }
+    return 0;
 }
 
 /* Split MoE: the device experts enqueued, the host experts computed meanwhile, then the
@@ -479,14 +549,13 @@ static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *
     const double t0 = now_s();
     if (hr_ecache_begin(c, il, e)) return -1; /* refilled slots whose copies landed join */
     const int32_t rows = gather_device_rows(c, g, xn);
-    if (hr_hybrid_experts(c, il, w->dr0, w->dn, rows, e)) return -1;
+    if (hr_hybrid_experts(c, il, w->dr0, w->dn, w->xr0, w->xn, rows, e)) return -1;
     const double t1 = now_s();
-    for (int32_t x = 0; x < w->ne; x++)
-        if (w->count[x] && g->exp_local[x] < 0 && run_expert(c, &L->moe, il, x, xn, read, e)) {
-            hr_err ignored;
-            hr_hy_sync(h, &ignored); /* pinned buffers stay in use until the device is done */
-            return -1;
-        }
+    if (run_host_experts(c, L, il, g, xn, read, e)) {
+        hr_err ignored;
+        hr_hy_sync(h, &ignored); /* pinned buffers stay in use until the device is done */
+        return -1;
+    }
     const double t2 = now_s();
     if (rows && hr_hy_sync(h, e)) return -1;
     h->st.ffn_splits++, h->st.enqueue_s += t1 - t0, h->st.cold_s += t2 - t1, h->st.wait_s += now_s() - t2;
@@ -503,6 +572,7 @@ static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *
         c->ffn.stats[il].computed += evals * (uint64_t)w->ff, h->st.act_device += evals * (uint64_t)w->ff;
         h->st.expert_evals_device += evals;
     }
+    add_expert_neurons(c, g, il);
     return hr_ecache_end(c, il, w->count, e); /* hits counted, refills chosen and enqueued */
 }
 

@@ -36,6 +36,20 @@ has err "routing"
 has err "top #"
 has err "whole experts per layer"
 
+# hot neurons of host experts on the (stand-in) device: a budget with the dense parts and half
+# an expert's bytes puts none whole but some neurons, by the statistics' firing counts; the
+# tokens stay exact mode's (hearth place reports the same count)
+expect 0 "probe" -- "$HEARTH" $RUN --ffn exact --gpu standin --vram-budget 1 --verbose
+used=$(sed -n 's/.*gpu: bytes: budget [0-9]* used \([0-9]*\) .* hot \([0-9]*\) .*/\1 \2/p' "$TMP/err")
+half=$(echo "$used" | awk '{ printf "%.9f", ($1 - $2 + 65536 + $2 / 24) / 1073741824 }')
+expect 0 "expert neurons" -- "$HEARTH" $RUN --ffn exact --gpu standin --vram-budget "$half" --verbose
+cmp -s "$TMP/out" "$TMP/dense.txt" || bad "tokens with expert neurons on the device differ from the CPU's"
+has err "gpu: 0 of 12 experts on the device"
+nn=$(sed -n 's/.*; \([0-9]*\) expert neurons on the device.*/\1/p' "$TMP/err")
+[ -n "$nn" ] && [ "$nn" -gt 0 ] || bad "no expert neurons on the device: $(grep 'expert neurons' "$TMP/err")"
+expect 0 "place expert neurons" -- "$HEARTH" place -m "$TMP/st.sparse.gguf" --vram-budget "$half" --ffn exact
+has out "0 of 12 experts on the GPU, $nn expert neurons of"
+
 expect 1 "predicted without predictors" -- "$HEARTH" $RUN --ffn predicted
 has err "needs expert predictors"
 # low-rank expert gates (predictable firing): a predictor per expert, --ffn predicted runs

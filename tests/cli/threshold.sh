@@ -1,7 +1,8 @@
 #!/bin/sh
 # FFN mode threshold from the command line: hearth calibrate --target-sparsity writes a file
 # that runs thresholded by default; threshold 0 gives dense's perplexity; with --predictors
-# one that runs predicted and equals threshold mode when every neuron is predicted; bad flags and
+# one that runs predicted and equals threshold mode when every neuron is predicted; its statistics
+# place hot neurons (hearth place) that a split run on the stand-in reads; bad flags and
 # files without thresholds fail with one message and the usual exit codes.
 # usage: threshold.sh HEARTH_BINARY
 set -u
@@ -21,7 +22,7 @@ expect 0 "calibrate" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --target-
 OUT=$TMP/swiglu.threshold.gguf
 has out "layer    threshold"
 [ "$(grep -cE '^ +[0-9]+ +[0-9.e-]+$' "$TMP/out")" -eq 2 ] || bad "table has not 2 layer rows: $(cat "$TMP/out")"
-has err "wrote $OUT"
+has err "wrote $OUT (run it with --ffn threshold, the default for it) and $TMP/swiglu.threshold.stats.gguf"
 expect 0 "inspect" -- "$HEARTH" inspect "$OUT"
 has out "hearth.ffn_threshold"
 has out "blk.1.ffn_down_t.weight"
@@ -33,6 +34,27 @@ has err "FFN activity (mode threshold"
 # the realised share of neurons computed on the calibration text is near 1 - 0.4
 mean=$(sed -n 's/^  mean *\([0-9.]*\)%.*/\1/p' "$TMP/err")
 awk -v m="$mean" 'BEGIN { exit !(m > 52 && m < 68) }' || bad "computed $mean% of neurons at target sparsity 0.4"
+
+# hot/cold placement: calibrate wrote the statistics (neurons above threshold); hearth place
+# ranks by them and writes the index that a run with the same budget and shape reads
+# unchanged, half the neurons on the stand-in device, the same greedy tokens as the CPU
+[ -s "$TMP/swiglu.threshold.stats.gguf" ] || bad "calibrate wrote no statistics file"
+GPU="-c 64 -b 16 --gpu standin --vram-budget 0.00049"
+expect 0 "place a threshold file" -- "$HEARTH" place -m "$OUT" $GPU
+has out "overall: 128 of 256 neurons (50.00%) on the GPU"
+cp "$OUT.generated.gpuidx" "$TMP/idx0"
+head -n 1 "$TMP/text.txt" >"$TMP/one.txt"
+RUN="run -m $OUT -f $TMP/one.txt -n 6 --temp 0 -t 2"
+expect 0 "run on the CPU" -- "$HEARTH" $RUN -c 64 -b 16 --gpu off
+cp "$TMP/out" "$TMP/cpu.txt"
+expect 0 "run split" -- "$HEARTH" $RUN $GPU --verbose
+has err "gpu: GPU index read from $OUT.generated.gpuidx"
+has err "128 hot neurons = 50.00% of FFN bytes"
+grep -q "FFN splits, [1-9][0-9.]*% of computed activations on the device" "$TMP/err" || bad "no split ran on the device: $(grep gpu: "$TMP/err")"
+cmp -s "$TMP/out" "$TMP/cpu.txt" || bad "split greedy tokens differ from the CPU's"
+cmp -s "$OUT.generated.gpuidx" "$TMP/idx0" || bad "the run rewrote the index hearth place wrote"
+expect 1 "a budget below the scratch" -- "$HEARTH" $RUN -c 64 -b 16 --gpu standin --vram-budget 0.0001
+has err "GPU budget too small"
 
 expect 0 "dense perplexity" -- "$HEARTH" $PPL -m "$M"
 dense=$(ppl)

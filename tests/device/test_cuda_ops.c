@@ -18,7 +18,9 @@
  *     per probability) + 1e-5; the caches bit for bit.
  *   ffn_act: 1e-5 relative (expf, tanhf ulps); GELU 2e-3 (one F16 ulp after rounding).
  *   rope with frequency factors / YaRN / attention factor: the same 1e-5 absolute.
- *   apply_mask, add, add_bias, transfers: exact. */
+ *   apply_mask, add, add_bias, transfers: exact.
+ *   thr_mask: exact, except (CUDA) an element within ffn_act's tolerance of the threshold.
+ *   gather_matmul_masked: as gather_matmul; entries whose mask is unset exactly 0. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -489,6 +491,66 @@ static void case_mask(bench *b) {
     free(A), free(got), free(mask);
 }
 
+/* ---- FFN mode threshold's split: thr_mask, gather_matmul_masked ---- */
+
+/* The mask is the host's test |act(g)| > thr; on CUDA an element within rounding of the
+ * threshold (expf/tanhf ulps; GELU one F16 ulp) may go either way, nothing else. */
+static void case_thr_mask(bench *b, int act) {
+    b->top = 0;
+    const int64_t n = 1003;
+    const float thr = 0.2f;
+    float *G = randv(b, n, 3.0f);
+    G[0] = 0.0f, G[1] = -12.0f, G[2] = 12.0f;
+    uint8_t *got = malloc(n);
+    const uint64_t go = dput(b, G, n * 4), mo = dalloc(b, n);
+    hr_err e = {{0}};
+    CHECKF(b->d->ops->thr_mask(b->d, go, n, thr, act, mo, &e) == 0, "thr_mask: %s", e.msg);
+    dget(b, got, mo, n);
+    int64_t bad = 0, on = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float one = 1.0f, mag = fabsf(ref_act(act, &G[i], one));
+        const bool want = mag > thr, near = fabsf(mag - thr) <= (act == 4 ? 2e-3f : 1e-5f) * thr;
+        bad += got[i] != want && !(b->cuda && near), on += want;
+    }
+    CHECKF(bad == 0 && on > 0 && on < n, "thr_mask act %d: %lld of %lld wrong (%lld above)", act, (long long)bad, (long long)n, (long long)on);
+    free(G), free(got);
+}
+
+/* Y = mask ? the gathered product : 0, exactly 0 where the mask is unset: rows no token
+ * sets, rows some tokens set, and every row set. */
+static void case_gather_masked(bench *b, uint32_t type, int64_t n_in, int64_t n_tok) {
+    b->top = 0;
+    const int64_t n_out = 67, n_rows = 50;
+    hmat m = make_mat(b, type, n_in, n_out);
+    float *X = randv(b, n_tok * n_in, 1.0f);
+    int32_t idx[50];
+    uint8_t *mk = malloc((size_t)(n_tok * n_rows));
+    for (int i = 0; i < 50; i++) idx[i] = (int32_t)(hr_rng_next(&b->rng) % (uint64_t)n_out);
+    for (int64_t t = 0; t < n_tok; t++)
+        for (int64_t i = 0; i < n_rows; i++) /* rows 0..9 unset, 10..19 set, the rest at random */
+            mk[t * n_rows + i] = i < 10 ? 0 : i < 20 ? 1 : (uint8_t)(hr_rng_next(&b->rng) % 3 == 0);
+    hr_dmat W = {type, n_in, n_out, m.row_bytes, dput(b, m.q, m.row_bytes * (size_t)n_out)};
+    const uint64_t xo = dput(b, X, (uint64_t)(n_tok * n_in) * 4), io = dput(b, idx, sizeof idx);
+    const uint64_t mo = dput(b, mk, (uint64_t)(n_tok * n_rows)), yo = dalloc(b, (uint64_t)(n_tok * n_rows) * 4);
+    float *got = malloc((size_t)(n_tok * n_rows) * 4), *ref = malloc((size_t)(n_tok * n_rows) * 4),
+          *mag = malloc((size_t)(n_tok * n_rows) * 4);
+    for (int64_t i = 0; i < n_tok * n_rows; i++) got[i] = NAN;
+    hr_err e = {{0}};
+    CHECK(b->d->ops->to_dev(b->d, yo, got, (uint64_t)(n_tok * n_rows) * 4, &e) == 0); /* stale values must go */
+    CHECKF(b->d->ops->gather_matmul_masked(b->d, &W, xo, n_tok, io, n_rows, mo, yo, &e) == 0, "gather_matmul_masked: %s", e.msg);
+    dget(b, got, yo, (uint64_t)(n_tok * n_rows) * 4);
+    ref_rows(&m, X, n_tok, idx, n_rows, ref, mag, b->cuda && newer_quant(type));
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n_tok * n_rows; i++)
+        if (!mk[i]) bad += got[i] != 0.0f, got[i] = ref[i] = 0.0f;
+    char what[96];
+    snprintf(what, sizeof what, "gather_matmul_masked %s n_in=%lld n_tok=%lld", hr_type_name(type), (long long)n_in, (long long)n_tok);
+    CHECKF(bad == 0, "%s: %lld masked entries not 0", what, (long long)bad);
+    expect_close(what, got, ref, mag, n_tok * n_rows, 1e-5, 1e-6);
+    free(got), free(ref), free(mag), free(X), free(mk);
+    free_mat(&m);
+}
+
 /* The CPU's add_into, bit for bit: one float addition per element, nothing fused. An odd
  * length (no vector width divides it), magnitudes far apart so rounding shows, subnormals
  * (no flush to zero) and signed zeros; then in place, X == Y. */
@@ -681,6 +743,11 @@ int main(void) {
         if (act >= 3) case_act(&b, act, false);
     }
     case_mask(&b);
+    for (int act = 0; act < 5; act++) case_thr_mask(&b, act);
+    const uint32_t mtypes[] = {HR_F32, HR_F16, HR_Q8_0, HR_Q4_0, HR_Q4_K};
+    for (size_t ti = 0; ti < sizeof mtypes / sizeof mtypes[0]; ti++)
+        for (int k = 0; k < 4; k++) /* 17 and 40 tokens: the tile path */
+            if (cuda || hr_kernels_best()->vec_dot[mtypes[ti]]) case_gather_masked(&b, mtypes[ti], mtypes[ti] == HR_Q4_K ? 256 : 96, toks[k]);
     case_add(&b);
     case_add_bias(&b, 4099, 3);
     case_add_bias(&b, 64, 40);

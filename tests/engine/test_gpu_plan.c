@@ -34,7 +34,7 @@ static uint64_t scratch_rank(uint64_t rank) {
 }
 
 static int plan(hearth_model *m, uint64_t budget, int ngl, const hr_gpuidx *idx, hearth_ffn_mode mode, hr_gpu_plan *p, hr_err *e) {
-    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, budget, mode, ngl, idx, 0, NULL, 0};
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, budget, mode, ngl, idx, 0, NULL, 0, NULL};
     return hr_gpu_plan_make(&in, p, e);
 }
 

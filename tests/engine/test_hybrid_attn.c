@@ -81,7 +81,7 @@ static double compare(const float *a, const float *b, int nv, int *agree) {
 static double budget_ngl(hearth_model *m, hearth_ffn_mode mode, int ngl, bool *ok) {
     hr_gpu_plan p;
     hr_err e = {{0}};
-    hr_gpu_plan_in in = {m, 32, 1, 16, 1ull << 34, mode, ngl, NULL, 0, NULL, 0};
+    hr_gpu_plan_in in = {m, 32, 1, 16, 1ull << 34, mode, ngl, NULL, 0, NULL, 0, NULL};
     *ok = !hr_gpu_plan_make(&in, &p, &e);
     CHECKF(*ok, "plan -ngl %d: %s", ngl, e.msg);
     const uint64_t total = p.total;

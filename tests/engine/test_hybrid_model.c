@@ -99,7 +99,7 @@ static double compare(const float *a, const float *b, int nv, int *agree) {
 static void sizes(hearth_model *m, hearth_ffn_mode mode, uint64_t *dense, uint64_t *ffn) {
     hr_gpu_plan p;
     hr_err e = {{0}};
-    hr_gpu_plan_in in = {m, 32, 1, 16, 1ull << 34, mode, 0, NULL, 0, NULL, 0};
+    hr_gpu_plan_in in = {m, 32, 1, 16, 1ull << 34, mode, 0, NULL, 0, NULL, 0, NULL};
     CHECKF(!hr_gpu_plan_make(&in, &p, &e), "%s", e.msg);
     *dense = p.total, *ffn = p.ffn_bytes;
     hr_gpu_plan_free(&p);

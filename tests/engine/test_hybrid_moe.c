@@ -87,7 +87,7 @@ static double max_diff(const float *a, const float *b, size_t n) {
 static void sizes(hearth_model *m, int32_t ngl, uint64_t *total, uint64_t *experts, uint64_t *one) {
     hr_gpu_plan p;
     hr_err e = {{0}};
-    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, ngl, NULL, 0, NULL, 0};
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, ngl, NULL, 0, NULL, 0, NULL};
     *total = *experts = *one = 0;
     if (hr_gpu_plan_make(&in, &p, &e)) {
         CHECKF(0, "plan: %s", e.msg);
@@ -156,7 +156,7 @@ static void check_budgets(hearth_model *m) {
     CHECKF(!c && strstr(e.msg, "GPU budget too small") && strstr(e.msg, "scratch"), "tiny budget: %s", c ? "(accepted)" : e.msg);
     hearth_ctx_free(c);
     hr_gpu_plan p;
-    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, 0, NULL, 0, NULL, 0};
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, 0, NULL, 0, NULL, 0, NULL};
     if (hr_gpu_plan_make(&in, &p, &e)) return;
     const uint64_t scratch = p.bytes[HEARTH_GPU_CAT_SCRATCH];
     hr_gpu_plan_free(&p);
@@ -361,7 +361,7 @@ static void check_cache(void) {
     }
     /* a budget that holds 7 expert slots in all: 2 per layer, not 8 */
     hr_gpu_plan p;
-    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, 0, NULL, 0, NULL, 0};
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, 0, NULL, 0, NULL, 0, NULL};
     if (!hr_gpu_plan_make(&in, &p, &e)) {
         const uint64_t one = p.bytes[HEARTH_GPU_CAT_FFN] / (uint64_t)p.n_exp_total, base = p.total - p.bytes[HEARTH_GPU_CAT_FFN];
         hr_gpu_plan_free(&p);

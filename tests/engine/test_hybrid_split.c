@@ -28,7 +28,7 @@ static hearth_ctx *ctx(hearth_model *m, hearth_gpu_mode gpu, double gib, hearth_
 static double budget(hearth_model *m, hearth_ffn_mode mode, double share) {
     hr_gpu_plan p;
     hr_err e = {{0}};
-    hr_gpu_plan_in in = {m, 64, 1, BATCH, 1ull << 34, mode, 0, NULL, 0, NULL, 0};
+    hr_gpu_plan_in in = {m, 64, 1, BATCH, 1ull << 34, mode, 0, NULL, 0, NULL, 0, NULL};
     CHECK(!hr_gpu_plan_make(&in, &p, &e));
     const uint64_t b = p.total + HR_STANDIN_OVERHEAD + (share > 0 ? LAYERS * 3 * 255 + (uint64_t)(share * p.ffn_bytes) : 0) + 64;
     hr_gpu_plan_free(&p);

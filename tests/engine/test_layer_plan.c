@@ -35,7 +35,7 @@ static hearth_model *model(const char *arch, bool pwri, uint32_t n_expert, const
 static bool steps_are(const char *what, hearth_model *m, uint64_t budget, int ngl, const hr_gpuidx *idx, hearth_ffn_mode mode,
                       const int want[LAYERS], hr_gpu_plan *p) {
     hr_err e = {{0}};
-    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, budget, mode, ngl, idx, 0, NULL, 0};
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, budget, mode, ngl, idx, 0, NULL, 0, NULL};
     if (hr_gpu_plan_make(&in, p, &e)) {
         CHECKF(0, "%s: %s", what, e.msg);
         return false;
@@ -130,7 +130,7 @@ static void expect_moe(const char *what, hearth_model *m, uint64_t budget, int n
                        const int want[LAYERS], const int n_exp[LAYERS]) {
     hr_err e = {{0}};
     hr_gpu_plan p;
-    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, budget, HEARTH_FFN_DENSE, ngl, NULL, n_cpu_moe, freq, 0};
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, budget, HEARTH_FFN_DENSE, ngl, NULL, n_cpu_moe, freq, 0, NULL};
     if (hr_gpu_plan_make(&in, &p, &e)) {
         CHECKF(0, "%s: %s", what, e.msg);
         return;
@@ -153,7 +153,7 @@ static void test_moe(void) {
     if (!m) return;
     hr_gpu_plan big;
     hr_err e = {{0}};
-    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 64 << 20, HEARTH_FFN_DENSE, 0, NULL, 0, NULL, 0};
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 64 << 20, HEARTH_FFN_DENSE, 0, NULL, 0, NULL, 0, NULL};
     if (hr_gpu_plan_make(&in, &big, &e)) {
         CHECKF(0, "MoE plan: %s", e.msg);
         goto out;

@@ -13,6 +13,13 @@ if(HEARTH_CUDA_EMU)
   add_test(NAME engine.test_hybrid_moe_cuda COMMAND test_hybrid_moe WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(engine.test_hybrid_moe_cuda PROPERTIES ENVIRONMENT
     "HEARTH_SRC=${CMAKE_SOURCE_DIR};HEARTH_TEST_GPU=cuda;HEARTH_CUDAEMU_VRAM=2G;HEARTH_CUDAEMU_LAZY=1")
+  add_test(NAME engine.test_hybrid_moe_neurons_cuda COMMAND test_hybrid_moe_neurons WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(engine.test_hybrid_moe_neurons_cuda PROPERTIES ENVIRONMENT
+    "HEARTH_SRC=${CMAKE_SOURCE_DIR};HEARTH_TEST_GPU=cuda;HEARTH_CUDAEMU_VRAM=2G;HEARTH_CUDAEMU_LAZY=1")
+  # FFN mode threshold's split (hot neurons' threshold test on the device)
+  add_test(NAME engine.test_hybrid_thr_cuda COMMAND test_hybrid_thr WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(engine.test_hybrid_thr_cuda PROPERTIES ENVIRONMENT
+    "HEARTH_SRC=${CMAKE_SOURCE_DIR};HEARTH_TEST_GPU=cuda;HEARTH_CUDAEMU_VRAM=2G;HEARTH_CUDAEMU_LAZY=1" LABELS cuda)
   set_tests_properties(cli.cuda_emu engine.test_hybrid_model_cuda engine.test_hybrid_attn_cuda engine.test_hybrid_moe_cuda
-    PROPERTIES LABELS cuda)
+    engine.test_hybrid_moe_neurons_cuda PROPERTIES LABELS cuda)
 endif()

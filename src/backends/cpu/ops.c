@@ -133,4 +133,18 @@ void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act)
     }
 }
 
+void hr_gate_mag(float *out, const float *g, int64_t n, hr_act act) {
+    switch (act) {
+    case HR_ACT_SWIGLU:
+        for (int64_t i = 0; i < n; i++) out[i] = fabsf(silu(g[i]));
+        break;
+    case HR_ACT_GELU:
+    case HR_ACT_GEGLU:
+        for (int64_t i = 0; i < n; i++) out[i] = fabsf(gelu(g[i]));
+        break;
+    default: /* ReLU family */
+        for (int64_t i = 0; i < n; i++) out[i] = relu(g[i]);
+    }
+}
+
 void hr_softcap(float *x, int64_t n, float cap) { hr_vtanh_scaled(x, x, n, 1.0f / cap, cap); }

@@ -41,6 +41,10 @@ void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act)
 /* The same with GELU read from a table of hr_gelu_table_init (vmath.h; NULL: computed):
  * equal bit for bit, without a tanhf per element. */
 void hr_ffn_act_tab(float *h, const float *g, const float *u, int64_t n, hr_act act, const uint16_t *gelu_table);
+/* out[i] = |act(g[i])|, the activation of the gate alone (SiLU, GELU computed as
+ * hr_ffn_act does, ReLU for the ReLU family and dReLU's gate): the magnitude FFN mode
+ * threshold compares, one definition for the host and the stand-in device. */
+void hr_gate_mag(float *out, const float *g, int64_t n, hr_act act);
 /* x[i] = cap * tanh(x[i] * (1 / cap)) over n elements (Gemma's soft-capping of attention
  * scores and output logits, in ggml's order: scale by 1/cap, tanh, scale by cap), with
  * vmath.h's vectorized tanh (within 4 ulp of libm's). */

@@ -212,6 +212,8 @@ static const hr_dev_ops k_cuda_ops = {
     cu_copy_done,
     cu_copy_sync,
     cu_free,
+    hr_cu_thr_mask,
+    hr_cu_gather_matmul_masked,
 };
 
 /* Compute capability 7.5 at least: dp4a, and the oldest architecture CUDA 13 compiles

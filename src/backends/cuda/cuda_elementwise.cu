@@ -128,11 +128,43 @@ int hr_cu_probe(int index, hr_err *e) {
                    cudaGetErrorString(st), HR_CUDA_ARCHS);
 }
 
+/* FFN mode threshold's test on the device's gate values: |act(g)| > thr with act_one's
+ * functions (silu, the F16-rounded GELU, relu), so only the gate product's summation
+ * order and the device's expf/tanhf can differ from the host's decision. */
+__device__ __forceinline__ float gate_mag(int act, float g) {
+    switch (act) {
+    case 0: return fabsf(silu(g));
+    case 4: return fabsf(gelu(g));
+    default: return relu(g);
+    }
+}
+
+__global__ void k_thr_mask(const float *G, int64_t n, float thr, int act, uint8_t *M) {
+    for (int64_t i = (int64_t)blockIdx.x * EW_THREADS + threadIdx.x; i < n; i += (int64_t)gridDim.x * EW_THREADS)
+        M[i] = gate_mag(act, G[i]) > thr;
+}
+
+int hr_cu_thr_mask(hr_dev *d, uint64_t G, int64_t n, float thr, int act, uint64_t MASK, hr_err *e) {
+    hr_cuda *c = hr_cu(d);
+    const char *op = "thr_mask";
+    if (act < 0 || act > 4) return hr_errf(e, "cuda thr_mask: unknown activation %d", act);
+    if (n < 0) return hr_errf(e, "cuda thr_mask: negative size");
+    if (n == 0) return 0;
+    if (G % 4) return hr_errf(e, "cuda thr_mask: G must be 4-byte aligned");
+    if ((uint64_t)n > UINT64_MAX / 4) return hr_errf(e, "cuda thr_mask: size overflow");
+    if (hr_cu_span(c, G, (uint64_t)n * 4, op, "G", e) || hr_cu_span(c, MASK, (uint64_t)n, op, "mask", e) || hr_cu_enter(c, op, e))
+        return -1;
+    HR_CU_LAUNCH(k_thr_mask, hr_cu_blocks(n, EW_THREADS), EW_THREADS, 0, c->stream)(hr_cu_at<const float>(c, G), n, thr, act,
+                                                                           hr_cu_at<uint8_t>(c, MASK));
+    return hr_cu_launched(op, e);
+}
+
 cudaError_t hr_cu_load_elementwise(void) {
     cudaError_t st = cudaSuccess;
     HR_CU_LOAD(st, k_act);
     HR_CU_LOAD(st, k_mask);
     HR_CU_LOAD(st, k_add);
     HR_CU_LOAD(st, k_add_bias);
+    HR_CU_LOAD(st, k_thr_mask);
     return st;
 }

@@ -79,6 +79,8 @@ typedef struct hr_cu_mm {
     int64_t n_tok;
     float *Y;            /* [n_tok][n_rows] */
     bool vec;            /* rows and X 16-byte aligned, n_in a multiple of 8: vector loads */
+    const uint8_t *need; /* gather_matmul_masked: U8 [n_tok][n_rows]; Y is 0 where unset, and the
+                          * matrix-vector kernel skips a row no token sets (NULL: every row) */
 } hr_cu_mm;
 
 /* Tokens the matrix-vector kernel handles in one pass; larger batches use tiles. */
@@ -125,6 +127,10 @@ int hr_cu_ffn_act(hr_dev *d, uint64_t G, uint64_t U, int64_t n, int act, uint64_
 int hr_cu_apply_mask(hr_dev *d, uint64_t A, uint64_t mask, int64_t n_tok, int64_t n, hr_err *e);
 int hr_cu_add(hr_dev *d, uint64_t X, int64_t n, uint64_t Y, hr_err *e);
 int hr_cu_add_bias(hr_dev *d, uint64_t b, int64_t n, int64_t n_tok, uint64_t Y, hr_err *e);
+/* FFN mode threshold's split (cuda_elementwise.cu, cuda_matmul.cu) */
+int hr_cu_thr_mask(hr_dev *d, uint64_t G, int64_t n, float thr, int act, uint64_t MASK, hr_err *e);
+int hr_cu_gather_matmul_masked(hr_dev *d, const hr_dmat *W, uint64_t X, int64_t n_tok, uint64_t idx, int64_t n_idx,
+                               uint64_t MASK, uint64_t Y, hr_err *e);
 
 /* Grid size for a grid-stride loop over n items with `threads` per block. */
 static inline unsigned hr_cu_blocks(int64_t n, int threads) {

@@ -128,7 +128,9 @@ template <int T> __global__ void __launch_bounds__(MMV_WARPS * 32) k_mmv(const h
 #pragma unroll
     for (int t = 0; t < TOK; t++) acc[t] = 0.0f;
     const bool ok = wr >= 0 && wr < m.n_out;
-    if (ok) {
+    bool needed = !m.need;
+    for (int t = 0; t < m.n_tok && !needed; t++) needed = m.need[t * m.n_rows + r] != 0; /* uniform over the warp */
+    if (ok && needed) {
         const char *row = m.W + wr * (int64_t)m.row_bytes;
         if (T == HR_Q8_0) row_q8(m, row, lane, acc);
         else if (T == HR_Q4_0) row_q4(m, row, lane, acc);
@@ -139,7 +141,7 @@ template <int T> __global__ void __launch_bounds__(MMV_WARPS * 32) k_mmv(const h
     for (int t = 0; t < TOK; t++) {
         if (t >= m.n_tok) break;
         const float v = warp_sum(acc[t]);
-        if (lane == 0) m.Y[t * m.n_rows + r] = ok ? v : __int_as_float(0x7fc00000);
+        if (lane == 0) m.Y[t * m.n_rows + r] = m.need && !m.need[t * m.n_rows + r] ? 0.0f : ok ? v : __int_as_float(0x7fc00000);
     }
 }
 

@@ -137,6 +137,16 @@ static int sd_gather(hr_dev *d, const hr_dmat *W, uint64_t X, int64_t n_tok, uin
     return n_idx ? hr_gather_matmul(&S(d)->cpu, &m, x, n_tok, ix, n_idx, y, e) : 0;
 }
 
+/* For gather_matmul_masked (standin_thr.c): the same view, checks and kernel as sd_gather. */
+int hr_standin_gather_rows(hr_dev *d, const hr_dmat *W, uint64_t X, int64_t n_tok, const int32_t *sel, int64_t k, float *Y,
+                           hr_err *e) {
+    hr_mat m;
+    if (mat_view(d, W, &m, "gather_matmul_masked weights", e)) return -1;
+    float *x = fspan(d, X, (uint64_t)(n_tok * W->n_in), "gather_matmul_masked input", e);
+    if (!x || check_idx(sel, k, W->n_out, "gather_matmul_masked", e)) return -1;
+    return hr_gather_matmul(&S(d)->cpu, &m, x, n_tok, sel, k, Y, e);
+}
+
 static int sd_axpy(hr_dev *d, const hr_dmat *Wt, uint64_t A, int64_t n_tok, uint64_t idx, int64_t n_idx, uint64_t Y,
                    hr_err *e) {
     hr_mat m;
@@ -297,6 +307,7 @@ static const hr_dev_ops standin_ops = {
     .rope = sd_rope, .attention = hr_standin_attention, .ffn_act = sd_ffn_act, .apply_mask = sd_apply_mask,
     .add = sd_add, .add_bias = sd_add_bias, .sync = sd_sync, .free = sd_free,
     .copy_async = sd_copy_async, .copy_done = sd_copy_done, .copy_sync = sd_copy_sync,
+    .thr_mask = hr_standin_thr_mask, .gather_matmul_masked = hr_standin_gather_masked,
 };
 
 hr_dev *hr_dev_standin_open(uint64_t capacity, int n_threads, hr_err *e) {

@@ -1,0 +1,381 @@
+/* Hot neurons of host experts (docs/hybrid.md): after whole experts, the plan puts the
+ * hottest neurons of the ReLU-family experts left on the host on the device, by firing count
+ * per byte, in the same arena. Checked here: the placement against a brute-force optimum over
+ * every subset on a tiny case, prefixes over a budget sweep, whole experts first, the exact
+ * bytes; whole-model logits and greedy tokens of the stand-in (or, with HEARTH_TEST_GPU=cuda,
+ * the emulated CUDA device) against the CPU with 0, some and all firing neurons of the host
+ * experts on the device, on calibrated (ffn_down_exps_t) smallthinker F32 (ReGLU, dense mode)
+ * and llama-with-experts Q8_0 dReLU (exact mode) files; budgets too small. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backends/device/standin.h"
+#include "engine/context.h"
+#include "engine/gpu_plan.h"
+#include "engine/hybrid.h"
+#include "formats/types.h"
+#include "sparse/moe_calib.h"
+#include "sparse/stats.h"
+#include "synth/synth.h"
+#include "testutil.h"
+
+#define GIB 1073741824.0
+enum { NE = 4, K = 2, LAYERS = 3, CTX = 32, SEQ = 2, BATCH = 16, NP = 10, NTOK = 1000, GEN = 5 };
+
+static hearth_gpu_mode dev = HEARTH_GPU_STANDIN;
+static uint64_t dev_over = HR_STANDIN_OVERHEAD;
+static double tol = 1e-4; /* the split only reorders the down sums (cold, then hot); CUDA: 1e-2 */
+
+/* A synthetic mixture rewritten with ffn_down_exps_t (as hearth calibrate writes it). */
+static hearth_model *calibrated(const char *arch, uint32_t type, hr_synth_act act, const char *name, char *path, size_t cap) {
+    hr_synth_params p;
+    hr_synth_defaults(&p);
+    p.arch = arch, p.type = type, p.n_embd = 64, p.n_layer = LAYERS, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 96;
+    p.n_vocab = 300, p.n_expert = NE, p.n_expert_used = K, p.seed = 23, p.act = act;
+    hr_err e = {{0}};
+    char raw[256];
+    hr_test_tmp(raw, sizeof raw, "hmoen_raw.gguf");
+    if (hr_synth_write(&p, raw, &e)) return fprintf(stderr, "synth %s: %s\n", name, e.msg), NULL;
+    hearth_model *m = hearth_model_load(raw, NULL, &e);
+    if (!m) return fprintf(stderr, "load %s: %s\n", name, e.msg), NULL;
+    const int rc = hr_write_moe_down_t(m, hr_test_tmp(path, cap, name), &e);
+    hearth_model_free(m), remove(raw);
+    if (rc) return fprintf(stderr, "down_t %s: %s\n", name, e.msg), NULL;
+    if (!(m = hearth_model_load(path, NULL, &e))) fprintf(stderr, "load %s: %s\n", name, e.msg);
+    return m;
+}
+
+/* Firing counts: expert (l, x) fires on the 6 neurons j with (j + 3x + 5l) % 16 == 0 (72 in
+ * all), count 1 + (7j + 13x + 3l) % 50; hot0 adds 400 to expert (0, 1)'s neurons. Routings
+ * uniform (500 per expert) unless favour: expert (0, 1) 800, (0, 0) 200. */
+static void fill_stats(hr_stats *st, int32_t ff, bool favour, bool hot0) {
+    st->n_tokens = NTOK;
+    for (int il = 0; il < LAYERS; il++)
+        for (int x = 0; x < NE; x++) {
+            st->expert_counts[il * NE + x] = 500;
+            for (int j = 0; j < ff; j++)
+                st->counts[((size_t)il * NE + (size_t)x) * (size_t)ff + (size_t)j] =
+                    (j + 3 * x + 5 * il) % 16 ? 0 : (uint32_t)(1 + (7 * j + 13 * x + 3 * il) % 50 + (hot0 && il == 0 && x == 1 ? 400 : 0));
+        }
+    if (favour) st->expert_counts[1] = 800, st->expert_counts[0] = 200;
+}
+
+static int plan(hearth_model *m, uint64_t arena, hearth_ffn_mode mode, const hr_stats *st, hr_gpu_plan *p, hr_err *e) {
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, arena, mode, 0, NULL, 0, st ? st->expert_counts : NULL, 0, st ? st->counts : NULL};
+    return hr_gpu_plan_make(&in, p, e);
+}
+
+/* Arena without experts (base) and one expert's bytes, from a plan holding every expert. */
+static void sizes(hearth_model *m, uint64_t *base, uint64_t *one) {
+    hr_gpu_plan p;
+    hr_err e = {{0}};
+    *base = *one = 0;
+    if (plan(m, 1ull << 34, HEARTH_FFN_DENSE, NULL, &p, &e)) {
+        CHECKF(0, "plan: %s", e.msg);
+        return;
+    }
+    *base = p.total - p.bytes[HEARTH_GPU_CAT_FFN], *one = p.bytes[HEARTH_GPU_CAT_FFN] / (uint64_t)p.n_exp_total;
+    CHECKF(p.n_exp_total == NE * LAYERS && !p.n_xhot_total, "large budget: %d experts, %d split", p.n_exp_total, p.n_xhot_total);
+    hr_gpu_plan_free(&p);
+}
+
+static uint64_t neuron_bytes(const hearth_model *m) {
+    const hr_moe_weights *w = &m->layers[0].moe;
+    return w->gate.row_bytes + w->up.row_bytes + w->down_t.row_bytes;
+}
+
+/* The plan's expert neurons: value (sum of their counts), count; also checks the lists
+ * (ascending, firing, not of whole experts), the bytes and the category total. */
+static uint64_t placed_value(const hearth_model *m, const hr_gpu_plan *p, const hr_stats *st, int64_t *n, uint8_t *set) {
+    const int32_t ff = m->hp.n_ff_exp;
+    uint64_t v = 0, bytes = 0;
+    *n = 0;
+    for (int il = 0; il < LAYERS; il++) {
+        const hr_gpu_layer *g = &p->layers[il];
+        for (int32_t i = 0; i < g->n_xhot; i++) {
+            const hr_gpu_xhot *x = &g->xhot[i];
+            CHECKF(!(g->exp_local && g->exp_local[x->id] >= 0) && g->xhot_local[x->id] == i && x->n_hot > 0,
+                   "layer %d expert %d: whole and split, or a bad local index", il, x->id);
+            for (int32_t q = 0; q < x->n_hot; q++) {
+                const int32_t j = x->hot_ids[q];
+                const uint32_t c = st->counts[((size_t)il * NE + (size_t)x->id) * (size_t)ff + (size_t)j];
+                CHECKF(c > 0 && (q == 0 || j > x->hot_ids[q - 1]), "layer %d expert %d: neuron %d (count %u) out of order", il,
+                       x->id, j, c);
+                v += c, (*n)++;
+                if (set) set[((size_t)il * NE + (size_t)x->id) * (size_t)ff + (size_t)j] = 1;
+            }
+            bytes += hr_dev_round((uint64_t)x->n_hot * x->gate.row_bytes) + hr_dev_round((uint64_t)x->n_hot * x->up.row_bytes) +
+                     hr_dev_round((uint64_t)x->n_hot * x->down.row_bytes);
+        }
+    }
+    CHECKF(*n == p->n_xneurons_total && bytes == p->xhot_bytes && bytes == p->bytes[HEARTH_GPU_CAT_NEURONS],
+           "%lld neurons (plan %lld), %llu bytes (plan %llu, category %llu)", (long long)*n, (long long)p->n_xneurons_total,
+           (unsigned long long)bytes, (unsigned long long)p->xhot_bytes, (unsigned long long)p->bytes[HEARTH_GPU_CAT_NEURONS]);
+    return v;
+}
+
+/* Best total count over every subset of the firing neurons whose bytes fit in left (F32:
+ * every neuron the same bytes, rows already aligned). */
+static uint64_t brute(const uint32_t *c, int n, uint64_t nb, uint64_t left) {
+    uint64_t best = 0;
+    for (uint32_t s = 0; s < (1u << n); s++) {
+        uint64_t v = 0, b = 0;
+        for (int i = 0; i < n; i++)
+            if (s >> i & 1) v += c[i], b += nb;
+        if (b <= left && v > best) best = v;
+    }
+    return best;
+}
+
+/* Placement: a brute-force optimum over 12 firing neurons at every budget from 0 to all of
+ * them (nested sets: a prefix of one order); whole experts first, then neurons of the others
+ * only, even where an expert placed whole has hotter neurons; predicted mode, an expert
+ * cache and missing counts place none. */
+static void check_placement(void) {
+    char path[256];
+    hearth_model *m = calibrated("smallthinker", HR_F32, HR_SYNTH_REGLU, "hmoen_plan.gguf", path, sizeof path);
+    CHECKF(m, "placement model");
+    if (!m) return;
+    const int32_t ff = m->hp.n_ff_exp;
+    uint64_t base, one;
+    sizes(m, &base, &one);
+    const uint64_t nb = neuron_bytes(m);
+    CHECKF(nb % HR_DEV_ALIGN == 0 && 72 * nb < one, "F32 neuron bytes %llu, expert %llu", (unsigned long long)nb,
+           (unsigned long long)one);
+    hr_stats st;
+    hr_err e = {{0}};
+    if (hr_stats_init_moe(&st, LAYERS, NE, K, ff, true, &e)) {
+        CHECKF(0, "stats: %s", e.msg);
+        return;
+    }
+    fill_stats(&st, ff, false, false);
+    /* keep 12 firing neurons: layer 1's experts 0 and 1 */
+    uint32_t vals[12];
+    int nv = 0;
+    for (int il = 0; il < LAYERS; il++)
+        for (int x = 0; x < NE; x++)
+            for (int j = 0; j < ff; j++) {
+                uint32_t *c = &st.counts[((size_t)il * NE + (size_t)x) * (size_t)ff + (size_t)j];
+                if (!(il == 1 && x < 2)) *c = 0;
+                if (*c && nv < 12) vals[nv++] = *c;
+                else if (*c) nv++;
+            }
+    CHECKF(nv == 12, "%d firing neurons kept", nv);
+    uint8_t *prev = calloc((size_t)LAYERS * NE * (size_t)ff, 1), *cur = calloc((size_t)LAYERS * NE * (size_t)ff, 1);
+    for (int k = 0; k <= 13; k++) {
+        hr_gpu_plan p;
+        const uint64_t left = (uint64_t)k * nb + nb / 2;
+        if (plan(m, base + left, HEARTH_FFN_DENSE, &st, &p, &e)) {
+            CHECKF(0, "plan %d: %s", k, e.msg);
+            continue;
+        }
+        int64_t n;
+        memset(cur, 0, (size_t)LAYERS * NE * (size_t)ff);
+        const uint64_t got = placed_value(m, &p, &st, &n, cur), want = brute(vals, nv, nb, left);
+        CHECKF(got == want && n == (k < 12 ? k : 12) && !p.n_exp_total, "budget of %d neurons: value %llu (brute force %llu), %lld placed, %d experts",
+               k, (unsigned long long)got, (unsigned long long)want, (long long)n, p.n_exp_total);
+        for (size_t i = 0; i < (size_t)LAYERS * NE * (size_t)ff; i++) CHECKF(!prev[i] || cur[i], "budget %d drops neuron %zu", k, i);
+        memcpy(prev, cur, (size_t)LAYERS * NE * (size_t)ff);
+        for (int il = 0; il < LAYERS; il++)
+            CHECKF((p.layers[il].n_xhot > 0) == (p.layers[il].step == HR_STEP_SPLIT_MOE), "budget %d layer %d: step %s, %d split",
+                   k, il, hr_step_kind_name(p.layers[il].step), p.layers[il].n_xhot);
+        hr_gpu_plan_free(&p);
+    }
+    free(prev), free(cur);
+    /* whole experts first: (0, 1) is the most routed and its neurons the hottest, yet with one
+     * expert's bytes and 5 neurons' it goes whole and the 5 come from the others */
+    fill_stats(&st, ff, true, true);
+    hr_gpu_plan p;
+    if (!plan(m, base + one + 5 * nb, HEARTH_FFN_DENSE, &st, &p, &e)) {
+        int64_t n;
+        placed_value(m, &p, &st, &n, NULL);
+        CHECKF(p.n_exp_total == 1 && p.layers[0].exp_local[1] == 0 && n == 5 && p.total <= base + one + 5 * nb,
+               "whole expert then neurons: %d experts, %lld neurons", p.n_exp_total, (long long)n);
+        hr_gpu_plan_free(&p);
+    } else CHECKF(0, "plan: %s", e.msg);
+    /* none: predicted mode, no counts, the expert cache */
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, base + 20 * nb, HEARTH_FFN_PREDICTED, 0, NULL, 0, st.expert_counts, 0, st.counts};
+    for (int c = 0; c < 3; c++) {
+        hr_gpu_plan_in v = in;
+        if (c == 1) v.mode = HEARTH_FFN_EXACT, v.expert_neuron_freq = NULL;
+        if (c == 2) v.mode = HEARTH_FFN_DENSE, v.moe_cache = 1, v.budget = base + LAYERS * one;
+        if (hr_gpu_plan_make(&v, &p, &e)) CHECKF(0, "plan case %d: %s", c, e.msg);
+        else CHECKF(!p.n_xhot_total && !p.bytes[HEARTH_GPU_CAT_NEURONS], "case %d: %d split experts", c, p.n_xhot_total);
+        hr_gpu_plan_free(&p);
+    }
+    hr_stats_free(&st);
+    hearth_model_free(m);
+    remove(path);
+}
+
+typedef struct {
+    hearth_gpu_mode gpu;
+    uint64_t budget; /* bytes, overhead included */
+    int32_t ngl;
+    const char *idx_path;
+} setup;
+
+static hearth_ctx *ctx(hearth_model *m, const setup *s, hearth_ffn_mode mode, int32_t n_seq, hr_err *e) {
+    hearth_ctx_params cp = hearth_ctx_default_params();
+    cp.n_ctx = CTX, cp.n_threads = 2, cp.n_batch = BATCH, cp.n_seq = n_seq, cp.ffn_mode = mode;
+    cp.gpu = s->gpu, cp.vram_budget_gib = s->budget ? ((double)s->budget + 0.5) / GIB : 0;
+    cp.n_gpu_layers = s->ngl, cp.gpu_index_path = s->idx_path;
+    return hearth_ctx_new(m, &cp, e);
+}
+
+/* NP tokens over two sequences in one batch, then one of each: logits [NP + 2][n_vocab]. */
+static int run(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out, hearth_gpu_status *st, hr_err *e) {
+    const int nv = m->hp.n_vocab;
+    int32_t toks[NP], pos[NP], seq[NP];
+    bool want[NP];
+    for (int i = 0; i < NP; i++) toks[i] = (i * 41 + 3) % nv, seq[i] = i % 2, pos[i] = i / 2, want[i] = true;
+    hearth_ctx *c = ctx(m, s, mode, SEQ, e);
+    if (!c) return -1;
+    hearth_batch b = {NP, toks, pos, seq, want};
+    int rc = hearth_eval_batch(c, &b, e);
+    for (int i = 0; !rc && i < NP; i++) memcpy(out + (size_t)i * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
+    int32_t t2[2] = {17, 201}, p2[2] = {NP / 2, NP / 2}, s2[2] = {0, 1};
+    hearth_batch d = {2, t2, p2, s2, want};
+    if (!rc) rc = hearth_eval_batch(c, &d, e);
+    for (int i = 0; !rc && i < 2; i++) memcpy(out + (size_t)(NP + i) * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
+    if (st) hearth_ctx_gpu_status(c, st);
+    hearth_ctx_free(c);
+    return rc;
+}
+
+static int argmax(const float *l, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++) b = l[i] > l[b] ? i : b;
+    return b;
+}
+
+/* GEN greedy tokens after a 4-token prompt. */
+static int greedy(hearth_model *m, const setup *s, hearth_ffn_mode mode, int32_t *out, hr_err *e) {
+    hearth_ctx *c = ctx(m, s, mode, 1, e);
+    if (!c) return -1;
+    int32_t t[4] = {5, 77, 140, 9};
+    int rc = hearth_eval(c, t, 4, 0, false, e);
+    for (int i = 0; !rc && i < GEN; i++) {
+        out[i] = argmax(hearth_logits(c, -1), m->hp.n_vocab);
+        rc = hearth_eval(c, &out[i], 1, 4 + i, false, e);
+    }
+    hearth_ctx_free(c);
+    return rc;
+}
+
+static double max_diff(const float *a, const float *b, size_t n) {
+    double d = 0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+/* Logits and greedy tokens against the CPU with 0, some and all firing neurons of the host
+ * experts on the device (and one whole expert beside some); budgets too small. */
+static void check_model(const char *arch, uint32_t type, hr_synth_act act, hearth_ffn_mode mode, const char *tag) {
+    char path[256], sp[300], ip[300];
+    hearth_model *m = calibrated(arch, type, act, "hmoen.gguf", path, sizeof path);
+    CHECKF(m, "%s model", tag);
+    if (!m) return;
+    const int32_t ff = m->hp.n_ff_exp, nv = m->hp.n_vocab;
+    uint64_t base, one;
+    sizes(m, &base, &one);
+    hr_stats st;
+    hr_err e = {{0}};
+    if (hr_stats_init_moe(&st, LAYERS, NE, K, ff, true, &e)) {
+        CHECKF(0, "stats: %s", e.msg);
+        return;
+    }
+    fill_stats(&st, ff, false, false);
+    snprintf(sp, sizeof sp, "%s.stats.gguf", path), snprintf(ip, sizeof ip, "%s.generated.gpuidx", path);
+    CHECKF(!hr_stats_write(sp, &st, &e), "write stats: %s", e.msg);
+    /* the budgets each case needs, from the plan's own accounting (Q8_0 rows round up) */
+    struct {
+        const char *what;
+        int32_t whole, neurons; /* at least this many (Q8_0: the rounding of a step may hold more) */
+        uint64_t budget;
+        int64_t want; /* what the plan of that budget holds */
+    } cases[] = {{"2 experts, 0 neurons", 2, 0, 0, 0}, {"20 neurons", 0, 20, 0, 0}, {"1 expert + 20 neurons", 1, 20, 0, 0},
+                 {"every firing neuron", 0, 72, 0, 0}};
+    const size_t nc = sizeof cases / sizeof *cases;
+    for (size_t k = 0; k < nc; k++) { /* the smallest arena giving that many: search by bytes */
+        uint64_t lo = base + (uint64_t)cases[k].whole * one, hi = lo + one;
+        while (lo < hi) {
+            const uint64_t mid = lo + (hi - lo) / 2;
+            hr_gpu_plan p;
+            int64_t n = -1;
+            if (!plan(m, mid, mode, &st, &p, &e)) n = p.n_xneurons_total;
+            hr_gpu_plan_free(&p);
+            if (n >= cases[k].neurons) hi = mid;
+            else lo = mid + 1;
+        }
+        cases[k].budget = lo + (cases[k].neurons ? 0 : 64) + dev_over;
+        hr_gpu_plan p;
+        cases[k].want = plan(m, cases[k].budget - dev_over, mode, &st, &p, &e) ? -1 : p.n_xneurons_total;
+        CHECKF(p.n_exp_total == cases[k].whole && cases[k].want >= cases[k].neurons && (cases[k].neurons != 72 || cases[k].want == 72),
+               "%s %s: the plan holds %d experts, %lld neurons", tag, cases[k].what, p.n_exp_total, (long long)cases[k].want);
+        hr_gpu_plan_free(&p);
+    }
+    const size_t n = (size_t)(NP + 2) * (size_t)nv;
+    float *ref = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
+    const setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL};
+    CHECKF(!run(m, &cpu, mode, ref, NULL, &e), "%s cpu: %s", tag, e.msg);
+    int32_t gref[GEN], ggot[GEN];
+    CHECKF(!greedy(m, &cpu, mode, gref, &e), "%s cpu greedy: %s", tag, e.msg);
+    /* the emulator runs its kernels slowly: some and all neurons there */
+    for (size_t k = dev == HEARTH_GPU_CUDA ? 1 : 0; k < nc; k += dev == HEARTH_GPU_CUDA ? 2 : 1) {
+        const setup s = {dev, cases[k].budget, 0, ip};
+        hearth_gpu_status gs = {0};
+        if (run(m, &s, mode, got, &gs, &e)) {
+            CHECKF(0, "%s %s: %s", tag, cases[k].what, e.msg);
+            continue;
+        }
+        const double d = max_diff(ref, got, n);
+        int same = 0;
+        for (int r = 0; r < NP + 2; r++) same += argmax(ref + (size_t)r * nv, nv) == argmax(got + (size_t)r * nv, nv);
+        printf("%s, %s: %d experts and %lld neurons of %d more on the device, %llu split evaluations; max |logit - cpu| %.2e\n",
+               tag, cases[k].what, gs.experts_device, (long long)gs.expert_neurons_device, gs.experts_split,
+               (unsigned long long)gs.expert_split_evals, d);
+        CHECKF(d <= tol && same == NP + 2, "%s %s: logits differ from the CPU by %g, %d of %d argmax equal", tag, cases[k].what,
+               d, same, NP + 2);
+        CHECKF(gs.experts_device == cases[k].whole && gs.expert_neurons_device == cases[k].want &&
+                   (cases[k].neurons ? gs.expert_split_evals > 0 && gs.experts_split > 0 : gs.expert_split_evals == 0),
+               "%s %s: %d experts, %lld neurons, %llu split evaluations", tag, cases[k].what, gs.experts_device,
+               (long long)gs.expert_neurons_device, (unsigned long long)gs.expert_split_evals);
+        CHECKF(strstr(gs.note, "hot expert neurons by their firing counts"), "%s note: %s", tag, gs.note);
+        if (k + 1 < nc) continue;
+        CHECKF(!greedy(m, &s, mode, ggot, &e) && !memcmp(gref, ggot, sizeof gref), "%s %s: greedy tokens differ (%s)", tag,
+               cases[k].what, e.msg);
+    }
+    /* too small: below the scratch; -ngl 3 without room for attention */
+    const setup tiny = {dev, dev_over + 4096, 0, ip};
+    hearth_ctx *c = ctx(m, &tiny, mode, SEQ, &e);
+    CHECKF(!c && strstr(e.msg, "GPU budget too small"), "%s tiny budget: %s", tag, c ? "(accepted)" : e.msg);
+    hearth_ctx_free(c);
+    hr_gpu_plan p;
+    if (!plan(m, 1ull << 34, mode, NULL, &p, &e)) {
+        const setup ngl = {dev, dev_over + p.bytes[HEARTH_GPU_CAT_SCRATCH] + 256, 3, ip};
+        hr_gpu_plan_free(&p);
+        c = ctx(m, &ngl, mode, SEQ, &e);
+        CHECKF(!c && strstr(e.msg, "-ngl 3 needs"), "%s -ngl 3 at the scratch: %s", tag, c ? "(accepted)" : e.msg);
+        hearth_ctx_free(c);
+    }
+    free(ref), free(got);
+    hr_stats_free(&st);
+    hearth_model_free(m);
+    remove(path), remove(sp), remove(ip);
+}
+
+int main(void) {
+    const char *g = getenv("HEARTH_TEST_GPU");
+    if (g && strcmp(g, "cuda") == 0) {
+        hr_err e = {{0}};
+        hr_dev *d = hr_dev_cuda_open(0, &e);
+        if (!d) return printf("skip: %s\n", e.msg), 77;
+        dev = HEARTH_GPU_CUDA, dev_over = d->ops->overhead(d), tol = 1e-2;
+        hr_dev_close(d);
+    }
+    if (dev == HEARTH_GPU_STANDIN) check_placement();
+    check_model("smallthinker", HR_F32, HR_SYNTH_REGLU, HEARTH_FFN_DENSE, "smallthinker F32");
+    check_model("llama", HR_Q8_0, HR_SYNTH_DRELU, HEARTH_FFN_EXACT, "llama Q8_0 dReLU exact");
+    return TEST_END();
+}
