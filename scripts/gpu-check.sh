@@ -8,7 +8,8 @@
 #   2. run the CUDA operation test (ctest device.test_cuda_ops), then the whole-model hybrid
 #      test on the device (test_hybrid_model with HEARTH_TEST_GPU=cuda; its failure is
 #      reported at the end, so the steps below still run), and on a real GPU the split-MoE and
-#      expert-cache test the same way (test_hybrid_moe);
+#      expert-cache test, the hot expert neurons test and the threshold split test the same way
+#      (test_hybrid_moe, test_hybrid_moe_neurons, test_hybrid_thr);
 #   3. hybrid (--gpu cuda) against the CPU path, logits of a prompt and greedy decodes, in dense
 #      and predicted FFN modes, on a synthetic F16 PowerInfer model and on the shipped
 #      models/bible-drelu.powerinfer.gguf (with its
@@ -124,7 +125,7 @@ command -v awk >/dev/null || die "awk is required"
 log "configuring $build ($cuda_flags)"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release $cuda_flags \
     >"$work/cmake.log" 2>&1 || { tail -n 20 "$work/cmake.log" >&2; die "cmake configure"; }
-optbin=$([ "$standin" = 1 ] && echo test_standin || echo "test_cuda_ops test_hybrid_model test_hybrid_moe test_hybrid_moe_neurons")
+optbin=$([ "$standin" = 1 ] && echo test_standin || echo "test_cuda_ops test_hybrid_model test_hybrid_moe test_hybrid_moe_neurons test_hybrid_thr")
 log "building hearth and $optbin with -j$jobs"
 # shellcheck disable=SC2086 # optbin is a list of targets
 cmake --build "$build" -j"$jobs" --target hearth $optbin >"$work/build.log" 2>&1 ||
@@ -164,6 +165,13 @@ if [ "$standin" = 0 ] && [ "$emu" = 0 ]; then
         grep -i "fail" "$work/hybrid_moe_neurons.log" | head -n 20 >&2
         soft="$soft test_hybrid_moe_neurons ($work/hybrid_moe_neurons.log)"
         log "test_hybrid_moe_neurons FAILED on the device; going on"
+    fi
+    # FFN mode threshold's split on dense threshold files (engine.test_hybrid_thr_cuda under --emu)
+    log "running test_hybrid_thr on the device (HEARTH_TEST_GPU=cuda)"
+    if ! (cd "$build/tests" && HEARTH_SRC="$root" HEARTH_TEST_GPU=cuda ./test_hybrid_thr) >"$work/hybrid_thr.log" 2>&1; then
+        grep -i "fail" "$work/hybrid_thr.log" | head -n 20 >&2
+        soft="$soft test_hybrid_thr ($work/hybrid_thr.log)"
+        log "test_hybrid_thr FAILED on the device; going on"
     fi
 fi
 
