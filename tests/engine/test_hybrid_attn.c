@@ -17,6 +17,7 @@
 #include "engine/hybrid.h"
 #include "formats/types.h"
 #include "synth/synth.h"
+#include "hybrid_env.h"
 #include "testutil.h"
 
 #define GIB 1073741824.0
@@ -177,14 +178,7 @@ static void test_model(const model_spec *ms) {
 
 int main(void) {
     for (int i = 0; i < NP; i++) prompt[i] = (int32_t)((i * 37 + 11) % 300);
-    const char *g = getenv("HEARTH_TEST_GPU");
-    if (g && strcmp(g, "cuda") == 0) {
-        hr_err e = {{0}};
-        hr_dev *d = hr_dev_cuda_open(0, &e);
-        if (!d) return printf("skip: %s\n", e.msg), 77;
-        dev = HEARTH_GPU_CUDA, dev_over = d->ops->overhead(d);
-        hr_dev_close(d);
-    }
+    if (hr_test_gpu_env(&dev, &dev_over)) return 77;
     const model_spec specs[] = {
         {"llama", "llama-rope_freqs-yarn", true, false, "yarn", HR_SYNTH_SWIGLU},
         {"llama", "llama-rope_freqs", true, false, NULL, HR_SYNTH_SWIGLU},

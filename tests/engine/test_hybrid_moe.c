@@ -16,6 +16,7 @@
 #include "sparse/stats.h"
 #include "sparse/trace_cache.h"
 #include "synth/synth.h"
+#include "hybrid_env.h"
 #include "testutil.h"
 
 #define GIB 1073741824.0
@@ -60,18 +61,12 @@ static hearth_ctx *ctx(hearth_model *m, const setup *s, hearth_ffn_mode mode, hr
  * logits of all NP + 2 into out [NP + 2][n_vocab]. */
 static int run(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out, hearth_gpu_status *st, hr_err *e) {
     const int nv = m->hp.n_vocab;
-    int32_t toks[NP], pos[NP], seq[NP];
-    bool want[NP];
-    for (int i = 0; i < NP; i++) toks[i] = (i * 37 + 5) % nv, seq[i] = i % 2, pos[i] = i / 2, want[i] = true;
+    int32_t toks[NP];
+    for (int i = 0; i < NP; i++) toks[i] = (i * 37 + 5) % nv;
     hearth_ctx *c = ctx(m, s, mode, e);
     if (!c) return -1;
-    hearth_batch b = {NP, toks, pos, seq, want};
-    int rc = hearth_eval_batch(c, &b, e);
-    for (int i = 0; !rc && i < NP; i++) memcpy(out + (size_t)i * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
-    int32_t t2[2] = {7, 91}, p2[2] = {NP / 2, NP / 2}, s2[2] = {0, 1};
-    hearth_batch d = {2, t2, p2, s2, want};
-    if (!rc) rc = hearth_eval_batch(c, &d, e);
-    for (int i = 0; !rc && i < 2; i++) memcpy(out + (size_t)(NP + i) * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
+    const int32_t t2[2] = {7, 91};
+    const int rc = hr_test_eval_two_seqs(c, NP, toks, t2, nv, out, e);
     if (st) hearth_ctx_gpu_status(c, st);
     hearth_ctx_free(c);
     return rc;
@@ -377,14 +372,8 @@ static void check_cache(void) {
 }
 
 int main(void) {
-    const char *g = getenv("HEARTH_TEST_GPU");
-    if (g && strcmp(g, "cuda") == 0) {
-        hr_err e = {{0}};
-        hr_dev *d = hr_dev_cuda_open(0, &e);
-        if (!d) return printf("skip: %s\n", e.msg), 77;
-        dev = HEARTH_GPU_CUDA, dev_over = d->ops->overhead(d), tol = 1e-2;
-        hr_dev_close(d);
-    }
+    if (hr_test_gpu_env(&dev, &dev_over)) return 77;
+    if (dev == HEARTH_GPU_CUDA) tol = 1e-2;
     struct {
         const char *arch;
         uint32_t type;

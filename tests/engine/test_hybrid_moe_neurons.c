@@ -17,6 +17,7 @@
 #include "sparse/moe_calib.h"
 #include "sparse/stats.h"
 #include "synth/synth.h"
+#include "hybrid_env.h"
 #include "testutil.h"
 
 #define GIB 1073741824.0
@@ -226,18 +227,12 @@ static hearth_ctx *ctx(hearth_model *m, const setup *s, hearth_ffn_mode mode, in
 /* NP tokens over two sequences in one batch, then one of each: logits [NP + 2][n_vocab]. */
 static int run(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out, hearth_gpu_status *st, hr_err *e) {
     const int nv = m->hp.n_vocab;
-    int32_t toks[NP], pos[NP], seq[NP];
-    bool want[NP];
-    for (int i = 0; i < NP; i++) toks[i] = (i * 41 + 3) % nv, seq[i] = i % 2, pos[i] = i / 2, want[i] = true;
+    int32_t toks[NP];
+    for (int i = 0; i < NP; i++) toks[i] = (i * 41 + 3) % nv;
     hearth_ctx *c = ctx(m, s, mode, SEQ, e);
     if (!c) return -1;
-    hearth_batch b = {NP, toks, pos, seq, want};
-    int rc = hearth_eval_batch(c, &b, e);
-    for (int i = 0; !rc && i < NP; i++) memcpy(out + (size_t)i * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
-    int32_t t2[2] = {17, 201}, p2[2] = {NP / 2, NP / 2}, s2[2] = {0, 1};
-    hearth_batch d = {2, t2, p2, s2, want};
-    if (!rc) rc = hearth_eval_batch(c, &d, e);
-    for (int i = 0; !rc && i < 2; i++) memcpy(out + (size_t)(NP + i) * nv, hearth_logits(c, i), sizeof(float) * (size_t)nv);
+    const int32_t t2[2] = {17, 201};
+    const int rc = hr_test_eval_two_seqs(c, NP, toks, t2, nv, out, e);
     if (st) hearth_ctx_gpu_status(c, st);
     hearth_ctx_free(c);
     return rc;
@@ -366,14 +361,8 @@ static void check_model(const char *arch, uint32_t type, hr_synth_act act, heart
 }
 
 int main(void) {
-    const char *g = getenv("HEARTH_TEST_GPU");
-    if (g && strcmp(g, "cuda") == 0) {
-        hr_err e = {{0}};
-        hr_dev *d = hr_dev_cuda_open(0, &e);
-        if (!d) return printf("skip: %s\n", e.msg), 77;
-        dev = HEARTH_GPU_CUDA, dev_over = d->ops->overhead(d), tol = 1e-2;
-        hr_dev_close(d);
-    }
+    if (hr_test_gpu_env(&dev, &dev_over)) return 77;
+    if (dev == HEARTH_GPU_CUDA) tol = 1e-2;
     if (dev == HEARTH_GPU_STANDIN) check_placement();
     check_model("smallthinker", HR_F32, HR_SYNTH_REGLU, HEARTH_FFN_DENSE, "smallthinker F32");
     check_model("llama", HR_Q8_0, HR_SYNTH_DRELU, HEARTH_FFN_EXACT, "llama Q8_0 dReLU exact");

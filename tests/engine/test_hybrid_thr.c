@@ -19,6 +19,7 @@
 #include "sparse/calibrate.h"
 #include "sparse/stats.h"
 #include "synth/synth.h"
+#include "hybrid_env.h"
 #include "testutil.h"
 
 #define GIB 1073741824.0
@@ -176,14 +177,7 @@ static void check_file(const char *name, uint32_t type, double tol_sd) {
 int main(void) {
     for (int i = 0; i < NP; i++) prompt[i] = (int32_t)((i * 37 + 11) % NV);
     for (int i = 0; i < N_CAL; i++) cal[i] = (int32_t)((i * 53 + 7) % NV);
-    const char *g = getenv("HEARTH_TEST_GPU");
-    if (g && strcmp(g, "cuda") == 0) {
-        hr_err e = {{0}};
-        hr_dev *d = hr_dev_cuda_open(0, &e);
-        if (!d) return printf("skip: %s\n", e.msg), 77;
-        dev = HEARTH_GPU_CUDA, dev_over = d->ops->overhead(d);
-        hr_dev_close(d);
-    }
+    if (hr_test_gpu_env(&dev, &dev_over)) return 77;
     /* the split sums the down projection cold, then hot: float rounding, through logits
      * that reach 15 here (measured 6.4e-4; bible-drelu's split test allows 5e-3 at that size) */
     tol_cuda = 1e-2;
