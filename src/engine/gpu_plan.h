@@ -84,8 +84,9 @@ typedef struct hr_gpu_expert {
  * neurons' gate, up and down_t rows gathered into device matrices, local row i = neuron
  * hot_ids[i] (ascending); the CPU computes the expert's other neurons. */
 typedef struct hr_gpu_xhot {
-    int32_t id, n_hot;
+    int32_t id, n_hot, n_cold;
     int32_t *hot_ids;
+    int32_t *cold_ids; /* the expert's other neurons, ascending: what the CPU computes */
     hr_dmat gate, up, down;
 } hr_gpu_xhot;
 

@@ -67,9 +67,12 @@ static int record_layer(hr_gpu_layer *g, int32_t ne, int32_t ff, const uint8_t *
         if (!k[x]) continue;
         hr_gpu_xhot *h = &g->xhot[i++];
         h->id = x, h->n_hot = 0;
-        if (!(h->hot_ids = malloc(sizeof(int32_t) * (size_t)k[x]))) return hr_errf(e, "out of memory");
+        h->n_cold = 0;
+        if (!(h->hot_ids = malloc(sizeof(int32_t) * (size_t)k[x])) || !(h->cold_ids = malloc(sizeof(int32_t) * (size_t)(ff - k[x] + 1))))
+            return hr_errf(e, "out of memory");
         for (int32_t j = 0; j < ff; j++)
             if (on[(size_t)x * (size_t)ff + (size_t)j]) h->hot_ids[h->n_hot++] = j;
+            else h->cold_ids[h->n_cold++] = j;
         g->n_xhot++;
     }
     return 0;
@@ -118,7 +121,7 @@ void hr_plan_xhot_layout(const hr_gpu_plan_in *in, hr_gpu_plan *p, int il, uint6
 }
 
 void hr_plan_xhot_free(hr_gpu_layer *g) {
-    for (int32_t i = 0; g->xhot && i < g->n_xhot; i++) free(g->xhot[i].hot_ids);
+    for (int32_t i = 0; g->xhot && i < g->n_xhot; i++) free(g->xhot[i].hot_ids), free(g->xhot[i].cold_ids);
     free(g->xhot), free(g->xhot_local);
     g->xhot = NULL, g->xhot_local = NULL, g->n_xhot = 0;
 }

@@ -40,7 +40,6 @@ struct hr_moe_ws {
     uint64_t expert_bytes; /* one expert's three matrices */
     int32_t *dr0, *dn;     /* [n_expert] split MoE: first row and rows of each device expert in h_xe */
     int32_t *xr0, *xn;     /* [n_expert] the same for the layer's host experts with hot neurons (xhot) */
-    int32_t *cold;         /* [ff] such an expert's neurons left on the host */
     FILE *trace;           /* hearth_ctx_dump_routing: the routing trace being written, or NULL */
     float *ph, *ps;        /* predicted mode: [n][max rank] predictor hidden units, [n][ff] scores */
     int64_t max_rank;      /* largest expert predictor rank (0: none) */
@@ -89,12 +88,11 @@ int hr_moe_ctx_init(hearth_ctx *c, hr_err *e) {
     const size_t nl = (size_t)hp->n_layer;
     const size_t bytes[] = {nb * ne * 4, nb * k * 4, nb * k * 4, ne * 4, ne * 4, nb * k * 4, nb * d * 4, nb * ff * 4,
                             nb * ff * 4, nb * ff * 4, nb * d * 4, nb * k * d * 4, nb * ff * 4, ff * 4, ff * 4, nl * ne * 8,
-                            ne * 4, ne * 4, ne * 4, ne * 4, ff * 4};
+                            ne * 4, ne * 4, ne * 4, ne * 4};
     void **bufs[] = {(void **)&w->logits, (void **)&w->sel, (void **)&w->w, (void **)&w->count, (void **)&w->start,
                      (void **)&w->slot, (void **)&w->xg, (void **)&w->g, (void **)&w->u, (void **)&w->a,
                      (void **)&w->y, (void **)&w->ys, (void **)&w->gc, (void **)&w->idx, (void **)&w->all,
-                     (void **)&w->routed_n, (void **)&w->dr0, (void **)&w->dn, (void **)&w->xr0, (void **)&w->xn,
-                     (void **)&w->cold};
+                     (void **)&w->routed_n, (void **)&w->dr0, (void **)&w->dn, (void **)&w->xr0, (void **)&w->xn};
     for (size_t i = 0; i < sizeof bytes / sizeof *bytes; i++) {
         if (!(*bufs[i] = calloc(1, bytes[i]))) return hr_errf(e, "out of memory allocating expert buffers");
         c->scratch_bytes += bytes[i];
@@ -118,7 +116,7 @@ void hr_moe_ctx_free(hearth_ctx *c) {
     free(w->logits), free(w->sel), free(w->w), free(w->count), free(w->start), free(w->slot);
     free(w->xg), free(w->g), free(w->u), free(w->a), free(w->y), free(w->ys);
     free(w->gc), free(w->idx), free(w->all), free(w->routed_n), free(w->fire_n), free(w->dr0), free(w->dn);
-    free(w->xr0), free(w->xn), free(w->cold);
+    free(w->xr0), free(w->xn);
     free(w->ph), free(w->ps), free(w->pred_n);
     if (w->trace) fclose(w->trace);
     free(w);
@@ -490,16 +488,14 @@ static int run_cold_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int3
     const size_t d = (size_t)w->d, ff = (size_t)w->ff;
     for (int32_t i = 0; i < cnt; i++) memcpy(w->xg + i * d, xn + (size_t)(slot[i] / w->k) * d, d * sizeof(float));
     const hr_mat gate = hr_moe_expert(&mw->gate, x), up = hr_moe_expert(&mw->up, x), down_t = hr_moe_expert(&mw->down_t, x);
-    int64_t nc = 0, up_rows = 0, down_rows = 0;
-    for (int32_t j = 0, h = 0; j < w->ff; j++) /* hot_ids ascending */
-        if (h < hx->n_hot && hx->hot_ids[h] == j) h++;
-        else w->cold[nc++] = j;
+    const int64_t nc = hx->n_cold;
+    int64_t up_rows = 0, down_rows = 0;
     /* the gate of the cold neurons into w->g's [cnt][ff] rows, zero at the hot ones (never
      * firing here, so exact mode's union below leaves them to the device) */
     memset(w->g, 0, sizeof(float) * (size_t)cnt * ff);
-    if (nc && hr_gather_matmul(&c->cpu, &gate, w->xg, cnt, w->cold, nc, w->gc, e)) return -1;
+    if (nc && hr_gather_matmul(&c->cpu, &gate, w->xg, cnt, hx->cold_ids, nc, w->gc, e)) return -1;
     for (int32_t i = 0; i < cnt; i++)
-        for (int64_t q = 0; q < nc; q++) w->g[(size_t)i * ff + (size_t)w->cold[q]] = w->gc[(size_t)i * (size_t)nc + (size_t)q];
+        for (int64_t q = 0; q < nc; q++) w->g[(size_t)i * ff + (size_t)hx->cold_ids[q]] = w->gc[(size_t)i * (size_t)nc + (size_t)q];
     if (expert_exact(c, &up, cnt, false, &up_rows, e)) return -1;
     count_expert(c, il, x, cnt, true, up_rows, NULL);
     if (down_sparse(c, &down_t, cnt, true, up_rows, &down_rows, e)) return -1;
