@@ -36,7 +36,8 @@ static void usage(FILE *f) {
             "  -ncmoe, --n-cpu-moe N, -cmoe, --cpu-moe, -ngl N\n"
             "                        mixtures of experts: as hearth run; the report lists the\n"
             "                        experts placed (statistics' routing counts) and hot neurons\n"
-            "                        of ReLU-family host experts (firing counts); writes no file\n"
+            "                        of ReLU-family host experts (firing counts) and writes them\n"
+            "                        as the expert index (-o) the run reads back\n"
             "  -h, --help            this help\n\n"
             "The accounting is hybrid execution's (docs/hybrid.md): from the budget come the\n"
             "device's own overhead, then scratch for -b tokens, attention with its F16 KV cache\n"
@@ -243,9 +244,9 @@ static void no_neurons(const opts *o, const hearth_gpu_budget *b) {
             (unsigned long long)b->need, suggest(b->need));
 }
 
-/* Mixtures of experts: which experts the run-time plan puts on the device for this budget
- * (a context recomputes the same from the same statistics, so nothing is written). */
-static void print_experts(const opts *o, const hearth_gpu_experts *x, const char *stats) {
+/* Mixtures of experts: which experts the run-time plan puts on the device for this budget,
+ * and the expert index written at out (a context with the same budget reads it back). */
+static void print_experts(const opts *o, const hearth_gpu_experts *x, const char *stats, const char *out) {
     uint64_t dev = 0, all = 0;
     for (int32_t i = 0; x->routed && i < x->n_layer * x->n_expert; i++) all += x->routed[i], dev += x->on_device[i] ? x->routed[i] : 0;
     if (o->json) {
@@ -254,6 +255,10 @@ static void print_experts(const opts *o, const hearth_gpu_experts *x, const char
         printf(", \"stats\": ");
         if (stats) json_str(stats);
         else printf("null");
+        printf(", \"output\": ");
+        if (x->index_written) json_str(out);
+        else printf("null");
+        printf(", \"expert_budget\": %llu", (unsigned long long)x->expert_budget);
         printf(", \"n_layer\": %d, \"n_expert\": %d, \"n_expert_used\": %d, \"n_tokens\": %llu, \"budget_bytes\": %llu, "
                "\"used_bytes\": %llu, \"expert_bytes\": %llu, \"n_placed\": %d, \"share\": %.6f, \"n_split\": %d, "
                "\"n_expert_neurons\": %lld, \"expert_neuron_bytes\": %llu,\n \"layers\": [",
@@ -290,7 +295,11 @@ static void print_experts(const opts *o, const hearth_gpu_experts *x, const char
     printf("overall: %d of %d experts on the GPU, %lld expert neurons of %d more (%llu bytes)", x->n_placed,
            x->n_layer * x->n_expert, (long long)x->n_neurons, x->n_split, (unsigned long long)x->neuron_bytes);
     if (all) printf(", serving %.2f%% of routings (statistics)", 100.0 * (double)dev / (double)all);
-    printf("; placed again by every context with this budget (nothing written)\n");
+    printf("\n");
+    if (x->index_written)
+        printf("wrote %s (split.vram_capacity %llu: the bytes for experts and their neurons)\n", out,
+               (unsigned long long)x->expert_budget);
+    else printf("wrote no index: the budget leaves no bytes for experts\n");
 }
 
 /* -1: not a mixture of experts; else the exit code. */
@@ -308,11 +317,17 @@ static int place_experts(const opts *o, hearth_model *m) {
     }
     hearth_gpu_experts x;
     hr_err e = {{0}};
-    int rc = hearth_gpu_plan_experts(m, &o->cp, stats, &x, &e);
-    if (!rc && !x.n_expert) return -1;
+    char *out = o->p.out_path ? NULL : hr_gpuidx_default_path(o->p.model_path);
+    const char *path = o->p.out_path ? o->p.out_path : out;
+    int rc = path ? hearth_gpu_place_experts(m, &o->cp, stats, path, &x, &e) : hr_errf(&e, "out of memory");
+    if (!rc && !x.n_expert) {
+        free(out);
+        return -1;
+    }
     if (rc) fprintf(stderr, "hearth place: %s: %s\n", o->p.model_path, e.msg);
-    else print_experts(o, &x, stats);
+    else print_experts(o, &x, stats, path);
     hearth_gpu_experts_free(&x);
+    free(out);
     return rc ? 1 : 0;
 }
 

@@ -343,9 +343,18 @@ typedef struct hearth_gpu_experts {
     int32_t n_split;
     int64_t n_neurons;
     uint64_t neuron_bytes;
+    /* static placement: the bytes the plan had left for experts and their neurons (the expert
+     * index's split.vram_capacity; 0: none, so no index), and whether one was written */
+    uint64_t expert_budget;
+    bool index_written;
 } hearth_gpu_experts;
 int hearth_gpu_plan_experts(hearth_model *m, const hearth_ctx_params *p, const char *stats_path, hearth_gpu_experts *out,
                             hr_err *e);
+/* The same, and (index_path non-NULL, expert_budget > 0) writes that placement as the expert
+ * index a context with p reads back from that path instead of placing its experts again
+ * (docs/hybrid.md; hearth place). */
+int hearth_gpu_place_experts(hearth_model *m, const hearth_ctx_params *p, const char *stats_path, const char *index_path,
+                             hearth_gpu_experts *out, hr_err *e);
 void hearth_gpu_experts_free(hearth_gpu_experts *x);
 
 /* Evaluates n tokens at positions pos..pos+n-1 (the cache keeps 0..pos-1; later entries

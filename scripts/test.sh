@@ -25,7 +25,7 @@ ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "conformance|fuzz|
 # build-emu/gpu-check.md.
 cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=Release -DHEARTH_CUDA_EMU=ON -DHEARTH_SERVER=OFF >/dev/null
 cmake --build build-emu -j"$jobs" --target hearth test_cuda_ops test_hybrid_model test_hybrid_attn test_hybrid_moe \
-    test_hybrid_moe_neurons test_hybrid_thr
+    test_hybrid_moe_neurons test_hybrid_moe_pred test_hybrid_thr
 ctest --test-dir build-emu --output-on-failure -j"$jobs" -L cuda
 scripts/gpu-check.sh --emu --build-dir build-emu --jobs "$jobs" >build-emu/gpu-check.md
 cat build-emu/gpu-check.md

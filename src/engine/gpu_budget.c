@@ -129,8 +129,25 @@ static int fill_expert_neurons(const hr_gpu_plan *plan, hearth_gpu_experts *out,
     return 0;
 }
 
+/* The plan's placement as an expert index at path. */
+static int write_index(const hr_gpu_plan *plan, const hearth_model *m, const char *path, hearth_gpu_experts *out, hr_err *e) {
+    out->expert_budget = plan->expert_budget;
+    if (!path || !plan->expert_budget) return 0;
+    hr_moeidx x;
+    if (hr_gpu_plan_moeidx(plan, m, &x, e)) return -1;
+    const int rc = hr_moeidx_write(path, &x, e);
+    hr_moeidx_free(&x);
+    out->index_written = !rc;
+    return rc;
+}
+
 int hearth_gpu_plan_experts(hearth_model *m, const hearth_ctx_params *p, const char *stats_path, hearth_gpu_experts *out,
                             hr_err *e) {
+    return hearth_gpu_place_experts(m, p, stats_path, NULL, out, e);
+}
+
+int hearth_gpu_place_experts(hearth_model *m, const hearth_ctx_params *p, const char *stats_path, const char *index_path,
+                             hearth_gpu_experts *out, hr_err *e) {
     memset(out, 0, sizeof *out);
     if (!m || !p) return hr_errf(e, "GPU accounting needs a model and context parameters");
     if (!m->hp.n_expert) return 0;
@@ -155,6 +172,7 @@ int hearth_gpu_plan_experts(hearth_model *m, const hearth_ctx_params *p, const c
                            stats_path ? st.counts : NULL, &plan, e);
     }
     if (!rc) rc = fill_experts(&plan, stats_path ? &st : NULL, out, e);
+    if (!rc && p->moe_cache <= 0) rc = write_index(&plan, m, index_path, out, e);
     hr_gpu_plan_free(&plan);
     if (stats_path) hr_stats_free(&st);
     return rc;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu_plan.h"
+#include "moe.h"
 #include "sparse/trace_cache.h"
 
 #define GIB 1073741824.0
@@ -24,6 +25,8 @@ typedef struct planner {
     uint64_t used;
     bool hot_ok, dense_ok, pred_on;
     bool moe_on;    /* experts may go to the device: their scratch is part of the plan */
+    bool emask_on;  /* and predicted mode with expert predictors: split experts' masks too */
+    const hr_moeidx *midx; /* static expert placement given (NULL: the greedy order) */
 } planner;
 
 static uint64_t kvd(const planner *q) { return (uint64_t)q->hp->n_head_kv * (uint64_t)q->hp->head_dim; }
@@ -64,17 +67,18 @@ static int64_t max_rank(const hearth_model *m) {
 
 /* Scratch buffers in hr_gpu_scratch order; offsets relative to the arena start. The
  * expert buffers exist only when experts may go to the device (experts true). */
-static uint64_t scratch_layout(const hearth_model *m, int32_t n_batch, bool experts, hr_gpu_scratch *s) {
+static uint64_t scratch_layout(const hearth_model *m, int32_t n_batch, bool experts, bool emask, hr_gpu_scratch *s) {
     const hr_hparams *hp = &m->hp;
     const uint64_t T = (uint64_t)n_batch, d = (uint64_t)hp->n_embd, ff = (uint64_t)hp->n_ff;
     const uint64_t qd = (uint64_t)hp->n_head * hp->head_dim, kd = (uint64_t)hp->n_head_kv * hp->head_dim;
     const uint64_t X = experts ? 1 : 0, ke = X * (uint64_t)hp->n_expert_used, fe = X * (uint64_t)hp->n_ff_exp;
+    const uint64_t mk = emask ? T * ke * fe : 0;
     const uint64_t sizes[] = {T * d * 4, T * d * 4, T * qd * 4, T * qd * 4, T * kd * 4, T * kd * 4, T * d * 4,
                               T * (uint64_t)max_rank(m) * 4, T * ff * 4, T * ff * 4, T * ff * 4, T * ff * 4,
                               T * d * 4, T * (uint64_t)hp->n_vocab * 4, ff * 4, T * ff,
-                              T * ke * d * 4, T * ke * d * 4, T * fe * 4, T * fe * 4, T * fe * 4, fe * 4};
+                              T * ke * d * 4, T * ke * d * 4, T * fe * 4, T * fe * 4, T * fe * 4, fe * 4, mk};
     uint64_t *offs[] = {&s->x, &s->xp, &s->q, &s->att, &s->k, &s->v, &s->o, &s->ph, &s->s, &s->g, &s->u, &s->h,
-                        &s->y, &s->logits, &s->idx, &s->mask, &s->xe, &s->ye, &s->ge, &s->ue, &s->he, &s->eidx};
+                        &s->y, &s->logits, &s->idx, &s->mask, &s->xe, &s->ye, &s->ge, &s->ue, &s->he, &s->eidx, &s->emask};
     uint64_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         *offs[i] = off;
@@ -238,7 +242,7 @@ static void layout_experts(planner *q, int il, uint64_t *off);
 static int layout(planner *q, hr_err *e) {
     hr_gpu_plan *p = q->p;
     const hearth_model *m = q->in->m;
-    uint64_t off = scratch_layout(m, q->in->n_batch, q->moe_on, &p->sc), *B = p->bytes;
+    uint64_t off = scratch_layout(m, q->in->n_batch, q->moe_on, q->emask_on, &p->sc), *B = p->bytes;
     B[HEARTH_GPU_CAT_SCRATCH] = off;
     p->kv_layers = p->n_attn;
     const uint64_t kvb = kv_bytes(q, p->n_attn) / 2;
@@ -458,25 +462,79 @@ static int place_slots(planner *q, hr_err *e) {
 /* Layers whose host experts may put hot neurons on the device (gpu_plan_xhot.c): the
  * statistics' firing counts, ReLU-family experts (an inactive neuron's output is exactly
  * zero, so the CPU may compute the rest sparsely, as --ffn exact) with ffn_down_exps_t rows,
- * dense or exact mode (predicted experts stay whole on either side), static placement. */
-static bool xhot_layer_ok(const planner *q, int il) {
+ * dense, exact or predicted mode (there the device masks its hot neurons by the expert's
+ * predictor, which the host runs first), static placement. */
+static bool xhot_allowed(const planner *q, int il) {
     const hr_moe_weights *w = &q->in->m->layers[il].moe;
     const hearth_ffn_mode md = q->in->mode;
-    return q->in->expert_neuron_freq && q->in->moe_cache <= 0 && hr_act_relu_family(q->hp->act) &&
-           (md == HEARTH_FFN_DENSE || md == HEARTH_FFN_EXACT) && experts_ok(q, il) && w->down_t.data;
+    return q->in->moe_cache <= 0 && hr_act_relu_family(q->hp->act) &&
+           (md == HEARTH_FFN_DENSE || md == HEARTH_FFN_EXACT || md == HEARTH_FFN_PREDICTED) &&
+           experts_ok(q, il) && hr_xhot_down(w).n_out > 0;
+}
+static bool xhot_layer_ok(const planner *q, int il) { return q->in->expert_neuron_freq && xhot_allowed(q, il); }
+
+/* An expert index's whole experts, each where this context may place one and within the budget. */
+static int place_indexed_experts(planner *q, hr_err *e) {
+    const hr_moeidx *x = q->midx;
+    const int32_t nl = q->hp->n_layer, ne = q->hp->n_expert, a = moe_first(q), b = moe_end(q);
+    if (x->n_layer != nl || x->n_expert != ne || x->n_ff != q->hp->n_ff_exp)
+        return hr_errf(e, "the expert index is for %d layers of %d experts of %d neurons, the model has %d of %d of %d",
+                       x->n_layer, x->n_expert, x->n_ff, nl, ne, q->hp->n_ff_exp);
+    for (int32_t il = 0; il < nl; il++)
+        for (int32_t k = 0; k < ne; k++) {
+            if (!x->whole[(size_t)il * (size_t)ne + (size_t)k]) continue;
+            if (il < a || il >= b || !experts_ok(q, il))
+                return hr_errf(e, "layer %d's expert %d is whole on the device, but on the host in this context "
+                                  "(--n-cpu-moe, -ngl)", il, k);
+            if (!fits(q, expert_bytes(q, il)))
+                return hr_errf(e, "its experts need more than the %llu bytes left for them",
+                               (unsigned long long)q->p->expert_budget);
+            q->used += expert_bytes(q, il);
+            if (mark_expert(q, il, k, e)) return -1;
+        }
+    return 0;
 }
 
-/* Whole experts, then hot neurons of the experts left on the host, in one arena. */
+/* Whole experts, then hot neurons of the experts left on the host, in one arena: by the
+ * counts, or as an expert index says. */
 static int place_experts_neurons(planner *q, hr_err *e) {
-    if (place_experts(q, e)) return -1;
+    const hr_moeidx *x = q->midx;
+    q->p->expert_budget = q->in->budget - q->used;
+    if (x ? place_indexed_experts(q, e) : place_experts(q, e)) return -1;
     const int32_t nl = q->hp->n_layer, a = moe_first(q), b = moe_end(q);
     bool *ok = calloc((size_t)nl, sizeof *ok);
     if (!ok) return hr_errf(e, "out of memory");
     bool any = false;
-    for (int32_t il = a; il < b; il++) any |= ok[il] = xhot_layer_ok(q, il);
-    const int rc = any ? hr_plan_xhot_place(q->in, q->p, ok, &q->used, e) : 0;
+    for (int32_t il = a; il < b; il++) any |= ok[il] = x ? xhot_allowed(q, il) : xhot_layer_ok(q, il);
+    const int rc = x ? hr_plan_xhot_given(q->in, q->p, ok, x->neurons, &q->used, e)
+                     : any ? hr_plan_xhot_place(q->in, q->p, ok, &q->used, e) : 0;
     free(ok);
     return rc;
+}
+
+uint64_t hr_gpu_plan_expert_fingerprint(const hearth_model *m) {
+    planner q = {.hp = &m->hp};
+    hr_gpu_plan_in in = {.m = m};
+    q.in = &in;
+    uint64_t f = 0;
+    for (int32_t il = 0; il < m->hp.n_layer; il++)
+        if (m->layers[il].moe.router.data) f += expert_bytes(&q, il);
+    return f;
+}
+
+int hr_gpu_plan_moeidx(const hr_gpu_plan *p, const hearth_model *m, hr_moeidx *out, hr_err *e) {
+    const int32_t ne = m->hp.n_expert, ff = m->hp.n_ff_exp;
+    if (hr_moeidx_init(out, p->n_layer, ne, ff, e)) return -1;
+    out->capacity = p->expert_budget, out->expert_bytes = hr_gpu_plan_expert_fingerprint(m);
+    for (int32_t il = 0; il < p->n_layer; il++) {
+        const hr_gpu_layer *g = &p->layers[il];
+        for (int32_t i = 0; i < g->n_exp; i++) out->whole[(size_t)il * (size_t)ne + (size_t)g->exps[i].id] = 1;
+        for (int32_t i = 0; i < g->n_xhot; i++) {
+            uint8_t *on = out->neurons + ((size_t)il * (size_t)ne + (size_t)g->xhot[i].id) * (size_t)ff;
+            for (int32_t k = 0; k < g->xhot[i].n_hot; k++) on[g->xhot[i].hot_ids[k]] = 1;
+        }
+    }
+    return 0;
 }
 
 /* Attention of layer il (+ its KV) when it fits; false when it does not. */
@@ -555,13 +613,15 @@ static int place(planner *q, hr_err *e) {
     return rc;
 }
 
-int hr_gpu_plan_make(const hr_gpu_plan_in *in, hr_gpu_plan *p, hr_err *e) {
+int hr_gpu_plan_make(const hr_gpu_plan_in *in, hr_gpu_plan *p, hr_err *e) { return hr_gpu_plan_make_indexed(in, NULL, p, e); }
+
+int hr_gpu_plan_make_indexed(const hr_gpu_plan_in *in, const hr_moeidx *x, hr_gpu_plan *p, hr_err *e) {
     memset(p, 0, sizeof *p);
     const hearth_model *m = in->m;
     if (in->n_ctx < 1 || in->n_seq < 1 || in->n_batch < 1 || in->n_gpu_layers < 0)
         return hr_errf(e, "bad GPU plan shape (n_ctx %d, sequences %d, batch %d, -ngl %d)", in->n_ctx, in->n_seq, in->n_batch,
                        in->n_gpu_layers);
-    planner q = {.in = in, .p = p, .hp = &m->hp};
+    planner q = {.in = in, .p = p, .hp = &m->hp, .midx = x};
     p->n_layer = m->hp.n_layer, p->budget = in->budget;
     p->layers = calloc((size_t)m->hp.n_layer, sizeof *p->layers);
     if (!p->layers) return hr_errf(e, "out of memory");
@@ -569,7 +629,9 @@ int hr_gpu_plan_make(const hr_gpu_plan_in *in, hr_gpu_plan *p, hr_err *e) {
     model_caps(&q);
     p->hot_ok = q.hot_ok;
     q.moe_on = experts_possible(&q);
-    q.used = scratch_layout(m, in->n_batch, q.moe_on, &p->sc);
+    q.emask_on = q.moe_on && in->mode == HEARTH_FFN_PREDICTED && in->moe_cache <= 0 && hr_moe_has_predictors(m);
+    q.used = scratch_layout(m, in->n_batch, q.moe_on, q.emask_on, &p->sc);
+    p->expert_masks = q.emask_on;
     if (q.used > in->budget)
         return hr_errf(e, "GPU budget too small: it leaves %llu bytes (%.3f GiB) beyond the device's own overhead, and "
                           "device scratch for %d tokens needs %llu bytes (raise --vram-budget or lower -b)",

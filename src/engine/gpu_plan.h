@@ -26,6 +26,7 @@
 #include "backends/device.h"
 #include "model.h"
 #include "sparse/gpuidx.h"
+#include "sparse/moeidx.h"
 
 /* Categories: hearth_gpu_cat (hearth.h). */
 
@@ -50,6 +51,10 @@ typedef struct hr_gpu_scratch {
     uint64_t xe, ye; /* [n_batch * n_expert_used][n_embd] */
     uint64_t ge, ue, he; /* [n_batch][n_ff_exp] */
     uint64_t eidx;
+    /* U8 [n_batch * n_expert_used][n_ff_exp], predicted mode with expert predictors only (size
+     * 0 otherwise): which hot neurons of split experts each row's predictor marks, the rows of
+     * expert xhot[i] at row xr0 as [rows][n_hot] */
+    uint64_t emask;
 } hr_gpu_scratch;
 
 /* The layer plan: what one layer's step does, chosen once per layer from the parts below;
@@ -80,8 +85,9 @@ typedef struct hr_gpu_expert {
 } hr_gpu_expert;
 
 /* Hot neurons of one expert computed on the host (ReLU-family experts of a file with
- * ffn_down_exps_t, placed by the statistics' firing counts, gpu_plan_xhot.c): its hottest
- * neurons' gate, up and down_t rows gathered into device matrices, local row i = neuron
+ * ffn_down_exps_t or an F32/F16 ffn_down_exps, placed by the statistics' firing counts,
+ * gpu_plan_xhot.c): its hottest neurons' gate, up and down_t rows (hr_xhot_down: transposed
+ * down columns without ffn_down_exps_t) gathered into device matrices, local row i = neuron
  * hot_ids[i] (ascending); the CPU computes the expert's other neurons. */
 typedef struct hr_gpu_xhot {
     int32_t id, n_hot, n_cold;
@@ -134,8 +140,8 @@ typedef struct hr_gpu_plan_in {
      * the layer's most routed experts; the cache then refills them at run time */
     int32_t moe_cache;
     /* [n_layer][n_expert][n_ff_exp]: routed tokens each expert neuron fired on (hearth
-     * calibrate's counts); with ReLU-family experts and ffn_down_exps_t, in dense or exact
-     * mode and static placement, the hottest neurons of the experts left on the host go to
+     * calibrate's counts); with ReLU-family experts and down rows (hr_xhot_down), in dense,
+     * exact or predicted mode and static placement, the hottest neurons of the experts left on the host go to
      * the device after the whole experts, by count per byte (NULL: none) */
     const uint32_t *expert_neuron_freq;
 } hr_gpu_plan_in;
@@ -166,10 +172,18 @@ typedef struct hr_gpu_plan {
     int32_t n_xhot_total;       /* host experts with hot neurons on the device, all layers */
     int64_t n_xneurons_total;   /* their hot neurons */
     uint64_t xhot_bytes;        /* their device bytes (in HEARTH_GPU_CAT_NEURONS) */
+    /* static expert placement: the bytes left for whole experts and expert neurons (an expert
+     * index's split.vram_capacity); 0 when none are left or the stage was not reached */
+    uint64_t expert_budget;
+    bool expert_masks;          /* scratch emask exists (predicted mode with expert predictors) */
 } hr_gpu_plan;
 
 /* Fills *p (free with hr_gpu_plan_free, also after an error). */
 int hr_gpu_plan_make(const hr_gpu_plan_in *in, hr_gpu_plan *p, hr_err *e);
+/* The same with a mixture's static placement taken from an expert index (hearth place, or an
+ * earlier context) instead of the greedy order: an error when it does not fit the model's
+ * shape, the layers this context may place (--n-cpu-moe, -ngl, FFN mode) or the bytes left. */
+int hr_gpu_plan_make_indexed(const hr_gpu_plan_in *in, const hr_moeidx *x, hr_gpu_plan *p, hr_err *e);
 void hr_gpu_plan_free(hr_gpu_plan *p);
 /* True when anything besides scratch is on the device. */
 bool hr_gpu_plan_uses_device(const hr_gpu_plan *p);
@@ -182,6 +196,17 @@ bool hr_gpu_plan_takes_index(const hr_gpu_plan *p, const hearth_ctx_params *cp);
  * byte, each neuron's cost the exact growth of its expert's three rounded allocations; the
  * first that does not fit ends it. *used grows by what it takes, within budget. */
 int hr_plan_xhot_place(const hr_gpu_plan_in *in, hr_gpu_plan *p, const bool *ok, uint64_t *used, hr_err *e);
+/* The same stage from given flags (an expert index: on [n_layer][n_expert][n_ff_exp]), layers
+ * ok[] only: an error when a flagged neuron is outside them, of a whole expert, or past the budget. */
+int hr_plan_xhot_given(const hr_gpu_plan_in *in, hr_gpu_plan *p, const bool *ok, const uint8_t *on, uint64_t *used, hr_err *e);
+/* The model an expert index was made for: one expert's device bytes of every MoE layer, summed. */
+uint64_t hr_gpu_plan_expert_fingerprint(const hearth_model *m);
+/* The plan's static expert placement as an expert index (capacity: expert_budget). */
+int hr_gpu_plan_moeidx(const hr_gpu_plan *p, const hearth_model *m, hr_moeidx *out, hr_err *e);
+/* The rows the device holds for hot expert neurons' down: ffn_down_exps_t's rows, or the
+ * columns of an F32/F16 ffn_down_exps, transposed at upload into rows of that type (a quantized
+ * one has no column rows); data NULL in the latter, n_out 0 when neither. */
+hr_mat hr_xhot_down(const hr_moe_weights *w);
 /* Offsets of layer il's expert neurons from *off; their bytes into the neuron category. */
 void hr_plan_xhot_layout(const hr_gpu_plan_in *in, hr_gpu_plan *p, int il, uint64_t *off);
 void hr_plan_xhot_free(hr_gpu_layer *g);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu_plan.h"
+#include "formats/types.h"
 
 /* One candidate neuron: 16 bytes, since a large mixture has millions. */
 typedef struct xcand {
@@ -19,12 +20,21 @@ static int xcand_cmp(const void *a, const void *b) {
 }
 
 static uint64_t rows_b(const hr_mat *m, int64_t k) { return k ? hr_dev_round((uint64_t)k * m->row_bytes) : 0; }
+
+hr_mat hr_xhot_down(const hr_moe_weights *w) {
+    if (w->down_t.data) return w->down_t;
+    const hr_mat *d = &w->down;
+    if (!d->data || (d->type != HR_F32 && d->type != HR_F16)) return (hr_mat){0};
+    /* a column of an F32/F16 matrix is a row of the same type: n_embd elements per neuron */
+    return (hr_mat){d->type, d->n_out, d->n_in, hr_row_bytes(d->type, (uint64_t)d->n_out), NULL};
+}
 /* One hot neuron's row bytes, and the exact growth of an expert's three allocations from k
  * hot neurons to k + 1 (the rounding of each is paid by the neuron that crosses a step). */
-static uint64_t neuron_row_bytes(const hr_moe_weights *w) { return w->gate.row_bytes + w->up.row_bytes + w->down_t.row_bytes; }
+static uint64_t neuron_row_bytes(const hr_moe_weights *w) { return w->gate.row_bytes + w->up.row_bytes + hr_xhot_down(w).row_bytes; }
 static uint64_t grow(const hr_moe_weights *w, int64_t k) {
-    return rows_b(&w->gate, k + 1) - rows_b(&w->gate, k) + rows_b(&w->up, k + 1) - rows_b(&w->up, k) +
-           rows_b(&w->down_t, k + 1) - rows_b(&w->down_t, k);
+    const hr_mat dn = hr_xhot_down(w);
+    return rows_b(&w->gate, k + 1) - rows_b(&w->gate, k) + rows_b(&w->up, k + 1) - rows_b(&w->up, k) + rows_b(&dn, k + 1) -
+           rows_b(&dn, k);
 }
 
 static bool expert_whole(const hr_gpu_layer *g, int32_t x) { return g->exp_local && g->exp_local[x] >= 0; }
@@ -100,6 +110,39 @@ int hr_plan_xhot_place(const hr_gpu_plan_in *in, hr_gpu_plan *p, const bool *ok,
     return rc;
 }
 
+/* Bytes of k hot neurons of one expert: its three gathered allocations, each rounded. */
+static uint64_t expert_rows_b(const hr_moe_weights *w, int64_t k) {
+    const hr_mat dn = hr_xhot_down(w);
+    return rows_b(&w->gate, k) + rows_b(&w->up, k) + rows_b(&dn, k);
+}
+
+int hr_plan_xhot_given(const hr_gpu_plan_in *in, hr_gpu_plan *p, const bool *ok, const uint8_t *on, uint64_t *used, hr_err *e) {
+    const hr_hparams *hp = &in->m->hp;
+    const int32_t ne = hp->n_expert, ff = hp->n_ff_exp, nl = hp->n_layer;
+    const size_t per = (size_t)ne * (size_t)ff;
+    int32_t *k = calloc((size_t)ne, sizeof *k);
+    if (!k) return hr_errf(e, "out of memory");
+    int rc = 0;
+    for (int32_t il = 0; !rc && il < nl; il++) {
+        const uint8_t *lon = on + (size_t)il * per;
+        uint64_t b = 0;
+        for (int32_t x = 0; !rc && x < ne; x++) {
+            k[x] = 0;
+            for (int32_t j = 0; j < ff; j++) k[x] += lon[(size_t)x * (size_t)ff + (size_t)j];
+            if (k[x] && (!ok[il] || expert_whole(&p->layers[il], x)))
+                rc = hr_errf(e, "it has hot neurons of layer %d's expert %d, which this context %s", il, x,
+                             ok[il] ? "places whole" : "does not split (FFN mode, --n-cpu-moe, -ngl)");
+            b += expert_rows_b(&in->m->layers[il].moe, k[x]);
+        }
+        if (!rc && b > in->budget - *used)
+            rc = hr_errf(e, "its hot neurons of layer %d need %llu bytes, the budget leaves %llu", il,
+                         (unsigned long long)b, (unsigned long long)(in->budget - *used));
+        if (!rc) *used += b, rc = record_layer(&p->layers[il], ne, ff, lon, k, e);
+    }
+    free(k);
+    return rc;
+}
+
 static hr_dmat rows_at(const hr_mat *m, int64_t rows, uint64_t *off, uint64_t *cat) {
     hr_dmat d = {m->type, m->n_in, rows, m->row_bytes, *off};
     const uint64_t b = rows_b(m, rows);
@@ -114,7 +157,8 @@ void hr_plan_xhot_layout(const hr_gpu_plan_in *in, hr_gpu_plan *p, int il, uint6
     for (int32_t i = 0; i < g->n_xhot; i++) {
         hr_gpu_xhot *h = &g->xhot[i];
         h->gate = rows_at(&w->gate, h->n_hot, off, N), h->up = rows_at(&w->up, h->n_hot, off, N);
-        h->down = rows_at(&w->down_t, h->n_hot, off, N);
+        const hr_mat dn = hr_xhot_down(w);
+        h->down = rows_at(&dn, h->n_hot, off, N);
         p->n_xneurons_total += h->n_hot;
     }
     p->n_xhot_total += g->n_xhot, p->xhot_bytes += *N - before;

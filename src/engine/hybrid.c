@@ -87,6 +87,11 @@ static int make_plan(hearth_ctx *c, hr_hybrid *h, const hearth_ctx_params *p, ui
             rc = hr_gpu_plan_make(&in, &h->plan, e);
             hr_gpuidx_free(&idx);
         }
+    } else if (moe && p->moe_cache <= 0 && !p->disable_gpu_index) {
+        rc = hr_hybrid_moe_index(&in, p->gpu_index_path, p->reset_gpu_index, have_st, &h->plan, h->st.note, sizeof h->st.note, e);
+    } else if (p->disable_gpu_index && moe) {
+        const size_t n = strlen(h->st.note);
+        snprintf(h->st.note + n, sizeof h->st.note - n, "; GPU index disabled: not read or written");
     } else if (p->disable_gpu_index) snprintf(h->st.note, sizeof h->st.note, "GPU index disabled: dense parts only");
     h->st.act_share = -1;
     if (!rc && have_st && moe) { /* routings the device's experts would have served on the calibration text */
@@ -144,14 +149,31 @@ static int upload_attn_vecs(hr_hybrid *h, const hr_hparams *hp, const hr_layer *
                : 0;
 }
 
-/* Hot neurons of host experts: their gate, up and down_t rows gathered (local row i = hot_ids[i]). */
+/* Columns ids[] of an F32/F16 matrix src (hot neurons of an expert's ffn_down_exps) as the
+ * rows of the device matrix d: the down_t rows the device's sparse axpy reads. */
+static int upload_columns(hr_hybrid *h, const hr_mat *src, const hr_dmat *d, const int32_t *ids, hr_err *e) {
+    const size_t es = d->row_bytes / (size_t)d->n_in, bytes = (size_t)d->n_out * d->row_bytes;
+    uint8_t *stage = malloc(bytes);
+    if (!stage) return hr_errf(e, "out of memory staging %zu bytes for the device", bytes);
+    for (int64_t i = 0; i < d->n_out; i++)
+        for (int64_t k = 0; k < d->n_in; k++)
+            memcpy(stage + (size_t)i * d->row_bytes + (size_t)k * es,
+                   (const uint8_t *)src->data + (size_t)k * src->row_bytes + (size_t)ids[i] * es, es);
+    const int rc = h->dev->ops->to_dev(h->dev, d->off, stage, bytes, e) || h->dev->ops->sync(h->dev, e) ? -1 : 0;
+    free(stage);
+    return rc;
+}
+
+/* Hot neurons of host experts: their gate, up and down_t rows gathered (local row i =
+ * hot_ids[i]); without ffn_down_exps_t the down columns, transposed. */
 static int upload_expert_neurons(hr_hybrid *h, const hr_layer *L, const hr_gpu_layer *g, hr_err *e) {
+    const bool dt = L->moe.down_t.data != NULL;
     for (int32_t i = 0; i < g->n_xhot; i++) {
         const hr_gpu_xhot *x = &g->xhot[i];
         const hr_mat gt = hr_moe_expert(&L->moe.gate, x->id), up = hr_moe_expert(&L->moe.up, x->id);
-        const hr_mat dn = hr_moe_expert(&L->moe.down_t, x->id);
+        const hr_mat dn = hr_moe_expert(dt ? &L->moe.down_t : &L->moe.down, x->id);
         if (upload(h, &gt, &x->gate, x->hot_ids, e) || upload(h, &up, &x->up, x->hot_ids, e) ||
-            upload(h, &dn, &x->down, x->hot_ids, e))
+            (dt ? upload(h, &dn, &x->down, x->hot_ids, e) : upload_columns(h, &dn, &x->down, x->hot_ids, e)))
             return -1;
     }
     return 0;
@@ -234,6 +256,8 @@ static int host_buffers(hearth_ctx *c, hr_hybrid *h, hr_err *e) {
         const size_t rows = nb * (size_t)hp->n_expert_used;
         h->h_xe = dev->ops->host_alloc(dev, rows * d * 4), h->h_ye = dev->ops->host_alloc(dev, rows * d * 4);
         if (!h->h_xe || !h->h_ye) return hr_errf(e, "out of memory for device transfer buffers");
+        if (h->plan.expert_masks && h->plan.n_xhot_total && !(h->h_emask = dev->ops->host_alloc(dev, rows * (size_t)hp->n_ff_exp)))
+            return hr_errf(e, "out of memory for device transfer buffers");
     }
     for (int il = 0; il < hp->n_layer; il++) {
         const hr_gpu_layer *g = &h->plan.layers[il];
@@ -285,12 +309,14 @@ static void release(hr_hybrid *h) {
         hr_ecache_free(h);
         d->ops->host_free(d, h->h_in), d->ops->host_free(d, h->h_y), d->ops->host_free(d, h->h_idx), d->ops->host_free(d, h->h_mask);
         d->ops->host_free(d, h->h_iota), d->ops->host_free(d, h->h_xe), d->ops->host_free(d, h->h_ye);
+        d->ops->host_free(d, h->h_emask);
         hr_dev_close(d);
     }
     for (int32_t il = 0; h->local && il < h->plan.n_layer; il++) free(h->local[il]);
     free(h->local);
     hr_gpu_plan_free(&h->plan);
     h->dev = NULL, h->local = NULL, h->h_in = h->h_y = h->h_xe = h->h_ye = NULL, h->h_idx = h->h_iota = NULL, h->h_mask = NULL;
+    h->h_emask = NULL;
 }
 
 int hr_hybrid_init(hearth_ctx *c, const hearth_ctx_params *p, hr_err *e) {

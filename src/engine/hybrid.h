@@ -23,6 +23,8 @@ typedef struct hr_hybrid {
     uint8_t *h_mask;            /* [n_batch][n_ff] mask over h_idx */
     int32_t *h_iota;            /* [n_ff] 0, 1, ...: every row of a whole layer's neurons */
     float *h_xe, *h_ye;         /* [n_batch * n_expert_used][n_embd]: device experts' inputs, outputs */
+    uint8_t *h_emask;           /* [n_batch * n_expert_used][n_ff_exp]: split experts' predicted hot
+                                   neurons, as scratch emask (plan.expert_masks) */
     bool x_dev;                 /* where this batch's residual stream lives: in scratch xp from the first
                                    device-resident layer of a run until hr_hybrid_fetch_x */
     struct hr_ecache *cache;    /* the dynamic expert cache (--moe-cache; expert_cache.h), or NULL */
@@ -124,9 +126,11 @@ int hr_hybrid_fetch_x(hearth_ctx *c, int32_t n, hr_err *e);
 /* HR_STEP_SPLIT_MOE's device part (moe.c calls them): enqueues layer il's device experts
  * over the rows of h_xe (expert i of the layer's exps: n[i] rows from row r0[i]; n[i] 0:
  * not used), then the hot neurons of its host experts with some (xhot[i]: xn[i] rows from
- * row xr0[i]), their outputs to h_ye; hr_hy_sync then finds them there. */
+ * row xr0[i]), their outputs to h_ye; hr_hy_sync then finds them there. Predicted mode: where
+ * xmask[i] (NULL: nowhere), xhot[i]'s hot activations are masked by its predictor's marks,
+ * h_emask's [xn[i]][n_hot] from row xr0[i] (rows of n_ff_exp bytes), copied over with them. */
 int hr_hybrid_experts(hearth_ctx *c, int il, const int32_t *r0, const int32_t *n, const int32_t *xr0, const int32_t *xn,
-                      int32_t rows, hr_err *e);
+                      const uint8_t *xmask, int32_t rows, hr_err *e);
 /* logits [rows][n_vocab] = output . xn on the device. */
 int hr_hybrid_logits(hearth_ctx *c, const float *xn, int32_t rows, float *logits, hr_err *e);
 
@@ -144,4 +148,11 @@ int hr_hybrid_stats(const hearth_model *m, const char *idx_path, hr_stats *st, c
  * layers. note: what happened. */
 int hr_hybrid_index(const hearth_model *m, const char *idx_path, bool reset, const hr_gpu_plan *plan, const hr_stats *st,
                     hr_gpuidx *out, char *note, size_t cap, hr_err *e);
+/* Mixtures of experts, static placement (hybrid_moe_index.c): *plan, made from in without an
+ * index, is replaced by the expert index at idx_path when that was made for this model and
+ * for plan->expert_budget (its split.vram_capacity) and fits this context (not with reset);
+ * otherwise, placed from statistics (from_stats), plan's placement is written there (kept in
+ * memory when it cannot be). A malformed file is an error; note: what happened. */
+int hr_hybrid_moe_index(const hr_gpu_plan_in *in, const char *idx_path, bool reset, bool from_stats, hr_gpu_plan *plan,
+                        char *note, size_t cap, hr_err *e);
 #endif

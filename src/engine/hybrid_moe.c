@@ -7,25 +7,31 @@
  * so the result does not depend on which side computed an expert. Experts of the layer with
  * hot neurons on the device (xhot) follow in the same block: the device computes those
  * neurons over the expert's rows into its output rows, the CPU the expert's other neurons
- * (moe.c adds the two, cold then hot). */
+ * (moe.c adds the two, cold then hot); in predicted mode masked by the marks of the expert's
+ * predictor, which the host ran first. */
 #include "hybrid.h"
 
 /* Expert i of the layer's xhot over n rows from row r0: its hot neurons' gate, up,
- * activation and the sparse axpy over their down_t rows (local rows 0..n_hot-1). */
-static int expert_neurons(hearth_ctx *c, const hr_gpu_xhot *x, int32_t r0, int32_t n, int act, hr_err *e) {
-    hr_dev *d = c->hy->dev;
+ * activation, (masked: zeroed where its predictor did not mark the neuron, as the host's
+ * predicted mode zeroes the gate) and the sparse axpy over their down_t rows (local rows
+ * 0..n_hot-1). */
+static int expert_neurons(hearth_ctx *c, const hr_gpu_xhot *x, int32_t r0, int32_t n, bool masked, int act, hr_err *e) {
+    hr_hybrid *h = c->hy;
+    hr_dev *d = h->dev;
     const hr_dev_ops *o = d->ops;
-    const hr_gpu_scratch *s = &c->hy->plan.sc;
+    const hr_gpu_scratch *s = &h->plan.sc;
     const uint64_t row = (uint64_t)c->m->hp.n_embd * 4, X = s->xe + (uint64_t)r0 * row, Y = s->ye + (uint64_t)r0 * row;
-    return o->matmul(d, &x->gate, X, n, s->ge, e) || o->matmul(d, &x->up, X, n, s->ue, e) ||
-                   o->ffn_act(d, s->ge, s->ue, (int64_t)n * x->n_hot, act, s->he, e) ||
-                   o->sparse_axpy(d, &x->down, s->he, n, s->eidx, x->n_hot, Y, e)
-               ? -1
-               : 0;
+    const uint64_t mrow = (uint64_t)c->m->hp.n_ff_exp, M = s->emask + (uint64_t)r0 * mrow, mb = (uint64_t)n * (uint64_t)x->n_hot;
+    if (o->matmul(d, &x->gate, X, n, s->ge, e) || o->matmul(d, &x->up, X, n, s->ue, e) ||
+        o->ffn_act(d, s->ge, s->ue, (int64_t)n * x->n_hot, act, s->he, e))
+        return -1;
+    if (masked && (hr_hy_to_dev(h, M, h->h_emask + (size_t)r0 * mrow, mb, e) || o->apply_mask(d, s->he, M, n, x->n_hot, e)))
+        return -1;
+    return o->sparse_axpy(d, &x->down, s->he, n, s->eidx, x->n_hot, Y, e);
 }
 
 int hr_hybrid_experts(hearth_ctx *c, int il, const int32_t *r0, const int32_t *n, const int32_t *xr0, const int32_t *xn,
-                      int32_t rows, hr_err *e) {
+                      const uint8_t *xmask, int32_t rows, hr_err *e) {
     hr_hybrid *h = c->hy;
     hr_dev *d = h->dev;
     const hr_dev_ops *o = d->ops;
@@ -46,6 +52,6 @@ int hr_hybrid_experts(hearth_ctx *c, int il, const int32_t *r0, const int32_t *n
             return -1;
     }
     for (int32_t i = 0; i < g->n_xhot; i++)
-        if (xn[i] && expert_neurons(c, &g->xhot[i], xr0[i], xn[i], act, e)) return -1;
+        if (xn[i] && expert_neurons(c, &g->xhot[i], xr0[i], xn[i], xmask && xmask[i], act, e)) return -1;
     return hr_hy_to_host(h, h->h_ye, s->ye, (uint64_t)rows * row, e);
 }

@@ -45,6 +45,8 @@ struct hr_moe_ws {
     int64_t max_rank;      /* largest expert predictor rank (0: none) */
     uint64_t *pred_n;      /* NULL, or (predictors and ffn_stats) [n_layer][n_expert][3]: neurons
                               predicted, fired (full gate > 0), both */
+    uint8_t *xpm;          /* predicted split MoE: [n_batch * k][ff] each split expert row's marks (row as in h_xe) */
+    uint8_t *xmasked;      /* [n_expert] per xhot index: its predictor ran (predict_split) */
     hr_moe_observer obs;   /* calibration: each dense expert group's inputs and activations */
     void *obs_ud;
     hearth_moe_stats st;
@@ -70,9 +72,11 @@ static int pred_ws_init(hearth_ctx *c, struct hr_moe_ws *w, hr_err *e) {
     if (!(w->max_rank = max_pred_rank(c->m))) return 0;
     const size_t nb = (size_t)c->n_batch, nl = (size_t)c->m->hp.n_layer;
     const size_t b1 = nb * (size_t)w->max_rank * 4, b2 = nb * (size_t)w->ff * 4, b3 = c->ffn.stats_on ? nl * (size_t)w->ne * 3 * 8 : 0;
-    if (!(w->ph = malloc(b1)) || !(w->ps = malloc(b2)) || (b3 && !(w->pred_n = calloc(1, b3))))
+    const size_t b4 = nb * (size_t)w->k * (size_t)w->ff;
+    if (!(w->ph = malloc(b1)) || !(w->ps = malloc(b2)) || (b3 && !(w->pred_n = calloc(1, b3))) || !(w->xpm = malloc(b4)) ||
+        !(w->xmasked = calloc((size_t)w->ne, 1)))
         return hr_errf(e, "out of memory allocating expert predictor buffers");
-    c->scratch_bytes += b1 + b2 + b3;
+    c->scratch_bytes += b1 + b2 + b3 + b4 + (size_t)w->ne;
     return 0;
 }
 
@@ -117,7 +121,7 @@ void hr_moe_ctx_free(hearth_ctx *c) {
     free(w->xg), free(w->g), free(w->u), free(w->a), free(w->y), free(w->ys);
     free(w->gc), free(w->idx), free(w->all), free(w->routed_n), free(w->fire_n), free(w->dr0), free(w->dn);
     free(w->xr0), free(w->xn);
-    free(w->ph), free(w->ps), free(w->pred_n);
+    free(w->ph), free(w->ps), free(w->pred_n), free(w->xpm), free(w->xmasked);
     if (w->trace) fclose(w->trace);
     free(w);
     c->moe = NULL;
@@ -478,29 +482,67 @@ static int32_t gather_device_rows(hearth_ctx *c, const hr_gpu_layer *g, const fl
     return rows;
 }
 
+/* Predicted mode, the layer's split experts with a predictor: each one's scores over its rows
+ * (already in h_xe) before the device starts, the hot neurons marked into h_emask
+ * ([rows][n_hot] from the expert's first row) for the device and every neuron's mark into xpm
+ * for the cold part; xmasked[i] says which ran. Experts without one run exact, unmasked. */
+static int predict_split(hearth_ctx *c, const hr_moe_weights *mw, const hr_gpu_layer *g, uint64_t *read, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    const size_t ff = (size_t)w->ff, d = (size_t)w->d;
+    const float thr = c->m->sparse_threshold;
+    for (int32_t i = 0; i < g->n_xhot; i++) {
+        const hr_gpu_xhot *hx = &g->xhot[i];
+        const int32_t x = hx->id, cnt = w->xn[i];
+        w->xmasked[i] = cnt && mw->pred && mw->pred[x].data;
+        if (!w->xmasked[i]) continue;
+        memcpy(w->xg, c->hy->h_xe + (size_t)w->xr0[i] * d, sizeof(float) * (size_t)cnt * d);
+        if (expert_scores(c, mw, x, cnt, e)) return -1;
+        uint8_t *hm = c->hy->h_emask + (size_t)w->xr0[i] * ff, *pm = w->xpm + (size_t)w->xr0[i] * ff;
+        for (size_t t = 0; t < (size_t)cnt; t++) {
+            for (size_t j = 0; j < ff; j++) pm[t * ff + j] = w->ps[t * ff + j] >= thr;
+            for (int32_t q = 0; q < hx->n_hot; q++) hm[t * (size_t)hx->n_hot + (size_t)q] = pm[t * ff + (size_t)hx->hot_ids[q]];
+        }
+        *read += (uint64_t)mw->pred[x].row_bytes * (uint64_t)mw->pred[x].n_out +
+                 (uint64_t)mw->pred[w->ne + x].row_bytes * (uint64_t)mw->pred[w->ne + x].n_out;
+    }
+    return 0;
+}
+
 /* Host expert x whose hot neurons (hx) the device computes: the CPU computes the others as
  * --ffn exact does (gathered gate rows, up only where the gate fires, the sparse axpy over
- * down_t), and leaves that unweighted partial output in ys for add_expert_neurons. */
+ * down_t), and leaves that unweighted partial output in ys for add_expert_neurons. pm
+ * (predicted mode: the rows' marks, xpm; NULL: exact): the gate of a cold neuron its
+ * predictor did not mark is zeroed first, as expert_gate_predicted zeroes it. */
 static int run_cold_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x, const hr_gpu_xhot *hx,
-                           const float *xn, uint64_t *read, hr_err *e) {
+                           const uint8_t *pm, const float *xn, uint64_t *read, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     const int32_t cnt = w->count[x], *slot = w->slot + w->start[x];
     const size_t d = (size_t)w->d, ff = (size_t)w->ff;
     for (int32_t i = 0; i < cnt; i++) memcpy(w->xg + i * d, xn + (size_t)(slot[i] / w->k) * d, d * sizeof(float));
     const hr_mat gate = hr_moe_expert(&mw->gate, x), up = hr_moe_expert(&mw->up, x), down_t = hr_moe_expert(&mw->down_t, x);
+    const hr_mat down = hr_moe_expert(&mw->down, x);
+    const bool sparse_down = mw->down_t.data != NULL;
     const int64_t nc = hx->n_cold;
     int64_t up_rows = 0, down_rows = 0;
     /* the gate of the cold neurons into w->g's [cnt][ff] rows, zero at the hot ones (never
      * firing here, so exact mode's union below leaves them to the device) */
     memset(w->g, 0, sizeof(float) * (size_t)cnt * ff);
     if (nc && hr_gather_matmul(&c->cpu, &gate, w->xg, cnt, hx->cold_ids, nc, w->gc, e)) return -1;
+    uint64_t pc[3] = {0, 0, 0};
     for (int32_t i = 0; i < cnt; i++)
-        for (int64_t q = 0; q < nc; q++) w->g[(size_t)i * ff + (size_t)hx->cold_ids[q]] = w->gc[(size_t)i * (size_t)nc + (size_t)q];
-    if (expert_exact(c, &up, cnt, false, &up_rows, e)) return -1;
-    count_expert(c, il, x, cnt, true, up_rows, NULL);
-    if (down_sparse(c, &down_t, cnt, true, up_rows, &down_rows, e)) return -1;
+        for (int64_t q = 0; q < nc; q++) {
+            const size_t j = (size_t)hx->cold_ids[q], at = (size_t)i * ff + j;
+            const bool on = !pm || pm[at];
+            w->g[at] = on ? w->gc[(size_t)i * (size_t)nc + (size_t)q] : 0.0f, pc[0] += on;
+        }
+    /* without ffn_down_exps_t the activations go back into full rows (zero at the hot
+     * neurons, whose gate is zero here) for the dense down product, as exact mode does */
+    if (expert_exact(c, &up, cnt, !sparse_down, &up_rows, e)) return -1;
+    count_expert(c, il, x, cnt, true, up_rows, pm ? pc : NULL);
+    if (sparse_down ? down_sparse(c, &down_t, cnt, true, up_rows, &down_rows, e) : hr_matmul(&c->cpu, &down, w->a, cnt, w->y, e))
+        return -1;
     *read += (uint64_t)gate.row_bytes * (uint64_t)nc + (uint64_t)up.row_bytes * (uint64_t)up_rows +
-             (uint64_t)down_t.row_bytes * (uint64_t)down_rows;
+             (sparse_down ? (uint64_t)down_t.row_bytes * (uint64_t)down_rows : (uint64_t)down.row_bytes * (uint64_t)down.n_out);
     for (int32_t i = 0; i < cnt; i++) memcpy(w->ys + (size_t)slot[i] * d, w->y + i * d, d * sizeof(float));
     return 0;
 }
@@ -518,19 +560,25 @@ static void add_expert_neurons(hearth_ctx *c, const hr_gpu_layer *g, int il) {
             float *dst = w->ys + (size_t)slot[j] * d;
             for (size_t q = 0; q < d; q++) dst[q] = (dst[q] + y[q]) * wt;
         }
-        const uint64_t acts = (uint64_t)w->xn[i] * (uint64_t)g->xhot[i].n_hot;
+        uint64_t acts = (uint64_t)w->xn[i] * (uint64_t)g->xhot[i].n_hot;
+        if (h->plan.expert_masks && c->ffn.mode == HEARTH_FFN_PREDICTED && w->xmasked[i]) { /* the marked ones */
+            const uint8_t *hm = h->h_emask + (size_t)w->xr0[i] * (size_t)w->ff;
+            acts = 0;
+            for (uint64_t q = 0; q < (uint64_t)w->xn[i] * (uint64_t)g->xhot[i].n_hot; q++) acts += hm[q];
+        }
         c->ffn.stats[il].computed += acts, h->st.act_device += acts, h->st.expert_split_evals += (uint64_t)w->xn[i];
     }
 }
 
 /* Layer il's host experts: whole on the CPU, or its cold part where the device holds hot neurons. */
-static int run_host_experts(hearth_ctx *c, const hr_layer *L, int il, const hr_gpu_layer *g, const float *xn, uint64_t *read,
-                            hr_err *e) {
+static int run_host_experts(hearth_ctx *c, const hr_layer *L, int il, const hr_gpu_layer *g, const uint8_t *xmask,
+                            const float *xn, uint64_t *read, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     for (int32_t x = 0; x < w->ne; x++) {
         if (!w->count[x] || (g->exp_local && g->exp_local[x] >= 0)) continue;
         const int32_t xi = g->xhot_local ? g->xhot_local[x] : -1;
-        if (xi >= 0 ? run_cold_expert(c, &L->moe, il, x, &g->xhot[xi], xn, read, e) : run_expert(c, &L->moe, il, x, xn, read, e))
+        const uint8_t *pm = xi >= 0 && xmask && xmask[xi] ? w->xpm + (size_t)w->xr0[xi] * (size_t)w->ff : NULL;
+        if (xi >= 0 ? run_cold_expert(c, &L->moe, il, x, &g->xhot[xi], pm, xn, read, e) : run_expert(c, &L->moe, il, x, xn, read, e))
             return -1;
     }
     return 0;
@@ -545,9 +593,12 @@ static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *
     const double t0 = now_s();
     if (hr_ecache_begin(c, il, e)) return -1; /* refilled slots whose copies landed join */
     const int32_t rows = gather_device_rows(c, g, xn);
-    if (hr_hybrid_experts(c, il, w->dr0, w->dn, w->xr0, w->xn, rows, e)) return -1;
+    /* predicted mode: the split experts' predictors first, so the device masks their hot part */
+    const uint8_t *xmask = h->plan.expert_masks && c->ffn.mode == HEARTH_FFN_PREDICTED && w->xmasked ? w->xmasked : NULL;
+    if (xmask && predict_split(c, &L->moe, g, read, e)) return -1;
+    if (hr_hybrid_experts(c, il, w->dr0, w->dn, w->xr0, w->xn, xmask, rows, e)) return -1;
     const double t1 = now_s();
-    if (run_host_experts(c, L, il, g, xn, read, e)) {
+    if (run_host_experts(c, L, il, g, xmask, xn, read, e)) {
         hr_err ignored;
         hr_hy_sync(h, &ignored); /* pinned buffers stay in use until the device is done */
         return -1;

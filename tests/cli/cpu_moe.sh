@@ -45,13 +45,17 @@ for c in "--cpu-moe:0 of 8 experts" ":8 of 8 experts" "--n-cpu-moe 1:4 of 8 expe
 done
 expect 0 "gpu_experts" -- "$H" bench -m "$M" -p 4 -n 2 -r 1 -t 2 --gpu standin --vram-budget 0.1 --json
 # hearth place lists the experts the run-time plan places (uniform order without statistics)
+# and writes them as the expert index (MODEL.generated.gpuidx, or -o)
 P="-m $M --gpu standin -c 64"
 expect 0 "overall: 8 of 8 experts on the GPU" -- "$H" place $P --vram-budget 0.1
 expect 0 "overall: 4 of 8 experts on the GPU" -- "$H" place $P --vram-budget 0.1 --n-cpu-moe 1
 expect 0 "overall: 0 of 8 experts on the GPU" -- "$H" place $P --vram-budget 0.1 --cpu-moe
 expect 0 '"n_placed": 8' -- "$H" place $P --vram-budget 0.1 --json
 expect 1 "cannot open" -- "$H" place $P --vram-budget 0.1 --stats "$T/none.gguf"
-# with routing statistics beside the model: place and run agree on how many fit a small budget
+expect 0 "wrote $T/idx.gguf (split.vram_capacity" -- "$H" place $P --vram-budget 0.1 -o "$T/idx.gguf"
+expect 1 "not an expert placement index" -- "$H" run $R --gpu standin --vram-budget 0.1 --gpu-index "$T/moe.gguf"
+# with routing statistics beside the model: place and run agree on how many fit a small budget,
+# and the run reads the placement place wrote, leaving the file unchanged
 head -c 3000 "$(dirname "$0")/../../models/heldout.txt" >"$T/cal.txt"
 "$H" calibrate -m "$M" -f "$T/cal.txt" -c 64 -o "$T/cal.gguf" >/dev/null 2>&1 && cp "$T/cal.stats.gguf" "$T/moe.stats.gguf" ||
     { echo "FAIL: calibrate for routing statistics"; fails=$((fails + 1)); }
@@ -59,9 +63,17 @@ head -c 3000 "$(dirname "$0")/../../models/heldout.txt" >"$T/cal.txt"
 grep -q "serving .* of routings (statistics)" "$T/place" || { echo "FAIL: place: no routing share"; cat "$T/place"; fails=$((fails + 1)); }
 n=$(sed -n 's/^overall: \([0-9]*\) of 8 experts.*/\1/p' "$T/place")
 # shellcheck disable=SC2086
+cp "$M.generated.gpuidx" "$T/placed.idx"
+# shellcheck disable=SC2086
 "$H" run $R --gpu standin --vram-budget 0.0012 --verbose >/dev/null 2>"$T/err"
-grep -q "gpu: $n of 8 experts on the device" "$T/err" && grep -q "routing counts in the statistics" "$T/err" ||
-    { echo "FAIL: run at place's budget: not $n experts by the statistics"; grep "gpu:" "$T/err" | head -4; fails=$((fails + 1)); }
+grep -q "gpu: $n of 8 experts on the device" "$T/err" && grep -q "read from the GPU index $M.generated.gpuidx" "$T/err" ||
+    { echo "FAIL: run at place's budget: not $n experts from place's index"; grep "gpu:" "$T/err" | head -4; fails=$((fails + 1)); }
+cmp -s "$M.generated.gpuidx" "$T/placed.idx" || { echo "FAIL: the run changed place's index"; fails=$((fails + 1)); }
+# shellcheck disable=SC2086
+"$H" run $R --gpu standin --vram-budget 0.0012 --verbose --reset-gpu-index >/dev/null 2>"$T/err"
+grep -q "gpu: $n of 8 experts on the device" "$T/err" && grep -q "routing counts in the statistics; expert placement written to" "$T/err" ||
+    { echo "FAIL: --reset-gpu-index: not $n experts by the statistics"; grep "gpu:" "$T/err" | head -4; fails=$((fails + 1)); }
+cmp -s "$M.generated.gpuidx" "$T/placed.idx" || { echo "FAIL: the run's own index differs from place's"; fails=$((fails + 1)); }
 # the dynamic expert cache: same tokens, its line in --verbose and bench --json, the routing
 # trace run writes and hearth routing replays; bad values refused
 expect 0 "moe-cache N" -- "$H" run --help

@@ -211,6 +211,7 @@ static void check_stats(hearth_model *m, const char *model_path) {
         st.n_tokens = ntok;
         for (int i = 0; i < (LAYERS - 1) * NE; i++) st.expert_counts[i] = (uint32_t)(ntok * K / NE);
         CHECKF(!hr_stats_write(sp, &st, &e), "write stats: %s", e.msg);
+        remove(ip); /* the context above wrote its placement there, which would be read back */
         c = ctx(m, &s, HEARTH_FFN_DENSE, &e);
         CHECKF(c && strstr(c->hy->st.note, "are for 2 layers of 4 experts") && c->hy->plan.layers[0].n_exp == 4,
                "statistics of 2 layers: %s", c ? c->hy->st.note : e.msg);

@@ -16,6 +16,10 @@ if(HEARTH_CUDA_EMU)
   add_test(NAME engine.test_hybrid_moe_neurons_cuda COMMAND test_hybrid_moe_neurons WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(engine.test_hybrid_moe_neurons_cuda PROPERTIES ENVIRONMENT
     "HEARTH_SRC=${CMAKE_SOURCE_DIR};HEARTH_TEST_GPU=cuda;HEARTH_CUDAEMU_VRAM=2G;HEARTH_CUDAEMU_LAZY=1")
+  # hot neurons of host experts in predicted mode (masked by the host's expert predictors)
+  add_test(NAME engine.test_hybrid_moe_pred_cuda COMMAND test_hybrid_moe_pred WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(engine.test_hybrid_moe_pred_cuda PROPERTIES ENVIRONMENT
+    "HEARTH_SRC=${CMAKE_SOURCE_DIR};HEARTH_TEST_GPU=cuda;HEARTH_CUDAEMU_VRAM=2G;HEARTH_CUDAEMU_LAZY=1" LABELS cuda)
   # FFN mode threshold's split (hot neurons' threshold test on the device)
   add_test(NAME engine.test_hybrid_thr_cuda COMMAND test_hybrid_thr WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(engine.test_hybrid_thr_cuda PROPERTIES ENVIRONMENT
