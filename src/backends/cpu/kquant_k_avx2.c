@@ -133,14 +133,17 @@ INLINE __m256 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m256 acc
     const __m256i s16 = _mm256_cvtepi8_epi16(ld128(w->scales));
     const scales16 sc = scales16_of(s16);
     const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x->bsums)), 5);
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
     __m256i sumi = _mm256_setzero_si256();
     UNROLL for (int h = 0; h < 2; h++) {
         const __m256i l0 = ld256(w->ql + 64 * h), l1 = ld256(w->ql + 64 * h + 32), qh = ld256(w->qh + 32 * h);
         UNROLL for (int k = 0; k < 4; k++) {
             const __m256i lo = k & 1 ? l1 : l0;
             const __m256i nib = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(lo, 4) : lo, m4);
-            const __m256i top = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), m3), 4);
+            /* bits 2k, 2k+1 of each qh byte moved to bits 4-5 by one 16-bit shift (none for
+             * k = 2) and the mask: the bits that cross from the next byte land outside 0x30.
+             * Shifts and shuffles share two of Zen 3's four vector pipes, and were the limit. */
+            const __m256i top = _mm256_and_si256(move_bit(qh, 2 * k, 4), m30);
             const __m256i p = _mm256_maddubs_epi16(_mm256_or_si256(nib, top), ld256(x->qs + 128 * h + 32 * k));
             sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(&sc, 4 * h + k)));
         }
@@ -174,18 +177,113 @@ INLINE __m256 sb_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x, __m256
     return fma_int(acc, x->d * _cvtsh_ss(w->d), sumi);
 }
 
+/* ---- Q4_K / Q5_K in decode: two super-blocks' scales and mins unpacked at once ----
+ * k4_scales_mins' steps run on the 12-byte fields of super-blocks i and i+1 side by side, one
+ * per 128-bit lane, and stop before widening; each super-block then picks its int16 scale
+ * patterns and doubled mins straight from those bytes with a shuffle that also zero-extends
+ * (index bytes with the top bit set write zeros). The int16 values are those K45_BODY widens
+ * and picks, the sums and float steps the same in the same order, so results are sb_T's bit
+ * for bit. In sb_T the unpacking was about a third of the shift and shuffle work, which
+ * shares two of Zen 3's four vector pipes with the multiplies' feeding and was its limit. */
+INLINE __m256i k4_scales_mins_x2(const uint8_t *s0, const uint8_t *s1) {
+    const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(s0)), ld128(s1), 1);
+    const __m256i a = _mm256_shuffle_epi8(v, dup128(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
+    const __m256i b = _mm256_shuffle_epi8(v, dup128(_mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7)));
+    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(a, _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4)),
+                                        dup128(_mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f)));
+    const __m256i hi = _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(b, 6), _mm256_set1_epi8(3)), 4);
+    return _mm256_or_si256(lo, hi);
+}
+/* byte k of sb (8 scales then 8 mins, the same in both lanes) zero-extended in every int16 lane */
+INLINE __m256i zpick16(__m256i sb, int k) { return _mm256_shuffle_epi8(sb, bcast16(0x8000 | k)); }
+/* sb: one super-block's bytes of k4_scales_mins_x2 in both lanes; qh NULL for Q4_K */
+INLINE __m256 k45_sb2(const uint8_t *qs, const uint8_t *qh, __m256i sb, uint16_t d, uint16_t dmin,
+                      const hr_block_q8_K *x, __m256 acc) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i hb = qh ? ld256(qh) : _mm256_setzero_si256();
+    __m256i sumi = _mm256_setzero_si256();
+    UNROLL for (int j = 0; j < 4; j++) {
+        const __m256i q = ld256(qs + 32 * j);
+        __m256i c0 = _mm256_and_si256(q, m4), c1 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        if (qh) c0 = _mm256_or_si256(c0, sel_bit(hb, 2 * j, 4)), c1 = _mm256_or_si256(c1, sel_bit(hb, 2 * j + 1, 4));
+        const __m256i p0 = _mm256_maddubs_epi16(c0, ld256(x->qs + 64 * j));
+        const __m256i p1 = _mm256_maddubs_epi16(c1, ld256(x->qs + 64 * j + 32));
+        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_madd_epi16(p0, zpick16(sb, 2 * j)),
+                                                       _mm256_madd_epi16(p1, zpick16(sb, 2 * j + 1))));
+    }
+    const float dx = x->d;
+    acc = fma_int(acc, dx * _cvtsh_ss(d), sumi);
+    /* k4_mins' layout: int16 lane 2k and 2k+1 hold min k */
+    const __m256i md = _mm256_shuffle_epi8(sb, _mm256_setr_epi16(
+        (short)0x8008, (short)0x8008, (short)0x8009, (short)0x8009, (short)0x800a, (short)0x800a, (short)0x800b, (short)0x800b,
+        (short)0x800c, (short)0x800c, (short)0x800d, (short)0x800d, (short)0x800e, (short)0x800e, (short)0x800f, (short)0x800f));
+    return fma_int(acc, -dx * _cvtsh_ss(dmin), _mm256_madd_epi16(md, ld256(x->bsums)));
+}
+#define QH_q4_K(b) NULL
+#define QH_q5_K(b) (b)->qh
+
 /* ---- drivers: the same super-block function per (row, token) in every shape ---- */
-/* Decode streams weight rows from DRAM: rows4 prefetches the same offset 4 rows on (the
- * rows its next call reads), others PF_AHEAD bytes ahead in the row. */
+/* Decode streams weight rows from DRAM: vec_dot prefetches PF_AHEAD bytes ahead in the row. */
 #define PF_AHEAD 1536
 INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + ahead + o, _MM_HINT_T0);
     _mm_prefetch(p + ahead + bytes - 1, _MM_HINT_T0);
 }
+INLINE void pf_block_l2(const char *p, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+    _mm_prefetch(p + bytes - 1, _MM_HINT_T1);
+}
+
+/* One row W (nb super-blocks) against X into OUT, PFB(i) the prefetch while super-block i is
+ * read: vec_dot, rows4's rows and gather4's rows all run this, so they agree bit for bit.
+ * Q4_K/Q5_K go two super-blocks at a time (k45_sb2), an odd last one through sb_T. */
+#define KQ_ROW_PLAIN(T, PFB, OUT)                                                                          \
+    {                                                                                                      \
+        __m256 a_ = _mm256_setzero_ps();                                                                   \
+        for (int64_t i = 0; i < nb; i++) {                                                                 \
+            PFB(i);                                                                                        \
+            a_ = sb_##T(&W[i], &X[i], a_);                                                                 \
+        }                                                                                                  \
+        OUT = hsum8(a_);                                                                                   \
+    }
+#define KQ_ROW_K45(T, PFB, OUT)                                                                            \
+    {                                                                                                      \
+        __m256 a_ = _mm256_setzero_ps();                                                                   \
+        int64_t i = 0;                                                                                     \
+        for (; i + 2 <= nb; i += 2) {                                                                      \
+            const __m256i dec = k4_scales_mins_x2(W[i].scales, W[i + 1].scales);                           \
+            PFB(i);                                                                                        \
+            a_ = k45_sb2(W[i].qs, QH_##T(&W[i]), _mm256_permute2x128_si256(dec, dec, 0x00), W[i].d,         \
+                         W[i].dmin, &X[i], a_);                                                            \
+            PFB(i + 1);                                                                                    \
+            a_ = k45_sb2(W[i + 1].qs, QH_##T(&W[i + 1]), _mm256_permute2x128_si256(dec, dec, 0x11),        \
+                         W[i + 1].d, W[i + 1].dmin, &X[i + 1], a_);                                        \
+        }                                                                                                  \
+        for (; i < nb; i++) {                                                                              \
+            PFB(i);                                                                                        \
+            a_ = sb_##T(&W[i], &X[i], a_);                                                                 \
+        }                                                                                                  \
+        OUT = hsum8(a_);                                                                                   \
+    }
+#define KQ_ROW_q2_K KQ_ROW_PLAIN
+#define KQ_ROW_q3_K KQ_ROW_PLAIN
+#define KQ_ROW_q4_K KQ_ROW_K45
+#define KQ_ROW_q5_K KQ_ROW_K45
+#define KQ_ROW_q6_K KQ_ROW_PLAIN
+#define KQ_ROW_iq4_xs KQ_ROW_PLAIN
+#define PFB_AHEAD(i) pf_block((const char *)&W[i], sizeof(W[0]), PF_AHEAD)
 
 /* rows4 of these types runs its rows one after the other: read side by side (4 streams, each
  * one row long) they came from DRAM 20-35% slower at 1 thread than one row at a time, and the
- * shared activation loads gained nothing in L2 (bench_kernels kq, HEARTH_KERNELS=avx2) */
+ * shared activation loads gained nothing in L2 (bench_kernels kq, HEARTH_KERNELS=avx2). Each
+ * row also fetches into L2 the bytes it reads of the row PF4_ROWS on (two calls ahead), as the
+ * other types' rows4 do. */
+#define PF4_ROWS 8
+#define PFB_ROWS4(i)                                                                               \
+    do {                                                                                           \
+        PFB_AHEAD(i);                                                                              \
+        pf_block_l2(P + (i) * sizeof(W[0]), sizeof(W[0]));                                         \
+    } while (0)
 #define ROWS4_SEQ_q2_K 0
 #define ROWS4_SEQ_q3_K 0
 #define ROWS4_SEQ_q4_K 1
@@ -196,28 +294,28 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
     void hr_dot_##T##_avx2(int64_t n, float *s, const void *w, const void *x) {                             \
         const BLK *W = w;                                                                                   \
         const hr_block_q8_K *X = x;                                                                         \
-        __m256 acc = _mm256_setzero_ps();                                                                   \
-        for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                         \
-            pf_block((const char *)&W[i], sizeof(BLK), PF_AHEAD);                                           \
-            acc = sb_##T(&W[i], &X[i], acc);                                                                \
-        }                                                                                                   \
-        *s = hsum8(acc);                                                                                    \
+        const int64_t nb = n / HR_QK_K;                                                                     \
+        KQ_ROW_##T(T, PFB_AHEAD, *s)                                                                        \
     }                                                                                                       \
     void hr_rows4_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,       \
                              size_t ys) {                                                                   \
-        const char *W = w;                                                                                  \
         const hr_block_q8_K *X = x;                                                                         \
+        const int64_t nb = n / HR_QK_K;                                                                     \
         __m256 acc[4];                                                                                      \
         (void)xs;                                                                                           \
         (void)ys;                                                                                           \
         if (ROWS4_SEQ_##T) { /* one row after the other (see ROWS4_SEQ) */                                 \
-            for (int r = 0; r < 4; r++) hr_dot_##T##_avx2(n, &y[r], W + r * ws, x);                         \
+            for (int r = 0; r < 4; r++) {                                                                   \
+                const BLK *W = (const BLK *)((const char *)w + r * ws);                                     \
+                const char *P = (const char *)w + (r + PF4_ROWS) * ws;                                      \
+                KQ_ROW_##T(T, PFB_ROWS4, y[r])                                                              \
+            }                                                                                               \
             return;                                                                                         \
         }                                                                                                   \
         UNROLL for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();                                    \
-        for (int64_t i = 0; i < n / HR_QK_K; i++)                                                           \
+        for (int64_t i = 0; i < nb; i++)                                                                    \
             UNROLL for (int r = 0; r < 4; r++) {                                                            \
-                const BLK *b = (const BLK *)(W + r * ws) + i;                                               \
+                const BLK *b = (const BLK *)((const char *)w + r * ws) + i;                                 \
                 pf_block((const char *)b, sizeof(BLK), 4 * ws);                                             \
                 acc[r] = sb_##T(b, &X[i], acc[r]);                                                          \
             }                                                                                               \
@@ -247,26 +345,20 @@ KQ_FUNCS(q5_K, hr_block_q5_K)
 KQ_FUNCS(q6_K, hr_block_q6_K)
 KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
 
-/* gather4 (scattered rows, kernels_impl.h): vec_dot's super-block loop per row, the rows one
- * after the other; while reading a row's super-block it prefetches into L2 the same bytes of
- * its nx row. No prefetch ahead in the row: a gathered row's next bytes may be an inactive row. */
-INLINE void pf_block_l2(const char *p, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
-    _mm_prefetch(p + bytes - 1, _MM_HINT_T1);
-}
+/* gather4 (scattered rows, kernels_impl.h): vec_dot's row loop per row, the rows one after the
+ * other; while reading a row's super-block it prefetches into L2 the same bytes of its nx row.
+ * No prefetch ahead in the row: a gathered row's next bytes may be an inactive row (an L1
+ * prefetch of its own row 2 super-blocks on, as AVX-512 has, measured level on Zen 3 and 4). */
+#define PFB_GATHER(i) pf_block_l2(P + (i) * sizeof(W[0]), sizeof(W[0]))
 #define KQ_GATHER4(T, BLK)                                                                                 \
     void hr_gather4_##T##_avx2(int64_t n, const void *const *wr, const void *const *nx, const void *x,    \
                                float *y) {                                                                 \
         const hr_block_q8_K *X = x;                                                                        \
+        const int64_t nb = n / HR_QK_K;                                                                    \
         for (int r = 0; r < 4; r++) {                                                                      \
             const BLK *W = wr[r];                                                                          \
             const char *P = nx[r];                                                                         \
-            __m256 acc = _mm256_setzero_ps();                                                              \
-            for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                    \
-                pf_block_l2(P + i * sizeof(BLK), sizeof(BLK));                                             \
-                acc = sb_##T(&W[i], &X[i], acc);                                                           \
-            }                                                                                              \
-            y[r] = hsum8(acc);                                                                             \
+            KQ_ROW_##T(T, PFB_GATHER, y[r])                                                                \
         }                                                                                                  \
     }
 KQ_GATHER4(q2_K, hr_block_q2_K)
