@@ -23,6 +23,7 @@ typedef struct {
     long alloc_tokens;
     bool out_default; /* OUT not given: named after MODEL */
     long max_rank, min_rank, pairs, threads, n_ctx, epochs;
+    int pred_f16; /* --predictor-type: -1 the weights' (F32 for F32 models, else F16), 0 F32, 1 F16 */
     uint64_t seed;
 } cal_opts;
 
@@ -49,6 +50,9 @@ static void help(void) {
            "                      --max-rank, the one reading the fewest bytes per token wins)\n"
            "  --tokens N          (p, active set) pairs kept per layer for training (default 16384)\n"
            "  --epochs N          training passes per rank (default 6)\n"
+           "  --predictor-type T  f16 or f32: the predictors' type (default: f32 for an F32 model,\n"
+           "                      else f16; F16 halves their bytes at the same decisions: the rank\n"
+           "                      search and the recall shift measure the rounded weights)\n"
            "  -c, --ctx-size N    tokens per chunk, each from an empty cache (default 512)\n"
            "  -t, --threads N     threads (default: all cores)\n"
            "  --seed N            training seed (default 1)\n"
@@ -122,7 +126,10 @@ static int parse(int argc, char **argv, cal_opts *o) {
             if (ok && o->target >= 1) return hr_usage_error(cmd, "--target-sparsity %g: it must be below 1", o->target), -1;
         } else if (!strcmp(a, "--allocate-tokens")) ok = hr_arg_long(cmd, a, v, 1, 1L << 24, &o->alloc_tokens);
         else if (!strcmp(a, "--allocate-step")) ok = hr_arg_float(cmd, a, v, 1e-4, 0.5, &o->alloc_step);
-        else if (!strcmp(a, "--recall")) ok = hr_arg_float(cmd, a, v, 1e-6, 1.0, &o->recall);
+        else if (!strcmp(a, "--predictor-type")) {
+            if (!strcmp(v, "f16") || !strcmp(v, "f32")) o->pred_f16 = v[1] == '1';
+            else return hr_usage_error(cmd, "--predictor-type '%s': f16 or f32", v), -1;
+        } else if (!strcmp(a, "--recall")) ok = hr_arg_float(cmd, a, v, 1e-6, 1.0, &o->recall);
         else if (!strcmp(a, "--max-rank")) ok = hr_arg_long(cmd, a, v, 4, 1L << 16, &o->max_rank);
         else if (!strcmp(a, "--min-rank")) ok = hr_arg_long(cmd, a, v, 4, 1L << 16, &o->min_rank);
         else if (!strcmp(a, "--tokens")) ok = hr_arg_long(cmd, a, v, 10, 1L << 30, &o->pairs);
@@ -135,6 +142,8 @@ static int parse(int argc, char **argv, cal_opts *o) {
     }
     if (!o->model) return hr_usage_error(cmd, "a model is required (-m FILE)"), -1;
     if (!o->text) return hr_usage_error(cmd, "a calibration text is required (-f FILE)"), -1;
+    if (o->pred_f16 >= 0 && o->target >= 0 && !o->predictors)
+        return hr_usage_error(cmd, "--predictor-type with --target-sparsity needs --predictors"), -1;
     if (o->keep_down && o->target < 0) return hr_usage_error(cmd, "--keep-down needs --target-sparsity"), -1;
     if (o->predictors && o->target < 0)
         return hr_usage_error(cmd, "--predictors needs --target-sparsity (ReLU-family models get predictors without it)"), -1;
@@ -203,13 +212,19 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* F16 predictors: as --predictor-type says, else unless the weights are F32. */
+static bool pred_f16(const cal_opts *o, const hearth_model *m) {
+    return o->pred_f16 >= 0 ? o->pred_f16 == 1 : hearth_model_get_info(m)->weight_type != HR_F32;
+}
+
 static int calibrate(hearth_model *m, const int32_t *toks, size_t n, const cal_opts *o, hr_err *e) {
     const hearth_model_info *info = hearth_model_get_info(m);
-    bool f16 = info->weight_type != HR_F32;
+    bool f16 = pred_f16(o, m);
     hr_collect_opts co = {(int32_t)o->n_ctx, (int32_t)o->threads, o->pairs, hearth_token_bos(m), progress, NULL};
     bar b = {NULL, 0, 0, -1};
     co.progress_ud = &b;
     if (hr_calib_is_moe(m)) { /* mixtures of experts: counts and the transposed-down file (moe_calibrate.c) */
+        if (o->pred_f16 >= 0) return hr_errf(e, "--predictor-type is for dense models (experts' predictors take the weights' type)");
         char moe_out[4096];
         size_t l = strlen(o->model);
         if (l >= 5 && !strcmp(o->model + l - 5, ".gguf")) l -= 5;
@@ -265,7 +280,7 @@ static int allocate(hearth_model *m, const int32_t *toks, size_t n, const cal_op
  * what the rank search trades against), the file and its statistics. */
 static int thr_predictors(hearth_model *m, const int32_t *toks, size_t n, const cal_opts *o, hr_collect_opts *co, const float *thr,
                           hr_err *e) {
-    const bool f16 = hearth_model_get_info(m)->weight_type != HR_F32;
+    const bool f16 = pred_f16(o, m);
     hr_stats s;
     hr_pairs pairs;
     co->max_pairs = o->pairs;
@@ -344,7 +359,7 @@ static int calibrate_thresholds(hearth_model *m, const int32_t *toks, size_t n, 
 }
 
 int hr_cmd_calibrate(int argc, char **argv) {
-    cal_opts o = {.recall = 0.99, .target = -1, .max_rank = 512, .pairs = 16384, .n_ctx = 512, .seed = 1};
+    cal_opts o = {.recall = 0.99, .target = -1, .pred_f16 = -1, .max_rank = 512, .pairs = 16384, .n_ctx = 512, .seed = 1};
     int pr = parse(argc, argv, &o);
     if (pr) return pr > 0 ? 0 : 2;
     char out_buf[4096];

@@ -27,12 +27,23 @@ has err "wrote $OUT"
 head -c 4 "$OUT" | grep -q PWRI || bad "output magic is not PWRI"
 expect 0 "inspect output" -- "$HEARTH" inspect "$OUT"
 has out "blk.1.fc1.weight"
+grep -qE "blk\.1\.fc1\.weight +f16" "$TMP/out" || bad "an F16 model's predictors are not F16"
 has out "blk.1.ffn_down_t.weight"
 expect 0 "inspect stats" -- "$HEARTH" inspect "$TMP/out.stats.gguf"
 has out "hearth.stats.n_layer = 2"
 has out "blk.1.act_count"
 grep -q "<svg" "$TMP/p.svg" && grep -q "polyline" "$TMP/p.svg" || bad "plot is not an SVG with curves"
 expect 0 "perplexity on the output (predicted mode)" -- "$HEARTH" perplexity -m "$OUT" -f "$TMP/text.txt" -c 64 --chunks 2 -t 2 --gpu off
+has out "Final estimate"
+
+"$HEARTH" synth -o "$TMP/m32.gguf" --act reglu --type f32 $SHAPE || { echo "FAIL: synth"; exit 1; }
+head -n 40 "$TMP/text.txt" >"$TMP/short.txt"
+expect 0 "F16 predictors of an F32 model" -- "$HEARTH" calibrate -m "$TMP/m32.gguf" -f "$TMP/short.txt" -o "$TMP/p16.gguf" --max-rank 8 \
+    --tokens 100 -c 64 -t 2 --predictor-type f16
+expect 0 "inspect F16 predictors" -- "$HEARTH" inspect "$TMP/p16.gguf"
+grep -qE "blk\.1\.fc1\.weight +f16" "$TMP/out" && grep -qE "blk\.1\.fc2\.weight +f16" "$TMP/out" && grep -qE "blk\.1\.ffn_up\.weight +f32" "$TMP/out" ||
+    bad "--predictor-type f16 did not write F16 predictors beside F32 weights"
+expect 0 "perplexity with F16 predictors" -- "$HEARTH" perplexity -m "$TMP/p16.gguf" -f "$TMP/short.txt" -c 64 --chunks 1 -t 2 --gpu off
 has out "Final estimate"
 
 cp "$M" "$TMP/m2.gguf"
@@ -49,6 +60,10 @@ expect 2 "bad recall" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --recall
 has err "--recall"
 expect 2 "bad rank" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --max-rank 2
 has err "--max-rank"
+expect 2 "bad predictor type" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --predictor-type q8_0
+has err "--predictor-type 'q8_0'"
+expect 2 "predictor type without predictors" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --target-sparsity 0.3 --predictor-type f16
+has err "needs --predictors"
 expect 2 "unknown flag" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --bogus 1
 has err "unknown flag '--bogus'"
 expect 2 "missing value" -- "$HEARTH" calibrate -m "$M" -f

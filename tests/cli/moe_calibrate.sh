@@ -16,6 +16,8 @@ while [ $i -lt 60 ]; do
     i=$((i + 1))
 done >"$TMP/text.txt"
 
+expect 1 "--predictor-type on experts" -- "$HEARTH" calibrate -m "$TMP/st.gguf" -f "$TMP/text.txt" -o "$TMP/pt.gguf" --predictor-type f16
+has err "--predictor-type is for dense models"
 expect 0 "calibrate smallthinker" -- "$HEARTH" calibrate -m "$TMP/st.gguf" -f "$TMP/text.txt" -c 64 -t 2 -v
 # random full-rank gates: no expert predictor pays (the reason per expert with --verbose)
 has err "no predictor: would read"
