@@ -3,7 +3,7 @@
  *  - tile_x on tile_xprep's rows bit-identical to the same table's vec_dot on act_prep's
  *    rows, for every (row, token) of the tile, on lengths that leave a ragged group of
  *    blocks (Q4_0: n/32 not a multiple of 8) and on the xprep buffer pre-filled with garbage
- *    (so any byte the tile reads but xprep did not write shows);
+ *    (so any byte the tile reads but xprep did not write shows); Q8_0 weights include -128;
  *  - the same values within a rounding bound of the plain-C (scalar) table's vec_dot, the
  *    kernels' twin;
  *  - through hr_matmul: batch sizes around the tile width and past the 64-token block, 1-3
@@ -20,7 +20,7 @@
 
 static int same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
-static const uint32_t k_types[] = {HR_Q4_0, HR_Q4_K, HR_Q5_K, HR_IQ4_XS};
+static const uint32_t k_types[] = {HR_Q8_0, HR_Q4_0, HR_Q4_K, HR_Q5_K, HR_IQ4_XS};
 
 /* lengths per block size: ragged groups of 8 blocks, one block, long rows */
 static int64_t lens(uint32_t t, int i) {
@@ -37,6 +37,9 @@ static void check_direct(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) 
     char *w = malloc(rb * HR_TILE_R), *xq = aligned_alloc(64, xs * HR_TILE_C), *xt = aligned_alloc(64, xts * HR_TILE_C);
     float *x = malloc(sizeof(float) * (size_t)n);
     for (int i = 0; i < HR_TILE_R; i++) kt_weight_row(r, t, w + i * rb, n);
+    if (t == HR_Q8_0) /* -128, which ggml's quantizer never writes but a file may hold: |w| is 128 */
+        for (int64_t o = 0; o < (int64_t)rb * HR_TILE_R; o += 7)
+            if (o % (int64_t)sizeof(hr_block_q8_0) >= 2) w[o] = (char)-128;
     memset(xt, 0x5a, xts * HR_TILE_C);
     for (int c = 0; c < HR_TILE_C; c++) {
         for (int64_t i = 0; i < n; i++) x[i] = hr_rng_normal(r) * (i % 13 == 0 ? 4.0f : 1.0f);

@@ -450,6 +450,88 @@ static void tile_x_q4_0(int64_t n, const void *w, size_t ws, const void *x, size
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = hsum8(_mm256_add_ps(acc0[r][c], acc1[r][c]));
 }
 
+/* ---- Q8_0 prompt tiles over activations re-laid once per batch (tile_x) ----
+ * Per 8 blocks, the quants as they lie (32-byte aligned, so no load straddles a cache line)
+ * and the 8 x scales as floats, so a tile broadcasts a block's scale from memory instead of
+ * gathering the 8 F16 scales for every pair of weight rows. Q8_0's step k uses one scale in
+ * all lanes, so perm(d_w * d_x, k) is bcast(d_w[k]) * bcast(d_x[k]) lane for lane. |w| is
+ * taken once per weight block for the tile's tokens. (Running vec_dot's two accumulator
+ * chains one after the other, so that only RC accumulators are live, was no faster.) */
+typedef struct { int8_t qs[QGRP][HR_QK]; float d[QGRP]; } xgrp8_t; /* 288 bytes */
+
+static size_t tile_xbytes_q8_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp8_t); }
+
+static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
+    const hr_block_q8_0 *x = xq;
+    xgrp8_t *o = xt;
+    const int64_t nb = n / HR_QK;
+    for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++)
+        for (int k = 0; k < QGRP; k++) { /* zero blocks past the end add exactly +0, as in QDOT_BODY's tail */
+            if (b + k < nb) {
+                memcpy(o[gi].qs[k], x[b + k].qs, HR_QK);
+                o[gi].d[k] = _cvtsh_ss(x[b + k].d);
+            } else {
+                memset(o[gi].qs[k], 0, HR_QK);
+                o[gi].d[k] = 0.0f;
+            }
+        }
+}
+
+/* The group of 8 weight blocks at wb[r] against the tile's tokens: per (row, token) and block
+ * the operations of QGRP_STEP with w_idot_q8_0, into acc0 (even blocks) and acc1 (odd). */
+INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m256 (*acc0)[HR_TILE_C],
+                        __m256 (*acc1)[HR_TILE_C]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    _Pragma("GCC unroll 8") for (int k = 0; k < QGRP; k++) {
+        __m256i aw[HR_TILE_R], vw[HR_TILE_R];
+        __m256 dw[HR_TILE_R];
+        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+            const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb[r] + k;
+            vw[r] = _mm256_loadu_si256((const __m256i *)B->qs);
+            aw[r] = _mm256_sign_epi8(vw[r], vw[r]);
+            dw[r] = _mm256_set1_ps(_cvtsh_ss(B->d));
+        }
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
+            const xgrp8_t *g = (const xgrp8_t *)(X + c * xs) + gi;
+            const __m256i xk = _mm256_load_si256((const __m256i *)g->qs[k]);
+            const __m256 dx = _mm256_broadcast_ss(&g->d[k]);
+            _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+                const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(aw[r], _mm256_sign_epi8(xk, vw[r])), ones);
+                __m256 *a = k & 1 ? &acc1[r][c] : &acc0[r][c];
+                *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw[r], dx), *a);
+            }
+        }
+    }
+}
+
+static void tile_x_q8_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    const char *W = w, *X = x;
+    const int64_t nb = n / HR_QK, nfull = nb / QGRP;
+    __m256 acc0[HR_TILE_R][HR_TILE_C], acc1[HR_TILE_R][HR_TILE_C];
+    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++)
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) acc0[r][c] = acc1[r][c] = _mm256_setzero_ps();
+    for (int64_t gi = 0; gi < nfull; gi++) {
+        const char *wb[HR_TILE_R];
+        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+            wb[r] = W + r * ws + gi * QGRP * sizeof(hr_block_q8_0);
+            for (int o = 0; o < QGRP * (int)sizeof(hr_block_q8_0); o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0);
+        }
+        tx_q8_0_grp(wb, X, xs, gi, acc0, acc1);
+    }
+    if (nfull * QGRP < nb) { /* ragged group: zero-padded weight blocks, as in QDOT_BODY */
+        hr_block_q8_0 pad[HR_TILE_R][QGRP];
+        const char *wb[HR_TILE_R];
+        memset(pad, 0, sizeof pad);
+        for (int r = 0; r < HR_TILE_R; r++) {
+            memcpy(pad[r], W + r * ws + nfull * QGRP * sizeof(hr_block_q8_0), (size_t)(nb - nfull * QGRP) * sizeof pad[0][0]);
+            wb[r] = (const char *)pad[r];
+        }
+        tx_q8_0_grp(wb, X, xs, nfull, acc0, acc1);
+    }
+    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++)
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = hsum8(_mm256_add_ps(acc0[r][c], acc1[r][c]));
+}
+
 static const hr_kernels_ext k_avx2 = {
     .k = {
         .name = "avx2",
@@ -474,9 +556,9 @@ static const hr_kernels_ext k_avx2 = {
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx2),
               HR_KQL_ENTRIES(rows4, avx2)},
-    .tile_x = {[HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx2)},
-    .tile_xprep = {[HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx2)},
-    .tile_xbytes = {[HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx2)},
+    .tile_x = {[HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx2)},
+    .tile_xprep = {[HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx2)},
+    .tile_xbytes = {[HR_Q8_0] = tile_xbytes_q8_0, [HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx2)},
 };
 
 const hr_kernels_ext *hr_kext_avx2(void) { return &k_avx2; }
