@@ -422,33 +422,40 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
     }
 }
 
-static void tile_x_q4_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
-    const char *W = w, *X = x;
-    const int64_t nb = n / HR_QK, nfull = nb / QGRP;
-    __m256 acc0[HR_TILE_R][HR_TILE_C], acc1[HR_TILE_R][HR_TILE_C];
-    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++)
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) acc0[r][c] = acc1[r][c] = _mm256_setzero_ps();
-    for (int64_t gi = 0; gi < nfull; gi++) {
-        const char *wb[HR_TILE_R];
-        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
-            wb[r] = W + r * ws + gi * QGRP * sizeof(hr_block_q4_0);
-            for (int o = 0; o < QGRP * (int)sizeof(hr_block_q4_0); o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0);
-        }
-        tx_q4_0_grp(wb, X, xs, gi, acc0, acc1);
+/* The tile_x driver of Q4_0 and Q8_0: groups of QGRP blocks per pair of weight rows through
+ * tx_T_grp, a ragged last group from zero-padded blocks, then the two chains' sum. */
+#define TILE_X_GRP(T)                                                                                               \
+    static void tile_x_##T(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {    \
+        const char *W = w, *X = x;                                                                                  \
+        const int64_t nb = n / HR_QK, nfull = nb / QGRP;                                                            \
+        __m256 acc0[HR_TILE_R][HR_TILE_C], acc1[HR_TILE_R][HR_TILE_C];                                              \
+        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++)                                                 \
+            _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) acc0[r][c] = acc1[r][c] = _mm256_setzero_ps(); \
+        for (int64_t gi = 0; gi < nfull; gi++) {                                                                    \
+            const char *wb[HR_TILE_R];                                                                              \
+            _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {                                           \
+                wb[r] = W + r * ws + gi * QGRP * sizeof(hr_block_##T);                                              \
+                for (int o = 0; o < QGRP * (int)sizeof(hr_block_##T); o += 64)                                      \
+                    _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0);                                                \
+            }                                                                                                       \
+            tx_##T##_grp(wb, X, xs, gi, acc0, acc1);                                                                \
+        }                                                                                                           \
+        if (nfull * QGRP < nb) { /* ragged group: zero-padded weight blocks, as in QDOT_BODY */                     \
+            hr_block_##T pad[HR_TILE_R][QGRP];                                                                      \
+            const char *wb[HR_TILE_R];                                                                              \
+            memset(pad, 0, sizeof pad);                                                                             \
+            for (int r = 0; r < HR_TILE_R; r++) {                                                                   \
+                memcpy(pad[r], W + r * ws + nfull * QGRP * sizeof(hr_block_##T),                                    \
+                       (size_t)(nb - nfull * QGRP) * sizeof pad[0][0]);                                             \
+                wb[r] = (const char *)pad[r];                                                                       \
+            }                                                                                                       \
+            tx_##T##_grp(wb, X, xs, nfull, acc0, acc1);                                                             \
+        }                                                                                                           \
+        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++)                                                 \
+            _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] =                             \
+                hsum8(_mm256_add_ps(acc0[r][c], acc1[r][c]));                                                       \
     }
-    if (nfull * QGRP < nb) { /* ragged group: zero-padded weight blocks, as in QDOT_BODY */
-        hr_block_q4_0 pad[HR_TILE_R][QGRP];
-        const char *wb[HR_TILE_R];
-        memset(pad, 0, sizeof pad);
-        for (int r = 0; r < HR_TILE_R; r++) {
-            memcpy(pad[r], W + r * ws + nfull * QGRP * sizeof(hr_block_q4_0), (size_t)(nb - nfull * QGRP) * sizeof pad[0][0]);
-            wb[r] = (const char *)pad[r];
-        }
-        tx_q4_0_grp(wb, X, xs, nfull, acc0, acc1);
-    }
-    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++)
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = hsum8(_mm256_add_ps(acc0[r][c], acc1[r][c]));
-}
+TILE_X_GRP(q4_0)
 
 /* ---- Q8_0 prompt tiles over activations re-laid once per batch (tile_x) ----
  * Per 8 blocks, the quants as they lie (32-byte aligned, so no load straddles a cache line)
@@ -504,33 +511,7 @@ INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
     }
 }
 
-static void tile_x_q8_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
-    const char *W = w, *X = x;
-    const int64_t nb = n / HR_QK, nfull = nb / QGRP;
-    __m256 acc0[HR_TILE_R][HR_TILE_C], acc1[HR_TILE_R][HR_TILE_C];
-    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++)
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) acc0[r][c] = acc1[r][c] = _mm256_setzero_ps();
-    for (int64_t gi = 0; gi < nfull; gi++) {
-        const char *wb[HR_TILE_R];
-        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
-            wb[r] = W + r * ws + gi * QGRP * sizeof(hr_block_q8_0);
-            for (int o = 0; o < QGRP * (int)sizeof(hr_block_q8_0); o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0);
-        }
-        tx_q8_0_grp(wb, X, xs, gi, acc0, acc1);
-    }
-    if (nfull * QGRP < nb) { /* ragged group: zero-padded weight blocks, as in QDOT_BODY */
-        hr_block_q8_0 pad[HR_TILE_R][QGRP];
-        const char *wb[HR_TILE_R];
-        memset(pad, 0, sizeof pad);
-        for (int r = 0; r < HR_TILE_R; r++) {
-            memcpy(pad[r], W + r * ws + nfull * QGRP * sizeof(hr_block_q8_0), (size_t)(nb - nfull * QGRP) * sizeof pad[0][0]);
-            wb[r] = (const char *)pad[r];
-        }
-        tx_q8_0_grp(wb, X, xs, nfull, acc0, acc1);
-    }
-    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++)
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = hsum8(_mm256_add_ps(acc0[r][c], acc1[r][c]));
-}
+TILE_X_GRP(q8_0)
 
 static const hr_kernels_ext k_avx2 = {
     .k = {
