@@ -14,6 +14,8 @@
 
 /* How long to wait for the rest of an escape sequence before taking ESC as a key of its own. */
 #define ESC_WAIT_MS 100
+/* how long a wait for a key goes before it looks at the stop flag again (read_byte) */
+#define STOP_SLICE_MS 50
 
 enum key {
     K_NONE, K_CHAR, K_ENTER, K_LEFT, K_RIGHT, K_HOME, K_END, K_WLEFT, K_WRIGHT, K_BS, K_DEL, K_CTRL_D,
@@ -128,13 +130,17 @@ static int set_text(buf *b, const char *s) {
 /* 1: a byte; 0: none within timeout_ms; -1: end of input (or *le->stop was set by a signal);
  * -2: a read error. */
 static int read_byte(const hr_lineedit *le, unsigned char *c, int timeout_ms) {
-    bool stopped = false;
-    if (timeout_ms >= 0) {
-        struct pollfd p = {le->in, POLLIN, 0};
-        int r;
-        while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR && !(stopped = le->stop && *le->stop)) {}
-        if (stopped) return -1;
-        if (r <= 0) return 0;
+    /* A signal that lands after the stop test but before a blocking read would leave that read
+     * waiting for a key (a SIGTERM at the prompt then did not end the chat): a wait without end
+     * polls in slices, so a stop set at any moment is seen within one. */
+    const bool forever = timeout_ms < 0;
+    struct pollfd p = {le->in, POLLIN, 0};
+    for (;;) {
+        if (le->stop && *le->stop) return -1;
+        const int r = poll(&p, 1, forever ? STOP_SLICE_MS : timeout_ms);
+        if (r < 0 && errno == EINTR) continue;
+        if (r > 0 || (r < 0 && forever)) break; /* a poll error: the read reports it */
+        if (!forever) return 0;
     }
     for (;;) {
         ssize_t r = read(le->in, c, 1);
