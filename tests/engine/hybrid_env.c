@@ -1,4 +1,5 @@
 #include "hybrid_env.h"
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,4 +36,20 @@ int hr_test_eval_two_seqs(hearth_ctx *c, int32_t np, const int32_t *toks, const 
         memcpy(out + (size_t)(np + i) * (size_t)n_vocab, hearth_logits(c, i), sizeof(float) * (size_t)n_vocab);
     free(pos), free(seq), free(want);
     return rc;
+}
+
+void hr_test_moe_counts(uint32_t *counts, uint32_t *expert_counts, int layers, int ne, int32_t ff) {
+    for (int il = 0; il < layers; il++)
+        for (int x = 0; x < ne; x++) {
+            expert_counts[il * ne + x] = 500;
+            for (int j = 0; j < ff; j++)
+                counts[((size_t)il * (size_t)ne + (size_t)x) * (size_t)ff + (size_t)j] =
+                    (j + 3 * x + 5 * il) % 16 ? 0 : (uint32_t)(1 + (7 * j + 13 * x + 3 * il) % 50);
+        }
+}
+
+double hr_test_max_diff(const float *a, const float *b, size_t n) {
+    double d = 0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
 }

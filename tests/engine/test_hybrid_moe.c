@@ -72,12 +72,6 @@ static int run(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out
     return rc;
 }
 
-static double max_diff(const float *a, const float *b, size_t n) {
-    double d = 0;
-    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
-    return d;
-}
-
 /* The context's plan for a given arena: total bytes, expert bytes, one expert's bytes. */
 static void sizes(hearth_model *m, int32_t ngl, uint64_t *total, uint64_t *experts, uint64_t *one) {
     hr_gpu_plan p;
@@ -123,7 +117,7 @@ static void check_model(hearth_model *m, const char *tag, hearth_ffn_mode mode) 
             CHECKF(0, "%s %s: %s", tag, cases[k].what, e.msg);
             continue;
         }
-        const double d = max_diff(ref, got, n);
+        const double d = hr_test_max_diff(ref, got, n);
         printf("%s, %s: %d of %d experts on the device, %llu of %llu expert evaluations there; max |logit - cpu| %.2e\n",
                tag, cases[k].what, st.experts_device, st.experts_total, (unsigned long long)st.expert_evals_device,
                (unsigned long long)st.expert_evals_total, d);
@@ -302,7 +296,7 @@ static void check_cache(void) {
             CHECKF(0, "cache %d %s: %s", r->slots, r->policy, e.msg);
             continue;
         }
-        const double d = max_diff(ref, got, n);
+        const double d = hr_test_max_diff(ref, got, n);
         printf("expert cache, %d slots%s, %s, lag %d: %llu of %llu hits, %llu refills (%llu landed, %llu late); max |logit - cpu| %.2e\n",
                r->slots, r->n_cpu_moe ? " --cpu-moe" : "", r->policy, r->lag, (unsigned long long)st.cache_hits,
                (unsigned long long)st.cache_lookups, (unsigned long long)st.cache_refills, (unsigned long long)st.cache_landed,
@@ -348,7 +342,7 @@ static void check_cache(void) {
         const cache_run eager = {3, 0, 0, "lru", NULL, 0};
         hearth_gpu_status st = {0};
         const int rc = run_cache(m, &eager, got, &st, NULL, &e);
-        CHECKF(!rc && max_diff(ref, got, n) <= tol && st.cache_landed > 0, "eager copy stream: %s, %llu of %llu refills landed",
+        CHECKF(!rc && hr_test_max_diff(ref, got, n) <= tol && st.cache_landed > 0, "eager copy stream: %s, %llu of %llu refills landed",
                rc ? e.msg : "ran", (unsigned long long)st.cache_landed, (unsigned long long)st.cache_refills);
         printf("expert cache on the emulator, streams eager: %llu of %llu hits, %llu of %llu refills landed, %llu late\n",
                (unsigned long long)st.cache_hits, (unsigned long long)st.cache_lookups, (unsigned long long)st.cache_landed,

@@ -67,13 +67,9 @@ static hearth_model *calibrated(const char *arch, uint32_t type, hr_synth_act ac
  * uniform (500 per expert) unless favour: expert (0, 1) 800, (0, 0) 200. */
 static void fill_stats(hr_stats *st, int32_t ff, bool favour, bool hot0) {
     st->n_tokens = NTOK;
-    for (int il = 0; il < LAYERS; il++)
-        for (int x = 0; x < NE; x++) {
-            st->expert_counts[il * NE + x] = 500;
-            for (int j = 0; j < ff; j++)
-                st->counts[((size_t)il * NE + (size_t)x) * (size_t)ff + (size_t)j] =
-                    (j + 3 * x + 5 * il) % 16 ? 0 : (uint32_t)(1 + (7 * j + 13 * x + 3 * il) % 50 + (hot0 && il == 0 && x == 1 ? 400 : 0));
-        }
+    hr_test_moe_counts(st->counts, st->expert_counts, LAYERS, NE, ff);
+    for (int j = 0; hot0 && j < ff; j++) /* expert (0, 1): layer 0 is the first NE * ff counts */
+        if (st->counts[(size_t)ff + (size_t)j]) st->counts[(size_t)ff + (size_t)j] += 400;
     if (favour) st->expert_counts[1] = 800, st->expert_counts[0] = 200;
 }
 
@@ -285,12 +281,6 @@ static int greedy(hearth_model *m, const setup *s, hearth_ffn_mode mode, int32_t
     return rc;
 }
 
-static double max_diff(const float *a, const float *b, size_t n) {
-    double d = 0;
-    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
-    return d;
-}
-
 /* A row with two non-zero elements, x[a] = w[a + off], x[a + off] = -w[a], over the first a
  * (of n_embd - off) that layer il's router sends to expert id; the gate of the neuron whose
  * row is w is then 0 or a rounding residue whose sign depends on how the kernel accumulates
@@ -451,7 +441,7 @@ static void check_model(const char *arch, uint32_t type, hr_synth_act act, bool 
             CHECKF(0, "%s %s: %s", tag, cases[k].what, e.msg);
             continue;
         }
-        const double d = max_diff(ref, got, n);
+        const double d = hr_test_max_diff(ref, got, n);
         int same = 0;
         for (int r = 0; r < NP + 2; r++) same += argmax(ref + (size_t)r * nv, nv) == argmax(got + (size_t)r * nv, nv);
         printf("%s, %s: %d experts and %lld neurons of %d more on the device, %llu split evaluations; max |logit - cpu| %.2e\n",

@@ -73,13 +73,7 @@ static int write_stats(const hearth_model *m, const char *sp, hr_stats *st) {
     hr_err e = {{0}};
     if (hr_stats_init_moe(st, LAYERS, NE, K, ff, true, &e)) return fprintf(stderr, "stats: %s\n", e.msg), -1;
     st->n_tokens = 1000;
-    for (int il = 0; il < LAYERS; il++)
-        for (int x = 0; x < NE; x++) {
-            st->expert_counts[il * NE + x] = 500;
-            for (int j = 0; j < ff; j++)
-                st->counts[((size_t)il * NE + (size_t)x) * (size_t)ff + (size_t)j] =
-                    (j + 3 * x + 5 * il) % 16 ? 0 : (uint32_t)(1 + (7 * j + 13 * x + 3 * il) % 50);
-        }
+    hr_test_moe_counts(st->counts, st->expert_counts, LAYERS, NE, ff);
     if (hr_stats_write(sp, st, &e)) return fprintf(stderr, "write stats: %s\n", e.msg), -1;
     return 0;
 }
@@ -131,12 +125,6 @@ static int greedy(hearth_model *m, uint64_t budget, const char *ip, int32_t *out
     return rc;
 }
 
-static double max_diff(const float *a, const float *b, size_t n) {
-    double d = 0;
-    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
-    return d;
-}
-
 /* The smallest arena holding at least want neurons and no whole expert. */
 static uint64_t arena_for(hearth_model *m, const hr_stats *st, uint64_t lo, uint64_t hi, int64_t want) {
     while (lo < hi) {
@@ -185,7 +173,7 @@ int main(void) {
     const size_t n = (size_t)(NP + 2) * (size_t)nv;
     float *ref = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n), *ex = malloc(sizeof(float) * n);
     CHECKF(!run(m, 0, ip, HEARTH_FFN_PREDICTED, ref, NULL, &e) && !run(m, 0, ip, HEARTH_FFN_EXACT, ex, NULL, &e), "cpu: %s", e.msg);
-    CHECKF(max_diff(ref, ex, n) > 1e-3, "the predictors change nothing (%g): the test would not see a missing mask", max_diff(ref, ex, n));
+    CHECKF(hr_test_max_diff(ref, ex, n) > 1e-3, "the predictors change nothing (%g): the test would not see a missing mask", hr_test_max_diff(ref, ex, n));
     int32_t gref[GEN], ggot[GEN];
     CHECKF(!greedy(m, 0, ip, gref, &e), "cpu greedy: %s", e.msg);
     for (int k = dev == HEARTH_GPU_CUDA ? 1 : 0; k < 3; k++) {
@@ -203,7 +191,7 @@ int main(void) {
             CHECKF(0, "%s: %s", what[k], e.msg);
             continue;
         }
-        const double d = max_diff(ref, got, n);
+        const double d = hr_test_max_diff(ref, got, n);
         int same = 0;
         for (int r = 0; r < NP + 2; r++) same += argmax(ref + (size_t)r * nv, nv) == argmax(got + (size_t)r * nv, nv);
         printf("predicted, %s: %lld expert neurons of %d experts on the device, %llu split evaluations, %llu device "

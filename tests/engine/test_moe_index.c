@@ -21,6 +21,7 @@
 #include "sparse/moeidx.h"
 #include "sparse/stats.h"
 #include "synth/synth.h"
+#include "hybrid_env.h"
 #include "testutil.h"
 
 #define GIB 1073741824.0
@@ -53,13 +54,7 @@ static int write_stats(const hearth_model *m, hr_stats *st) {
     hr_err e = {{0}};
     if (hr_stats_init_moe(st, LAYERS, NE, K, ff, true, &e)) return fprintf(stderr, "stats: %s\n", e.msg), -1;
     st->n_tokens = 1000;
-    for (int il = 0; il < LAYERS; il++)
-        for (int x = 0; x < NE; x++) {
-            st->expert_counts[il * NE + x] = 500;
-            for (int j = 0; j < ff; j++)
-                st->counts[((size_t)il * NE + (size_t)x) * (size_t)ff + (size_t)j] =
-                    (j + 3 * x + 5 * il) % 16 ? 0 : (uint32_t)(1 + (7 * j + 13 * x + 3 * il) % 50);
-        }
+    hr_test_moe_counts(st->counts, st->expert_counts, LAYERS, NE, ff);
     st->expert_counts[1] = 800, st->expert_counts[0] = 200;
     st->expert_counts[2 * NE + 3] = 700, st->expert_counts[2 * NE + 2] = 300;
     snprintf(spath, sizeof spath, "%s.stats.gguf", mpath), snprintf(ipath, sizeof ipath, "%s.generated.gpuidx", mpath);
