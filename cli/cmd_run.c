@@ -1,6 +1,7 @@
 /* hearth run: generate text from a prompt, streaming the prompt and then the tokens to stdout
  * (llama.cpp's llama-completion habits); -cnv hands over to hearth chat. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,7 @@ static void help(void) {
            "  -v, --verbose             print model, memory, kernel and GPU plan details to stderr\n"
            "  --version                 print the version and build and exit\n"
            "  --dump FILE               write prompt tokens, generated tokens and each step's logits as JSON\n"
+           "                            (MoE models: and the step's smallest router margin)\n"
            "  --force-tokens \"ID ...\"   teacher forcing: after each step feed these token ids in turn instead of\n"
            "                            the sampled ones (the dump still records the sampled ones); comparing\n"
            "                            two engines' logits on one history\n"
@@ -162,8 +164,13 @@ static void dump_begin(dumper *d, const int32_t *toks, size_t n) {
     fprintf(d->f, "],\"steps\":[");
 }
 
-static void dump_step(dumper *d, int32_t tok, const float *logits) {
-    fprintf(d->f, "%s{\"token\":%d,\"logits\":[", d->steps++ ? ",\n" : "\n", tok);
+/* MoE models add the smallest router margin of the forward call that made these logits
+ * (hearth_ctx_moe_margin), so a comparison can tell a near-tied expert choice from an error. */
+static void dump_step(dumper *d, hearth_ctx *c, int32_t tok, const float *logits) {
+    fprintf(d->f, "%s{\"token\":%d,", d->steps++ ? ",\n" : "\n", tok);
+    const float mg = hearth_ctx_moe_margin(c);
+    if (mg == mg) fprintf(d->f, isinf(mg) ? "\"router_margin\":null," : "\"router_margin\":%.9g,", mg);
+    fprintf(d->f, "\"logits\":[");
     for (int32_t i = 0; i < d->n_vocab; i++) fprintf(d->f, "%s%.9g", i ? "," : "", logits[i]);
     fprintf(d->f, "]}");
 }
@@ -321,7 +328,7 @@ static int generate(hearth_model *m, hearth_ctx *c, run_cli *r, const char *text
         const float *lg = hearth_logits(c, -1);
         int32_t tok = hr_run_grammar_sample(&rg, s, lg);
         if (tok < 0 && n_sampled >= n_forced) { fprintf(stderr, "\nhearth run: the grammar allows no further token; stopping\n"); break; }
-        if (d.f) dump_step(&d, tok, lg);
+        if (d.f) dump_step(&d, c, tok, lg);
         if (n_sampled < n_forced) tok = forced[n_sampled];
         hr_sampler_accept(s, tok);
         n_sampled++;

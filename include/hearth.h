@@ -168,6 +168,11 @@ int hearth_ctx_moe_stats(const hearth_ctx *c, hearth_moe_stats *out);
 /* Tokens layer il routed to each expert: counts[n_expert], summed over every forward call
  * (a token counts once for each of its n_expert_used experts). -1 for dense models or a bad il. */
 int hearth_ctx_moe_routed(const hearth_ctx *c, int32_t il, uint64_t *counts);
+/* The smallest router margin since the last call, which it resets: over every token and layer
+ * routed, the gap in router-logit units between the last expert chosen and the best one not
+ * chosen (+INF when nothing was routed or every expert is chosen; NAN for dense models). A
+ * margin within rounding of zero is a near tie another engine may break the other way. */
+float hearth_ctx_moe_margin(hearth_ctx *c);
 /* Predicted mode with ffn_stats (files with expert predictors): per expert of layer il, the
  * token-neuron pairs its predictor marked, those whose gate fired (> 0), and both (precision
  * both / predicted, recall both / fired), each [n_expert]. -1 without those counts. */

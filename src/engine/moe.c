@@ -50,6 +50,8 @@ struct hr_moe_ws {
     hr_moe_observer obs;   /* calibration: each dense expert group's inputs and activations */
     void *obs_ud;
     hearth_moe_stats st;
+    float *raw;            /* [n_expert] one token's router scores before its probabilities */
+    float margin;          /* smallest router margin since hearth_ctx_moe_margin last took it */
 };
 
 bool hr_moe_has_predictors(const hearth_model *m) {
@@ -86,17 +88,18 @@ int hr_moe_ctx_init(hearth_ctx *c, hr_err *e) {
     struct hr_moe_ws *w = calloc(1, sizeof *w);
     if (!w) return hr_errf(e, "out of memory");
     c->moe = w;
+    w->margin = INFINITY;
     const size_t nb = (size_t)c->n_batch, k = (size_t)hp->n_expert_used, ne = (size_t)hp->n_expert;
     const size_t d = (size_t)hp->n_embd, ff = (size_t)hp->n_ff_exp;
     w->k = (int32_t)k, w->ne = (int32_t)ne, w->ff = (int32_t)ff, w->d = (int32_t)d;
     const size_t nl = (size_t)hp->n_layer;
     const size_t bytes[] = {nb * ne * 4, nb * k * 4, nb * k * 4, ne * 4, ne * 4, nb * k * 4, nb * d * 4, nb * ff * 4,
                             nb * ff * 4, nb * ff * 4, nb * d * 4, nb * k * d * 4, nb * ff * 4, ff * 4, ff * 4, nl * ne * 8,
-                            ne * 4, ne * 4, ne * 4, ne * 4};
+                            ne * 4, ne * 4, ne * 4, ne * 4, ne * 4};
     void **bufs[] = {(void **)&w->logits, (void **)&w->sel, (void **)&w->w, (void **)&w->count, (void **)&w->start,
                      (void **)&w->slot, (void **)&w->xg, (void **)&w->g, (void **)&w->u, (void **)&w->a,
                      (void **)&w->y, (void **)&w->ys, (void **)&w->gc, (void **)&w->idx, (void **)&w->all,
-                     (void **)&w->routed_n, (void **)&w->dr0, (void **)&w->dn, (void **)&w->xr0, (void **)&w->xn};
+                     (void **)&w->routed_n, (void **)&w->dr0, (void **)&w->dn, (void **)&w->xr0, (void **)&w->xn, (void **)&w->raw};
     for (size_t i = 0; i < sizeof bytes / sizeof *bytes; i++) {
         if (!(*bufs[i] = calloc(1, bytes[i]))) return hr_errf(e, "out of memory allocating expert buffers");
         c->scratch_bytes += bytes[i];
@@ -120,7 +123,7 @@ void hr_moe_ctx_free(hearth_ctx *c) {
     free(w->logits), free(w->sel), free(w->w), free(w->count), free(w->start), free(w->slot);
     free(w->xg), free(w->g), free(w->u), free(w->a), free(w->y), free(w->ys);
     free(w->gc), free(w->idx), free(w->all), free(w->routed_n), free(w->fire_n), free(w->dr0), free(w->dn);
-    free(w->xr0), free(w->xn);
+    free(w->xr0), free(w->xn), free(w->raw);
     free(w->ph), free(w->ps), free(w->pred_n), free(w->xpm), free(w->xmasked);
     if (w->trace) fclose(w->trace);
     free(w);
@@ -160,6 +163,23 @@ static void gate_probs(hr_moe_gate g, float *p, int32_t ne) {
     for (int32_t i = 0; i < ne; i++) sum += (double)(p[i] = expf(p[i] - max));
     const float s = (float)(1.0 / sum);
     for (int32_t i = 0; i < ne; i++) p[i] *= s;
+}
+
+/* Token t's router margin: its raw scores' (raw[ne], before the gate's probabilities) gap
+ * between the last expert chosen and the best one left out. Where it is within rounding, a
+ * rounding-sized change in the layer's input can swap them (ties in probability, as a
+ * saturated sigmoid gives, make it zero or negative). */
+static void note_margin(struct hr_moe_ws *w, const float *raw, const int32_t *sel) {
+    float in = INFINITY, out = -INFINITY;
+    for (int32_t i = 0; i < w->ne; i++) {
+        bool taken = false;
+        for (int32_t q = 0; q < w->k && !taken; q++) taken = sel[q] == i;
+        if (taken && raw[i] < in) in = raw[i];
+        if (!taken && raw[i] > out) out = raw[i];
+    }
+    if (out == -INFINITY) return; /* every expert chosen: nothing can swap */
+    const float m = in - out;
+    if (m < w->margin) w->margin = m;
 }
 
 /* Token t's top-k experts (ties and NaN: the lower id) and their weights. */
@@ -210,8 +230,11 @@ static int route_run(hearth_ctx *c, const hr_layer *L, const float *xn, int32_t 
     add_rows(w->logits, L->moe.router_b, n, w->ne);
     for (int32_t t = 0; t < n; t++) {
         /* SOFTMAX_WEIGHT ranks the raw scores; choose() turns the chosen ones into weights */
-        if (c->m->hp.moe_gate != HR_MOE_SOFTMAX_WEIGHT) gate_probs(c->m->hp.moe_gate, w->logits + (int64_t)t * w->ne, w->ne);
+        float *p = w->logits + (int64_t)t * w->ne;
+        memcpy(w->raw, p, sizeof(float) * (size_t)w->ne);
+        if (c->m->hp.moe_gate != HR_MOE_SOFTMAX_WEIGHT) gate_probs(c->m->hp.moe_gate, p, w->ne);
         choose(c, w, t);
+        note_margin(w, w->raw, w->sel + (int64_t)t * w->k);
         for (int32_t r = 0; r < w->k; r++) w->count[w->sel[t * w->k + r]]++;
     }
     for (int32_t x = 0, off = 0; x < w->ne; x++) w->start[x] = off, off += w->count[x];
@@ -690,6 +713,13 @@ int hearth_ctx_moe_stats(const hearth_ctx *c, hearth_moe_stats *out) {
     if (!c->moe) return -1;
     *out = c->moe->st;
     return 0;
+}
+
+float hearth_ctx_moe_margin(hearth_ctx *c) {
+    if (!c->moe) return NAN;
+    const float m = c->moe->margin;
+    c->moe->margin = INFINITY;
+    return m;
 }
 
 int hearth_ctx_moe_routed(const hearth_ctx *c, int32_t il, uint64_t *counts) {

@@ -172,8 +172,8 @@ const QUANT_CASES = [
     {mix: "Q4_K_M", arch: "gemma3", name: "gemma3-q4_k_m", n_layer: 6, extra: ["--swa", "16"]},
     {mix: "Q4_K_M", arch: "phi3", name: "phi3-q4_k_m"},
     // MoE: one activation that rounds the other way (above) can also flip a near-tied router
-    // choice, which swaps an expert for that token and moves logits by O(1) from there on:
-    // seeds 21 and 24 do it (steps 6 and 31), seed 22 has no such tie in its 32 steps.
+    // choice, which swaps an expert for that token and moves logits by O(1) from there on
+    // (ROUTER_TIE_MARGIN): seed 22 does it at step 27 with the AVX-512 kernels (margin 2.3e-3).
     {mix: "Q4_K_M", arch: "qwen3moe", tokenizer: "bpe", name: "qwen3moe-q4_k_m", seed: 22,
         extra: ["--n-expert", "4", "--n-expert-used", "2"]},
     // gpt-oss in llama.cpp's MXFP4_MOE mix (its experts MXFP4, as the released files): 1.7e-7
@@ -403,6 +403,15 @@ function fmtTop(logits, k = 5) {
     return topK(logits, k).map(([i, v]) => `${i}:${v.toFixed(5)}`).join(" ");
 }
 
+// MoE: an activation that rounds the other way (a Q8 quantum, or a last bit) moves a router
+// logit by up to 3.5e-2 (measured on qwen3moe-q4_k_m between Hearth's own kernel sets), and where
+// the last expert chosen leads the next by less, the two engines may pick different experts;
+// the swapped expert moves that step's logits by O(1) and, through the KV cache, every later one.
+// Such a step (the dump's router_margin says how close its choice was) ends the comparison, but
+// only after ROUTER_TIE_MIN_STEP steps agreed, so an error from the start still fails.
+const ROUTER_TIE_MARGIN = 5e-2;
+const ROUTER_TIE_MIN_STEP = 8;
+
 function compareRuns(c, h, l) {
     const msgs = [];
     const tolRel = c.tol ?? TOL[c.type];
@@ -425,6 +434,7 @@ function compareRuns(c, h, l) {
             const x = Math.abs(hl[j] - ll[j]);
             if (!(x <= d)) { d = x; dj = j; } // NaN counts as the worst
         }
+        const worstBefore = worst;
         worst = Math.max(worst, d);
         worstRel = Math.max(worstRel, d / scale);
         const t2 = topK(ll, 2);
@@ -445,6 +455,14 @@ function compareRuns(c, h, l) {
             }
             nearTies.push(s);
         }
+        const margin = h.margins[s];
+        if (!(d <= tol) && s >= ROUTER_TIE_MIN_STEP && margin !== null && margin < ROUTER_TIE_MARGIN) {
+            msgs.push(`${s}/${N_GEN} steps compared, then a near-tied router choice at step ${s} (margin ` +
+                `${margin.toExponential(2)}): its logits and the rest are not compared` +
+                (nearTies.length ? ` (near ties at steps ${nearTies.join(", ")})` : "") +
+                `, max |dlogit| before ${worstBefore.toExponential(2)}`);
+            return {ok: true, msgs};
+        }
         if (!(d <= tol)) {
             msgs.push(`step ${s}: max |dlogit| ${d.toExponential(3)} at token ${dj} (hearth ${hl[dj]}, llama ${ll[dj]}) > tol ${tol.toExponential(2)}` +
                 `\n    hearth top: ${fmtTop(hl)}\n    llama  top: ${fmtTop(ll)}`);
@@ -463,8 +481,10 @@ function normalizeDump(d) {
     if (Array.isArray(d.steps)) {
         d.tokens = d.steps.map((s) => s.token);
         d.logits = d.steps.map((s) => s.logits);
+        d.margins = d.steps.map((s) => s.router_margin ?? null);
     }
     if (!Array.isArray(d.tokens) || !Array.isArray(d.logits)) throw new Error("hearth dump has no tokens/logits");
+    if (!Array.isArray(d.margins)) d.margins = d.tokens.map(() => null);
     return d;
 }
 

@@ -32,16 +32,18 @@ static void row_of(const hr_mat *w, int32_t x, int64_t r, float *dst) {
 }
 
 /* out[d] = the layer's MoE FFN of xn[d] in double precision; sel/wt: the reference routing. */
-static void reference(const hearth_model *m, const hr_layer *L, const float *xn, double *out, int32_t *sel, double *wt) {
+/* *margin: the raw router score of the last expert chosen less the best one left out. */
+static void reference(const hearth_model *m, const hr_layer *L, const float *xn, double *out, int32_t *sel, double *wt,
+                      double *margin) {
     const hr_hparams *hp = &m->hp;
     const int32_t ne = hp->n_expert, k = hp->n_expert_used, d = hp->n_embd, ff = hp->n_ff_exp;
-    double *p = calloc((size_t)ne, sizeof *p), *h = calloc((size_t)ff, sizeof *h);
+    double *p = calloc((size_t)ne, sizeof *p), *h = calloc((size_t)ff, sizeof *h), *raw = calloc((size_t)ne, sizeof *raw);
     float *row = calloc((size_t)(d > ff ? d : ff), sizeof *row);
     for (int32_t x = 0; x < ne; x++) {
         hr_dequant_row(L->moe.router.type, (const uint8_t *)L->moe.router.data + (size_t)x * L->moe.router.row_bytes, row, d);
         double s = 0;
         for (int32_t j = 0; j < d; j++) s += (double)row[j] * xn[j];
-        p[x] = s + (L->moe.router_b ? L->moe.router_b[x] : 0);
+        raw[x] = p[x] = s + (L->moe.router_b ? L->moe.router_b[x] : 0);
     }
     if (hp->moe_gate == HR_MOE_SOFTMAX_WEIGHT) {
         /* ranked on the raw scores; the weights come below */
@@ -63,6 +65,13 @@ static void reference(const hearth_model *m, const hr_layer *L, const float *xn,
         }
         sel[r] = best, wt[r] = p[best], wsum += p[best];
     }
+    double out_best = -INFINITY;
+    for (int32_t x = 0; x < ne; x++) {
+        bool taken = false;
+        for (int32_t q = 0; q < k; q++) taken |= sel[q] == x;
+        if (!taken && raw[x] > out_best) out_best = raw[x];
+    }
+    *margin = raw[sel[k - 1]] - out_best;
     if (hp->moe_gate == HR_MOE_SOFTMAX_WEIGHT) { /* softmax over the chosen scores */
         double mx = wt[0];
         wsum = 0;
@@ -97,7 +106,7 @@ static void reference(const hearth_model *m, const hr_layer *L, const float *xn,
             out[j] += wt[r] * y;
         }
     }
-    free(p), free(h), free(row);
+    free(p), free(h), free(row), free(raw);
 }
 
 static hearth_model *make_act(const char *arch, uint32_t type, uint32_t ne, uint32_t k, bool sigmoid, int act, const char *tag) {
@@ -172,10 +181,16 @@ static void check_layer_mode(hearth_model *m, const char *tag, double tol, heart
     }
     const hr_layer *L = &m->layers[1];
     CHECK(hr_moe_ffn(c, L, 1, xn, n, yb, &e) == 0);
-    double worst = 0;
+    const float batch_margin = hearth_ctx_moe_margin(c);
+    double worst = 0, min_margin = INFINITY;
     for (int32_t t = 0; t < n; t++) {
         CHECK(hr_moe_ffn(c, L, 1, xn + t * d, 1, y1, &e) == 0);
-        reference(m, L, xn + t * d, ref, sel, wt);
+        double margin;
+        reference(m, L, xn + t * d, ref, sel, wt, &margin);
+        const float hm = hearth_ctx_moe_margin(c);
+        CHECKF(margin > 0 && fabs(hm - margin) <= 1e-4 * (1 + margin), "%s token %d: router margin %g, reference %g", tag, t,
+               hm, margin);
+        min_margin = fmin(min_margin, margin);
         const int32_t *hs = hr_moe_last_experts(c);
         const float *hw = hr_moe_last_weights(c);
         double scale = 1e-3, wsum = 0;
@@ -191,6 +206,9 @@ static void check_layer_mode(hearth_model *m, const char *tag, double tol, heart
         CHECKF(!memcmp(y1, yb + t * d, sizeof(float) * (size_t)d), "%s token %d: batched output differs from alone", tag, t);
     }
     CHECKF(worst <= tol, "%s: max error %.3g of the output scale, tolerance %.3g", tag, worst, tol);
+    CHECKF(fabs(batch_margin - min_margin) <= 1e-4 * (1 + min_margin), "%s: batch's router margin %g, smallest of its tokens %g",
+           tag, batch_margin, min_margin);
+    CHECKF(isinf(hearth_ctx_moe_margin(c)), "%s: the router margin was not reset by reading it", tag);
     fprintf(stderr, "%s (%s): max error vs float64 reference %.2e of scale (tol %.0e)\n", tag, hearth_ffn_mode_name(mode), worst, tol);
     free(xn), free(yb), free(y1), free(ref);
     hearth_ctx_free(c);
@@ -436,7 +454,8 @@ static void check_counts(hearth_model *m, const char *tag) {
     CHECK(hr_moe_ffn(c, L, 1, xn, n, y, &e) == 0);
     for (int32_t t = 0; t < n; t++) {
         CHECK(hr_moe_ffn(c, L, 1, xn + t * d, 1, y, &e) == 0);
-        reference(m, L, xn + t * d, ref, sel, wt);
+        double margin;
+        reference(m, L, xn + t * d, ref, sel, wt, &margin);
         for (int32_t r = 0; r < k; r++) {
             want_r[sel[r]] += 2;
             for (int32_t i = 0; i < ff; i++) {
