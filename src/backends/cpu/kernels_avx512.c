@@ -426,36 +426,105 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
     }
 }
 
-TGT static void tile_x_q4_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
-    const char *W = w, *X = x;
-    enum { R = HR_TILE_R, C = HR_TILE_C };
-    __m512 acc0[R][C], acc1[R][C];
-    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = acc1[r][c] = _mm512_setzero_ps();
-    const int64_t nb = n / HR_QK, nfull = nb / QGRP;
-    for (int64_t gi = 0; gi < nfull; gi++) {
-        const char *wb[R];
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
-            wb[r] = W + r * ws + gi * QGRP * sizeof(hr_block_q4_0);
-            for (int o = 0; o < QGRP * (int)sizeof(hr_block_q4_0); o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0);
-        }
-        tx_q4_0_grp(wb, X, xs, gi, acc0, acc1);
+/* The tile_x driver of a type whose row groups GRP (tx_*_grp) computes: the full groups with
+ * their prefetch, then a ragged group over zero-padded weight blocks, as in QDOT_BODY. */
+#define TILE_X_DRIVER(NAME, BLK, GRP)                                                                    \
+    TGT static void tile_x_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
+                                  size_t ys) {                                                           \
+        const char *W = w, *X = x;                                                                       \
+        enum { R = HR_TILE_R, C = HR_TILE_C };                                                           \
+        __m512 acc0[R][C], acc1[R][C];                                                                   \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                              \
+            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = acc1[r][c] = _mm512_setzero_ps(); \
+        const int64_t nb = n / HR_QK, nfull = nb / QGRP;                                                 \
+        for (int64_t gi = 0; gi < nfull; gi++) {                                                         \
+            const char *wb[R];                                                                           \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                        \
+                wb[r] = W + r * ws + gi * QGRP * sizeof(BLK);                                            \
+                for (int o = 0; o < QGRP * (int)sizeof(BLK); o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0); \
+            }                                                                                            \
+            GRP(wb, X, xs, gi, acc0, acc1);                                                              \
+        }                                                                                                \
+        if (nfull * QGRP < nb) {                                                                         \
+            const int64_t b = nfull * QGRP;                                                              \
+            BLK pad[R][QGRP];                                                                            \
+            const char *wb[R];                                                                           \
+            memset(pad, 0, sizeof pad);                                                                  \
+            for (int r = 0; r < R; r++) {                                                                \
+                memcpy(pad[r], W + r * ws + b * sizeof(BLK), (size_t)(nb - b) * sizeof pad[0][0]);       \
+                wb[r] = (const char *)pad[r];                                                            \
+            }                                                                                            \
+            GRP(wb, X, xs, nfull, acc0, acc1);                                                           \
+        }                                                                                                \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                              \
+            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                                          \
+                y[c * ys + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r][c], acc1[r][c]));             \
     }
-    if (nfull * QGRP < nb) { /* ragged group: zero-padded weight blocks, as in QDOT_BODY */
-        const int64_t b = nfull * QGRP;
-        hr_block_q4_0 pad[R][QGRP];
-        const char *wb[R];
-        memset(pad, 0, sizeof pad);
-        for (int r = 0; r < R; r++) {
-            memcpy(pad[r], W + r * ws + b * sizeof(hr_block_q4_0), (size_t)(nb - b) * sizeof pad[0][0]);
-            wb[r] = (const char *)pad[r];
+
+TILE_X_DRIVER(q4_0, hr_block_q4_0, tx_q4_0_grp)
+
+/* ---- Q8_0 prompt tiles over re-laid activations (tile_x) ----
+ * vec_dot's int32 lane is sum(w * x) over 4 bytes, taken as |w| * (x with w's sign). Here the
+ * weights become unsigned once per row and pair (w ^ 0x80 = w + 128) and the lane starts at
+ * -128 * sum(x), stored per pair in the re-laid row: sum((w + 128) x) - 128 sum(x) is the
+ * same integer, with no per-(row, token) negation. The x scales are stored in each pair's
+ * lane order, so the lane scale perm(d_w) * perm(d_x) is vec_dot's permuted product lane for
+ * lane, and the FMAs are vec_dot's in its order: results are bit for bit dot_q8_0's. */
+typedef struct { __m512i q[4], s128[4]; __m512 ds[4]; } xgrp8_t; /* 768 bytes */
+
+static size_t tile_xbytes_q8_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp8_t); }
+
+TGT static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
+    const hr_block_q8_0 *x = xq;
+    xgrp8_t *o = xt; /* 64-byte aligned: matmul's scratch rows */
+    const int64_t nb = n / HR_QK;
+    for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
+        hr_block_q8_0 pad[QGRP];
+        const hr_block_q8_0 *src = x + b;
+        if (b + QGRP > nb) { /* zero blocks add exactly +0, as in QDOT_BODY's tail */
+            memset(pad, 0, sizeof pad);
+            memcpy(pad, x + b, (size_t)(nb - b) * sizeof pad[0]);
+            src = pad;
         }
-        tx_q4_0_grp(wb, X, xs, nfull, acc0, acc1);
+        const __m256 d = scales8_q8(src);
+        for (int p = 0; p < 4; p++) {
+            const __m512i q = pair256(src[2 * p].qs, src[2 * p + 1].qs);
+            const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), q);
+            _mm512_store_si512(&o[gi].q[p], q);
+            _mm512_store_si512(&o[gi].s128[p], _mm512_sub_epi32(_mm512_setzero_si512(), s));
+            _mm512_store_ps(&o[gi].ds[p], _mm512_permutexvar_ps(sidx(0, p), _mm512_castps256_ps512(d)));
+        }
     }
-    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)
-            y[c * ys + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r][c], acc1[r][c]));
 }
+
+/* The tile's R weight rows' group against its C tokens, pair by pair: each activation load
+ * serves all R rows, each unsigned weight pair all C tokens. */
+INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
+                        __m512 (*acc1)[HR_TILE_C]) {
+    __m256 wd8[HR_TILE_R];
+    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) wd8[r] = scales8_q8(wb[r]);
+    _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {
+        __m512 wd[HR_TILE_R];
+        __m512i wu[HR_TILE_R];
+        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+            const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb[r] + 2 * p;
+            wd[r] = _mm512_permutexvar_ps(sidx(0, p), _mm512_castps256_ps512(wd8[r]));
+            wu[r] = _mm512_xor_si512(pair256(B[0].qs, B[1].qs), _mm512_set1_epi8((char)0x80));
+        }
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
+            const xgrp8_t *g = (const xgrp8_t *)(X + c * xs) + gi;
+            const __m512i q = _mm512_load_si512(&g->q[p]), s = _mm512_load_si512(&g->s128[p]);
+            const __m512 ds = _mm512_load_ps(&g->ds[p]);
+            _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+                const __m512 v = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(s, wu[r], q));
+                __m512 *a = (p & 1) ? &acc1[r][c] : &acc0[r][c];
+                *a = _mm512_fmadd_ps(v, _mm512_mul_ps(wd[r], ds), *a);
+            }
+        }
+    }
+}
+
+TILE_X_DRIVER(q8_0, hr_block_q8_0, tx_q8_0_grp)
 
 static const hr_kernels_ext k_avx512 = {
     .k = {
@@ -481,9 +550,9 @@ static const hr_kernels_ext k_avx512 = {
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx512),
               HR_KQL_ENTRIES(rows4, avx512)},
-    .tile_x = {[HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx512)},
-    .tile_xprep = {[HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx512)},
-    .tile_xbytes = {[HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx512)},
+    .tile_x = {[HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx512)},
+    .tile_xprep = {[HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx512)},
+    .tile_xbytes = {[HR_Q8_0] = tile_xbytes_q8_0, [HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx512)},
 };
 
 const hr_kernels_ext *hr_kext_avx512(void) { return &k_avx512; }
