@@ -461,7 +461,7 @@ static int place_slots(planner *q, hr_err *e) {
 
 /* Layers whose host experts may put hot neurons on the device (gpu_plan_xhot.c): the
  * statistics' firing counts, ReLU-family experts (an inactive neuron's output is exactly
- * zero, so the CPU may compute the rest sparsely, as --ffn exact) with ffn_down_exps_t rows,
+ * zero, so the CPU may compute the rest sparsely, as --ffn exact) with a down matrix,
  * dense, exact or predicted mode (there the device masks its hot neurons by the expert's
  * predictor, which the host runs first), static placement. */
 static bool xhot_allowed(const planner *q, int il) {

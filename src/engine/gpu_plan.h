@@ -85,7 +85,7 @@ typedef struct hr_gpu_expert {
 } hr_gpu_expert;
 
 /* Hot neurons of one expert computed on the host (ReLU-family experts of a file with
- * ffn_down_exps_t or an F32/F16 ffn_down_exps, placed by the statistics' firing counts,
+ * or without ffn_down_exps_t, placed by the statistics' firing counts,
  * gpu_plan_xhot.c): its hottest neurons' gate, up and down_t rows (hr_xhot_down: transposed
  * down columns without ffn_down_exps_t) gathered into device matrices, local row i = neuron
  * hot_ids[i] (ascending); the CPU computes the expert's other neurons. */
@@ -204,8 +204,8 @@ uint64_t hr_gpu_plan_expert_fingerprint(const hearth_model *m);
 /* The plan's static expert placement as an expert index (capacity: expert_budget). */
 int hr_gpu_plan_moeidx(const hr_gpu_plan *p, const hearth_model *m, hr_moeidx *out, hr_err *e);
 /* The rows the device holds for hot expert neurons' down: ffn_down_exps_t's rows, or the
- * columns of an F32/F16 ffn_down_exps, transposed at upload into rows of that type (a quantized
- * one has no column rows); data NULL in the latter, n_out 0 when neither. */
+ * columns of ffn_down_exps, transposed at upload into rows of its type (F32, F16) or of F16
+ * (any other type, dequantized); data NULL in the latter, n_out 0 without either matrix. */
 hr_mat hr_xhot_down(const hr_moe_weights *w);
 /* Offsets of layer il's expert neurons from *off; their bytes into the neuron category. */
 void hr_plan_xhot_layout(const hr_gpu_plan_in *in, hr_gpu_plan *p, int il, uint64_t *off);

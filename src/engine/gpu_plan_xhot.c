@@ -24,9 +24,12 @@ static uint64_t rows_b(const hr_mat *m, int64_t k) { return k ? hr_dev_round((ui
 hr_mat hr_xhot_down(const hr_moe_weights *w) {
     if (w->down_t.data) return w->down_t;
     const hr_mat *d = &w->down;
-    if (!d->data || (d->type != HR_F32 && d->type != HR_F16)) return (hr_mat){0};
-    /* a column of an F32/F16 matrix is a row of the same type: n_embd elements per neuron */
-    return (hr_mat){d->type, d->n_out, d->n_in, hr_row_bytes(d->type, (uint64_t)d->n_out), NULL};
+    if (!d->data) return (hr_mat){0};
+    /* a column of an F32/F16 matrix is a row of the same type: n_embd elements per neuron; a
+     * quantized (or BF16) matrix's blocks run along the row, so its columns are dequantized
+     * into F16 rows, which the device's axpy reads */
+    const uint32_t t = d->type == HR_F32 || d->type == HR_F16 ? d->type : HR_F16;
+    return (hr_mat){t, d->n_out, d->n_in, hr_row_bytes(t, (uint64_t)d->n_out), NULL};
 }
 /* One hot neuron's row bytes, and the exact growth of an expert's three allocations from k
  * hot neurons to k + 1 (the rounding of each is paid by the neuron that crosses a step). */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backends/device/standin.h"
+#include "formats/types.h"
 #include "hybrid.h"
 #include "moe.h"
 
@@ -149,18 +150,32 @@ static int upload_attn_vecs(hr_hybrid *h, const hr_hparams *hp, const hr_layer *
                : 0;
 }
 
-/* Columns ids[] of an F32/F16 matrix src (hot neurons of an expert's ffn_down_exps) as the
- * rows of the device matrix d: the down_t rows the device's sparse axpy reads. */
+/* Columns ids[] of a matrix src (hot neurons of an expert's ffn_down_exps) as the rows of the
+ * device matrix d: the down_t rows the device's sparse axpy reads. An F32/F16 src keeps its
+ * type; any other is dequantized row by row and its columns rounded to d's F16. */
 static int upload_columns(hr_hybrid *h, const hr_mat *src, const hr_dmat *d, const int32_t *ids, hr_err *e) {
     const size_t es = d->row_bytes / (size_t)d->n_in, bytes = (size_t)d->n_out * d->row_bytes;
+    const bool same = src->type == d->type;
     uint8_t *stage = malloc(bytes);
-    if (!stage) return hr_errf(e, "out of memory staging %zu bytes for the device", bytes);
-    for (int64_t i = 0; i < d->n_out; i++)
-        for (int64_t k = 0; k < d->n_in; k++)
-            memcpy(stage + (size_t)i * d->row_bytes + (size_t)k * es,
-                   (const uint8_t *)src->data + (size_t)k * src->row_bytes + (size_t)ids[i] * es, es);
+    float *row = same ? NULL : malloc(sizeof(float) * (size_t)src->n_in);
+    if (!stage || (!same && !row)) {
+        free(stage), free(row);
+        return hr_errf(e, "out of memory staging %zu bytes for the device", bytes);
+    }
+    for (int64_t k = 0; k < d->n_in; k++) {
+        const uint8_t *sr = (const uint8_t *)src->data + (size_t)k * src->row_bytes;
+        if (!same) hr_dequant_row(src->type, sr, row, src->n_in);
+        for (int64_t i = 0; i < d->n_out; i++) {
+            uint8_t *at = stage + (size_t)i * d->row_bytes + (size_t)k * es;
+            if (same) memcpy(at, sr + (size_t)ids[i] * es, es);
+            else {
+                const uint16_t v = hr_f32_to_f16(row[ids[i]]);
+                memcpy(at, &v, sizeof v);
+            }
+        }
+    }
     const int rc = h->dev->ops->to_dev(h->dev, d->off, stage, bytes, e) || h->dev->ops->sync(h->dev, e) ? -1 : 0;
-    free(stage);
+    free(stage), free(row);
     return rc;
 }
 
