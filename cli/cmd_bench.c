@@ -245,10 +245,11 @@ static void print_gpu_json(const hearth_gpu_status *g) {
            (unsigned long long)g->bytes_to_dev, (unsigned long long)g->bytes_to_host);
     if (g->experts_total) /* mixtures of experts: the split MoE's share */
         printf(",\"gpu_experts\":%d,\"gpu_experts_total\":%d,\"gpu_expert_evals\":%llu,\"gpu_expert_evals_total\":%llu,"
-               "\"gpu_experts_split\":%d,\"gpu_expert_neurons\":%lld,\"gpu_expert_split_evals\":%llu",
+               "\"gpu_experts_split\":%d,\"gpu_expert_neurons\":%lld,\"gpu_expert_split_evals\":%llu,"
+               "\"gpu_expert_split_cached\":%llu",
                g->experts_device, g->experts_total, (unsigned long long)g->expert_evals_device,
                (unsigned long long)g->expert_evals_total, g->experts_split, (long long)g->expert_neurons_device,
-               (unsigned long long)g->expert_split_evals);
+               (unsigned long long)g->expert_split_evals, (unsigned long long)g->expert_split_cached);
     if (g->cache_slots) /* the dynamic expert cache */
         printf(",\"gpu_cache_slots\":%d,\"gpu_cache_policy\":\"%s\",\"gpu_cache_lookups\":%llu,\"gpu_cache_hits\":%llu,"
                "\"gpu_cache_hit_rate\":%.6f,\"gpu_cache_refills\":%llu,\"gpu_cache_landed\":%llu,\"gpu_cache_late\":%llu,"

@@ -603,6 +603,10 @@ void hr_print_gpu_overlap(const hearth_ctx *c) {
     if (s.experts_total)
         fprintf(stderr, "gpu: %llu of %llu expert evaluations (token x chosen expert) on the device\n",
                 (unsigned long long)s.expert_evals_device, (unsigned long long)s.expert_evals_total);
+    if (s.experts_split)
+        fprintf(stderr, "gpu: %llu evaluations of experts with hot neurons split between the device and the CPU, %llu run "
+                        "whole in an expert cache slot instead\n",
+                (unsigned long long)s.expert_split_evals, (unsigned long long)s.expert_split_cached);
     if (s.cache_slots)
         fprintf(stderr, "gpu: expert cache (%d slots per layer, %s): %.2f%% hits (%llu of %llu), %llu refills (%.2f MiB, "
                         "%llu landed), %llu misses while copying; staging %.3f s on the host\n",

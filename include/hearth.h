@@ -264,10 +264,11 @@ typedef struct hearth_gpu_status {
     uint64_t expert_evals_device, expert_evals_total;
     /* Hot neurons of experts computed on the host (ReLU-family experts, calibrated files):
      * experts with some, their neurons on the device (all layers); evaluations of such experts,
-     * whose hot neurons the device computed while the CPU computed the rest. */
+     * whose hot neurons the device computed while the CPU computed the rest, and (beside an
+     * expert cache) those a ready cache slot held whole instead, their hot neurons idle. */
     int32_t experts_split;
     int64_t expert_neurons_device;
-    uint64_t expert_split_evals;
+    uint64_t expert_split_evals, expert_split_cached;
     /* The dynamic expert cache (moe_cache > 0): slots per layer, policy; routings (token x chosen
      * expert) looked up in its layers and served by a ready slot; refills issued, landed, and
      * the misses whose expert was still being copied; bytes copied in; host time spent

@@ -425,9 +425,36 @@ static int place_experts(planner *q, hr_err *e) {
     return rc;
 }
 
+/* Layers whose host experts may put hot neurons on the device (gpu_plan_xhot.c): the
+ * statistics' firing counts, ReLU-family experts (an inactive neuron's output is exactly
+ * zero, so the CPU may compute the rest sparsely, as --ffn exact) with a down matrix,
+ * dense, exact or predicted mode (there the device masks its hot neurons by the expert's
+ * predictor, which the host runs first; not beside an expert cache, which has no masks). */
+static bool xhot_allowed(const planner *q, int il) {
+    const hr_moe_weights *w = &q->in->m->layers[il].moe;
+    const hearth_ffn_mode md = q->in->mode;
+    return (q->in->moe_cache <= 0 || md != HEARTH_FFN_PREDICTED) && hr_act_relu_family(q->hp->act) &&
+           (md == HEARTH_FFN_DENSE || md == HEARTH_FFN_EXACT || md == HEARTH_FFN_PREDICTED) &&
+           experts_ok(q, il) && hr_xhot_down(w).n_out > 0;
+}
+static bool xhot_layer_ok(const planner *q, int il) { return q->in->expert_neuron_freq && xhot_allowed(q, il); }
+
+/* Hot neurons of the host experts of the layers xhot_layer_ok allows, within what is left. */
+static int place_xhot(planner *q, hr_err *e) {
+    const int32_t nl = q->hp->n_layer, a = moe_first(q), b = moe_end(q);
+    bool *ok = calloc((size_t)nl, sizeof *ok);
+    if (!ok) return hr_errf(e, "out of memory");
+    bool any = false;
+    for (int32_t il = a; il < b; il++) any |= ok[il] = xhot_layer_ok(q, il);
+    const int rc = any ? hr_plan_xhot_place(q->in, q->p, ok, &q->used, e) : 0;
+    free(ok);
+    return rc;
+}
+
 /* The expert cache: n slots in every layer that may place experts, required; each layer
  * starts with its n most routed experts (uniform: the lowest ids), which the cache then
- * replaces by observed use. */
+ * replaces by observed use. What is left holds hot neurons of the other experts (dense and
+ * exact mode): an expert whose copy lands in a slot runs whole there, its hot neurons idle. */
 static int place_slots(planner *q, hr_err *e) {
     const int32_t ne = q->hp->n_expert, a = moe_first(q), b = moe_end(q);
     const int32_t n = q->in->moe_cache < ne ? q->in->moe_cache : ne;
@@ -456,22 +483,9 @@ static int place_slots(planner *q, hr_err *e) {
     }
     free(freq), free(top);
     if (!rc) q->p->cache_slots = n;
-    return rc;
+    return rc ? rc : place_xhot(q, e);
 }
 
-/* Layers whose host experts may put hot neurons on the device (gpu_plan_xhot.c): the
- * statistics' firing counts, ReLU-family experts (an inactive neuron's output is exactly
- * zero, so the CPU may compute the rest sparsely, as --ffn exact) with a down matrix,
- * dense, exact or predicted mode (there the device masks its hot neurons by the expert's
- * predictor, which the host runs first), static placement. */
-static bool xhot_allowed(const planner *q, int il) {
-    const hr_moe_weights *w = &q->in->m->layers[il].moe;
-    const hearth_ffn_mode md = q->in->mode;
-    return q->in->moe_cache <= 0 && hr_act_relu_family(q->hp->act) &&
-           (md == HEARTH_FFN_DENSE || md == HEARTH_FFN_EXACT || md == HEARTH_FFN_PREDICTED) &&
-           experts_ok(q, il) && hr_xhot_down(w).n_out > 0;
-}
-static bool xhot_layer_ok(const planner *q, int il) { return q->in->expert_neuron_freq && xhot_allowed(q, il); }
 
 /* An expert index's whole experts, each where this context may place one and within the budget. */
 static int place_indexed_experts(planner *q, hr_err *e) {
@@ -501,13 +515,12 @@ static int place_experts_neurons(planner *q, hr_err *e) {
     const hr_moeidx *x = q->midx;
     q->p->expert_budget = q->in->budget - q->used;
     if (x ? place_indexed_experts(q, e) : place_experts(q, e)) return -1;
+    if (!x) return place_xhot(q, e);
     const int32_t nl = q->hp->n_layer, a = moe_first(q), b = moe_end(q);
     bool *ok = calloc((size_t)nl, sizeof *ok);
     if (!ok) return hr_errf(e, "out of memory");
-    bool any = false;
-    for (int32_t il = a; il < b; il++) any |= ok[il] = x ? xhot_allowed(q, il) : xhot_layer_ok(q, il);
-    const int rc = x ? hr_plan_xhot_given(q->in, q->p, ok, x->neurons, &q->used, e)
-                     : any ? hr_plan_xhot_place(q->in, q->p, ok, &q->used, e) : 0;
+    for (int32_t il = a; il < b; il++) ok[il] = xhot_allowed(q, il);
+    const int rc = hr_plan_xhot_given(q->in, q->p, ok, x->neurons, &q->used, e);
     free(ok);
     return rc;
 }

@@ -142,8 +142,9 @@ static uint64_t brute(const uint32_t *c, int n, uint64_t nb, uint64_t left) {
 
 /* Placement: a brute-force optimum over 12 firing neurons at every budget from 0 to all of
  * them (nested sets: a prefix of one order); whole experts first, then neurons of the others
- * only, even where an expert placed whole has hotter neurons; an expert cache and missing
- * counts place none, predicted mode the same as dense mode. */
+ * only, even where an expert placed whole has hotter neurons; missing counts place none,
+ * predicted mode the same as dense mode, an expert cache neurons of the experts outside its
+ * first slots in what it leaves (none in predicted mode). */
 static void check_placement(void) {
     char path[256];
     hearth_model *m = calibrated("smallthinker", HR_F32, HR_SYNTH_REGLU, true, "hmoen_plan.gguf", path, sizeof path);
@@ -206,15 +207,23 @@ static void check_placement(void) {
                "whole expert then neurons: %d experts, %lld neurons", p.n_exp_total, (long long)n);
         hr_gpu_plan_free(&p);
     } else CHECKF(0, "plan: %s", e.msg);
-    /* none: no counts, the expert cache; predicted mode places the same neurons as dense mode
-     * (test_hybrid_moe_pred runs them) */
+    /* none: no counts, an expert cache that fills the budget, a cache in predicted mode (no
+     * masks there); predicted mode places the same neurons as dense mode (test_hybrid_moe_pred
+     * runs them), a cache with room left the hottest of the experts not in its first slots */
     hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, base + 20 * nb, HEARTH_FFN_PREDICTED, 0, NULL, 0, st.expert_counts, 0, st.counts};
-    for (int c = 0; c < 3; c++) {
+    for (int c = 0; c < 5; c++) {
         hr_gpu_plan_in v = in;
         if (c == 1) v.mode = HEARTH_FFN_EXACT, v.expert_neuron_freq = NULL;
         if (c == 2) v.mode = HEARTH_FFN_DENSE, v.moe_cache = 1, v.budget = base + LAYERS * one;
+        if (c >= 3) v.mode = c == 3 ? HEARTH_FFN_EXACT : HEARTH_FFN_PREDICTED, v.moe_cache = 1, v.budget = base + LAYERS * one + 20 * nb;
         if (hr_gpu_plan_make(&v, &p, &e)) CHECKF(0, "plan case %d: %s", c, e.msg);
-        else if (c) CHECKF(!p.n_xhot_total && !p.bytes[HEARTH_GPU_CAT_NEURONS], "case %d: %d split experts", c, p.n_xhot_total);
+        else if (c == 3) {
+            int64_t n;
+            placed_value(m, &p, &st, &n, NULL); /* checks no expert is both in a slot and split */
+            CHECKF(p.cache_slots == 1 && p.n_exp_total == LAYERS && n == 20 && p.n_xhot_total > 0,
+                   "cache with room: %d slots, %d experts, %lld neurons of %d experts", p.cache_slots, p.n_exp_total,
+                   (long long)n, p.n_xhot_total);
+        } else if (c) CHECKF(!p.n_xhot_total && !p.bytes[HEARTH_GPU_CAT_NEURONS], "case %d: %d split experts", c, p.n_xhot_total);
         else {
             hr_gpu_plan q;
             hr_gpu_plan_in dv = v;
@@ -237,13 +246,15 @@ typedef struct {
     uint64_t budget; /* bytes, overhead included */
     int32_t ngl;
     const char *idx_path;
+    int32_t moe_cache; /* > 0: expert cache slots per layer */
 } setup;
 
 static hearth_ctx *ctx(hearth_model *m, const setup *s, hearth_ffn_mode mode, int32_t n_seq, hr_err *e) {
     hearth_ctx_params cp = hearth_ctx_default_params();
     cp.n_ctx = CTX, cp.n_threads = 2, cp.n_batch = BATCH, cp.n_seq = n_seq, cp.ffn_mode = mode;
     cp.gpu = s->gpu, cp.vram_budget_gib = s->budget ? ((double)s->budget + 0.5) / GIB : 0;
-    cp.n_gpu_layers = s->ngl, cp.gpu_index_path = s->idx_path;
+    /* lru refills on every miss, so experts with hot neurons come and go from the slots */
+    cp.n_gpu_layers = s->ngl, cp.gpu_index_path = s->idx_path, cp.moe_cache = s->moe_cache, cp.moe_cache_policy = "lru";
     return hearth_ctx_new(m, &cp, e);
 }
 
@@ -277,6 +288,24 @@ static int greedy(hearth_model *m, const setup *s, hearth_ffn_mode mode, int32_t
         out[i] = argmax(hearth_logits(c, -1), m->hp.n_vocab);
         rc = hearth_eval(c, &out[i], 1, 4 + i, false, e);
     }
+    hearth_ctx_free(c);
+    return rc;
+}
+
+/* A 4-token prompt, then n single-token steps feeding back the CPU's greedy tokens want (NULL:
+ * its own); logits [n + 1][n_vocab]; the device's counters into *st. */
+static int decode_run(hearth_model *m, const setup *s, hearth_ffn_mode mode, int n, const int32_t *want, int32_t *toks,
+                      float *lg, hearth_gpu_status *st, hr_err *e) {
+    hearth_ctx *c = ctx(m, s, mode, 1, e);
+    if (!c) return -1;
+    const int32_t nv = m->hp.n_vocab, t[4] = {5, 77, 140, 9};
+    int rc = hearth_eval(c, t, 4, 0, false, e);
+    for (int i = 0; !rc && i <= n; i++) {
+        memcpy(lg + (size_t)i * (size_t)nv, hearth_logits(c, -1), sizeof(float) * (size_t)nv);
+        toks[i] = want ? want[i] : argmax(lg + (size_t)i * (size_t)nv, nv);
+        if (i < n) rc = hearth_eval(c, &toks[i], 1, 4 + i, false, e);
+    }
+    if (st) hearth_ctx_gpu_status(c, st);
     hearth_ctx_free(c);
     return rc;
 }
@@ -340,7 +369,7 @@ static int32_t ffn_rows(hearth_ctx *cc, const hr_gpu_layer *g, int il, float *X,
  * doubled or taken from another row shows far above the reordering (measured 3e-8). */
 static void check_ffn(hearth_model *m, const setup *s, hearth_ffn_mode mode, double lim, const char *tag, const char *what) {
     hr_err e = {{0}};
-    const setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL};
+    const setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 0};
     hearth_ctx *cc = ctx(m, &cpu, mode, SEQ, &e), *dc = cc ? ctx(m, s, mode, SEQ, &e) : NULL;
     CHECKF(cc && dc, "%s %s: FFN contexts: %s", tag, what, e.msg);
     const size_t d = (size_t)m->hp.n_embd, bd = (size_t)BATCH * d;
@@ -439,13 +468,13 @@ static void check_model(const char *arch, uint32_t type, hr_synth_act act, bool 
     const double lim = quant ? 0.5 : !down_t && type == HR_F16 ? fmax(tol, 2e-2) : tol;
     const double ffn_lim = quant ? 1e-3 : !down_t && type == HR_F16 ? 5e-4 : dev == HEARTH_GPU_CUDA ? 1e-4 : 1e-5; /* measured 1.8e-5, 6e-8, 3e-8 */
     float *ref = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
-    const setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL};
+    const setup cpu = {HEARTH_GPU_OFF, 0, 0, NULL, 0};
     CHECKF(!run(m, &cpu, mode, ref, NULL, &e), "%s cpu: %s", tag, e.msg);
     int32_t gref[GEN], ggot[GEN];
     CHECKF(!greedy(m, &cpu, mode, gref, &e), "%s cpu greedy: %s", tag, e.msg);
     /* the emulator runs its kernels slowly: some and all neurons there */
     for (size_t k = dev == HEARTH_GPU_CUDA ? 1 : 0; k < ncase; k += dev == HEARTH_GPU_CUDA ? 2 : 1) {
-        const setup s = {dev, cases[k].budget, 0, ip};
+        const setup s = {dev, cases[k].budget, 0, ip, 0};
         hearth_gpu_status gs = {0};
         if (run(m, &s, mode, got, &gs, &e)) {
             CHECKF(0, "%s %s: %s", tag, cases[k].what, e.msg);
@@ -470,14 +499,40 @@ static void check_model(const char *arch, uint32_t type, hr_synth_act act, bool 
         CHECKF(!greedy(m, &s, mode, ggot, &e) && !memcmp(gref, ggot, sizeof gref), "%s %s: greedy tokens differ (%s)", tag,
                cases[k].what, e.msg);
     }
+    /* beside an expert cache of one slot per layer (dense and exact mode), over DSTEPS decode
+     * steps (a slot used by an evaluation is not evicted, so refills need single tokens): the
+     * other experts' hottest neurons, idle while the cache holds their expert whole */
+    if (down_t && mode != HEARTH_FFN_PREDICTED) {
+        enum { DSTEPS = 20 };
+        const setup cs = {dev, base + LAYERS * one + 20 * neuron_bytes(m) + dev_over, 0, ip, 1};
+        hearth_gpu_status gs = {0};
+        float *lc = malloc(sizeof(float) * (DSTEPS + 1) * (size_t)nv), *ld = malloc(sizeof(float) * (DSTEPS + 1) * (size_t)nv);
+        int32_t tc[DSTEPS + 1], td[DSTEPS + 1];
+        if (!lc || !ld || decode_run(m, &cpu, mode, DSTEPS, NULL, tc, lc, NULL, &e) ||
+            decode_run(m, &cs, mode, DSTEPS, tc, td, ld, &gs, &e))
+            CHECKF(0, "%s with the expert cache: %s", tag, e.msg);
+        else {
+            const double d = hr_test_max_diff(lc, ld, (size_t)(DSTEPS + 1) * (size_t)nv);
+            const double lk = dev != HEARTH_GPU_STANDIN ? lim : fmax(lim, split_tol);
+            printf("%s, expert cache + neurons: %lld neurons, %llu split evaluations, %llu run whole in a slot, %llu refills; "
+                   "max |logit - cpu| %.2e\n", tag, (long long)gs.expert_neurons_device, (unsigned long long)gs.expert_split_evals,
+                   (unsigned long long)gs.expert_split_cached, (unsigned long long)gs.cache_refills, d);
+            CHECKF(d <= lk && gs.cache_slots == 1 && gs.expert_neurons_device > 0 && gs.expert_split_evals > 0 &&
+                       gs.expert_split_cached > 0,
+                   "%s with the expert cache: logits differ by %g (allowed %g); %d slots, %lld neurons, %llu split, %llu cached",
+                   tag, d, lk, gs.cache_slots, (long long)gs.expert_neurons_device, (unsigned long long)gs.expert_split_evals,
+                   (unsigned long long)gs.expert_split_cached);
+        }
+        free(lc), free(ld);
+    }
     /* too small: below the scratch; -ngl 3 without room for attention */
-    const setup tiny = {dev, dev_over + 4096, 0, ip};
+    const setup tiny = {dev, dev_over + 4096, 0, ip, 0};
     hearth_ctx *c = ctx(m, &tiny, mode, SEQ, &e);
     CHECKF(!c && strstr(e.msg, "GPU budget too small"), "%s tiny budget: %s", tag, c ? "(accepted)" : e.msg);
     hearth_ctx_free(c);
     hr_gpu_plan p;
     if (!plan(m, 1ull << 34, mode, NULL, &p, &e)) {
-        const setup ngl = {dev, dev_over + p.bytes[HEARTH_GPU_CAT_SCRATCH] + 256, 3, ip};
+        const setup ngl = {dev, dev_over + p.bytes[HEARTH_GPU_CAT_SCRATCH] + 256, 3, ip, 0};
         hr_gpu_plan_free(&p);
         c = ctx(m, &ngl, mode, SEQ, &e);
         CHECKF(!c && strstr(e.msg, "-ngl 3 needs"), "%s -ngl 3 at the scratch: %s", tag, c ? "(accepted)" : e.msg);
