@@ -4,7 +4,7 @@
  * the activation-side work and keep several DRAM streams in flight. Prompt batches
  * use register tiles (HR_TILE_R rows x HR_TILE_C tokens) so each weight block loaded
  * serves several tokens, over token blocks small enough for the prepared activations
- * to stay in L2. Types with a tile_x (AVX-512, AVX2: Q4_0, Q4_K, Q5_K, IQ4_XS; AVX2: Q8_0) get their
+ * to stay in L2. Types with a tile_x (AVX-512, AVX2: Q8_0, Q4_0, Q4_K, Q5_K, IQ4_XS) get their
  * prepared rows re-laid once per call into the lane order their tiles load, instead of each
  * tile re-shuffling them for every pair of weight rows. Every (row, token) result is the
  * same whichever path computed it. */
