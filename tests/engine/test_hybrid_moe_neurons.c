@@ -517,8 +517,9 @@ static void check_model(const char *arch, uint32_t type, hr_synth_act act, bool 
             printf("%s, expert cache + neurons: %lld neurons, %llu split evaluations, %llu run whole in a slot, %llu refills; "
                    "max |logit - cpu| %.2e\n", tag, (long long)gs.expert_neurons_device, (unsigned long long)gs.expert_split_evals,
                    (unsigned long long)gs.expert_split_cached, (unsigned long long)gs.cache_refills, d);
+            /* the emulator's lazy copy stream lands no refill, so only the stand-in sees slotted ones */
             CHECKF(d <= lk && gs.cache_slots == 1 && gs.expert_neurons_device > 0 && gs.expert_split_evals > 0 &&
-                       gs.expert_split_cached > 0,
+                       (dev != HEARTH_GPU_STANDIN || gs.expert_split_cached > 0),
                    "%s with the expert cache: logits differ by %g (allowed %g); %d slots, %lld neurons, %llu split, %llu cached",
                    tag, d, lk, gs.cache_slots, (long long)gs.expert_neurons_device, (unsigned long long)gs.expert_split_evals,
                    (unsigned long long)gs.expert_split_cached);
