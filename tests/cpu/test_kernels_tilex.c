@@ -20,12 +20,15 @@
 
 static int same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
-static const uint32_t k_types[] = {HR_Q8_0, HR_Q4_0, HR_Q4_K, HR_Q5_K, HR_IQ4_XS};
+static const uint32_t k_types[] = {HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q4_K, HR_Q5_K, HR_IQ4_XS};
 
-/* lengths per block size: ragged groups of 8 blocks, one block, long rows */
+/* lengths per block size: ragged groups of 8 blocks, one block, long rows; F16/BF16: tails
+ * of 16 and of single elements */
 static int64_t lens(uint32_t t, int i) {
     static const int64_t l32[] = {32, 96, 288, 544, 2080}, l256[] = {256, 768, 2816, 4096, 512};
-    return hr_type_block_elems(t) == 32 ? l32[i] : l256[i];
+    static const int64_t l1[] = {7, 48, 300, 2080, 4101};
+    const int64_t b = hr_type_block_elems(t);
+    return b == 32 ? l32[i] : b == 1 ? l1[i] : l256[i];
 }
 #define N_LENS 5
 

@@ -55,8 +55,9 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
 #define FPF_STRIDED(r, off, R_) _mm_prefetch(PF_ADDR(FROW_STRIDED(r) + (off), R_), _MM_HINT_T1)
 #define FROW_GATHER(r) ((const char *)wr[r])
 #define FPF_GATHER(r, off, R_) _mm_prefetch((const char *)nx[r] + (off), _MM_HINT_T1)
-#define FDOT_BODY(LD, SC, ES, R, C) FDOT_BODY_AT(LD, SC, ES, R, C, FROW_STRIDED, FPF_STRIDED)
-#define FDOT_BODY_AT(LD, SC, ES, R, C, ROW, PFX)                                                \
+#define FDOT_BODY(LD, SC, ES, R, C) FDOT_BODY_AT(LD, SC, ES, R, C, FROW_STRIDED, FPF_STRIDED, LD, SC)
+/* LDX, SCX: how the activations load (tile_x: F32 rows re-laid from F16/BF16 ones) */
+#define FDOT_BODY_AT(LD, SC, ES, R, C, ROW, PFX, LDX, SCX)                                      \
     __m512 acc[R][C];                                                                        \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                      \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps(); \
@@ -70,7 +71,7 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
             w1[r] = LD(ROW(r), i + 16);                                                      \
         }                                                                                    \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \
-            __m512 x0 = LD(X + c * xs, i), x1 = LD(X + c * xs, i + 16);                      \
+            __m512 x0 = LDX(X + c * xs, i), x1 = LDX(X + c * xs, i + 16);                    \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                            \
                 __m512 t = _mm512_mul_ps(w0[r], x0);                                         \
                 t = _mm512_fmadd_ps(w1[r], x1, t);                                           \
@@ -82,14 +83,14 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
             __m512 w0 = LD(ROW(r), i);                                                       \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                              \
-                acc[r][c] = _mm512_fmadd_ps(w0, LD(X + c * xs, i), acc[r][c]);               \
+                acc[r][c] = _mm512_fmadd_ps(w0, LDX(X + c * xs, i), acc[r][c]);              \
         }                                                                                    \
         i += 16;                                                                             \
     }                                                                                        \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                      \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \
         float tail = 0.0f;                                                                   \
-        for (int64_t j = i; j < n; j++) tail += SC(ROW(r), j) * SC(X + c * xs, j);           \
+        for (int64_t j = i; j < n; j++) tail += SC(ROW(r), j) * SCX(X + c * xs, j);          \
         y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]) + tail;                              \
     }
 
@@ -119,7 +120,7 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
                                    const void *x, float *y) {                                   \
         const char *X = x;                                                                      \
         const size_t xs = 0, ys = 0;                                                            \
-        FDOT_BODY_AT(LD, SC, ES, 4, 1, FROW_GATHER, FPF_GATHER)                                 \
+        FDOT_BODY_AT(LD, SC, ES, 4, 1, FROW_GATHER, FPF_GATHER, LD, SC)                         \
     }
 
 FDOT_FUNCS(f32, ld_f32, sc_f32, 4)
@@ -127,6 +128,31 @@ FDOT_FUNCS(f16, ld_f16, sc_f16, 2)
 FDOT_FUNCS(bf16, ld_bf16, sc_bf16, 2)
 
 static void prep_f32(const float *x, void *xq, int64_t n) { memcpy(xq, x, (size_t)n * 4); }
+
+/* ---- F16 and BF16 prompt tiles over activations re-laid as F32 (tile_x) ----
+ * act_prep rounds the activations to the weights' type; the re-laid row holds those values
+ * converted to F32, which is exact, so the tile loads them as they are instead of converting
+ * them again for every pair of weight rows, and computes what dot_f16 / dot_bf16 compute. */
+static size_t tile_xbytes_f16(int64_t n) { return (size_t)n * 4; }
+
+TGT static void tile_xprep_f16(const void *xq, void *xt, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps((float *)xt + i, ld_f16(xq, i));
+    for (; i < n; i++) ((float *)xt)[i] = sc_f16(xq, i);
+}
+TGT static void tile_xprep_bf16(const void *xq, void *xt, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps((float *)xt + i, ld_bf16(xq, i));
+    for (; i < n; i++) ((float *)xt)[i] = sc_bf16(xq, i);
+}
+TGT static void tile_x_f16(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    const char *W = w, *X = x;
+    FDOT_BODY_AT(ld_f16, sc_f16, 2, HR_TILE_R, HR_TILE_C, FROW_STRIDED, FPF_STRIDED, ld_f32, sc_f32)
+}
+TGT static void tile_x_bf16(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    const char *W = w, *X = x;
+    FDOT_BODY_AT(ld_bf16, sc_bf16, 2, HR_TILE_R, HR_TILE_C, FROW_STRIDED, FPF_STRIDED, ld_f32, sc_f32)
+}
 
 /* ---- quantized types ----
  * Groups of 8 blocks (4 register pairs). Per group and activation row the x-side
@@ -550,9 +576,9 @@ static const hr_kernels_ext k_avx512 = {
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx512),
               HR_KQL_ENTRIES(rows4, avx512)},
-    .tile_x = {[HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx512)},
-    .tile_xprep = {[HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx512)},
-    .tile_xbytes = {[HR_Q8_0] = tile_xbytes_q8_0, [HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx512)},
+    .tile_x = {[HR_F16] = tile_x_f16, [HR_BF16] = tile_x_bf16, [HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx512)},
+    .tile_xprep = {[HR_F16] = tile_xprep_f16, [HR_BF16] = tile_xprep_bf16, [HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx512)},
+    .tile_xbytes = {[HR_F16] = tile_xbytes_f16, [HR_BF16] = tile_xbytes_f16, [HR_Q8_0] = tile_xbytes_q8_0, [HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx512)},
 };
 
 const hr_kernels_ext *hr_kext_avx512(void) { return &k_avx512; }
