@@ -253,11 +253,11 @@ static void print_gpu_json(const hearth_gpu_status *g) {
     if (g->cache_slots) /* the dynamic expert cache */
         printf(",\"gpu_cache_slots\":%d,\"gpu_cache_policy\":\"%s\",\"gpu_cache_lookups\":%llu,\"gpu_cache_hits\":%llu,"
                "\"gpu_cache_hit_rate\":%.6f,\"gpu_cache_refills\":%llu,\"gpu_cache_landed\":%llu,\"gpu_cache_late\":%llu,"
-               "\"gpu_cache_refill_bytes\":%llu,\"gpu_cache_refill_s\":%.6f",
+               "\"gpu_cache_refill_bytes\":%llu,\"gpu_cache_refill_s\":%.6f,\"gpu_cache_stage_s\":%.6f",
                g->cache_slots, g->cache_policy, (unsigned long long)g->cache_lookups, (unsigned long long)g->cache_hits,
                g->cache_lookups ? (double)g->cache_hits / (double)g->cache_lookups : 0.0, (unsigned long long)g->cache_refills,
                (unsigned long long)g->cache_landed, (unsigned long long)g->cache_late,
-               (unsigned long long)g->cache_refill_bytes, g->cache_refill_s);
+               (unsigned long long)g->cache_refill_bytes, g->cache_refill_s, g->cache_stage_s);
 }
 
 static void report(const bench_opts *o, const hearth_model_info *in, const hearth_ctx_params *cp, int n_threads,

@@ -609,9 +609,10 @@ void hr_print_gpu_overlap(const hearth_ctx *c) {
                 (unsigned long long)s.expert_split_evals, (unsigned long long)s.expert_split_cached);
     if (s.cache_slots)
         fprintf(stderr, "gpu: expert cache (%d slots per layer, %s): %.2f%% hits (%llu of %llu), %llu refills (%.2f MiB, "
-                        "%llu landed), %llu misses while copying; staging %.3f s on the host\n",
+                        "%llu landed), %llu misses while copying; refills %.3f s on the decode thread, %.3f s on the "
+                        "staging thread\n",
                 s.cache_slots, s.cache_policy, s.cache_lookups ? 100.0 * s.cache_hits / s.cache_lookups : 0.0,
                 (unsigned long long)s.cache_hits, (unsigned long long)s.cache_lookups, (unsigned long long)s.cache_refills,
                 mib(s.cache_refill_bytes), (unsigned long long)s.cache_landed, (unsigned long long)s.cache_late,
-                s.cache_refill_s);
+                s.cache_refill_s, s.cache_stage_s);
 }

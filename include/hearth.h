@@ -272,11 +272,13 @@ typedef struct hearth_gpu_status {
     /* The dynamic expert cache (moe_cache > 0): slots per layer, policy; routings (token x chosen
      * expert) looked up in its layers and served by a ready slot; refills issued, landed, and
      * the misses whose expert was still being copied; bytes copied in; host time spent
-     * staging and enqueueing refills (the part of a copy on the decode path). */
+     * staging and enqueueing refills (the part of a copy on the decode path), and the
+     * staging thread's time copying experts into pinned memory (off that path; 0 where the
+     * decode thread stages, as on the stand-in). */
     int32_t cache_slots;
     char cache_policy[8];
     uint64_t cache_lookups, cache_hits, cache_refills, cache_landed, cache_late, cache_refill_bytes;
-    double cache_refill_s;
+    double cache_refill_s, cache_stage_s;
 } hearth_gpu_status;
 int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out);
 /* Mixtures of experts: from now on append every layer's routing (the chosen experts of each

@@ -583,11 +583,11 @@ else
         awk -v l="$label" -v b="${BUDGET:--}" -v ed="$(num gpu_experts)" -v et="$(num gpu_experts_total)" \
             -v vd="$(num gpu_expert_evals)" -v vt="$(num gpu_expert_evals_total)" -v hr="$(num gpu_cache_hit_rate)" \
             -v rf="$(num gpu_cache_refills)" -v la="$(num gpu_cache_landed)" -v lt="$(num gpu_cache_late)" \
-            -v rs="$(num gpu_cache_refill_s)" -v tps="$TPS" -v c="$(num gpu_cold_s)" -v w="$(num gpu_wait_s)" \
+            -v rs="$(num gpu_cache_refill_s)" -v ss="$(num gpu_cache_stage_s)" -v tps="$TPS" -v c="$(num gpu_cold_s)" -v w="$(num gpu_wait_s)" \
             -v sp="$(num gpu_ffn_splits)" -v rt="$(num gpu_syncs)" -v pk="$PEAK" 'BEGIN {
             e = ed == "" ? "-" : sprintf("%d of %d", ed, et)
             v = (vt == "" || vt == 0) ? "-" : sprintf("%.1f%%", 100 * vd / vt)
-            h = hr == "" ? "-" : sprintf("%.1f%% (%d refills, %d landed, %d late; staging %.3f s)", 100 * hr, rf, la, lt, rs)
+            h = hr == "" ? "-" : sprintf("%.1f%% (%d refills, %d landed, %d late; refills %.3f s on the decode thread, %.3f s staging beside it)", 100 * hr, rf, la, lt, rs, ss)
             o = (sp == "" || sp == 0 || c + w == 0) ? "-" : sprintf("%.0f%% (cold %.3f s, wait %.3f s)", 100 * c / (c + w), c, w)
             r = rt == "" ? "-" : rt
             printf "| %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n", l, b, e, v, h, tps, o, r, pk }'

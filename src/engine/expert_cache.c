@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 #include "expert_cache.h"
+#include "expert_stage.h"
 #include "hybrid.h"
 #include "moe.h"
 #include "sparse/trace_cache.h"
@@ -23,6 +24,12 @@ typedef struct hr_ecache {
     uint8_t **stage;          /* [n_stage] pinned, stage_bytes each */
     uint64_t *stage_ticket;   /* [n_stage] the copy reading it (0: free) */
     uint64_t stage_bytes;
+    /* Staging off the decode thread (not on the stand-in, whose synchronous copies would
+     * make its hits depend on the thread's timing): a buffer being filled has stage_slot[b]
+     * >= 0 (il * n_slot + slot) and its copy is enqueued once the thread is done. */
+    hr_stager *stager;
+    int32_t *stage_slot;
+    uint64_t *stage_dst, *stage_len;
     int32_t *slots, *evicted; /* [n_expert] work space */
 } hr_ecache;
 
@@ -65,7 +72,11 @@ int hr_ecache_init(hr_hybrid *h, const hearth_model *m, const char *policy, hr_e
     if (rc) return -1;
     c->n_stage = HR_ECACHE_STAGING_PER_K * c->k;
     c->stage = calloc((size_t)c->n_stage, sizeof *c->stage), c->stage_ticket = calloc((size_t)c->n_stage, sizeof *c->stage_ticket);
-    if (!c->stage || !c->stage_ticket) return hr_errf(e, "out of memory");
+    c->stage_slot = malloc(sizeof *c->stage_slot * (size_t)c->n_stage);
+    c->stage_dst = calloc((size_t)c->n_stage, sizeof *c->stage_dst), c->stage_len = calloc((size_t)c->n_stage, sizeof *c->stage_len);
+    if (!c->stage || !c->stage_ticket || !c->stage_slot || !c->stage_dst || !c->stage_len) return hr_errf(e, "out of memory");
+    for (int32_t i = 0; i < c->n_stage; i++) c->stage_slot[i] = -1;
+    if (strcmp(h->dev->ops->name, "standin") != 0 && hr_stager_start(&c->stager, c->n_stage, e)) return -1;
     for (int32_t i = 0; i < c->n_stage; i++)
         if (!(c->stage[i] = h->dev->ops->host_alloc(h->dev, (size_t)c->stage_bytes)))
             return hr_errf(e, "out of pinned memory for %d expert staging buffers of %llu bytes", c->n_stage,
@@ -79,25 +90,40 @@ void hr_ecache_free(hr_hybrid *h) {
     hr_ecache *c = h->cache;
     if (!c) return;
     for (int32_t il = 0; c->L && il < c->n_layer; il++) hr_cache_layer_free(&c->L[il]);
+    hr_stager_stop(c->stager); /* no thread writes a staging buffer from here on */
     /* copies still reading a staging buffer finish first (a lazy stream runs them now) */
     hr_err ignored;
     (void)h->dev->ops->copy_sync(h->dev, &ignored);
     for (int32_t i = 0; c->stage && i < c->n_stage; i++) h->dev->ops->host_free(h->dev, c->stage[i]);
     free(c->L), free(c->ticket), free(c->stage), free(c->stage_ticket), free(c->slots), free(c->evicted);
+    free(c->stage_slot), free(c->stage_dst), free(c->stage_len);
     free(c);
     h->cache = NULL;
+}
+
+/* Staged buffers whose bytes the thread has copied: their device copies enqueued now. */
+static int pump(hr_hybrid *h, hr_ecache *k, hr_err *e) {
+    for (int32_t b = 0; k->stager && b < k->n_stage; b++) {
+        if (k->stage_slot[b] < 0 || !hr_stager_take(k->stager, b)) continue;
+        uint64_t t = 0;
+        if (h->dev->ops->copy_async(h->dev, k->stage_dst[b], k->stage[b], k->stage_len[b], &t, e)) return -1;
+        k->stage_ticket[b] = t, k->ticket[k->stage_slot[b]] = t, k->stage_slot[b] = -1;
+    }
+    return 0;
 }
 
 int hr_ecache_begin(hearth_ctx *c, int il, hr_err *e) {
     hr_hybrid *h = c->hy;
     hr_ecache *k = h->cache;
     if (!k || !k->L[il].n_slot) return 0;
+    if (pump(h, k, e)) return -1;
     hr_cache_layer *L = &k->L[il];
     hr_gpu_layer *g = &h->plan.layers[il];
     for (int32_t s = 0; s < L->n_slot; s++) {
-        if (L->slot[s] < 0 || L->ready[s]) continue;
+        const uint64_t t = k->ticket[(size_t)il * (size_t)k->n_slot + (size_t)s];
+        if (L->slot[s] < 0 || L->ready[s] || !t) continue; /* no ticket: still being staged */
         bool done = false;
-        if (h->dev->ops->copy_done(h->dev, k->ticket[(size_t)il * (size_t)k->n_slot + (size_t)s], &done, e)) return -1;
+        if (h->dev->ops->copy_done(h->dev, t, &done, e)) return -1;
         if (!done) continue;
         hr_cache_filled(L, s);
         g->exps[s].id = L->slot[s], g->exp_local[L->slot[s]] = s;
@@ -111,6 +137,7 @@ static int free_stage(hr_hybrid *h, hr_ecache *k, int32_t *n_free, hr_err *e) {
     int32_t first = -1;
     *n_free = 0;
     for (int32_t i = 0; i < k->n_stage; i++) {
+        if (k->stage_slot[i] >= 0) continue; /* being staged */
         bool done = !k->stage_ticket[i];
         if (!done && h->dev->ops->copy_done(h->dev, k->stage_ticket[i], &done, e)) return -2;
         if (!done) continue;
@@ -136,12 +163,21 @@ static int refill(hearth_ctx *c, int il, int32_t s, int32_t old, hr_err *e) {
     if (b < 0) return hr_errf(e, "internal error: no free expert staging buffer");
     const hr_mat src[3] = {hr_moe_expert(&w->gate, x), hr_moe_expert(&w->up, x), hr_moe_expert(d->down_t ? &w->down_t : &w->down, x)};
     const hr_dmat *dst[3] = {&d->gate, &d->up, &d->down};
+    hr_stage_piece p[3];
     for (int i = 0; i < 3; i++)
-        memcpy(k->stage[b] + (dst[i]->off - d->gate.off), src[i].data, (size_t)dst[i]->n_out * dst[i]->row_bytes);
+        p[i] = (hr_stage_piece){k->stage[b] + (dst[i]->off - d->gate.off), src[i].data, (size_t)dst[i]->n_out * dst[i]->row_bytes};
+    const size_t at = (size_t)il * (size_t)k->n_slot + (size_t)s;
+    h->st.cache_refills++, h->st.cache_refill_bytes += slot_span(d);
+    k->ticket[at] = 0, k->stage_ticket[b] = 0;
+    if (k->stager) { /* the thread copies; pump enqueues the device copy after */
+        k->stage_slot[b] = (int32_t)at, k->stage_dst[b] = d->gate.off, k->stage_len[b] = slot_span(d);
+        hr_stager_put(k->stager, b, p, 3);
+        return 0;
+    }
+    for (int i = 0; i < 3; i++) memcpy(p[i].dst, p[i].src, p[i].bytes);
     uint64_t t = 0;
     if (h->dev->ops->copy_async(h->dev, d->gate.off, k->stage[b], slot_span(d), &t, e)) return -1;
-    k->stage_ticket[b] = t, k->ticket[(size_t)il * (size_t)k->n_slot + (size_t)s] = t;
-    h->st.cache_refills++, h->st.cache_refill_bytes += slot_span(d);
+    k->stage_ticket[b] = t, k->ticket[at] = t;
     return 0;
 }
 
@@ -156,6 +192,7 @@ int hr_ecache_end(hearth_ctx *c, int il, const int32_t *count, hr_err *e) {
         if (count[x] && L->where[x] >= 0 && !L->ready[L->where[x]]) h->st.cache_late += (uint64_t)count[x];
     }
     h->st.cache_hits += hr_cache_hits(L, count);
+    if (pump(h, k, e)) return -1;
     int32_t n_free = 0;
     if (free_stage(h, k, &n_free, e) < -1) return -1;
     const int32_t max = n_free < k->k ? n_free : k->k;
@@ -165,3 +202,5 @@ int hr_ecache_end(hearth_ctx *c, int il, const int32_t *count, hr_err *e) {
     h->st.cache_refill_s += now_s() - t0;
     return 0;
 }
+
+double hr_ecache_thread_seconds(const hr_hybrid *h) { return h->cache && h->cache->stager ? hr_stager_seconds(h->cache->stager) : 0; }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backends/device/standin.h"
+#include "expert_cache.h"
 #include "formats/types.h"
 #include "hybrid.h"
 #include "moe.h"
@@ -367,6 +368,7 @@ int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out) {
         return 0;
     }
     *out = c->hy->st;
+    out->cache_stage_s = hr_ecache_thread_seconds(c->hy);
     /* every layer's computed neurons, on whichever side they ran */
     for (int32_t il = 0; out->active && il < c->m->hp.n_layer; il++) out->act_total += c->ffn.stats[il].computed;
     return 0;
