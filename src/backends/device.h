@@ -117,6 +117,10 @@ typedef struct hr_dev_ops {
      * read where the kernel can skip it (the matrix-vector path). */
     int (*gather_matmul_masked)(hr_dev *d, const hr_dmat *W, uint64_t X, int64_t n_tok, uint64_t idx, int64_t n_idx,
                                 uint64_t MASK, uint64_t Y, hr_err *e);
+    /* ---- enqueued on the stream, for gpt-oss experts (engine/hybrid_moe.c) ----
+     * OpenAI's clamped SwiGLU, as the CPU's hr_swiglu_oai: x = min(G[i], limit), y = U[i]
+     * clamped to [-limit, limit], H[i] = x / (1 + exp(alpha * -x)) * (y + 1), n elements. */
+    int (*swiglu_oai)(hr_dev *d, uint64_t G, uint64_t U, int64_t n, float alpha, float limit, uint64_t H, hr_err *e);
 } hr_dev_ops;
 
 struct hr_dev {

@@ -40,8 +40,9 @@ static double now_s(void) {
 }
 
 static uint64_t mat_end(const hr_dmat *m) { return m->off + (uint64_t)m->n_out * m->row_bytes; }
-/* A slot's three matrices lie back to back in the arena (layout_experts): one copy fills it. */
-static uint64_t slot_span(const hr_gpu_expert *x) { return mat_end(&x->down) - x->gate.off; }
+/* A slot's three matrices (and biases) lie back to back in the arena (layout_experts): one
+ * copy fills it. */
+static uint64_t slot_span(const hr_gpu_expert *x) { return (x->bias ? x->end : mat_end(&x->down)) - x->gate.off; }
 
 int hr_ecache_init(hr_hybrid *h, const hearth_model *m, const char *policy, hr_err *e) {
     const hr_gpu_plan *p = &h->plan;
@@ -163,18 +164,25 @@ static int refill(hearth_ctx *c, int il, int32_t s, int32_t old, hr_err *e) {
     if (b < 0) return hr_errf(e, "internal error: no free expert staging buffer");
     const hr_mat src[3] = {hr_moe_expert(&w->gate, x), hr_moe_expert(&w->up, x), hr_moe_expert(d->down_t ? &w->down_t : &w->down, x)};
     const hr_dmat *dst[3] = {&d->gate, &d->up, &d->down};
-    hr_stage_piece p[3];
+    hr_stage_piece p[HR_STAGE_PIECES];
+    int np = 3;
     for (int i = 0; i < 3; i++)
         p[i] = (hr_stage_piece){k->stage[b] + (dst[i]->off - d->gate.off), src[i].data, (size_t)dst[i]->n_out * dst[i]->row_bytes};
+    if (d->bias) { /* gpt-oss: the expert's biases after its matrices */
+        const size_t ff = (size_t)c->m->hp.n_ff_exp, de = (size_t)c->m->hp.n_embd;
+        p[np++] = (hr_stage_piece){k->stage[b] + (d->gb - d->gate.off), w->gate_b + (size_t)x * ff, ff * 4};
+        p[np++] = (hr_stage_piece){k->stage[b] + (d->ub - d->gate.off), w->up_b + (size_t)x * ff, ff * 4};
+        p[np++] = (hr_stage_piece){k->stage[b] + (d->db - d->gate.off), w->down_b + (size_t)x * de, de * 4};
+    }
     const size_t at = (size_t)il * (size_t)k->n_slot + (size_t)s;
     h->st.cache_refills++, h->st.cache_refill_bytes += slot_span(d);
     k->ticket[at] = 0, k->stage_ticket[b] = 0;
     if (k->stager) { /* the thread copies; pump enqueues the device copy after */
         k->stage_slot[b] = (int32_t)at, k->stage_dst[b] = d->gate.off, k->stage_len[b] = slot_span(d);
-        hr_stager_put(k->stager, b, p, 3);
+        hr_stager_put(k->stager, b, p, np);
         return 0;
     }
-    for (int i = 0; i < 3; i++) memcpy(p[i].dst, p[i].src, p[i].bytes);
+    for (int i = 0; i < np; i++) memcpy(p[i].dst, p[i].src, p[i].bytes);
     uint64_t t = 0;
     if (h->dev->ops->copy_async(h->dev, d->gate.off, k->stage[b], slot_span(d), &t, e)) return -1;
     k->stage_ticket[b] = t, k->ticket[at] = t;

@@ -18,7 +18,7 @@ typedef struct hr_stage_piece {
     size_t bytes;
 } hr_stage_piece;
 
-#define HR_STAGE_PIECES 3
+#define HR_STAGE_PIECES 6 /* three matrices, three biases */
 
 int hr_stager_start(hr_stager **out, int32_t n_jobs, hr_err *e);
 /* Ends the thread after the piece it is copying; jobs not started are dropped. */

@@ -349,7 +349,9 @@ static hr_step_kind step_of(const hr_gpu_layer *g, const hr_layer *L) {
  * biases and clamped SwiGLU keep its experts on the host. */
 static bool experts_ok(const planner *q, int il) {
     const hr_moe_weights *w = &q->in->m->layers[il].moe;
-    return w->router.data && !w->gate_b && !w->up_b && !w->down_b && q->hp->arch->moe_act_limit <= 0 && w->gate.data;
+    /* biases all or none: the device adds each one after its product */
+    const bool bias = w->gate_b || w->up_b || w->down_b, all = w->gate_b && w->up_b && w->down_b;
+    return w->router.data && w->gate.data && (!bias || all);
 }
 /* Layers whose experts the plan may place: from n_cpu_moe up to -ngl's limit. */
 static int32_t moe_first(const planner *q) { return q->in->n_cpu_moe > 0 ? q->in->n_cpu_moe : 0; }
@@ -367,7 +369,9 @@ static const hr_mat *down_of(const hr_moe_weights *w) { return w->down.data ? &w
 /* One expert's device bytes: three allocations (expert 0's views have each expert's shape). */
 static uint64_t expert_bytes(const planner *q, int il) {
     const hr_moe_weights *w = &q->in->m->layers[il].moe;
-    return mat_bytes(&w->gate) + mat_bytes(&w->up) + mat_bytes(down_of(w));
+    const int64_t ff = q->hp->n_ff_exp, d = q->hp->n_embd;
+    const uint64_t bias = w->gate_b ? R((uint64_t)ff * 4) * 2 + R((uint64_t)d * 4) : 0;
+    return mat_bytes(&w->gate) + mat_bytes(&w->up) + mat_bytes(down_of(w)) + bias;
 }
 
 typedef struct exp_cand {
@@ -600,9 +604,15 @@ static void layout_experts(planner *q, int il, uint64_t *off) {
     for (int32_t x = 0; x < q->hp->n_expert; x++) {
         if (g->exp_local[x] < 0) continue;
         hr_gpu_expert *d = &g->exps[i];
-        d->id = x, d->down_t = !w->down.data;
+        d->id = x, d->down_t = !w->down.data, d->bias = w->gate_b != NULL;
         d->gate = dmat(&w->gate, w->gate.n_out, off, F), d->up = dmat(&w->up, w->up.n_out, off, F);
         d->down = dmat(down_of(w), down_of(w)->n_out, off, F);
+        if (d->bias) {
+            const uint64_t fb = (uint64_t)q->hp->n_ff_exp * 4, db = (uint64_t)q->hp->n_embd * 4;
+            d->gb = take(off, fb), d->ub = take(off, fb), d->db = take(off, db);
+            *F += R(fb) * 2 + R(db);
+        }
+        d->end = *off;
         g->exp_local[x] = i++;
     }
 }

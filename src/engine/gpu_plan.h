@@ -77,11 +77,14 @@ typedef enum hr_step_kind {
 const char *hr_step_kind_name(hr_step_kind k);
 
 /* One expert resident on the device: its three matrices (down: ffn_down_exps, or the
- * file's ffn_down_exps_t rows when it has those instead). */
+ * file's ffn_down_exps_t rows when it has those instead) and, where the file has them
+ * (gpt-oss), its biases (F32 [n_ff_exp], [n_ff_exp], [n_embd]) after them; end: the first
+ * byte past the expert, so [gate.off, end) is all of it (the expert cache copies that). */
 typedef struct hr_gpu_expert {
     int32_t id;
     hr_dmat gate, up, down;
-    bool down_t;
+    bool down_t, bias;
+    uint64_t gb, ub, db, end;
 } hr_gpu_expert;
 
 /* Hot neurons of one expert computed on the host (ReLU-family experts of a file with

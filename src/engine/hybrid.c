@@ -210,6 +210,11 @@ static int upload_layer(hr_hybrid *h, const hr_hparams *hp, const hr_layer *L, c
         const hr_mat gt = hr_moe_expert(&L->moe.gate, x->id), up = hr_moe_expert(&L->moe.up, x->id);
         const hr_mat dn = hr_moe_expert(x->down_t ? &L->moe.down_t : &L->moe.down, x->id);
         if (upload(h, &gt, &x->gate, NULL, e) || upload(h, &up, &x->up, NULL, e) || upload(h, &dn, &x->down, NULL, e)) return -1;
+        const int64_t ff = hp->n_ff_exp;
+        if (x->bias && (upload_vec(h, x->gb, L->moe.gate_b + (size_t)x->id * (size_t)ff, ff, e) ||
+                        upload_vec(h, x->ub, L->moe.up_b + (size_t)x->id * (size_t)ff, ff, e) ||
+                        upload_vec(h, x->db, L->moe.down_b + (size_t)x->id * (size_t)hp->n_embd, hp->n_embd, e)))
+            return -1;
     }
     if (upload_expert_neurons(h, L, g, e)) return -1;
     if (g->ffn_dense)

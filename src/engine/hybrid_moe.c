@@ -40,6 +40,8 @@ int hr_hybrid_experts(hearth_ctx *c, int il, const int32_t *r0, const int32_t *n
     const uint64_t row = (uint64_t)c->m->hp.n_embd * 4;
     const int64_t ff = c->m->hp.n_ff_exp;
     const int act = hr_act_device(c->m->hp.act);
+    const hr_arch *ar = c->m->hp.arch;
+    const bool oai = ar->moe_act_limit > 0; /* gpt-oss: OpenAI's clamped SwiGLU, as expert_act */
     if (!rows) return 0;
     if (hr_hy_to_dev(h, s->xe, h->h_xe, (uint64_t)rows * row, e)) return -1;
     for (int32_t i = 0; i < g->n_exp; i++) {
@@ -47,8 +49,11 @@ int hr_hybrid_experts(hearth_ctx *c, int il, const int32_t *r0, const int32_t *n
         const hr_gpu_expert *x = &g->exps[i];
         const uint64_t X = s->xe + (uint64_t)r0[i] * row, Y = s->ye + (uint64_t)r0[i] * row;
         if (o->matmul(d, &x->gate, X, n[i], s->ge, e) || o->matmul(d, &x->up, X, n[i], s->ue, e) ||
-            o->ffn_act(d, s->ge, s->ue, (int64_t)n[i] * ff, act, s->he, e) ||
-            (x->down_t ? o->sparse_axpy(d, &x->down, s->he, n[i], s->eidx, ff, Y, e) : o->matmul(d, &x->down, s->he, n[i], Y, e)))
+            (x->bias && (o->add_bias(d, x->gb, ff, n[i], s->ge, e) || o->add_bias(d, x->ub, ff, n[i], s->ue, e))) ||
+            (oai ? o->swiglu_oai(d, s->ge, s->ue, (int64_t)n[i] * ff, ar->moe_act_alpha, ar->moe_act_limit, s->he, e)
+                 : o->ffn_act(d, s->ge, s->ue, (int64_t)n[i] * ff, act, s->he, e)) ||
+            (x->down_t ? o->sparse_axpy(d, &x->down, s->he, n[i], s->eidx, ff, Y, e) : o->matmul(d, &x->down, s->he, n[i], Y, e)) ||
+            (x->bias && o->add_bias(d, x->db, c->m->hp.n_embd, n[i], Y, e)))
             return -1;
     }
     for (int32_t i = 0; i < g->n_xhot; i++)

@@ -185,6 +185,7 @@ template <typename T> inline T __shfl_sync(unsigned mask, T v, int src, int widt
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
 template <typename To, typename From> inline To hr_emu_bits(From v) {
     static_assert(sizeof(To) == sizeof(From), "a reinterpretation keeps the size");
     To t;

@@ -475,6 +475,26 @@ static void case_act(bench *b, int act, bool gated) {
     free(G), free(U), free(got), free(ref);
 }
 
+/* gpt-oss's clamped SwiGLU against a reference written from its formula (min(g, limit),
+ * u clamped to [-limit, limit], x sigmoid(alpha x) (u + 1)), at and past both clamps. */
+static void case_swiglu_oai(bench *b) {
+    b->top = 0;
+    const int64_t n = 1000;
+    const float alpha = 1.702f, limit = 7.0f;
+    float *G = randv(b, n, 9.0f), *U = randv(b, n, 9.0f), *got = malloc(n * 4), *ref = malloc(n * 4);
+    G[0] = limit, G[1] = 20.0f, G[2] = -20.0f, U[3] = -limit, U[4] = 30.0f, U[5] = -30.0f, G[6] = 0.0f;
+    const uint64_t go = dput(b, G, n * 4), uo = dput(b, U, n * 4), ho = dalloc(b, n * 4);
+    hr_err e = {{0}};
+    CHECKF(b->d->ops->swiglu_oai(b->d, go, uo, n, alpha, limit, ho, &e) == 0, "swiglu_oai: %s", e.msg);
+    dget(b, got, ho, n * 4);
+    for (int64_t i = 0; i < n; i++) {
+        const double x = fmin((double)G[i], limit), y = fmax(fmin((double)U[i], limit), -limit);
+        ref[i] = (float)(x / (1.0 + exp(-alpha * x)) * (y + 1.0));
+    }
+    expect_close("swiglu_oai", got, ref, NULL, n, 1e-5, 1e-6);
+    free(G), free(U), free(got), free(ref);
+}
+
 static void case_mask(bench *b) {
     b->top = 0;
     const int64_t n_tok = 3, n = 1000;
@@ -742,6 +762,7 @@ int main(void) {
         case_act(&b, act, true);
         if (act >= 3) case_act(&b, act, false);
     }
+    case_swiglu_oai(&b);
     case_mask(&b);
     for (int act = 0; act < 5; act++) case_thr_mask(&b, act);
     const uint32_t mtypes[] = {HR_F32, HR_F16, HR_Q8_0, HR_Q4_0, HR_Q4_K};

@@ -366,6 +366,76 @@ static void check_cache(void) {
     remove(path), remove(tp);
 }
 
+/* gpt-oss (biased experts, OpenAI's clamped SwiGLU; attention with sinks and a window stays
+ * on the host): CPU vs device with 0, 5 and all experts there, and with an expert cache. */
+static void check_gptoss(uint32_t type) {
+    char path[256], tag[64];
+    hearth_model *m = synth_moe("gpt-oss", type, "hmoe_oai.gguf", path, sizeof path);
+    CHECKF(m, "gpt-oss model");
+    if (!m) return;
+    snprintf(tag, sizeof tag, "gpt-oss %s", hr_type_name(type));
+    CHECKF(m->layers[0].moe.gate_b && m->hp.arch->moe_act_limit > 0, "%s: no expert biases or clamp", tag);
+    const int nv = m->hp.n_vocab;
+    const size_t n = (size_t)(NP + 2) * (size_t)nv;
+    float *ref = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
+    hr_err e = {{0}};
+    const setup cpu = {HEARTH_GPU_OFF, 0, 0, 0, NULL};
+    CHECKF(!run(m, &cpu, HEARTH_FFN_DENSE, ref, NULL, &e), "%s cpu: %s", tag, e.msg);
+    hr_gpu_plan p;
+    hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, 0, NULL, 0, NULL, 0, NULL};
+    if (hr_gpu_plan_make(&in, &p, &e)) {
+        CHECKF(0, "%s plan: %s", tag, e.msg);
+        return;
+    }
+    const uint64_t total = p.total, experts = p.bytes[HEARTH_GPU_CAT_FFN], one = p.n_exp_total ? experts / (uint64_t)p.n_exp_total : 0;
+    const hr_gpu_expert *x0 = p.n_exp_total ? &p.layers[0].exps[0] : NULL;
+    CHECKF(p.n_exp_total == NE * LAYERS && x0 && x0->bias && x0->end > x0->db, "%s: %d experts on the device at a large budget",
+           tag, p.n_exp_total);
+    hr_gpu_plan_free(&p);
+    const uint64_t base = total - experts + dev_over;
+    struct {
+        const char *what;
+        setup s;
+        int32_t want_exp;
+    } cases[] = {{"--cpu-moe", {dev, total + dev_over, 0, ALL_CPU, NULL}, 0},
+                 {"5 experts", {dev, base + 5 * one + one / 2, 0, 0, NULL}, 5},
+                 {"every expert", {dev, total + dev_over, 0, 0, NULL}, NE * LAYERS}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        hearth_gpu_status st = {0};
+        if (run(m, &cases[k].s, HEARTH_FFN_DENSE, got, &st, &e)) {
+            CHECKF(0, "%s %s: %s", tag, cases[k].what, e.msg);
+            continue;
+        }
+        const double d = hr_test_max_diff(ref, got, n);
+        printf("%s, %s: %d of %d experts on the device, %llu of %llu expert evaluations there; max |logit - cpu| %.2e\n", tag,
+               cases[k].what, st.experts_device, st.experts_total, (unsigned long long)st.expert_evals_device,
+               (unsigned long long)st.expert_evals_total, d);
+        CHECKF(d <= tol && st.experts_device == cases[k].want_exp && (cases[k].want_exp ? st.expert_evals_device > 0 : !st.expert_evals_device),
+               "%s %s: logits differ by %g; %d experts, %llu evaluations on the device", tag, cases[k].what, d, st.experts_device,
+               (unsigned long long)st.expert_evals_device);
+    }
+    /* an expert cache of 2 slots per layer: refills copy the biases with the matrices */
+    const size_t nc = (size_t)CROWS * (size_t)nv;
+    float *cref = malloc(sizeof(float) * nc), *cgot = malloc(sizeof(float) * nc);
+    const cache_run rc0 = {-1, 0, 0, NULL, NULL, 0}, rc2 = {2, 0, 0, "lru", NULL, 0};
+    hearth_gpu_status st = {0};
+    if (!cref || !cgot || run_cache(m, &rc0, cref, NULL, NULL, &e) || run_cache(m, &rc2, cgot, &st, NULL, &e))
+        CHECKF(0, "%s with the expert cache: %s", tag, e.msg);
+    else {
+        const double d = hr_test_max_diff(cref, cgot, nc);
+        printf("%s, expert cache of 2 slots (lru): %llu of %llu hits, %llu refills (%llu landed); max |logit - cpu| %.2e\n", tag,
+               (unsigned long long)st.cache_hits, (unsigned long long)st.cache_lookups, (unsigned long long)st.cache_refills,
+               (unsigned long long)st.cache_landed, d);
+        CHECKF(d <= tol && st.cache_refills > 0 && (dev != HEARTH_GPU_STANDIN || st.cache_landed > 0),
+               "%s with the expert cache: logits differ by %g; %llu refills, %llu landed", tag, d,
+               (unsigned long long)st.cache_refills, (unsigned long long)st.cache_landed);
+    }
+    free(cref), free(cgot);
+    free(ref), free(got);
+    hearth_model_free(m);
+    remove(path);
+}
+
 int main(void) {
     if (hr_test_gpu_env(&dev, &dev_over)) return 77;
     if (dev == HEARTH_GPU_CUDA) tol = 1e-2;
@@ -388,5 +458,7 @@ int main(void) {
         remove(path);
     }
     check_cache();
+    check_gptoss(HR_F32);
+    check_gptoss(HR_Q8_0);
     return TEST_END();
 }

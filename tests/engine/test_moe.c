@@ -259,14 +259,14 @@ static void check_refusals(hearth_model *m) {
     CHECKF(!c && strstr(e.msg, "mixture-of-experts") && strstr(e.msg, "predicted"), "predicted mode on MoE: %s",
            c ? "(accepted)" : e.msg);
     hearth_ctx_free(c);
-    /* -ngl 1: layer 0's attention and (where the device computes them: no expert biases or
-     * clamped SwiGLU) all its experts, nothing of the other layers; attention the device
-     * lacks (gpt-oss's sinks and window) is refused */
+    /* -ngl 1: layer 0's attention and all its experts (gpt-oss's biased, clamped ones too),
+     * nothing of the other layers; attention the device lacks (gpt-oss's sinks and window) is
+     * refused */
     hr_gpu_plan_in in = {.m = m, .n_ctx = 64, .n_seq = 1, .n_batch = 32, .budget = 1ull << 30, .mode = HEARTH_FFN_DENSE,
                          .n_gpu_layers = 1};
     const hr_layer *L0 = &m->layers[0];
     const bool attn_dev = !L0->swa && !L0->attn_scaled && !L0->sinks;
-    const int32_t exp_dev = !L0->moe.gate_b && m->hp.arch->moe_act_limit <= 0 ? m->hp.n_expert : 0;
+    const int32_t exp_dev = m->hp.n_expert;
     hr_gpu_plan p;
     int rc = hr_gpu_plan_make(&in, &p, &e);
     if (attn_dev) {

@@ -214,6 +214,7 @@ static const hr_dev_ops k_cuda_ops = {
     cu_free,
     hr_cu_thr_mask,
     hr_cu_gather_matmul_masked,
+    hr_cu_swiglu_oai,
 };
 
 /* Compute capability 7.5 at least: dp4a, and the oldest architecture CUDA 13 compiles

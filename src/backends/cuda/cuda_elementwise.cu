@@ -73,6 +73,32 @@ int hr_cu_ffn_act(hr_dev *d, uint64_t G, uint64_t U, int64_t n, int act, uint64_
     return hr_cu_launched(op, e);
 }
 
+/* The CPU's hr_swiglu_oai in its order, each operation rounded alone (no contraction). */
+__global__ void k_act_oai(const float *G, const float *U, int64_t n, float alpha, float limit, float *H) {
+    for (int64_t i = (int64_t)blockIdx.x * EW_THREADS + threadIdx.x; i < n; i += (int64_t)gridDim.x * EW_THREADS) {
+        const float g = G[i], u = U[i];
+        const float x = limit < g ? limit : g; /* a NaN gate passes through, as std::min's order */
+        const float y = u < -limit ? -limit : u > limit ? limit : u;
+        H[i] = __fmul_rn(__fdiv_rn(x, __fadd_rn(1.0f, expf(__fmul_rn(alpha, -x)))), __fadd_rn(y, 1.0f));
+    }
+}
+
+int hr_cu_swiglu_oai(hr_dev *d, uint64_t G, uint64_t U, int64_t n, float alpha, float limit, uint64_t H, hr_err *e) {
+    hr_cuda *c = hr_cu(d);
+    const char *op = "swiglu_oai";
+    if (n < 0) return hr_errf(e, "cuda swiglu_oai: negative size");
+    if (n == 0) return 0;
+    if (G % 4 || U % 4 || H % 4) return hr_errf(e, "cuda swiglu_oai: G, U and H must be 4-byte aligned");
+    if ((uint64_t)n > UINT64_MAX / 4) return hr_errf(e, "cuda swiglu_oai: size overflow");
+    const uint64_t bytes = (uint64_t)n * 4;
+    if (hr_cu_span(c, G, bytes, op, "G", e) || hr_cu_span(c, U, bytes, op, "U", e) || hr_cu_span(c, H, bytes, op, "H", e) ||
+        hr_cu_enter(c, op, e))
+        return -1;
+    HR_CU_LAUNCH(k_act_oai, hr_cu_blocks(n, EW_THREADS), EW_THREADS, 0, c->stream)(
+        hr_cu_at<const float>(c, G), hr_cu_at<const float>(c, U), n, alpha, limit, hr_cu_at<float>(c, H));
+    return hr_cu_launched(op, e);
+}
+
 int hr_cu_apply_mask(hr_dev *d, uint64_t A, uint64_t mask, int64_t n_tok, int64_t n, hr_err *e) {
     hr_cuda *c = hr_cu(d);
     const char *op = "apply_mask";

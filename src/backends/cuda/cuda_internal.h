@@ -124,6 +124,7 @@ int hr_cu_rope(hr_dev *d, uint64_t X, int64_t n_tok, int32_t n_head, int32_t hea
                const int32_t *pos, float base, float freq_scale, bool neox, const hr_dev_rope *ext, hr_err *e);
 int hr_cu_attention(hr_dev *d, const hr_dev_attn *a, uint64_t Q, uint64_t K, uint64_t V, uint64_t OUT, hr_err *e);
 int hr_cu_ffn_act(hr_dev *d, uint64_t G, uint64_t U, int64_t n, int act, uint64_t H, hr_err *e);
+int hr_cu_swiglu_oai(hr_dev *d, uint64_t G, uint64_t U, int64_t n, float alpha, float limit, uint64_t H, hr_err *e);
 int hr_cu_apply_mask(hr_dev *d, uint64_t A, uint64_t mask, int64_t n_tok, int64_t n, hr_err *e);
 int hr_cu_add(hr_dev *d, uint64_t X, int64_t n, uint64_t Y, hr_err *e);
 int hr_cu_add_bias(hr_dev *d, uint64_t b, int64_t n, int64_t n_tok, uint64_t Y, hr_err *e);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backends/cpu/ops.h"
+#include "backends/cpu/ops_oai.h"
 #include "backends/cpu/sparse.h"
 #include "backends/device.h"
 #include "formats/types.h"
@@ -201,6 +202,16 @@ static int sd_add_bias(hr_dev *d, uint64_t b, int64_t n, int64_t n_tok, uint64_t
     return 0;
 }
 
+static int sd_swiglu_oai(hr_dev *d, uint64_t G, uint64_t U, int64_t n, float alpha, float limit, uint64_t H, hr_err *e) {
+    if (n < 0) return hr_errf(e, "standin: swiglu_oai of %lld elements", (long long)n);
+    const float *g = fspan(d, G, (uint64_t)n, "swiglu_oai gate", e);
+    const float *u = g ? fspan(d, U, (uint64_t)n, "swiglu_oai up", e) : NULL;
+    float *h = u ? fspan(d, H, (uint64_t)n, "swiglu_oai output", e) : NULL;
+    if (!h) return -1;
+    hr_swiglu_oai(h, g, u, n, alpha, limit);
+    return 0;
+}
+
 static int sd_ffn_act(hr_dev *d, uint64_t G, uint64_t U, int64_t n, int act, uint64_t H, hr_err *e) {
     if (n < 0) return hr_errf(e, "standin: ffn_act of %lld elements", (long long)n);
     const float *g = G == UINT64_MAX ? NULL : fspan(d, G, (uint64_t)n, "ffn_act gate", e);
@@ -304,7 +315,7 @@ static const hr_dev_ops standin_ops = {
     .name = "standin", .mem_info = sd_mem_info, .overhead = sd_overhead, .reserve = sd_reserve,
     .host_alloc = sd_host_alloc, .host_free = sd_host_free, .to_dev = sd_to_dev, .to_host = sd_to_host,
     .matmul = sd_matmul, .gather_matmul = sd_gather, .sparse_axpy = sd_axpy, .rmsnorm = sd_rmsnorm,
-    .rope = sd_rope, .attention = hr_standin_attention, .ffn_act = sd_ffn_act, .apply_mask = sd_apply_mask,
+    .rope = sd_rope, .attention = hr_standin_attention, .ffn_act = sd_ffn_act, .swiglu_oai = sd_swiglu_oai, .apply_mask = sd_apply_mask,
     .add = sd_add, .add_bias = sd_add_bias, .sync = sd_sync, .free = sd_free,
     .copy_async = sd_copy_async, .copy_done = sd_copy_done, .copy_sync = sd_copy_sync,
     .thr_mask = hr_standin_thr_mask, .gather_matmul_masked = hr_standin_gather_masked,
