@@ -38,6 +38,10 @@ static void usage(FILE *f) {
             "                        experts placed (statistics' routing counts) and hot neurons\n"
             "                        of ReLU-family host experts (firing counts) and writes them\n"
             "                        as the expert index (-o) the run reads back\n"
+            "  --moe-cache N         mixtures of experts: the plan of a run with an expert cache of\n"
+            "                        N slots per layer: the experts the slots start with and the hot\n"
+            "                        neurons beside them; no index is written (such a run places\n"
+            "                        its own from the statistics)\n"
             "  -h, --help            this help\n\n"
             "The accounting is hybrid execution's (docs/hybrid.md): from the budget come the\n"
             "device's own overhead, then scratch for -b tokens, attention with its F16 KV cache\n"
@@ -78,6 +82,9 @@ static int ctx_flag(const char *f, const char *v, hearth_ctx_params *cp) {
     } else if (!strcmp(f, "-ncmoe") || !strcmp(f, "--n-cpu-moe")) { /* mixtures of experts, as hearth run */
         if (!hr_arg_long(CMD, f, v, 0, 1 << 20, &l)) return 2;
         cp->n_cpu_moe = (int32_t)l;
+    } else if (!strcmp(f, "--moe-cache")) {
+        if (!hr_arg_long(CMD, f, v, 1, 1 << 16, &l)) return 2;
+        cp->moe_cache = (int32_t)l;
     } else if (!strcmp(f, "-ngl") || !strcmp(f, "--n-gpu-layers")) {
         if (!hr_arg_long(CMD, f, v, 0, 1 << 20, &l)) return 2;
         cp->n_gpu_layers = (int32_t)l;
@@ -258,7 +265,7 @@ static void print_experts(const opts *o, const hearth_gpu_experts *x, const char
         printf(", \"output\": ");
         if (x->index_written) json_str(out);
         else printf("null");
-        printf(", \"expert_budget\": %llu", (unsigned long long)x->expert_budget);
+        printf(", \"expert_budget\": %llu, \"moe_cache\": %d", (unsigned long long)x->expert_budget, o->cp.moe_cache);
         printf(", \"n_layer\": %d, \"n_expert\": %d, \"n_expert_used\": %d, \"n_tokens\": %llu, \"budget_bytes\": %llu, "
                "\"used_bytes\": %llu, \"expert_bytes\": %llu, \"n_placed\": %d, \"share\": %.6f, \"n_split\": %d, "
                "\"n_expert_neurons\": %lld, \"expert_neuron_bytes\": %llu,\n \"layers\": [",
@@ -282,6 +289,9 @@ static void print_experts(const opts *o, const hearth_gpu_experts *x, const char
            stats ? stats : "");
     printf("VRAM budget %.6g GiB (%llu bytes): arena %llu bytes, of which %llu for experts\n", (double)x->budget / GIB,
            (unsigned long long)x->budget, (unsigned long long)x->used, (unsigned long long)x->placed_bytes);
+    if (o->cp.moe_cache > 0)
+        printf("expert cache: %d slots per layer, starting with the experts listed; the cache refills them by use\n",
+               o->cp.moe_cache);
     printf("layer  experts on the GPU; hot neurons of host experts (expert:neurons)\n");
     for (int32_t l = 0; l < x->n_layer; l++) {
         printf("%5d ", l);
@@ -299,6 +309,7 @@ static void print_experts(const opts *o, const hearth_gpu_experts *x, const char
     if (x->index_written)
         printf("wrote %s (split.vram_capacity %llu: the bytes for experts and their neurons)\n", out,
                (unsigned long long)x->expert_budget);
+    else if (o->cp.moe_cache > 0) printf("wrote no index: a run with --moe-cache places its slots and neurons itself\n");
     else printf("wrote no index: the budget leaves no bytes for experts\n");
 }
 

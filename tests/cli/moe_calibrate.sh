@@ -51,6 +51,21 @@ nn=$(sed -n 's/.*; \([0-9]*\) expert neurons on the device.*/\1/p' "$TMP/err")
 [ -n "$nn" ] && [ "$nn" -gt 0 ] || bad "no expert neurons on the device: $(grep 'expert neurons' "$TMP/err")"
 expect 0 "place expert neurons" -- "$HEARTH" place -m "$TMP/st.sparse.gguf" --vram-budget "$half" --ffn exact
 has out "0 of 12 experts on the GPU, $nn expert neurons of"
+# beside an expert cache of one slot per layer: the other experts' hot neurons, tokens unchanged;
+# hearth place reports the same plan and writes no index
+expect 0 "expert cache + neurons" -- "$HEARTH" $RUN --ffn exact --gpu standin --vram-budget 1 --moe-cache 1 --verbose
+cmp -s "$TMP/out" "$TMP/dense.txt" || bad "tokens with the expert cache and neurons differ from the CPU's"
+has err "gpu: 2 of 12 experts on the device (expert cache slots"
+cn=$(sed -n 's/.*; \([0-9]*\) expert neurons on the device.*/\1/p' "$TMP/err")
+[ -n "$cn" ] && [ "$cn" -gt 0 ] || bad "no expert neurons beside the cache: $(grep 'expert neurons' "$TMP/err")"
+has err "run whole in an expert cache slot instead"
+rm -f "$TMP/st.sparse.generated.gpuidx"
+expect 0 "place with the cache" -- "$HEARTH" place -m "$TMP/st.sparse.gguf" --vram-budget 1 --ffn exact --moe-cache 1
+has out "expert cache: 1 slots per layer"
+has out "2 of 12 experts on the GPU, $cn expert neurons of"
+has out "wrote no index: a run with --moe-cache"
+[ -e "$TMP/st.sparse.generated.gpuidx" ] && bad "hearth place --moe-cache wrote an index"
+expect 2 "place --moe-cache 0" -- "$HEARTH" place -m "$TMP/st.sparse.gguf" --vram-budget 1 --moe-cache 0
 
 expect 1 "predicted without predictors" -- "$HEARTH" $RUN --ffn predicted
 has err "needs expert predictors"
