@@ -375,12 +375,7 @@ static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
     const int64_t nb = n / HR_QK;
     for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
         hr_block_q8_0 pad[QGRP];
-        const hr_block_q8_0 *src = x + b;
-        if (b + QGRP > nb) { /* zero blocks add exactly +0, as in QDOT_BODY's tail */
-            memset(pad, 0, sizeof pad);
-            memcpy(pad, x + b, (size_t)(nb - b) * sizeof pad[0]);
-            src = pad;
-        }
+        const hr_block_q8_0 *src = hr_q8_grp_src(x, b, nb, QGRP, pad);
         xgrp g;
         x_grp(&g, src, 1);
         for (int p = 0; p < 8; p++) _mm256_store_si256(&o[gi].q[p], g.q[p]);

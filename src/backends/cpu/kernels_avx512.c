@@ -406,12 +406,7 @@ TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
     const int64_t nb = n / HR_QK;
     for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
         hr_block_q8_0 pad[QGRP];
-        const hr_block_q8_0 *src = x + b;
-        if (b + QGRP > nb) { /* zero blocks add exactly +0, as in QDOT_BODY's tail */
-            memset(pad, 0, sizeof pad);
-            memcpy(pad, x + b, (size_t)(nb - b) * sizeof pad[0]);
-            src = pad;
-        }
+        const hr_block_q8_0 *src = hr_q8_grp_src(x, b, nb, QGRP, pad);
         xgrp g;
         x_grp(&g, src, 1);
         for (int p = 0; p < 4; p++) _mm512_store_si512(&o[gi].q[p], g.q[p]);
@@ -506,12 +501,7 @@ TGT static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
     const int64_t nb = n / HR_QK;
     for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
         hr_block_q8_0 pad[QGRP];
-        const hr_block_q8_0 *src = x + b;
-        if (b + QGRP > nb) { /* zero blocks add exactly +0, as in QDOT_BODY's tail */
-            memset(pad, 0, sizeof pad);
-            memcpy(pad, x + b, (size_t)(nb - b) * sizeof pad[0]);
-            src = pad;
-        }
+        const hr_block_q8_0 *src = hr_q8_grp_src(x, b, nb, QGRP, pad);
         const __m256 d = scales8_q8(src);
         for (int p = 0; p < 4; p++) {
             const __m512i q = pair256(src[2 * p].qs, src[2 * p + 1].qs);

@@ -5,6 +5,7 @@
  * order), so a token's result does not depend on the batch it was computed in. */
 #ifndef HR_KERNELS_IMPL_H
 #define HR_KERNELS_IMPL_H
+#include <string.h>
 #include "kernels.h"
 
 #define HR_TILE_R 2
@@ -123,4 +124,14 @@ HR_KQX_DECL_ALL(avx512)
     [HR_Q6_K] = hr_##KIND##_q6_K_##ISA, [HR_IQ4_XS] = hr_##KIND##_iq4_xs_##ISA
 #define HR_KQ_PREP(FN) \
     [HR_Q2_K] = FN, [HR_Q3_K] = FN, [HR_Q4_K] = FN, [HR_Q5_K] = FN, [HR_Q6_K] = FN, [HR_IQ4_XS] = FN
+/* Blocks b.. of a Q8_0 activation row of nb blocks, for the tile_xprep kernels: the row's
+ * own grp blocks, or (the ragged last group) pad holding them zero-filled to grp; zero blocks
+ * add exactly +0, as in the vec_dot kernels' tails. */
+static inline const hr_block_q8_0 *hr_q8_grp_src(const hr_block_q8_0 *x, int64_t b, int64_t nb, int grp, hr_block_q8_0 *pad) {
+    if (b + grp <= nb) return x + b;
+    memset(pad, 0, sizeof *pad * (size_t)grp);
+    memcpy(pad, x + b, (size_t)(nb - b) * sizeof *pad);
+    return pad;
+}
+
 #endif
