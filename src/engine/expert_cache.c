@@ -29,7 +29,6 @@ typedef struct hr_ecache {
      * >= 0 (il * n_slot + slot) and its copy is enqueued once the thread is done. */
     hr_stager *stager;
     int32_t *stage_slot;
-    uint64_t *stage_dst, *stage_len;
     int32_t *slots, *evicted; /* [n_expert] work space */
 } hr_ecache;
 
@@ -39,10 +38,9 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static uint64_t mat_end(const hr_dmat *m) { return m->off + (uint64_t)m->n_out * m->row_bytes; }
 /* A slot's three matrices (and biases) lie back to back in the arena (layout_experts): one
  * copy fills it. */
-static uint64_t slot_span(const hr_gpu_expert *x) { return (x->bias ? x->end : mat_end(&x->down)) - x->gate.off; }
+static uint64_t slot_span(const hr_gpu_expert *x) { return x->end - x->gate.off; }
 
 int hr_ecache_init(hr_hybrid *h, const hearth_model *m, const char *policy, hr_err *e) {
     const hr_gpu_plan *p = &h->plan;
@@ -74,8 +72,7 @@ int hr_ecache_init(hr_hybrid *h, const hearth_model *m, const char *policy, hr_e
     c->n_stage = HR_ECACHE_STAGING_PER_K * c->k;
     c->stage = calloc((size_t)c->n_stage, sizeof *c->stage), c->stage_ticket = calloc((size_t)c->n_stage, sizeof *c->stage_ticket);
     c->stage_slot = malloc(sizeof *c->stage_slot * (size_t)c->n_stage);
-    c->stage_dst = calloc((size_t)c->n_stage, sizeof *c->stage_dst), c->stage_len = calloc((size_t)c->n_stage, sizeof *c->stage_len);
-    if (!c->stage || !c->stage_ticket || !c->stage_slot || !c->stage_dst || !c->stage_len) return hr_errf(e, "out of memory");
+    if (!c->stage || !c->stage_ticket || !c->stage_slot) return hr_errf(e, "out of memory");
     for (int32_t i = 0; i < c->n_stage; i++) c->stage_slot[i] = -1;
     if (strcmp(h->dev->ops->name, "standin") != 0 && hr_stager_start(&c->stager, c->n_stage, e)) return -1;
     for (int32_t i = 0; i < c->n_stage; i++)
@@ -97,7 +94,7 @@ void hr_ecache_free(hr_hybrid *h) {
     (void)h->dev->ops->copy_sync(h->dev, &ignored);
     for (int32_t i = 0; c->stage && i < c->n_stage; i++) h->dev->ops->host_free(h->dev, c->stage[i]);
     free(c->L), free(c->ticket), free(c->stage), free(c->stage_ticket), free(c->slots), free(c->evicted);
-    free(c->stage_slot), free(c->stage_dst), free(c->stage_len);
+    free(c->stage_slot);
     free(c);
     h->cache = NULL;
 }
@@ -105,10 +102,12 @@ void hr_ecache_free(hr_hybrid *h) {
 /* Staged buffers whose bytes the thread has copied: their device copies enqueued now. */
 static int pump(hr_hybrid *h, hr_ecache *k, hr_err *e) {
     for (int32_t b = 0; k->stager && b < k->n_stage; b++) {
-        if (k->stage_slot[b] < 0 || !hr_stager_take(k->stager, b)) continue;
+        const int32_t at = k->stage_slot[b];
+        if (at < 0 || !hr_stager_take(k->stager, b)) continue;
+        const hr_gpu_expert *d = &h->plan.layers[at / k->n_slot].exps[at % k->n_slot];
         uint64_t t = 0;
-        if (h->dev->ops->copy_async(h->dev, k->stage_dst[b], k->stage[b], k->stage_len[b], &t, e)) return -1;
-        k->stage_ticket[b] = t, k->ticket[k->stage_slot[b]] = t, k->stage_slot[b] = -1;
+        if (h->dev->ops->copy_async(h->dev, d->gate.off, k->stage[b], slot_span(d), &t, e)) return -1;
+        k->stage_ticket[b] = t, k->ticket[at] = t, k->stage_slot[b] = -1;
     }
     return 0;
 }
@@ -178,7 +177,7 @@ static int refill(hearth_ctx *c, int il, int32_t s, int32_t old, hr_err *e) {
     h->st.cache_refills++, h->st.cache_refill_bytes += slot_span(d);
     k->ticket[at] = 0, k->stage_ticket[b] = 0;
     if (k->stager) { /* the thread copies; pump enqueues the device copy after */
-        k->stage_slot[b] = (int32_t)at, k->stage_dst[b] = d->gate.off, k->stage_len[b] = slot_span(d);
+        k->stage_slot[b] = (int32_t)at;
         hr_stager_put(k->stager, b, p, np);
         return 0;
     }

@@ -345,11 +345,10 @@ static hr_step_kind step_of(const hr_gpu_layer *g, const hr_layer *L) {
 
 /* ---- mixtures of experts ---- */
 
-/* The device computes an expert's gated activation and plain products; gpt-oss's expert
- * biases and clamped SwiGLU keep its experts on the host. */
+/* The device computes an expert's products, its gated (or gpt-oss's clamped) activation and
+ * its biases, all three or none: each is added after its product. */
 static bool experts_ok(const planner *q, int il) {
     const hr_moe_weights *w = &q->in->m->layers[il].moe;
-    /* biases all or none: the device adds each one after its product */
     const bool bias = w->gate_b || w->up_b || w->down_b, all = w->gate_b && w->up_b && w->down_b;
     return w->router.data && w->gate.data && (!bias || all);
 }
@@ -607,12 +606,13 @@ static void layout_experts(planner *q, int il, uint64_t *off) {
         d->id = x, d->down_t = !w->down.data, d->bias = w->gate_b != NULL;
         d->gate = dmat(&w->gate, w->gate.n_out, off, F), d->up = dmat(&w->up, w->up.n_out, off, F);
         d->down = dmat(down_of(w), down_of(w)->n_out, off, F);
+        d->end = d->down.off + (uint64_t)d->down.n_out * d->down.row_bytes;
         if (d->bias) {
             const uint64_t fb = (uint64_t)q->hp->n_ff_exp * 4, db = (uint64_t)q->hp->n_embd * 4;
             d->gb = take(off, fb), d->ub = take(off, fb), d->db = take(off, db);
             *F += R(fb) * 2 + R(db);
+            d->end = d->db + db;
         }
-        d->end = *off;
         g->exp_local[x] = i++;
     }
 }

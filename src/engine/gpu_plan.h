@@ -78,8 +78,8 @@ const char *hr_step_kind_name(hr_step_kind k);
 
 /* One expert resident on the device: its three matrices (down: ffn_down_exps, or the
  * file's ffn_down_exps_t rows when it has those instead) and, where the file has them
- * (gpt-oss), its biases (F32 [n_ff_exp], [n_ff_exp], [n_embd]) after them; end: the first
- * byte past the expert, so [gate.off, end) is all of it (the expert cache copies that). */
+ * (gpt-oss), its biases (F32 [n_ff_exp], [n_ff_exp], [n_embd]) after them; end: the byte
+ * after its last one, so [gate.off, end) is all of it (the expert cache copies that). */
 typedef struct hr_gpu_expert {
     int32_t id;
     hr_dmat gate, up, down;

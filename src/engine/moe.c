@@ -501,8 +501,10 @@ static int32_t gather_device_rows(hearth_ctx *c, const hr_gpu_layer *g, const fl
         /* an expert the cache holds whole in a ready slot runs there, its hot neurons idle */
         const bool whole = g->exp_local && g->exp_local[x] >= 0;
         w->xr0[i] = rows, w->xn[i] = whole ? 0 : w->count[x];
-        if (whole) c->hy->st.expert_split_cached += (uint64_t)w->count[x];
-        if (whole) continue;
+        if (whole) {
+            c->hy->st.expert_split_cached += (uint64_t)w->count[x];
+            continue;
+        }
         for (int32_t j = 0; j < w->count[x]; j++, rows++)
             memcpy(c->hy->h_xe + (size_t)rows * d, xn + (size_t)(slot[j] / w->k) * d, d * sizeof(float));
     }
