@@ -18,18 +18,18 @@ typedef struct {
 static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_t *qp) {
     hearth_ctx *c = j->c;
     const hr_hparams *hp = &c->m->hp;
-    const int32_t hd = hp->head_dim, kvd = hp->n_head_kv * hd, kvh = h / (hp->n_head / hp->n_head_kv);
+    const int32_t hd = hp->head_dim, kvh = h / (hp->n_head / hp->n_head_kv);
     /* A sliding-window layer sees the last n_swa positions (llama.cpp's standard window:
      * p masked when pos - p >= n_swa); the others every position so far. */
     const int32_t pos = j->f->pos[t];
     const int32_t p0 = c->m->layers[j->il].swa && pos >= hp->n_swa ? pos - hp->n_swa + 1 : 0;
     const int32_t n_kv = pos + 1 - p0;
-    const size_t first = hr_kv_cell(c, j->f->seq[t], j->il, p0) + (size_t)kvh * hd;
+    const size_t first = hr_kv_cell(c, j->f->seq[t], j->il, kvh, p0);
     const uint32_t kt = c->kv.k_elem == 2 ? HR_F16 : HR_F32;
     const hr_kernels *k = c->cpu.k;
     const uint8_t *K = c->kv.k_cache + first * c->kv.k_elem;
     k->act_prep[kt](c->sc.q + ((int64_t)t * hp->n_head + h) * hd, qp, hd);
-    for (int32_t p = 0; p < n_kv; p++) k->vec_dot[kt](hd, &s[p], K + (size_t)p * kvd * c->kv.k_elem, qp);
+    hr_rows_dot(k, kt, hd, K, (size_t)hd * c->kv.k_elem, n_kv, qp, s);
     /* llama.cpp caps the raw scores, then the softmax applies its scale (1 where q was scaled). */
     if (hp->attn_softcap > 0) hr_softcap(s, n_kv, hp->attn_softcap);
     /* gpt-oss: the head's sink logit takes its share of the denominator (llama.cpp adds it
@@ -41,7 +41,7 @@ static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_
     const int f16 = c->kv.v_elem == 2;
     if (f16)
         for (int32_t p = 0; p < n_kv; p++) s[p] = hr_f16_to_f32(hr_f32_to_f16(s[p]));
-    hr_attn_wsum(out, s, c->kv.v_cache + first * c->kv.v_elem, (size_t)kvd * c->kv.v_elem, n_kv, hd, f16);
+    k->attn_wsum(out, s, c->kv.v_cache + first * c->kv.v_elem, (size_t)hd * c->kv.v_elem, n_kv, hd, f16);
 }
 
 static void attn_task(void *arg, int ith, int nth) {
@@ -57,17 +57,19 @@ static void attn_task(void *arg, int ith, int nth) {
 /* Stores this batch's k and v rows at their cells, converting to the cache type. */
 static void store_kv(hearth_ctx *c, int il, const hr_fwd *f) {
     const hr_hparams *hp = &c->m->hp;
-    const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim;
-    for (int32_t t = 0; t < f->n; t++) {
-        const size_t base = hr_kv_cell(c, f->seq[t], il, f->pos[t]);
-        const float *k = c->sc.k + t * kvd, *v = c->sc.v + t * kvd;
-        for (int64_t i = 0; i < kvd; i++) {
-            if (c->kv.k_elem == 2) ((uint16_t *)c->kv.k_cache)[base + i] = hr_f32_to_f16(k[i]);
-            else ((float *)c->kv.k_cache)[base + i] = k[i];
-            if (c->kv.v_elem == 2) ((uint16_t *)c->kv.v_cache)[base + i] = hr_f32_to_f16(v[i]);
-            else ((float *)c->kv.v_cache)[base + i] = v[i];
+    const int32_t hd = hp->head_dim;
+    const int64_t kvd = (int64_t)hp->n_head_kv * hd;
+    for (int32_t t = 0; t < f->n; t++)
+        for (int32_t h = 0; h < hp->n_head_kv; h++) {
+            const size_t base = hr_kv_cell(c, f->seq[t], il, h, f->pos[t]);
+            const float *k = c->sc.k + t * kvd + (int64_t)h * hd, *v = c->sc.v + t * kvd + (int64_t)h * hd;
+            for (int32_t i = 0; i < hd; i++) {
+                if (c->kv.k_elem == 2) ((uint16_t *)c->kv.k_cache)[base + i] = hr_f32_to_f16(k[i]);
+                else ((float *)c->kv.k_cache)[base + i] = k[i];
+                if (c->kv.v_elem == 2) ((uint16_t *)c->kv.v_cache)[base + i] = hr_f32_to_f16(v[i]);
+                else ((float *)c->kv.v_cache)[base + i] = v[i];
+            }
         }
-    }
 }
 
 /* Bytes one call moves: the new K/V rows, every cached row each token reads, q in and out. */

@@ -9,7 +9,8 @@
  * attention runs on the host; the device keeps the others' (hybrid.h). */
 typedef struct hr_kv_cache {
     hearth_kv_type k_type, v_type;
-    uint8_t *k_cache, *v_cache; /* [n_seq][n_layer][n_ctx][n_head_kv * head_dim] of F16 or F32 */
+    uint8_t *k_cache, *v_cache; /* [n_seq][n_layer][n_head_kv][n_ctx][head_dim] of F16 or F32: a
+                                   head's rows are contiguous, so a decode step streams them */
     int32_t *layer;             /* [model's n_layer]: the layer's index in the caches; -1 when its
                                    attention, and so its cache, is on the device */
     int32_t n_layer;            /* layers the caches hold */
@@ -86,10 +87,14 @@ int hr_ctx_shape_resolve(const hearth_model *m, const hearth_ctx_params *p, hr_c
 /* Attention for the n tokens of f in layer il, reading q/k/v scratch, writing c->att; only
  * for layers with a host cache (forward.c gives the others to the device). */
 void hr_attention(hearth_ctx *c, int il, const hr_fwd *f);
-/* Element index of the first entry of host cache cell (seq, layer, pos); only for layers
- * whose attention runs on the host (c->kv.layer[il] >= 0): the device keeps the others. */
-static inline size_t hr_kv_cell(const hearth_ctx *c, int32_t seq, int il, int32_t pos) {
-    return (((size_t)seq * (size_t)c->kv.n_layer + (size_t)c->kv.layer[il]) * (size_t)c->n_ctx + (size_t)pos) *
-           (size_t)c->m->hp.n_head_kv * (size_t)c->m->hp.head_dim;
+/* Element index of the first entry of host cache cell (seq, layer, kv head, pos); only for
+ * layers whose attention runs on the host (c->kv.layer[il] >= 0): the device keeps the
+ * others. Head-major: a position-major cache put one head's rows 4 KiB or more apart, so
+ * every row of a decode step was a new page for the TLB and the prefetcher, and attention
+ * read the cache at a quarter of the weights' rate. */
+static inline size_t hr_kv_cell(const hearth_ctx *c, int32_t seq, int il, int32_t kvh, int32_t pos) {
+    const size_t head = ((size_t)seq * (size_t)c->kv.n_layer + (size_t)c->kv.layer[il]) * (size_t)c->m->hp.n_head_kv +
+                        (size_t)kvh;
+    return (head * (size_t)c->n_ctx + (size_t)pos) * (size_t)c->m->hp.head_dim;
 }
 #endif

@@ -1,10 +1,12 @@
 /* Attention's weighted sum of value rows: the plain C against the loop attention.c had
- * (written out here), and the AVX2 twin and the dispatching entry against the plain C, bit
- * for bit, at head sizes around the 8- and 64-column blocks and row counts 1 to 300, F16
- * (with subnormals, infinities' neighbours, signed zeros) and F32 rows, strided as a cache. */
+ * (written out here), and the AVX2 and AVX-512 twins and every kernel table's entry against
+ * the plain C, bit for bit, at head sizes around the 8-, 16-, 64- and 128-column blocks and
+ * row counts 1 to 300 (several 32-row chunks), F16 (with subnormals, infinities' neighbours,
+ * signed zeros) and F32 rows, strided as a cache. */
 #include <stdlib.h>
 #include <string.h>
 #include "backends/cpu/attn_v.h"
+#include "backends/cpu/kernels.h"
 #include "formats/types.h"
 #include "testutil.h"
 
@@ -20,8 +22,8 @@ static void reference(float *out, const float *w, const char *V, size_t vs, int3
 static int same_bits(const float *a, const float *b, int32_t n) { return memcmp(a, b, sizeof(float) * (size_t)n) == 0; }
 
 int main(void) {
-    static const int32_t hds[] = {1, 7, 8, 9, 63, 64, 65, 72, 80, 128, 136, 200, 256};
-    static const int32_t ns[] = {1, 2, 5, 33, 300};
+    static const int32_t hds[] = {1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 72, 80, 127, 128, 129, 136, 144, 200, 256};
+    static const int32_t ns[] = {1, 2, 5, 31, 32, 33, 64, 300};
     enum { MAXD = 256, MAXN = 300, PADD = 24 };
     uint16_t *vh = malloc(sizeof(uint16_t) * MAXN * (MAXD + PADD));
     float *vf = malloc(sizeof(float) * MAXN * (MAXD + PADD)), w[MAXN];
@@ -40,10 +42,12 @@ int main(void) {
         vf[i] = ((int)(r % 40001) - 20000) / 313.0f;
     }
     for (int p = 0; p < MAXN; p++) w[p] = (float)((p * 7919) % 1000) / 1000.0f * (p % 3 ? 1.0f : -1.0f);
-    int simd_ok = 0;
+    int simd_ok = 0, avx512_ok = 0;
 #if defined(__x86_64__)
     simd_ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    avx512_ok = __builtin_cpu_supports("avx512f");
 #endif
+    const hr_kernels *tables[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_neon()};
     for (int f16 = 0; f16 < 2; f16++)
         for (size_t a = 0; a < sizeof hds / sizeof hds[0]; a++)
             for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++) {
@@ -53,12 +57,21 @@ int main(void) {
                 reference(ref, w, V, vs, n, hd, f16);
                 hr_attn_wsum_c(c, w, V, vs, n, hd, f16);
                 CHECKF(same_bits(ref, c, hd), "plain C differs: f16 %d hd %d n %d", f16, hd, n);
-                hr_attn_wsum(any, w, V, vs, n, hd, f16);
-                CHECKF(same_bits(ref, any, hd), "entry point differs: f16 %d hd %d n %d", f16, hd, n);
+                for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
+                    if (!tables[t]) continue;
+                    CHECKF(tables[t]->attn_wsum != NULL, "table %s has no attn_wsum", tables[t]->name);
+                    if (!tables[t]->attn_wsum) continue;
+                    tables[t]->attn_wsum(any, w, V, vs, n, hd, f16);
+                    CHECKF(same_bits(ref, any, hd), "table %s differs: f16 %d hd %d n %d", tables[t]->name, f16, hd, n);
+                }
 #if defined(__x86_64__)
                 if (simd_ok) {
                     hr_attn_wsum_avx2(simd, w, V, vs, n, hd, f16);
                     CHECKF(same_bits(ref, simd, hd), "AVX2 differs: f16 %d hd %d n %d", f16, hd, n);
+                }
+                if (avx512_ok) {
+                    hr_attn_wsum_avx512(simd, w, V, vs, n, hd, f16);
+                    CHECKF(same_bits(ref, simd, hd), "AVX-512 differs: f16 %d hd %d n %d", f16, hd, n);
                 }
 #endif
             }

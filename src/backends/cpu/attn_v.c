@@ -1,5 +1,4 @@
 #include "attn_v.h"
-#include <stdbool.h>
 #include <string.h>
 #include "formats/types.h"
 
@@ -21,18 +20,4 @@ static void wsum_cols(float *out, const float *w, const void *V, size_t vs, int3
 
 void hr_attn_wsum_c(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t hd, int f16) {
     wsum_cols(out, w, V, vs, n, 0, hd, f16);
-}
-
-#if defined(HR_X86)
-static bool have_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"); }
-#endif
-
-void hr_attn_wsum(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t hd, int f16) {
-#if defined(HR_X86)
-    if (have_avx2()) {
-        hr_attn_wsum_avx2(out, w, V, vs, n, hd, f16);
-        return;
-    }
-#endif
-    hr_attn_wsum_c(out, w, V, vs, n, hd, f16);
 }

@@ -8,11 +8,12 @@
 
 /* out[d] = (((0 + w[0]*V[0][d]) + w[1]*V[1][d]) + ...) for d < hd, each product and sum
  * rounded to float in that order (no fused multiply-add), so every element is the plain
- * loop's bit for bit. V rows are F16 (f16 != 0) or F32, vs bytes apart. */
-void hr_attn_wsum(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t hd, int f16);
-
-/* The plain-C version and its AVX2 + F16C twin (x86 builds; call it only where the CPU has
- * both): equal bit for bit; the entry point above picks one at run time. */
+ * loop's bit for bit. V rows are F16 (f16 != 0) or F32, vs bytes apart.
+ *
+ * The plain-C version and its AVX2 + F16C and AVX-512 twins (x86 builds; call one only where
+ * the CPU has its features): equal bit for bit; each kernel table (kernels.h: attn_wsum)
+ * carries its own. */
 void hr_attn_wsum_c(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t hd, int f16);
 void hr_attn_wsum_avx2(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t hd, int f16);
+void hr_attn_wsum_avx512(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t hd, int f16);
 #endif

@@ -16,11 +16,14 @@
 typedef void (*hr_vec_dot_fn)(int64_t n, float *s, const void *w_row, const void *xq);
 /* Prepares n floats into the representation vec_dot expects. */
 typedef void (*hr_act_prep_fn)(const float *x, void *xq, int64_t n);
+/* Attention's weighted sum of value rows (attn_v.h): one per table, all equal bit for bit. */
+typedef void (*hr_attn_wsum_fn)(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t hd, int f16);
 
 typedef struct hr_kernels {
     const char *name;                      /* "scalar", "avx2", "avx512", "neon" */
     hr_vec_dot_fn vec_dot[HR_TYPE_MAX];    /* NULL for unsupported weight types */
     hr_act_prep_fn act_prep[HR_TYPE_MAX];  /* indexed by WEIGHT type */
+    hr_attn_wsum_fn attn_wsum;
 } hr_kernels;
 
 const hr_kernels *hr_kernels_scalar(void);

@@ -6,6 +6,7 @@
  * scaled by d_w*d_x per lane, alternating between two accumulators (groups of 8
  * blocks, see below). Weight rows are prefetched ahead (decode streams them from DRAM). */
 #include "kernels_impl.h"
+#include "attn_v.h"
 #include "kquant_legacy_simd.h"
 
 #if defined(HR_X86) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -511,6 +512,7 @@ TILE_X_GRP(q8_0)
 static const hr_kernels_ext k_avx2 = {
     .k = {
         .name = "avx2",
+        .attn_wsum = hr_attn_wsum_avx2,
         .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16,
                     [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0,
                     HR_KQ_ENTRIES(dot, avx2),

@@ -6,6 +6,7 @@
  * streams them from DRAM). Tiles and the 2- and 4-row decode kernels repeat vec_dot's
  * arithmetic per pair, so they agree with it bit for bit. Activation preps are AVX2's. */
 #include "kernels_impl.h"
+#include "attn_v.h"
 #include "kquant_legacy_simd.h"
 
 #if defined(HR_X86) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
@@ -545,6 +546,7 @@ TILE_X_DRIVER(q8_0, hr_block_q8_0, tx_q8_0_grp)
 static const hr_kernels_ext k_avx512 = {
     .k = {
         .name = "avx512",
+        .attn_wsum = hr_attn_wsum_avx512,
         .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16,
                     [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0,
                     HR_KQ_ENTRIES(dot, avx512),

@@ -4,6 +4,7 @@
  * Activation preps are the scalar ones (identical bytes on every ISA). No tiles yet:
  * prompt batches go through vec_dot per pair. */
 #include "kernels_impl.h"
+#include "attn_v.h"
 
 #if defined(__ARM_NEON) && defined(__aarch64__)
 #include <arm_neon.h>
@@ -92,6 +93,7 @@ static void prep_f32(const float *x, void *xq, int64_t n) { memcpy(xq, x, (size_
 static const hr_kernels_ext k_neon = {
     .k = {
         .name = "neon",
+        .attn_wsum = hr_attn_wsum_c,
         .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16,
                     [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0},
         .act_prep = {[HR_F32] = prep_f32, [HR_F16] = hr_prep_f16_scalar, [HR_BF16] = hr_prep_bf16_scalar,

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "kernels_impl.h"
+#include "attn_v.h"
 
 static void prep_f32(const float *x, void *xq, int64_t n) { memcpy(xq, x, (size_t)n * 4); }
 
@@ -89,6 +90,7 @@ static void dot_q4_0(int64_t n, float *s, const void *w, const void *x) {
 static const hr_kernels_ext k_scalar = {
     .k = {
         .name = "scalar",
+        .attn_wsum = hr_attn_wsum_c,
         .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16,
                     [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0,
                     /* kernels_scalar_quant.c */

@@ -91,16 +91,27 @@ static void row_range(int64_t n_out, int ith, int nth, int64_t *r0, int64_t *r1)
 }
 
 /* Rows [r0, r1) of Y = X W^T for every token. */
+static void rows_dot(hr_tile_fn rows4, hr_tile_fn rows2, hr_vec_dot_fn dot, int64_t n, const char *w, size_t rb,
+                     int64_t r0, int64_t r1, const void *xq, float *Y) {
+    int64_t r = r0;
+    for (; rows4 && r + 4 <= r1; r += 4) rows4(n, w + r * rb, rb, xq, 0, &Y[r], 0);
+    for (; rows2 && r + 2 <= r1; r += 2) rows2(n, w + r * rb, rb, xq, 0, &Y[r], 0);
+    for (; r < r1; r++) dot(n, &Y[r], w + r * rb, xq);
+}
+
+void hr_rows_dot(const hr_kernels *k, uint32_t type, int64_t n, const void *w, size_t ws, int64_t n_rows,
+                 const void *xq, float *y) {
+    const hr_kernels_ext *x = hr_kernels_ext_of(k);
+    rows_dot(x->rows4[type], x->rows2[type], k->vec_dot[type], n, w, ws, 0, n_rows, xq, y);
+}
+
 static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int64_t r1) {
     const int64_t n = W->n_in, n_out = W->n_out;
     const size_t rb = W->row_bytes;
     const char *w = W->data;
     hr_vec_dot_fn dot = j->k->vec_dot[W->type];
     if (j->n_tok == 1) {
-        int64_t r = r0;
-        for (; j->rows4 && r + 4 <= r1; r += 4) j->rows4(n, w + r * rb, rb, j->xq, 0, &Y[r], 0);
-        for (; j->rows2 && r + 2 <= r1; r += 2) j->rows2(n, w + r * rb, rb, j->xq, 0, &Y[r], 0);
-        for (; r < r1; r++) dot(n, &Y[r], w + r * rb, j->xq);
+        rows_dot(j->rows4, j->rows2, dot, n, w, rb, r0, r1, j->xq, Y);
         return;
     }
     for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK) {
