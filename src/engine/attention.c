@@ -9,27 +9,32 @@
 #include "backends/cpu/ops.h"
 #include "backends/cpu/prof.h"
 
+/* A prompt's queries go in groups of GRP consecutive tokens of one sequence: their scores
+ * against a head's cached rows come from one pass of the prompt tile (each value vec_dot's,
+ * so a token's scores do not depend on its group), reading each K row once per group. */
+enum { GRP = 4 };
+
 typedef struct {
     hearth_ctx *c;
     int il;
     const hr_fwd *f;
 } attn_job;
 
-static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_t *qp) {
+/* Token t's first visible position: a sliding-window layer sees the last n_swa positions
+ * (llama.cpp's standard window: p masked when pos - p >= n_swa), the others every one. */
+static int32_t first_pos(const attn_job *j, int32_t t) {
+    const hr_hparams *hp = &j->c->m->hp;
+    const int32_t pos = j->f->pos[t];
+    return j->c->m->layers[j->il].swa && pos >= hp->n_swa ? pos - hp->n_swa + 1 : 0;
+}
+
+static int32_t kv_head(const hr_hparams *hp, int32_t h) { return h / (hp->n_head / hp->n_head_kv); }
+
+/* From token t's raw scores s[0..n_kv) over positions p0.. of head h: its output row. */
+static void finish(const attn_job *j, int32_t t, int32_t h, int32_t p0, float *s) {
     hearth_ctx *c = j->c;
     const hr_hparams *hp = &c->m->hp;
-    const int32_t hd = hp->head_dim, kvh = h / (hp->n_head / hp->n_head_kv);
-    /* A sliding-window layer sees the last n_swa positions (llama.cpp's standard window:
-     * p masked when pos - p >= n_swa); the others every position so far. */
-    const int32_t pos = j->f->pos[t];
-    const int32_t p0 = c->m->layers[j->il].swa && pos >= hp->n_swa ? pos - hp->n_swa + 1 : 0;
-    const int32_t n_kv = pos + 1 - p0;
-    const size_t first = hr_kv_cell(c, j->f->seq[t], j->il, kvh, p0);
-    const uint32_t kt = c->kv.k_elem == 2 ? HR_F16 : HR_F32;
-    const hr_kernels *k = c->cpu.k;
-    const uint8_t *K = c->kv.k_cache + first * c->kv.k_elem;
-    k->act_prep[kt](c->sc.q + ((int64_t)t * hp->n_head + h) * hd, qp, hd);
-    hr_rows_dot(k, kt, hd, K, (size_t)hd * c->kv.k_elem, n_kv, qp, s);
+    const int32_t hd = hp->head_dim, n_kv = j->f->pos[t] + 1 - p0;
     /* llama.cpp caps the raw scores, then the softmax applies its scale (1 where q was scaled). */
     if (hp->attn_softcap > 0) hr_softcap(s, n_kv, hp->attn_softcap);
     /* gpt-oss: the head's sink logit takes its share of the denominator (llama.cpp adds it
@@ -41,17 +46,52 @@ static void attend_one(const attn_job *j, int32_t t, int32_t h, float *s, uint8_
     const int f16 = c->kv.v_elem == 2;
     if (f16)
         for (int32_t p = 0; p < n_kv; p++) s[p] = hr_f16_to_f32(hr_f32_to_f16(s[p]));
-    k->attn_wsum(out, s, c->kv.v_cache + first * c->kv.v_elem, (size_t)hd * c->kv.v_elem, n_kv, hd, f16);
+    const size_t first = hr_kv_cell(c, j->f->seq[t], j->il, kv_head(hp, h), p0);
+    c->cpu.k->attn_wsum(out, s, c->kv.v_cache + first * c->kv.v_elem, (size_t)hd * c->kv.v_elem, n_kv, hd, f16);
+}
+
+/* Head h for tokens [t0, t0 + nt) of one sequence: scores of all of them over the rows any
+ * of them sees, one pass; each token then takes its own range. s: [GRP][n_ctx]. */
+static void attend(const attn_job *j, int32_t t0, int32_t nt, int32_t h, float *s, uint8_t *qp) {
+    hearth_ctx *c = j->c;
+    const hr_hparams *hp = &c->m->hp;
+    const int32_t hd = hp->head_dim;
+    const uint32_t kt = c->kv.k_elem == 2 ? HR_F16 : HR_F32;
+    const size_t qs = c->sc.qprep_stride;
+    int32_t lo = first_pos(j, t0), hi = j->f->pos[t0] + 1;
+    for (int32_t i = 0; i < nt; i++) {
+        const int32_t t = t0 + i, p0 = first_pos(j, t);
+        lo = p0 < lo ? p0 : lo, hi = j->f->pos[t] + 1 > hi ? j->f->pos[t] + 1 : hi;
+        c->cpu.k->act_prep[kt](c->sc.q + ((int64_t)t * hp->n_head + h) * hd, qp + i * qs, hd);
+    }
+    const size_t first = hr_kv_cell(c, j->f->seq[t0], j->il, kv_head(hp, h), lo);
+    hr_rows_dot(c->cpu.k, kt, hd, c->kv.k_cache + first * c->kv.k_elem, (size_t)hd * c->kv.k_elem, hi - lo, qp, qs, nt,
+                s, (size_t)c->n_ctx);
+    for (int32_t i = 0; i < nt; i++) {
+        const int32_t p0 = first_pos(j, t0 + i);
+        finish(j, t0 + i, h, p0, s + (size_t)i * c->n_ctx + (p0 - lo));
+    }
+}
+
+/* Group g's tokens share one pass when all GRP are of one sequence; else one token each. */
+static void attend_group(const attn_job *j, int32_t g, int32_t h, float *s, uint8_t *qp) {
+    const int32_t t0 = g * GRP, n = j->f->n - t0 < GRP ? j->f->n - t0 : GRP;
+    bool one_seq = n == GRP;
+    for (int32_t i = 1; one_seq && i < n; i++) one_seq = j->f->seq[t0 + i] == j->f->seq[t0];
+    if (one_seq) attend(j, t0, n, h, s, qp);
+    else
+        for (int32_t i = 0; i < n; i++) attend(j, t0 + i, 1, h, s, qp);
 }
 
 static void attn_task(void *arg, int ith, int nth) {
     const attn_job *j = arg;
     hearth_ctx *c = j->c;
-    const int64_t items = (int64_t)j->f->n * c->m->hp.n_head;
+    const int32_t n_head = c->m->hp.n_head;
+    const int64_t items = (int64_t)((j->f->n + GRP - 1) / GRP) * n_head;
     const int64_t per = (items + nth - 1) / nth, i0 = per * ith, i1 = i0 + per < items ? i0 + per : items;
-    float *s = c->sc.scores + (size_t)ith * c->n_ctx;
-    uint8_t *qp = c->sc.qprep + (size_t)ith * c->sc.qprep_stride;
-    for (int64_t i = i0; i < i1; i++) attend_one(j, (int32_t)(i / c->m->hp.n_head), (int32_t)(i % c->m->hp.n_head), s, qp);
+    float *s = c->sc.scores + (size_t)ith * GRP * c->n_ctx;
+    uint8_t *qp = c->sc.qprep + (size_t)ith * GRP * c->sc.qprep_stride;
+    for (int64_t i = i0; i < i1; i++) attend_group(j, (int32_t)(i / n_head), (int32_t)(i % n_head), s, qp);
 }
 
 /* Stores this batch's k and v rows at their cells, converting to the cache type. */

@@ -27,8 +27,8 @@ static int alloc_scratch(hearth_ctx *c, hr_err *e) {
     c->sc.q = alloc_f(c, nb * qd * 4), c->sc.att = alloc_f(c, nb * qd * 4);
     c->sc.k = alloc_f(c, nb * kvd * 4), c->sc.v = alloc_f(c, nb * kvd * 4);
     c->sc.g = alloc_f(c, nb * ff * 4), c->sc.u = alloc_f(c, nb * ff * 4), c->sc.h = alloc_f(c, nb * ff * 4);
-    c->sc.scores = alloc_f(c, nt * (size_t)c->n_ctx * 4);
-    c->sc.qprep = alloc_f(c, nt * c->sc.qprep_stride);
+    c->sc.scores = alloc_f(c, nt * 4 * (size_t)c->n_ctx * 4); /* attention.c's groups of 4 queries */
+    c->sc.qprep = alloc_f(c, nt * 4 * c->sc.qprep_stride);
     c->sc.tok_pos = alloc_f(c, nb * 4), c->sc.tok_seq = alloc_f(c, nb * 4), c->sc.tok_want = alloc_f(c, nb);
     if (!c->sc.tok_pos || !c->sc.tok_seq || !c->sc.tok_want) return hr_errf(e, "out of memory allocating token arrays");
     if (!c->sc.x || !c->sc.xn || !c->sc.tmp || (hp->arch->parallel && !c->sc.xb) || !c->sc.q || !c->sc.att || !c->sc.k || !c->sc.v || !c->sc.g || !c->sc.u || !c->sc.h || !c->sc.scores || !c->sc.qprep)

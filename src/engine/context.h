@@ -22,8 +22,8 @@ typedef struct hr_kv_cache {
 typedef struct hr_scratch {
     float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *h;
     float *xb;      /* parallel layers (Falcon): attention input and output [n_batch][n_embd] */
-    float *scores;  /* [n_threads][n_ctx] */
-    uint8_t *qprep; /* [n_threads][prepared q row] */
+    float *scores;  /* [n_threads][4][n_ctx]: attention's scores of a group of queries */
+    uint8_t *qprep; /* [n_threads][4][prepared q row] */
     size_t qprep_stride;
     int32_t *tok_pos, *tok_seq; /* [n_batch] position and sequence of each token of a forward call */
     bool *tok_want;             /* [n_batch] logits wanted */

@@ -100,9 +100,19 @@ static void rows_dot(hr_tile_fn rows4, hr_tile_fn rows2, hr_vec_dot_fn dot, int6
 }
 
 void hr_rows_dot(const hr_kernels *k, uint32_t type, int64_t n, const void *w, size_t ws, int64_t n_rows,
-                 const void *xq, float *y) {
+                 const void *xq, size_t xs, int32_t n_x, float *y, size_t ys) {
     const hr_kernels_ext *x = hr_kernels_ext_of(k);
-    rows_dot(x->rows4[type], x->rows2[type], k->vec_dot[type], n, w, ws, 0, n_rows, xq, y);
+    const hr_tile_fn tile = x->tile[type];
+    const char *wr = w, *xr = xq;
+    int32_t c = 0;
+    for (; tile && c + HR_TILE_C <= n_x; c += HR_TILE_C) {
+        int64_t r = 0;
+        for (; r + HR_TILE_R <= n_rows; r += HR_TILE_R) tile(n, wr + r * ws, ws, xr + c * xs, xs, y + c * ys + r, ys);
+        for (; r < n_rows; r++)
+            for (int32_t i = c; i < c + HR_TILE_C; i++) k->vec_dot[type](n, &y[i * ys + r], wr + r * ws, xr + i * xs);
+    }
+    for (; c < n_x; c++)
+        rows_dot(x->rows4[type], x->rows2[type], k->vec_dot[type], n, wr, ws, 0, n_rows, xr + c * xs, y + c * ys);
 }
 
 static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int64_t r1) {

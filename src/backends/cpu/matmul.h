@@ -23,12 +23,13 @@ void hr_cpu_free(hr_cpu *c);
  * X is F32 [n_tok][n_in]; Y is F32 [n_tok][n_out]. Returns -1 if scratch cannot grow. */
 int hr_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *Y, hr_err *e);
 
-/* y[r] = dot(row r of w, xq) for r < n_rows, on the calling thread: rows ws bytes apart, xq
- * prepared by k->act_prep[type]. Decode's kernels (4 and 2 rows side by side, each vec_dot's
- * result bit for bit): a matrix-vector product inside a caller's own task (attention's
- * scores over a head's cached K rows). */
+/* y[c*ys + r] = dot(row r of w, activation row c) for r < n_rows, c < n_x, on the calling
+ * thread: weight rows ws bytes apart, activation rows xs bytes apart as k->act_prep[type]
+ * writes them. Decode's 4- and 2-row kernels for one activation row, the prompt tiles for
+ * several, each value vec_dot's bit for bit: a product inside a caller's own task
+ * (attention's scores over a head's cached K rows, for one query or a few). */
 void hr_rows_dot(const hr_kernels *k, uint32_t type, int64_t n, const void *w, size_t ws, int64_t n_rows,
-                 const void *xq, float *y);
+                 const void *xq, size_t xs, int32_t n_x, float *y, size_t ys);
 
 /* Work a product's caller wants done on the rows it has just computed, inside the same pool
  * run (element-wise work after a product then runs on every thread instead of the caller
