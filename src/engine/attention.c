@@ -8,6 +8,7 @@
 #include "backends/cpu/attn_v.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/prof.h"
+#include "backends/cpu/vmath.h"
 
 /* A prompt's queries go in groups of GRP consecutive tokens of one sequence: their scores
  * against a head's cached rows come from one pass of the prompt tile (each value vec_dot's,
@@ -44,8 +45,7 @@ static void finish(const attn_job *j, int32_t t, int32_t h, int32_t p0, float *s
     else hr_softmax(s, n_kv, hp->attn_scale);
     float *out = c->sc.att + ((int64_t)t * hp->n_head + h) * hd;
     const int f16 = c->kv.v_elem == 2;
-    if (f16)
-        for (int32_t p = 0; p < n_kv; p++) s[p] = hr_f16_to_f32(hr_f32_to_f16(s[p]));
+    if (f16) hr_vround_f16(s, n_kv);
     const size_t first = hr_kv_cell(c, j->f->seq[t], j->il, kv_head(hp, h), p0);
     c->cpu.k->attn_wsum(out, s, c->kv.v_cache + first * c->kv.v_elem, (size_t)hd * c->kv.v_elem, n_kv, hd, f16);
 }
@@ -103,12 +103,10 @@ static void store_kv(hearth_ctx *c, int il, const hr_fwd *f) {
         for (int32_t h = 0; h < hp->n_head_kv; h++) {
             const size_t base = hr_kv_cell(c, f->seq[t], il, h, f->pos[t]);
             const float *k = c->sc.k + t * kvd + (int64_t)h * hd, *v = c->sc.v + t * kvd + (int64_t)h * hd;
-            for (int32_t i = 0; i < hd; i++) {
-                if (c->kv.k_elem == 2) ((uint16_t *)c->kv.k_cache)[base + i] = hr_f32_to_f16(k[i]);
-                else ((float *)c->kv.k_cache)[base + i] = k[i];
-                if (c->kv.v_elem == 2) ((uint16_t *)c->kv.v_cache)[base + i] = hr_f32_to_f16(v[i]);
-                else ((float *)c->kv.v_cache)[base + i] = v[i];
-            }
+            if (c->kv.k_elem == 2) hr_vto_f16((uint16_t *)c->kv.k_cache + base, k, hd);
+            else memcpy((float *)c->kv.k_cache + base, k, sizeof(float) * (size_t)hd);
+            if (c->kv.v_elem == 2) hr_vto_f16((uint16_t *)c->kv.v_cache + base, v, hd);
+            else memcpy((float *)c->kv.v_cache + base, v, sizeof(float) * (size_t)hd);
         }
 }
 

@@ -1,6 +1,9 @@
 /* The vectorized tanh against double-precision tanh (ulp error over a sweep of every
  * 61st float up to 10 and beyond, special values, awkward lengths in and out of place), and
- * the table GELU against the computed one bit for bit, the AVX2 twins against the plain C. */
+ * the table GELU against the computed one bit for bit, the AVX2 twins against the plain C;
+ * the F16 conversions' twins against hr_f32_to_f16 on every F16 value, every tie between
+ * neighbours, a sweep of all float bit patterns (NaNs of both signs included) and ragged
+ * lengths. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -155,7 +158,69 @@ static void test_avx2_twins(void) {
 #endif
 }
 
+/* x[i] for i < n: every F16 value, each tie with its upper neighbour, then a stride over all
+ * 2^32 float patterns. */
+static int64_t f16_inputs(float *x, int64_t cap) {
+    int64_t n = 0;
+    for (uint32_t h = 0; h < 65536 && n + 2 <= cap; h++) {
+        x[n++] = hr_f16_to_f32((uint16_t)h);
+        uint32_t u;
+        memcpy(&u, &x[n - 1], 4);
+        u += 1u << 12; /* half an F16 step for normal values */
+        memcpy(&x[n++], &u, 4);
+    }
+    for (uint64_t u = 0; u < (1ull << 32) && n < cap; u += 4093) {
+        const uint32_t v = (uint32_t)u;
+        memcpy(&x[n++], &v, 4);
+    }
+    return n;
+}
+
+static void test_f16_twins(void) {
+    enum { CAP = 131072 + 1049600 };
+    float *x = malloc(sizeof(float) * CAP), *a = malloc(sizeof(float) * CAP);
+    uint16_t *h = malloc(sizeof(uint16_t) * CAP);
+    CHECK(x && a && h);
+    if (!x || !a || !h) return;
+    const int64_t n = f16_inputs(x, CAP);
+    hr_vto_f16(h, x, n);
+    memcpy(a, x, sizeof(float) * (size_t)n);
+    hr_vround_f16(a, n);
+    int64_t bad = 0, bad_round = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const uint16_t want = hr_f32_to_f16(x[i]);
+        const float wr = hr_f16_to_f32(want);
+        if (h[i] != want && bad++ < 5) printf("to_f16 %a: %04x, want %04x\n", x[i], h[i], want);
+        if (memcmp(&a[i], &wr, 4) != 0 && bad_round++ < 5) printf("round_f16 %a: %a, want %a\n", x[i], a[i], wr);
+    }
+    CHECKF(bad == 0, "hr_vto_f16: %lld of %lld differ from hr_f32_to_f16", (long long)bad, (long long)n);
+    CHECKF(bad_round == 0, "hr_vround_f16: %lld of %lld differ", (long long)bad_round, (long long)n);
+    const int64_t lens[] = {1, 7, 8, 9, 17, 100};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) { /* tails, against the plain C */
+        uint16_t hc[100], hv[100];
+        float rc[100], rv[100];
+        const float *src = x + 65530 * 2 + li; /* Inf, NaN patterns and the sweep's start */
+        hr_vto_f16_c(hc, src, lens[li]);
+        hr_vto_f16(hv, src, lens[li]);
+        memcpy(rc, src, sizeof(float) * (size_t)lens[li]), memcpy(rv, rc, sizeof rc);
+        hr_vround_f16_c(rc, lens[li]);
+        hr_vround_f16(rv, lens[li]);
+        CHECKF(memcmp(hc, hv, sizeof(uint16_t) * (size_t)lens[li]) == 0, "to_f16 tail n %lld", (long long)lens[li]);
+        CHECKF(memcmp(rc, rv, sizeof(float) * (size_t)lens[li]) == 0, "round_f16 tail n %lld", (long long)lens[li]);
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+        hr_vto_f16_avx2(h, x, n);
+        int64_t b2 = 0;
+        for (int64_t i = 0; i < n; i++) b2 += h[i] != hr_f32_to_f16(x[i]);
+        CHECKF(b2 == 0, "hr_vto_f16_avx2: %lld differ", (long long)b2);
+    }
+#endif
+    free(x), free(a), free(h);
+}
+
 int main(void) {
+    test_f16_twins();
     test_avx2_twins();
     test_accuracy();
     test_special();

@@ -82,6 +82,34 @@ void hr_vgelu_tab(float *h, const float *g, const float *u, int64_t n, const uin
     hr_vgelu_tab_c(h, g, u, n, tab);
 }
 
+void hr_vto_f16_c(uint16_t *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = hr_f32_to_f16(x[i]);
+}
+
+void hr_vround_f16_c(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = hr_f16_to_f32(hr_f32_to_f16(x[i]));
+}
+
+void hr_vto_f16(uint16_t *y, const float *x, int64_t n) {
+#if defined(HR_X86)
+    if (have_avx2()) {
+        hr_vto_f16_avx2(y, x, n);
+        return;
+    }
+#endif
+    hr_vto_f16_c(y, x, n);
+}
+
+void hr_vround_f16(float *x, int64_t n) {
+#if defined(HR_X86)
+    if (have_avx2()) {
+        hr_vround_f16_avx2(x, n);
+        return;
+    }
+#endif
+    hr_vround_f16_c(x, n);
+}
+
 void hr_gelu_table_init(uint16_t *tab) {
     for (uint32_t h = 0; h < HR_GELU_TABLE_SIZE; h++) {
         const float v = hr_f16_to_f32((uint16_t)h);

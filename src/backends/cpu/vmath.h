@@ -14,6 +14,12 @@ void hr_vtanh_scaled(float *y, const float *x, int64_t n, float pre, float post)
  * NaN stays NaN). */
 void hr_vgelu_tab(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
 
+/* y[i] = hr_f32_to_f16(x[i]) (round to nearest even, NaN to the quiet NaN 0x7e00 with x's
+ * sign), and x[i] rounded to F16 and back in place: attention's cache stores and its
+ * probabilities (a call per element where a decode step at depth 1000 has 130 thousand). */
+void hr_vto_f16(uint16_t *y, const float *x, int64_t n);
+void hr_vround_f16(float *x, int64_t n);
+
 /* The plain-C versions and their AVX2 + F16C twins (x86 builds; call the twins only where
  * the CPU has AVX2 and F16C): each element equal bit for bit; the entry points above pick
  * one at run time. */
@@ -21,6 +27,10 @@ void hr_vtanh_scaled_c(float *y, const float *x, int64_t n, float pre, float pos
 void hr_vgelu_tab_c(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
 void hr_vtanh_scaled_avx2(float *y, const float *x, int64_t n, float pre, float post);
 void hr_vgelu_tab_avx2(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
+void hr_vto_f16_c(uint16_t *y, const float *x, int64_t n);
+void hr_vround_f16_c(float *x, int64_t n);
+void hr_vto_f16_avx2(uint16_t *y, const float *x, int64_t n);
+void hr_vround_f16_avx2(float *x, int64_t n);
 
 /* ggml's F16 GELU table: entry h is the F16 bits of gelu(f16 value h), the tanh
  * approximation evaluated in float with libm's tanhf and rounded to F16, as ggml builds its

@@ -95,4 +95,34 @@ void hr_vgelu_tab_avx2(float *h, const float *g, const float *u, int64_t n, cons
     _mm256_storeu_ps(bx, a);
     memcpy(h + i, bx, sizeof(float) * (size_t)(n - i));
 }
+/* 8 values to F16 as hr_f32_to_f16: vcvtps2ph rounds to nearest even as it does, and keeps
+ * NaN's sign but part of its payload, so NaN lanes become sign | 0x7e00. */
+static inline __m128i to_f16_v(__m256 v) {
+    const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    const __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan), _mm256_extracti128_si256(nan, 1));
+    const __m128i qnan = _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16((short)0x8000)), _mm_set1_epi16(0x7e00));
+    return _mm_blendv_epi8(h, qnan, nan16);
+}
+
+void hr_vto_f16_avx2(uint16_t *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(y + i), to_f16_v(_mm256_loadu_ps(x + i)));
+    if (i == n) return;
+    float bx[8] = {0};
+    uint16_t by[8];
+    memcpy(bx, x + i, sizeof(float) * (size_t)(n - i));
+    _mm_storeu_si128((__m128i *)by, to_f16_v(_mm256_loadu_ps(bx)));
+    memcpy(y + i, by, sizeof(uint16_t) * (size_t)(n - i));
+}
+
+void hr_vround_f16_avx2(float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_cvtph_ps(to_f16_v(_mm256_loadu_ps(x + i))));
+    if (i == n) return;
+    float b[8] = {0};
+    memcpy(b, x + i, sizeof(float) * (size_t)(n - i));
+    _mm256_storeu_ps(b, _mm256_cvtph_ps(to_f16_v(_mm256_loadu_ps(b))));
+    memcpy(x + i, b, sizeof(float) * (size_t)(n - i));
+}
 #endif
