@@ -11,6 +11,7 @@
 #
 # usage: bench/decode.sh [--quick] [--types f16,q8_0,q4_0] [--threads 1,2] [--rounds 3]
 #                        [--runs 3] [--prompt 64] [--gen 64] [--layers 8] [--no-llama]
+#                        [--llama-cpu VARIANT]
 #                        [--hearth BIN] [--membw BIN] [--quantize BIN] [--dir CACHE]
 #   --types      f32, f16, bf16, q8_0, q4_0 (hearth synth), or a llama.cpp mix: Q4_K_M, Q4_K_S,
 #                Q5_K_M, Q5_K_S, Q6_K, Q3_K_M, Q2_K, IQ4_XS, IQ4_NL, Q4_1, Q5_0, Q5_1
@@ -19,11 +20,13 @@
 #   --quick      q8_0 and q4_0 only, 1 round of 2 runs (a few minutes)
 #   --rounds R   interleaved rounds; each round runs each engine once with --runs runs
 #   --no-llama   Hearth only (also the fallback when node-llama-cpp cannot be installed)
+#   --llama-cpu  llama.cpp runs only this CPU build of ggml (zen4, icelake, haswell, ...; default:
+#                the best one the CPU runs, which with AMX is sapphirerapids, a server-only build)
 #   CACHE        generated models and the membw binary; default $HEARTH_BENCH_DIR or build-bench/
 # Not a ctest: it takes minutes and its numbers depend on what else the machine is doing.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-types=f16,q8_0,q4_0,Q4_K_M,Q5_K_M,Q6_K,IQ4_XS,Q4_1 threads=1,2 rounds=3 runs=3 n_prompt=64 n_gen=64 layers=8 llama=1
+types=f16,q8_0,q4_0,Q4_K_M,Q5_K_M,Q6_K,IQ4_XS,Q4_1 threads=1,2 rounds=3 runs=3 n_prompt=64 n_gen=64 layers=8 llama=1 llama_cpu=
 hearth=${HEARTH_BIN:-} membw= quantize= cache=${HEARTH_BENCH_DIR:-$root/build-bench}
 
 me=decode.sh
@@ -40,6 +43,7 @@ while [ $# -gt 0 ]; do
     --gen) need "$@"; posint "$1" "$2"; n_gen=$2; shift ;;
     --layers) need "$@"; posint "$1" "$2"; layers=$2; shift ;;
     --no-llama) llama=0 ;;
+    --llama-cpu) need "$@"; llama_cpu=$2; shift ;;
     --hearth) need "$@"; hearth=$2; shift ;;
     --membw) need "$@"; membw=$2; shift ;;
     --quantize) need "$@"; quantize=$2; shift ;;
@@ -136,7 +140,7 @@ echo
 echo "Synthetic llama model: n_embd 2048, n_layer $layers, 16 heads, n_ff 5632, vocab 32000; prompt $n_prompt" \
      "tokens, $n_gen decoded; $rounds interleaved round(s) x $runs run(s), medians of the per-round medians."
 echo "Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($hearth);" \
-     "llama.cpp: $([ "$llama" = 1 ] && echo "node-llama-cpp 3.22.1 (its own timing counters)" || echo "not run")."
+     "llama.cpp: $([ "$llama" = 1 ] && echo "node-llama-cpp 3.22.1 (its own timing counters)${llama_cpu:+, its ${llama_cpu} CPU build only}" || echo "not run")."
 echo "Memory read bandwidth (membw, $(grep -o '"isa":"[a-z0-9]*"' "$cache/membw.json" | cut -d'"' -f4), best of 7):" \
      "$(for n in "${thread_list[@]}"; do printf '%s GB/s at %s thread(s). ' "$(fmt "$(bw "$n")")" "$n"; done)"
 echo "Load average at start: $load_start; at end: $load_end."

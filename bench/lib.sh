@@ -26,6 +26,7 @@ bench_find_tools() {
 }
 
 # llama=1 asks for the llama.cpp reference; it falls back to 0 (Hearth only) when it cannot be had.
+# llama_cpu=VARIANT (--llama-cpu) makes it run that CPU build of ggml (bench_llama_variant).
 bench_find_llama() {
     llama_ref=$root/tests/conformance/llama_ref.mjs
     if [ "$llama" = 1 ]; then
@@ -35,6 +36,39 @@ bench_find_llama() {
             log "node-llama-cpp could not be installed: Hearth only"; llama=0
         fi
     fi
+    [ "$llama" = 1 ] && [ -n "${llama_cpu:-}" ] && bench_llama_variant
+    return 0
+}
+
+# node-llama-cpp ships ggml's CPU backend in one build per CPU family (libggml-cpu-zen4.so,
+# -icelake, -sapphirerapids, ...) and loads the best one the CPU runs: with AMX that is the
+# sapphirerapids build, whose kernels no desktop CPU has. A copy of the package under CACHE
+# holding only the asked-for build (hard links where the file system allows) makes llama.cpp
+# run what such a CPU would; llama_ref then points into the copy.
+bench_llama_variant() {
+    local nm=$root/tests/conformance/node_modules s=$cache/llama-cpu-$llama_cpu bins e b f
+    bins=$(ls -d "$nm"/@node-llama-cpp/*/bins/* 2>/dev/null | head -n 1)
+    [ -n "$bins" ] || die "--llama-cpu: no prebuilt llama.cpp under $nm/@node-llama-cpp"
+    if [ ! -f "$bins/libggml-cpu-$llama_cpu.so" ]; then
+        die "--llama-cpu: no CPU build '$llama_cpu' in node-llama-cpp (it has: $(ls "$bins" |
+            sed -n 's/^libggml-cpu-\(.*\)\.so$/\1/p' | tr '\n' ' '))"
+    fi
+    rm -rf "$s" && mkdir -p "$s/node_modules" || die "cannot create $s"
+    for e in "$nm"/* "$nm"/.bin; do
+        [ -e "$e" ] || continue
+        b=$(basename "$e")
+        case $b in
+        node-llama-cpp | @node-llama-cpp) cp -al "$e" "$s/node_modules/$b" 2>/dev/null || cp -a "$e" "$s/node_modules/$b" ||
+            die "cannot copy $e" ;;
+        *) ln -s "$(cd "$e" && pwd -P)" "$s/node_modules/$b" ;;
+        esac
+    done
+    for f in "$s/node_modules/@node-llama-cpp"/*/bins/*/libggml-cpu-*.so; do
+        [ "$(basename "$f")" = "libggml-cpu-$llama_cpu.so" ] || rm -f "$f"
+    done
+    cp "$llama_ref" "$s/" || die "cannot copy $llama_ref"
+    llama_ref=$s/llama_ref.mjs
+    log "llama.cpp runs its '$llama_cpu' CPU build only ($s)"
 }
 
 # JSON fields (first occurrence: top-level keys precede any per-run arrays) and numbers.

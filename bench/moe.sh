@@ -25,16 +25,19 @@
 #
 # usage: bench/moe.sh [--quick] [--models qwen3moe,smallthinker[,smallthinker-lr]] [--threads 1,2] [--rounds 3]
 #                     [--runs 3] [--prompt 64] [--gen 64] [--layers N] [--type Q4_K_M] [--no-llama]
+#                     [--llama-cpu VARIANT]
 #                     [--hearth BIN] [--membw BIN] [--quantize BIN] [--dir CACHE]
 #   --layers     layers of the models (default: qwen3moe 4, smallthinker and smallthinker-lr 8)
 #   --type       a llama.cpp mix (Q4_K_M, Q5_K_M, Q6_K, Q8_0, ...) or f16 (the synth itself)
 #   --quick      1 round of 2 runs, 32 decoded tokens
 #   --no-llama   Hearth only (also the fallback when node-llama-cpp cannot be installed)
+#   --llama-cpu  llama.cpp runs only this CPU build of ggml (zen4, icelake, haswell, ...; default:
+#                the best one the CPU runs, which with AMX is sapphirerapids, a server-only build)
 #   CACHE        generated models and the membw binary; default $HEARTH_BENCH_DIR or build-bench/
 # Not a ctest: it takes minutes and its numbers depend on what else the machine is doing.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-models=qwen3moe,smallthinker threads=1,2 rounds=3 runs=3 n_prompt=64 n_gen=64 layers= qtype=Q4_K_M llama=1
+models=qwen3moe,smallthinker threads=1,2 rounds=3 runs=3 n_prompt=64 n_gen=64 layers= qtype=Q4_K_M llama=1 llama_cpu=
 hearth=${HEARTH_BIN:-} membw= quantize= cache=${HEARTH_BENCH_DIR:-$root/build-bench}
 
 me=moe.sh
@@ -52,6 +55,7 @@ while [ $# -gt 0 ]; do
     --layers) need "$@"; posint "$1" "$2"; layers=$2; shift ;;
     --type) need "$@"; qtype=$2; shift ;;
     --no-llama) llama=0 ;;
+    --llama-cpu) need "$@"; llama_cpu=$2; shift ;;
     --hearth) need "$@"; hearth=$2; shift ;;
     --membw) need "$@"; membw=$2; shift ;;
     --quantize) need "$@"; quantize=$2; shift ;;
@@ -196,7 +200,7 @@ for m in "${model_list[@]}"; do echo "- $(describe "$m")"; done
 echo
 echo "Prompt $n_prompt tokens, $n_gen decoded; $rounds interleaved round(s) x $runs run(s), medians of the per-round medians."
 echo "Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($hearth);" \
-     "llama.cpp: $([ "$llama" = 1 ] && echo "node-llama-cpp 3.22.1 (its own timing counters)" || echo "not run")."
+     "llama.cpp: $([ "$llama" = 1 ] && echo "node-llama-cpp 3.22.1 (its own timing counters)${llama_cpu:+, its ${llama_cpu} CPU build only}" || echo "not run")."
 echo "Memory read bandwidth (membw, $(grep -o '"isa":"[a-z0-9]*"' "$cache/membw.json" | cut -d'"' -f4), best of 7):" \
      "$(for n in "${thread_list[@]}"; do printf '%s GB/s at %s thread(s). ' "$(fmt "$(bw "$n")")" "$n"; done)"
 echo "Load average at start: $load_start; at end: $load_end."
