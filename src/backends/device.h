@@ -121,6 +121,10 @@ typedef struct hr_dev_ops {
      * OpenAI's clamped SwiGLU, as the CPU's hr_swiglu_oai: x = min(G[i], limit), y = U[i]
      * clamped to [-limit, limit], H[i] = x / (1 + exp(alpha * -x)) * (y + 1), n elements. */
     int (*swiglu_oai)(hr_dev *d, uint64_t G, uint64_t U, int64_t n, float alpha, float limit, uint64_t H, hr_err *e);
+    /* to_dev has copied its source when it returns (no copy engine, the stand-in): a caller
+     * gains nothing by staging copies on another thread, and staging on its own keeps the
+     * order of its copies exact (the expert cache, engine/expert_cache.c). */
+    bool copies_inline;
 } hr_dev_ops;
 
 struct hr_dev {

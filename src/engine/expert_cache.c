@@ -74,7 +74,7 @@ int hr_ecache_init(hr_hybrid *h, const hearth_model *m, const char *policy, hr_e
     c->stage_slot = malloc(sizeof *c->stage_slot * (size_t)c->n_stage);
     if (!c->stage || !c->stage_ticket || !c->stage_slot) return hr_errf(e, "out of memory");
     for (int32_t i = 0; i < c->n_stage; i++) c->stage_slot[i] = -1;
-    if (strcmp(h->dev->ops->name, "standin") != 0 && hr_stager_start(&c->stager, c->n_stage, e)) return -1;
+    if (!h->dev->ops->copies_inline && hr_stager_start(&c->stager, c->n_stage, e)) return -1;
     for (int32_t i = 0; i < c->n_stage; i++)
         if (!(c->stage[i] = h->dev->ops->host_alloc(h->dev, (size_t)c->stage_bytes)))
             return hr_errf(e, "out of pinned memory for %d expert staging buffers of %llu bytes", c->n_stage,

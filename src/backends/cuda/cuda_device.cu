@@ -215,6 +215,7 @@ static const hr_dev_ops k_cuda_ops = {
     hr_cu_thr_mask,
     hr_cu_gather_matmul_masked,
     hr_cu_swiglu_oai,
+    false, /* copies_inline: a copy engine, so the expert cache stages on its own thread */
 };
 
 /* Compute capability 7.5 at least: dp4a, and the oldest architecture CUDA 13 compiles

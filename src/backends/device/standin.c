@@ -319,6 +319,7 @@ static const hr_dev_ops standin_ops = {
     .add = sd_add, .add_bias = sd_add_bias, .sync = sd_sync, .free = sd_free,
     .copy_async = sd_copy_async, .copy_done = sd_copy_done, .copy_sync = sd_copy_sync,
     .thr_mask = hr_standin_thr_mask, .gather_matmul_masked = hr_standin_gather_masked,
+    .copies_inline = true,
 };
 
 hr_dev *hr_dev_standin_open(uint64_t capacity, int n_threads, hr_err *e) {
