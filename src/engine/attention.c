@@ -86,12 +86,15 @@ static void attend_group(const attn_job *j, int32_t g, int32_t h, float *s, uint
 static void attn_task(void *arg, int ith, int nth) {
     const attn_job *j = arg;
     hearth_ctx *c = j->c;
-    const int32_t n_head = c->m->hp.n_head;
-    const int64_t items = (int64_t)((j->f->n + GRP - 1) / GRP) * n_head;
+    /* Head-major items: a causal prompt's later groups see more rows, so a split by token
+     * gave the last thread most of the work; by head each thread gets every group of its
+     * heads, and a head's rows stay in cache from one group to the next. */
+    const int32_t n_grp = (j->f->n + GRP - 1) / GRP;
+    const int64_t items = (int64_t)n_grp * c->m->hp.n_head;
     const int64_t per = (items + nth - 1) / nth, i0 = per * ith, i1 = i0 + per < items ? i0 + per : items;
     float *s = c->sc.scores + (size_t)ith * GRP * c->n_ctx;
     uint8_t *qp = c->sc.qprep + (size_t)ith * GRP * c->sc.qprep_stride;
-    for (int64_t i = i0; i < i1; i++) attend_group(j, (int32_t)(i / n_head), (int32_t)(i % n_head), s, qp);
+    for (int64_t i = i0; i < i1; i++) attend_group(j, (int32_t)(i % n_grp), (int32_t)(i / n_grp), s, qp);
 }
 
 /* Stores this batch's k and v rows at their cells, converting to the cache type. */
