@@ -2,6 +2,7 @@
  * With an F16 cache, llama.cpp rounds q to F16 for K·q and the probabilities to
  * F16 for V·p; doing the same keeps logits close to it. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include "context.h"
 #include "formats/types.h"
@@ -58,19 +59,17 @@ static void attend(const attn_job *j, int32_t t0, int32_t nt, int32_t h, float *
     const int32_t hd = hp->head_dim;
     const uint32_t kt = c->kv.k_elem == 2 ? HR_F16 : HR_F32;
     const size_t qs = c->sc.qprep_stride;
-    int32_t lo = first_pos(j, t0), hi = j->f->pos[t0] + 1;
+    int32_t p0[GRP], lo = INT32_MAX, hi = 0;
     for (int32_t i = 0; i < nt; i++) {
-        const int32_t t = t0 + i, p0 = first_pos(j, t);
-        lo = p0 < lo ? p0 : lo, hi = j->f->pos[t] + 1 > hi ? j->f->pos[t] + 1 : hi;
+        const int32_t t = t0 + i;
+        p0[i] = first_pos(j, t);
+        lo = p0[i] < lo ? p0[i] : lo, hi = j->f->pos[t] + 1 > hi ? j->f->pos[t] + 1 : hi;
         c->cpu.k->act_prep[kt](c->sc.q + ((int64_t)t * hp->n_head + h) * hd, qp + i * qs, hd);
     }
     const size_t first = hr_kv_cell(c, j->f->seq[t0], j->il, kv_head(hp, h), lo);
     hr_rows_dot(c->cpu.k, kt, hd, c->kv.k_cache + first * c->kv.k_elem, (size_t)hd * c->kv.k_elem, hi - lo, qp, qs, nt,
                 s, (size_t)c->n_ctx);
-    for (int32_t i = 0; i < nt; i++) {
-        const int32_t p0 = first_pos(j, t0 + i);
-        finish(j, t0 + i, h, p0, s + (size_t)i * c->n_ctx + (p0 - lo));
-    }
+    for (int32_t i = 0; i < nt; i++) finish(j, t0 + i, h, p0[i], s + (size_t)i * c->n_ctx + (p0[i] - lo));
 }
 
 /* Group g's tokens share one pass when all GRP are of one sequence; else one token each. */

@@ -90,7 +90,7 @@ static void row_range(int64_t n_out, int ith, int nth, int64_t *r0, int64_t *r1)
     if (*r1 > n_out) *r1 = n_out;
 }
 
-/* Rows [r0, r1) of Y = X W^T for every token. */
+/* One activation row: rows [r0, r1), 4 and 2 side by side where the table has them. */
 static void rows_dot(hr_tile_fn rows4, hr_tile_fn rows2, hr_vec_dot_fn dot, int64_t n, const char *w, size_t rb,
                      int64_t r0, int64_t r1, const void *xq, float *Y) {
     int64_t r = r0;
@@ -99,24 +99,45 @@ static void rows_dot(hr_tile_fn rows4, hr_tile_fn rows2, hr_vec_dot_fn dot, int6
     for (; r < r1; r++) dot(n, &Y[r], w + r * rb, xq);
 }
 
+/* Several activation rows: prepared (xq, xs bytes apart) and, where tile_x is set, re-laid
+ * (xt, xts apart); the kernels that read them. */
+typedef struct {
+    hr_tile_fn tile, tile_x;
+    hr_vec_dot_fn dot;
+    const char *xq, *xt;
+    size_t xs, xts;
+} tile_src;
+
+/* Y[t*ys + r] for rows [r0, r1) and activation rows [tb, te): tiles, vec_dot at the edges. */
+static void tile_rows(const tile_src *s, int64_t n, const char *w, size_t rb, int64_t r0, int64_t r1, int64_t tb,
+                      int64_t te, float *Y, size_t ys) {
+    int64_t r = r0;
+    for (; s->tile && r + HR_TILE_R <= r1; r += HR_TILE_R) {
+        int64_t t = tb;
+        for (; s->tile_x && t + HR_TILE_C <= te; t += HR_TILE_C)
+            s->tile_x(n, w + r * rb, rb, s->xt + t * s->xts, s->xts, Y + t * ys + r, ys);
+        for (; t + HR_TILE_C <= te; t += HR_TILE_C) s->tile(n, w + r * rb, rb, s->xq + t * s->xs, s->xs, Y + t * ys + r, ys);
+        for (; t < te; t++)
+            for (int64_t i = 0; i < HR_TILE_R; i++) s->dot(n, &Y[t * ys + r + i], w + (r + i) * rb, s->xq + t * s->xs);
+    }
+    for (; r < r1; r++)
+        for (int64_t t = tb; t < te; t++) s->dot(n, &Y[t * ys + r], w + r * rb, s->xq + t * s->xs);
+}
+
 void hr_rows_dot(const hr_kernels *k, uint32_t type, int64_t n, const void *w, size_t ws, int64_t n_rows,
                  const void *xq, size_t xs, int32_t n_x, float *y, size_t ys) {
     const hr_kernels_ext *x = hr_kernels_ext_of(k);
-    const hr_tile_fn tile = x->tile[type];
-    const char *wr = w, *xr = xq;
-    int32_t c = 0;
-    for (; tile && c + HR_TILE_C <= n_x; c += HR_TILE_C) {
-        int64_t r = 0;
-        for (; r + HR_TILE_R <= n_rows; r += HR_TILE_R) tile(n, wr + r * ws, ws, xr + c * xs, xs, y + c * ys + r, ys);
-        for (; r < n_rows; r++)
-            for (int32_t i = c; i < c + HR_TILE_C; i++) k->vec_dot[type](n, &y[i * ys + r], wr + r * ws, xr + i * xs);
+    if (n_x == 1) {
+        rows_dot(x->rows4[type], x->rows2[type], k->vec_dot[type], n, w, ws, 0, n_rows, xq, y);
+        return;
     }
-    for (; c < n_x; c++)
-        rows_dot(x->rows4[type], x->rows2[type], k->vec_dot[type], n, wr, ws, 0, n_rows, xr + c * xs, y + c * ys);
+    const tile_src s = {.tile = x->tile[type], .dot = k->vec_dot[type], .xq = xq, .xs = xs};
+    tile_rows(&s, n, w, ws, 0, n_rows, 0, n_x, y, ys);
 }
 
+/* Rows [r0, r1) of Y = X W^T for every token. */
 static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int64_t r1) {
-    const int64_t n = W->n_in, n_out = W->n_out;
+    const int64_t n = W->n_in;
     const size_t rb = W->row_bytes;
     const char *w = W->data;
     hr_vec_dot_fn dot = j->k->vec_dot[W->type];
@@ -124,22 +145,9 @@ static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int6
         rows_dot(j->rows4, j->rows2, dot, n, w, rb, r0, r1, j->xq, Y);
         return;
     }
-    for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK) {
-        int64_t te = tb + TOK_BLOCK < j->n_tok ? tb + TOK_BLOCK : j->n_tok;
-        int64_t r = r0;
-        for (; j->tile && r + HR_TILE_R <= r1; r += HR_TILE_R) {
-            int64_t t = tb;
-            for (; j->tile_x && t + HR_TILE_C <= te; t += HR_TILE_C)
-                j->tile_x(n, w + r * rb, rb, j->xt + t * j->xts, j->xts, Y + t * n_out + r, (size_t)n_out);
-            for (; t + HR_TILE_C <= te; t += HR_TILE_C)
-                j->tile(n, w + r * rb, rb, j->xq + t * j->xs, j->xs, Y + t * n_out + r, (size_t)n_out);
-            for (; t < te; t++)
-                for (int64_t i = 0; i < HR_TILE_R; i++)
-                    dot(n, &Y[t * n_out + r + i], w + (r + i) * rb, j->xq + t * j->xs);
-        }
-        for (; r < r1; r++)
-            for (int64_t t = tb; t < te; t++) dot(n, &Y[t * n_out + r], w + r * rb, j->xq + t * j->xs);
-    }
+    const tile_src s = {.tile = j->tile, .tile_x = j->tile_x, .dot = dot, .xq = j->xq, .xt = j->xt, .xs = j->xs, .xts = j->xts};
+    for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK)
+        tile_rows(&s, n, w, rb, r0, r1, tb, tb + TOK_BLOCK < j->n_tok ? tb + TOK_BLOCK : j->n_tok, Y, (size_t)W->n_out);
 }
 
 static void mm_task(void *arg, int ith, int nth) {
