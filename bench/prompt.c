@@ -2,7 +2,7 @@
  * 2048 rows of 4096 weights of one type, on one thread, in the last-level cache. Meant for
  * `perf stat -e cycles,instructions build/bench/bench_prompt TYPE REPS`: per-process
  * cycles per MAC do not depend on what else the machine runs the way wall time does.
- * Usage: bench_prompt TYPE [REPS] [N_TOK]; prints the MACs done and the wall-time rate. */
+ * Usage: bench_prompt TYPE [REPS] [N_TOK] [N_IN]; prints the MACs done and the wall-time rate. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +17,13 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) { fprintf(stderr, "usage: bench_prompt TYPE [REPS] [N_TOK]\n"); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: bench_prompt TYPE [REPS] [N_TOK] [N_IN]\n"); return 2; }
     uint32_t t = HR_TYPE_MAX;
     for (uint32_t i = 0; i < HR_TYPE_MAX; i++)
         if (hr_type_name(i) && strcmp(hr_type_name(i), argv[1]) == 0) t = i;
     if (t == HR_TYPE_MAX) { fprintf(stderr, "unknown type %s\n", argv[1]); return 2; }
     const int reps = argc > 2 ? atoi(argv[2]) : 20, n_tok = argc > 3 ? atoi(argv[3]) : 64;
-    const int64_t n_in = 4096, n_out = 2048;
+    const int64_t n_in = argc > 4 ? atoi(argv[4]) : 4096, n_out = 2048;
     const size_t rb = hr_row_bytes(t, n_in);
     char *w = malloc(rb * n_out);
     float *x = malloc(sizeof(float) * n_in * n_tok), *y = malloc(sizeof(float) * n_out * n_tok);

@@ -1,13 +1,13 @@
 /* Prompt tiles over re-laid activations (tile_x, tile_xprep, tile_xbytes in kernels_impl.h)
  * of every table the CPU runs:
- *  - tile_x on tile_xprep's rows bit-identical to the same table's vec_dot on act_prep's
- *    rows, for every (row, token) of the tile, on lengths that leave a ragged group of
+ *  - tile_x (and tile_x4, its 4-row form, where a table has it) on tile_xprep's rows
+ *    bit-identical to the same table's vec_dot on act_prep's rows, for every (row, token) of the tile, on lengths that leave a ragged group of
  *    blocks (Q4_0: n/32 not a multiple of 8) and on the xprep buffer pre-filled with garbage
  *    (so any byte the tile reads but xprep did not write shows); Q8_0 weights include -128;
  *  - the same values within a rounding bound of the plain-C (scalar) table's vec_dot, the
  *    kernels' twin;
  *  - through hr_matmul: batch sizes around the tile width and past the 64-token block, 1-3
- *    threads, row counts that leave tile tails: every output equal to vec_dot's, so a
+ *    threads, row counts that leave tile tails (4-row, 2-row, single): every output equal to vec_dot's, so a
  *    token's result does not depend on the batch or the thread count. */
 #include <math.h>
 #include <stdlib.h>
@@ -32,16 +32,42 @@ static int64_t lens(uint32_t t, int i) {
 }
 #define N_LENS 5
 
-/* vec_dot and the scalar twin on act_prep rows; tile_x on the re-laid rows */
+#define MAX_R 4 /* tile_x4's rows */
+
+/* vec_dot and the scalar twin on act_prep rows; tile (tile_x, or tile_x4 when R is 4) on the
+ * re-laid rows */
+static void check_tile(const hr_kernels *k, uint32_t t, int64_t n, const char *w, const char *xq, const char *xt,
+                       hr_tile_fn tile, int R) {
+    const size_t rb = hr_row_bytes(t, (uint64_t)n), xs = (hr_act_bytes(t, n) + 63) & ~(size_t)63;
+    const size_t xts = (hr_kernels_ext_of(k)->tile_xbytes[t](n) + 63) & ~(size_t)63;
+    float y[HR_TILE_C][MAX_R + 1];
+    for (int c = 0; c < HR_TILE_C; c++) y[c][R] = -3.25f;
+    tile(n, w, rb, xt, xts, &y[0][0], MAX_R + 1);
+    /* the scalar twin reads its own prep (byte-identical preps are tested elsewhere) */
+    for (int c = 0; c < HR_TILE_C; c++)
+        for (int i = 0; i < R; i++) {
+            float s, s0;
+            k->vec_dot[t](n, &s, w + i * rb, xq + c * xs);
+            CHECKF(same(s, y[c][i]), "%s tile_x(%d rows) %s n=%lld (%d,%d): %.9g vs vec_dot %.9g", k->name, R,
+                   hr_type_name(t), (long long)n, i, c, y[c][i], s);
+            hr_kernels_scalar()->vec_dot[t](n, &s0, w + i * rb, xq + c * xs);
+            double mag, ref = kt_ref_dot(t, w + i * rb, xq + c * xs, n, &mag);
+            (void)ref;
+            CHECKF(fabs(y[c][i] - s0) <= 4e-6 * mag, "%s tile_x %s n=%lld: %.9g vs scalar %.9g (mag %g)", k->name,
+                   hr_type_name(t), (long long)n, y[c][i], s0, mag);
+        }
+    for (int c = 0; c < HR_TILE_C; c++) CHECK(y[c][R] == -3.25f); /* writes only its outputs */
+}
+
 static void check_direct(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
     const hr_kernels_ext *e = hr_kernels_ext_of(k);
     const size_t rb = hr_row_bytes(t, (uint64_t)n), xs = (hr_act_bytes(t, n) + 63) & ~(size_t)63;
     const size_t xts = (e->tile_xbytes[t](n) + 63) & ~(size_t)63;
-    char *w = malloc(rb * HR_TILE_R), *xq = aligned_alloc(64, xs * HR_TILE_C), *xt = aligned_alloc(64, xts * HR_TILE_C);
+    char *w = malloc(rb * MAX_R), *xq = aligned_alloc(64, xs * HR_TILE_C), *xt = aligned_alloc(64, xts * HR_TILE_C);
     float *x = malloc(sizeof(float) * (size_t)n);
-    for (int i = 0; i < HR_TILE_R; i++) kt_weight_row(r, t, w + i * rb, n);
+    for (int i = 0; i < MAX_R; i++) kt_weight_row(r, t, w + i * rb, n);
     if (t == HR_Q8_0) /* -128, which ggml's quantizer never writes but a file may hold: |w| is 128 */
-        for (int64_t o = 0; o < (int64_t)rb * HR_TILE_R; o += 7)
+        for (int64_t o = 0; o < (int64_t)rb * MAX_R; o += 7)
             if (o % (int64_t)sizeof(hr_block_q8_0) >= 2) w[o] = (char)-128;
     memset(xt, 0x5a, xts * HR_TILE_C);
     for (int c = 0; c < HR_TILE_C; c++) {
@@ -49,31 +75,14 @@ static void check_direct(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) 
         k->act_prep[t](x, xq + c * xs, n);
         e->tile_xprep[t](xq + c * xs, xt + c * xts, n);
     }
-    float y[HR_TILE_C][HR_TILE_R + 1];
-    for (int c = 0; c < HR_TILE_C; c++) y[c][HR_TILE_R] = -3.25f;
-    e->tile_x[t](n, w, rb, xt, xts, &y[0][0], HR_TILE_R + 1);
-    /* the scalar twin reads its own prep (byte-identical preps are tested elsewhere) */
-    void *xq0 = malloc(xs);
-    for (int c = 0; c < HR_TILE_C; c++)
-        for (int i = 0; i < HR_TILE_R; i++) {
-            float s, s0;
-            k->vec_dot[t](n, &s, w + i * rb, xq + c * xs);
-            CHECKF(same(s, y[c][i]), "%s tile_x %s n=%lld (%d,%d): %.9g vs vec_dot %.9g", k->name, hr_type_name(t),
-                   (long long)n, i, c, y[c][i], s);
-            hr_kernels_scalar()->vec_dot[t](n, &s0, w + i * rb, xq + c * xs);
-            double mag, ref = kt_ref_dot(t, w + i * rb, xq + c * xs, n, &mag);
-            (void)ref;
-            CHECKF(fabs(y[c][i] - s0) <= 4e-6 * mag, "%s tile_x %s n=%lld: %.9g vs scalar %.9g (mag %g)", k->name,
-                   hr_type_name(t), (long long)n, y[c][i], s0, mag);
-        }
-    for (int c = 0; c < HR_TILE_C; c++) CHECK(y[c][HR_TILE_R] == -3.25f); /* writes only its outputs */
-    free(xq0);
+    check_tile(k, t, n, w, xq, xt, e->tile_x[t], HR_TILE_R);
+    if (e->tile_x4[t]) check_tile(k, t, n, w, xq, xt, e->tile_x4[t], 4);
     free(w), free(xq), free(xt), free(x);
 }
 
 /* hr_matmul over batches that use tile_x, the plain tile and vec_dot tails */
 static void check_matmul(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
-    const int64_t rows = 37, toks[] = {4, 7, 9, 70};
+    const int64_t rows = 39, toks[] = {4, 7, 9, 70};
     const int64_t max_tok = 70;
     const size_t rb = hr_row_bytes(t, (uint64_t)n), xs = (hr_act_bytes(t, n) + 63) & ~(size_t)63;
     char *w = malloc(rb * rows), *xq = malloc(xs);

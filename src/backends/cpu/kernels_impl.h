@@ -35,6 +35,9 @@ typedef struct hr_kernels_ext {
      * turns one act_prep row into that layout, tile_xbytes(n) bytes; tile_x then takes such
      * rows where tile takes act_prep rows, with tile's results bit for bit. */
     hr_tile_fn tile_x[HR_TYPE_MAX];
+    /* tile_x over 4 weight rows (4 x HR_TILE_C outputs), where holding twice the rows pays:
+     * each re-laid activation load then serves 4 rows instead of 2. Results tile_x's bit for bit. */
+    hr_tile_fn tile_x4[HR_TYPE_MAX];
     void (*tile_xprep[HR_TYPE_MAX])(const void *xq, void *xt, int64_t n);
     size_t (*tile_xbytes[HR_TYPE_MAX])(int64_t n);
 } hr_kernels_ext;

@@ -52,7 +52,7 @@ int hr_cpu_reserve(hr_cpu *c, size_t bytes, hr_err *e) {
 typedef struct {
     const hr_kernels *k;
     hr_tile_fn tile, rows2, rows4;
-    hr_tile_fn tile_x; /* over the xt rows; NULL: tiles read xq only */
+    hr_tile_fn tile_x, tile_x4; /* over the xt rows; NULL: tiles read xq only */
     const hr_mat *W;
     const float *X;
     const char *xq;
@@ -102,7 +102,7 @@ static void rows_dot(hr_tile_fn rows4, hr_tile_fn rows2, hr_vec_dot_fn dot, int6
 /* Several activation rows: prepared (xq, xs bytes apart) and, where tile_x is set, re-laid
  * (xt, xts apart); the kernels that read them. */
 typedef struct {
-    hr_tile_fn tile, tile_x;
+    hr_tile_fn tile, tile_x, tile_x4;
     hr_vec_dot_fn dot;
     const char *xq, *xt;
     size_t xs, xts;
@@ -112,6 +112,12 @@ typedef struct {
 static void tile_rows(const tile_src *s, int64_t n, const char *w, size_t rb, int64_t r0, int64_t r1, int64_t tb,
                       int64_t te, float *Y, size_t ys) {
     int64_t r = r0;
+    for (; s->tile_x4 && r + 4 <= r1; r += 4) {
+        int64_t t = tb;
+        for (; t + HR_TILE_C <= te; t += HR_TILE_C) s->tile_x4(n, w + r * rb, rb, s->xt + t * s->xts, s->xts, Y + t * ys + r, ys);
+        for (; t < te; t++)
+            for (int64_t i = 0; i < 4; i++) s->dot(n, &Y[t * ys + r + i], w + (r + i) * rb, s->xq + t * s->xs);
+    }
     for (; s->tile && r + HR_TILE_R <= r1; r += HR_TILE_R) {
         int64_t t = tb;
         for (; s->tile_x && t + HR_TILE_C <= te; t += HR_TILE_C)
@@ -145,7 +151,7 @@ static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int6
         rows_dot(j->rows4, j->rows2, dot, n, w, rb, r0, r1, j->xq, Y);
         return;
     }
-    const tile_src s = {.tile = j->tile, .tile_x = j->tile_x, .dot = dot, .xq = j->xq, .xt = j->xt, .xs = j->xs, .xts = j->xts};
+    const tile_src s = {.tile = j->tile, .tile_x = j->tile_x, .tile_x4 = j->tile_x4, .dot = dot, .xq = j->xq, .xt = j->xt, .xs = j->xs, .xts = j->xts};
     for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK)
         tile_rows(&s, n, w, rb, r0, r1, tb, tb + TOK_BLOCK < j->n_tok ? tb + TOK_BLOCK : j->n_tok, Y, (size_t)W->n_out);
 }
@@ -181,6 +187,7 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float 
         const hr_kernels_ext *x = hr_kernels_ext_of(c->k);
         if (n_tok >= HR_TILE_C && x->tile_x[W->type] && j.tile) { /* rows re-laid once here */
             j.tile_x = x->tile_x[W->type];
+            j.tile_x4 = x->tile_x4[W->type];
             j.xprep = x->tile_xprep[W->type];
             j.xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
         }
