@@ -431,14 +431,14 @@ TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
  * 1, so only one step's unpacked nibbles and scales are live beside the 2RC accumulators;
  * each activation load serves all R rows. */
 INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
-                        __m512 (*acc1)[HR_TILE_C]) {
+                        __m512 (*acc1)[HR_TILE_C], const int R) {
     const __m512i m = _mm512_set1_epi8(0x0f);
-    wgrp wg[HR_TILE_R];
-    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) w_grp_q4_0(&wg[r], wb[r]);
+    wgrp wg[4]; /* R <= 4 */
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) w_grp_q4_0(&wg[r], wb[r]);
     _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
-        __m512 wd[HR_TILE_R];
-        __m512i lo[HR_TILE_R], hi[HR_TILE_R];
-        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+        __m512 wd[4];
+        __m512i lo[4], hi[4];
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
             wd[r] = _mm512_permutexvar_ps(sidx(1, p), _mm512_castps256_ps512(wg[r].d));
             lo[r] = _mm512_and_si512(wg[r].nib[p], m), hi[r] = _mm512_and_si512(_mm512_srli_epi16(wg[r].nib[p], 4), m);
         }
@@ -447,7 +447,7 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
             const __m512i n8 = _mm512_load_si512(&g->n8[p]), q0 = _mm512_load_si512(&g->q[2 * p]);
             const __m512i q1 = _mm512_load_si512(&g->q[2 * p + 1]);
             const __m512 ds = _mm512_load_ps(&g->ds[p]);
-            _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
                 __m512i t = _mm512_dpbusd_epi32(n8, lo[r], q0);
                 t = _mm512_dpbusd_epi32(t, hi[r], q1);
                 __m512 *a = p ? &acc1[r][c] : &acc0[r][c];
@@ -459,11 +459,11 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
 
 /* The tile_x driver of a type whose row groups GRP (tx_*_grp) computes: the full groups with
  * their prefetch, then a ragged group over zero-padded weight blocks, as in QDOT_BODY. */
-#define TILE_X_DRIVER(NAME, BLK, GRP)                                                                    \
-    TGT static void tile_x_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
-                                  size_t ys) {                                                           \
+#define TILE_X_DRIVER(NAME, BLK, GRP, R)                                                                 \
+    TGT static void NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,          \
+                         size_t ys) {                                                                    \
         const char *W = w, *X = x;                                                                       \
-        enum { R = HR_TILE_R, C = HR_TILE_C };                                                           \
+        enum { C = HR_TILE_C };                                                                          \
         __m512 acc0[R][C], acc1[R][C];                                                                   \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                              \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = acc1[r][c] = _mm512_setzero_ps(); \
@@ -474,7 +474,7 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
                 wb[r] = W + r * ws + gi * QGRP * sizeof(BLK);                                            \
                 for (int o = 0; o < QGRP * (int)sizeof(BLK); o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0); \
             }                                                                                            \
-            GRP(wb, X, xs, gi, acc0, acc1);                                                              \
+            GRP(wb, X, xs, gi, acc0, acc1, R);                                                              \
         }                                                                                                \
         if (nfull * QGRP < nb) {                                                                         \
             const int64_t b = nfull * QGRP;                                                              \
@@ -485,14 +485,15 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
                 memcpy(pad[r], W + r * ws + b * sizeof(BLK), (size_t)(nb - b) * sizeof pad[0][0]);       \
                 wb[r] = (const char *)pad[r];                                                            \
             }                                                                                            \
-            GRP(wb, X, xs, nfull, acc0, acc1);                                                           \
+            GRP(wb, X, xs, nfull, acc0, acc1, R);                                                           \
         }                                                                                                \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                              \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                                          \
                 y[c * ys + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r][c], acc1[r][c]));             \
     }
 
-TILE_X_DRIVER(q4_0, hr_block_q4_0, tx_q4_0_grp)
+TILE_X_DRIVER(tile_x_q4_0, hr_block_q4_0, tx_q4_0_grp, HR_TILE_R)
+TILE_X_DRIVER(tile_x4_q4_0, hr_block_q4_0, tx_q4_0_grp, 4)
 
 /* ---- Q8_0 prompt tiles over re-laid activations (tile_x) ----
  * vec_dot's int32 lane is sum(w * x) over 4 bytes, taken as |w| * (x with w's sign). Here the
@@ -526,13 +527,13 @@ TGT static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
 /* The tile's R weight rows' group against its C tokens, pair by pair: each activation load
  * serves all R rows, each unsigned weight pair all C tokens. */
 INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
-                        __m512 (*acc1)[HR_TILE_C]) {
-    __m256 wd8[HR_TILE_R];
-    _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) wd8[r] = scales8_q8(wb[r]);
+                        __m512 (*acc1)[HR_TILE_C], const int R) {
+    __m256 wd8[4]; /* R <= 4 */
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) wd8[r] = scales8_q8(wb[r]);
     _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {
-        __m512 wd[HR_TILE_R];
-        __m512i wu[HR_TILE_R];
-        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+        __m512 wd[4];
+        __m512i wu[4];
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
             const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb[r] + 2 * p;
             wd[r] = _mm512_permutexvar_ps(sidx(0, p), _mm512_castps256_ps512(wd8[r]));
             wu[r] = _mm512_xor_si512(pair256(B[0].qs, B[1].qs), _mm512_set1_epi8((char)0x80));
@@ -541,7 +542,7 @@ INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
             const xgrp8_t *g = (const xgrp8_t *)(X + c * xs) + gi;
             const __m512i q = _mm512_load_si512(&g->q[p]), s = _mm512_load_si512(&g->s128[p]);
             const __m512 ds = _mm512_load_ps(&g->ds[p]);
-            _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
                 const __m512 v = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(s, wu[r], q));
                 __m512 *a = (p & 1) ? &acc1[r][c] : &acc0[r][c];
                 *a = _mm512_fmadd_ps(v, _mm512_mul_ps(wd[r], ds), *a);
@@ -550,7 +551,8 @@ INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
     }
 }
 
-TILE_X_DRIVER(q8_0, hr_block_q8_0, tx_q8_0_grp)
+TILE_X_DRIVER(tile_x_q8_0, hr_block_q8_0, tx_q8_0_grp, HR_TILE_R)
+TILE_X_DRIVER(tile_x4_q8_0, hr_block_q8_0, tx_q8_0_grp, 4)
 
 static const hr_kernels_ext k_avx512 = {
     .k = {
@@ -578,7 +580,7 @@ static const hr_kernels_ext k_avx512 = {
               HR_KQ_ENTRIES(rows4, avx512),
               HR_KQL_ENTRIES(rows4, avx512)},
     .tile_x = {[HR_F16] = tile_x_f16, [HR_BF16] = tile_x_bf16, [HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx512)},
-    .tile_x4 = {[HR_F16] = tile_x4_f16, [HR_BF16] = tile_x4_bf16},
+    .tile_x4 = {[HR_F16] = tile_x4_f16, [HR_BF16] = tile_x4_bf16, [HR_Q8_0] = tile_x4_q8_0, [HR_Q4_0] = tile_x4_q4_0},
     .tile_xprep = {[HR_F16] = tile_xprep_f16, [HR_BF16] = tile_xprep_bf16, [HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx512)},
     .tile_xbytes = {[HR_F16] = tile_xbytes_f16, [HR_BF16] = tile_xbytes_f16, [HR_Q8_0] = tile_xbytes_q8_0, [HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx512)},
 };
