@@ -1,6 +1,6 @@
 /* Prompt tiles over re-laid activations (tile_x, tile_xprep, tile_xbytes in kernels_impl.h)
  * of every table the CPU runs:
- *  - tile_x (and tile_x4, its 4-row form, where a table has it) on tile_xprep's rows
+ *  - tile_x (and tile_xw, its wider form, where a table has it) on tile_xprep's rows
  *    bit-identical to the same table's vec_dot on act_prep's rows, for every (row, token) of the tile, on lengths that leave a ragged group of
  *    blocks (Q4_0: n/32 not a multiple of 8) and on the xprep buffer pre-filled with garbage
  *    (so any byte the tile reads but xprep did not write shows); Q8_0 weights include -128;
@@ -32,23 +32,25 @@ static int64_t lens(uint32_t t, int i) {
 }
 #define N_LENS 5
 
-#define MAX_R 4 /* tile_x4's rows */
+#define MAX_R 4 /* tile_xw's largest shape */
+#define MAX_C 8
 
-/* vec_dot and the scalar twin on act_prep rows; tile (tile_x, or tile_x4 when R is 4) on the
+/* vec_dot and the scalar twin on act_prep rows; tile (tile_x, or tile_xw: R x C) on the
  * re-laid rows */
 static void check_tile(const hr_kernels *k, uint32_t t, int64_t n, const char *w, const char *xq, const char *xt,
-                       hr_tile_fn tile, int R) {
+                       hr_tile_fn tile, int R, int C) {
     const size_t rb = hr_row_bytes(t, (uint64_t)n), xs = (hr_act_bytes(t, n) + 63) & ~(size_t)63;
     const size_t xts = (hr_kernels_ext_of(k)->tile_xbytes[t](n) + 63) & ~(size_t)63;
-    float y[HR_TILE_C][MAX_R + 1];
-    for (int c = 0; c < HR_TILE_C; c++) y[c][R] = -3.25f;
+    float y[MAX_C][MAX_R + 1];
+    for (int c = 0; c < MAX_C; c++)
+        for (int i = 0; i <= MAX_R; i++) y[c][i] = -3.25f;
     tile(n, w, rb, xt, xts, &y[0][0], MAX_R + 1);
     /* the scalar twin reads its own prep (byte-identical preps are tested elsewhere) */
-    for (int c = 0; c < HR_TILE_C; c++)
+    for (int c = 0; c < C; c++)
         for (int i = 0; i < R; i++) {
             float s, s0;
             k->vec_dot[t](n, &s, w + i * rb, xq + c * xs);
-            CHECKF(same(s, y[c][i]), "%s tile_x(%d rows) %s n=%lld (%d,%d): %.9g vs vec_dot %.9g", k->name, R,
+            CHECKF(same(s, y[c][i]), "%s tile_x(%dx%d) %s n=%lld (%d,%d): %.9g vs vec_dot %.9g", k->name, R, C,
                    hr_type_name(t), (long long)n, i, c, y[c][i], s);
             hr_kernels_scalar()->vec_dot[t](n, &s0, w + i * rb, xq + c * xs);
             double mag, ref = kt_ref_dot(t, w + i * rb, xq + c * xs, n, &mag);
@@ -56,33 +58,40 @@ static void check_tile(const hr_kernels *k, uint32_t t, int64_t n, const char *w
             CHECKF(fabs(y[c][i] - s0) <= 4e-6 * mag, "%s tile_x %s n=%lld: %.9g vs scalar %.9g (mag %g)", k->name,
                    hr_type_name(t), (long long)n, y[c][i], s0, mag);
         }
-    for (int c = 0; c < HR_TILE_C; c++) CHECK(y[c][R] == -3.25f); /* writes only its outputs */
+    for (int c = 0; c < MAX_C; c++) /* writes only its outputs */
+        for (int i = 0; i <= MAX_R; i++)
+            if (c >= C || i >= R) CHECK(y[c][i] == -3.25f);
 }
 
 static void check_direct(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
     const hr_kernels_ext *e = hr_kernels_ext_of(k);
     const size_t rb = hr_row_bytes(t, (uint64_t)n), xs = (hr_act_bytes(t, n) + 63) & ~(size_t)63;
     const size_t xts = (e->tile_xbytes[t](n) + 63) & ~(size_t)63;
-    char *w = malloc(rb * MAX_R), *xq = aligned_alloc(64, xs * HR_TILE_C), *xt = aligned_alloc(64, xts * HR_TILE_C);
+    char *w = malloc(rb * MAX_R), *xq = aligned_alloc(64, xs * MAX_C), *xt = aligned_alloc(64, xts * MAX_C);
     float *x = malloc(sizeof(float) * (size_t)n);
     for (int i = 0; i < MAX_R; i++) kt_weight_row(r, t, w + i * rb, n);
     if (t == HR_Q8_0) /* -128, which ggml's quantizer never writes but a file may hold: |w| is 128 */
         for (int64_t o = 0; o < (int64_t)rb * MAX_R; o += 7)
             if (o % (int64_t)sizeof(hr_block_q8_0) >= 2) w[o] = (char)-128;
-    memset(xt, 0x5a, xts * HR_TILE_C);
-    for (int c = 0; c < HR_TILE_C; c++) {
+    memset(xt, 0x5a, xts * MAX_C);
+    for (int c = 0; c < MAX_C; c++) {
         for (int64_t i = 0; i < n; i++) x[i] = hr_rng_normal(r) * (i % 13 == 0 ? 4.0f : 1.0f);
         k->act_prep[t](x, xq + c * xs, n);
         e->tile_xprep[t](xq + c * xs, xt + c * xts, n);
     }
-    check_tile(k, t, n, w, xq, xt, e->tile_x[t], HR_TILE_R);
-    if (e->tile_x4[t]) check_tile(k, t, n, w, xq, xt, e->tile_x4[t], 4);
+    check_tile(k, t, n, w, xq, xt, e->tile_x[t], HR_TILE_R, HR_TILE_C);
+    if (e->tile_xw[t]) {
+        const int R = e->xw_rows[t], C = e->xw_cols[t];
+        CHECKF(R >= HR_TILE_R && R <= MAX_R && R % HR_TILE_R == 0 && C >= HR_TILE_C && C <= MAX_C && C % HR_TILE_C == 0,
+               "%s %s: tile_xw shape %dx%d", k->name, hr_type_name(t), R, C);
+        if (R <= MAX_R && C <= MAX_C) check_tile(k, t, n, w, xq, xt, e->tile_xw[t], R, C);
+    }
     free(w), free(xq), free(xt), free(x);
 }
 
 /* hr_matmul over batches that use tile_x, the plain tile and vec_dot tails */
 static void check_matmul(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
-    const int64_t rows = 39, toks[] = {4, 7, 9, 70};
+    const int64_t rows = 39, toks[] = {4, 7, 9, 13, 70};
     const int64_t max_tok = 70;
     const size_t rb = hr_row_bytes(t, (uint64_t)n), xs = (hr_act_bytes(t, n) + 63) & ~(size_t)63;
     char *w = malloc(rb * rows), *xq = malloc(xs);

@@ -155,11 +155,11 @@ TGT static void tile_x_bf16(int64_t n, const void *w, size_t ws, const void *x, 
     const char *W = w, *X = x;
     FDOT_BODY_AT(ld_bf16, sc_bf16, 2, HR_TILE_R, HR_TILE_C, FROW_STRIDED, FPF_STRIDED, ld_f32, sc_f32)
 }
-TGT static void tile_x4_f16(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+TGT static void tile_xw_f16(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
     const char *W = w, *X = x;
     FDOT_BODY_AT(ld_f16, sc_f16, 2, 4, HR_TILE_C, FROW_STRIDED, FPF_STRIDED, ld_f32, sc_f32)
 }
-TGT static void tile_x4_bf16(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+TGT static void tile_xw_bf16(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
     const char *W = w, *X = x;
     FDOT_BODY_AT(ld_bf16, sc_bf16, 2, 4, HR_TILE_C, FROW_STRIDED, FPF_STRIDED, ld_f32, sc_f32)
 }
@@ -493,7 +493,7 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
     }
 
 TILE_X_DRIVER(tile_x_q4_0, hr_block_q4_0, tx_q4_0_grp, HR_TILE_R)
-TILE_X_DRIVER(tile_x4_q4_0, hr_block_q4_0, tx_q4_0_grp, 4)
+TILE_X_DRIVER(tile_xw_q4_0, hr_block_q4_0, tx_q4_0_grp, 4)
 
 /* ---- Q8_0 prompt tiles over re-laid activations (tile_x) ----
  * vec_dot's int32 lane is sum(w * x) over 4 bytes, taken as |w| * (x with w's sign). Here the
@@ -552,7 +552,7 @@ INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
 }
 
 TILE_X_DRIVER(tile_x_q8_0, hr_block_q8_0, tx_q8_0_grp, HR_TILE_R)
-TILE_X_DRIVER(tile_x4_q8_0, hr_block_q8_0, tx_q8_0_grp, 4)
+TILE_X_DRIVER(tile_xw_q8_0, hr_block_q8_0, tx_q8_0_grp, 4)
 
 static const hr_kernels_ext k_avx512 = {
     .k = {
@@ -580,7 +580,10 @@ static const hr_kernels_ext k_avx512 = {
               HR_KQ_ENTRIES(rows4, avx512),
               HR_KQL_ENTRIES(rows4, avx512)},
     .tile_x = {[HR_F16] = tile_x_f16, [HR_BF16] = tile_x_bf16, [HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx512)},
-    .tile_x4 = {[HR_F16] = tile_x4_f16, [HR_BF16] = tile_x4_bf16, [HR_Q8_0] = tile_x4_q8_0, [HR_Q4_0] = tile_x4_q4_0},
+    .tile_xw = {[HR_F16] = tile_xw_f16, [HR_BF16] = tile_xw_bf16, [HR_Q8_0] = tile_xw_q8_0, [HR_Q4_0] = tile_xw_q4_0,
+                HR_KQX_ENTRIES(tile_xw, avx512)},
+    .xw_rows = {[HR_F16] = 4, [HR_BF16] = 4, [HR_Q8_0] = 4, [HR_Q4_0] = 4, HR_KQX_SHAPE(2)},
+    .xw_cols = {[HR_F16] = 4, [HR_BF16] = 4, [HR_Q8_0] = 4, [HR_Q4_0] = 4, HR_KQX_SHAPE(8)},
     .tile_xprep = {[HR_F16] = tile_xprep_f16, [HR_BF16] = tile_xprep_bf16, [HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx512)},
     .tile_xbytes = {[HR_F16] = tile_xbytes_f16, [HR_BF16] = tile_xbytes_f16, [HR_Q8_0] = tile_xbytes_q8_0, [HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx512)},
 };

@@ -35,9 +35,12 @@ typedef struct hr_kernels_ext {
      * turns one act_prep row into that layout, tile_xbytes(n) bytes; tile_x then takes such
      * rows where tile takes act_prep rows, with tile's results bit for bit. */
     hr_tile_fn tile_x[HR_TYPE_MAX];
-    /* tile_x over 4 weight rows (4 x HR_TILE_C outputs), where holding twice the rows pays:
-     * each re-laid activation load then serves 4 rows instead of 2. Results tile_x's bit for bit. */
-    hr_tile_fn tile_x4[HR_TYPE_MAX];
+    /* A wider tile_x where the registers allow one: xw_rows weight rows x xw_cols tokens
+     * (multiples of HR_TILE_R and HR_TILE_C), results tile_x's bit for bit. More rows share
+     * each activation load (F16, Q8_0, Q4_0: 4 x 4); more tokens share each decoded weight
+     * block (K-quants, IQ4_XS: 2 x 8). */
+    hr_tile_fn tile_xw[HR_TYPE_MAX];
+    unsigned char xw_rows[HR_TYPE_MAX], xw_cols[HR_TYPE_MAX];
     void (*tile_xprep[HR_TYPE_MAX])(const void *xq, void *xt, int64_t n);
     size_t (*tile_xbytes[HR_TYPE_MAX])(int64_t n);
 } hr_kernels_ext;
@@ -110,13 +113,16 @@ HR_KQ_DECL_ALL(avx512)
 #define HR_KQX_DECL(T, ISA)                                                                         \
     void hr_tile_x_##T##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs,       \
                                float *y, size_t ys);                                                \
-    void hr_tile_xprep_##T##_##ISA(const void *xq, void *xt, int64_t n);
+    void hr_tile_xprep_##T##_##ISA(const void *xq, void *xt, int64_t n);                         \
+    void hr_tile_xw_##T##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs,      \
+                                float *y, size_t ys);
 #define HR_KQX_DECL_ALL(ISA) \
     HR_KQX_DECL(q4_K, ISA) HR_KQX_DECL(q5_K, ISA) HR_KQX_DECL(iq4_xs, ISA) size_t hr_tile_xbytes_q8Kt_##ISA(int64_t n);
 HR_KQX_DECL_ALL(avx2)
 HR_KQX_DECL_ALL(avx512)
 #define HR_KQX_ENTRIES(KIND, ISA) \
     [HR_Q4_K] = hr_##KIND##_q4_K_##ISA, [HR_Q5_K] = hr_##KIND##_q5_K_##ISA, [HR_IQ4_XS] = hr_##KIND##_iq4_xs_##ISA
+#define HR_KQX_SHAPE(V) [HR_Q4_K] = (V), [HR_Q5_K] = (V), [HR_IQ4_XS] = (V)
 #define HR_KQX_BYTES(ISA)                                                                          \
     [HR_Q4_K] = hr_tile_xbytes_q8Kt_##ISA, [HR_Q5_K] = hr_tile_xbytes_q8Kt_##ISA,                  \
     [HR_IQ4_XS] = hr_tile_xbytes_q8Kt_##ISA

@@ -52,7 +52,8 @@ int hr_cpu_reserve(hr_cpu *c, size_t bytes, hr_err *e) {
 typedef struct {
     const hr_kernels *k;
     hr_tile_fn tile, rows2, rows4;
-    hr_tile_fn tile_x, tile_x4; /* over the xt rows; NULL: tiles read xq only */
+    hr_tile_fn tile_x, tile_xw; /* over the xt rows; NULL: tiles read xq only */
+    int64_t xw_rows, xw_cols;
     const hr_mat *W;
     const float *X;
     const char *xq;
@@ -102,22 +103,17 @@ static void rows_dot(hr_tile_fn rows4, hr_tile_fn rows2, hr_vec_dot_fn dot, int6
 /* Several activation rows: prepared (xq, xs bytes apart) and, where tile_x is set, re-laid
  * (xt, xts apart); the kernels that read them. */
 typedef struct {
-    hr_tile_fn tile, tile_x, tile_x4;
+    hr_tile_fn tile, tile_x, tile_xw;
+    int64_t xw_rows, xw_cols; /* tile_xw's shape */
     hr_vec_dot_fn dot;
     const char *xq, *xt;
     size_t xs, xts;
 } tile_src;
 
-/* Y[t*ys + r] for rows [r0, r1) and activation rows [tb, te): tiles, vec_dot at the edges. */
-static void tile_rows(const tile_src *s, int64_t n, const char *w, size_t rb, int64_t r0, int64_t r1, int64_t tb,
-                      int64_t te, float *Y, size_t ys) {
+/* Y[t*ys + r] for rows [r0, r1) and activation rows [tb, te): 2-row tiles, vec_dot at the edges. */
+static void tile_pairs(const tile_src *s, int64_t n, const char *w, size_t rb, int64_t r0, int64_t r1, int64_t tb,
+                       int64_t te, float *Y, size_t ys) {
     int64_t r = r0;
-    for (; s->tile_x4 && r + 4 <= r1; r += 4) {
-        int64_t t = tb;
-        for (; t + HR_TILE_C <= te; t += HR_TILE_C) s->tile_x4(n, w + r * rb, rb, s->xt + t * s->xts, s->xts, Y + t * ys + r, ys);
-        for (; t < te; t++)
-            for (int64_t i = 0; i < 4; i++) s->dot(n, &Y[t * ys + r + i], w + (r + i) * rb, s->xq + t * s->xs);
-    }
     for (; s->tile && r + HR_TILE_R <= r1; r += HR_TILE_R) {
         int64_t t = tb;
         for (; s->tile_x && t + HR_TILE_C <= te; t += HR_TILE_C)
@@ -128,6 +124,19 @@ static void tile_rows(const tile_src *s, int64_t n, const char *w, size_t rb, in
     }
     for (; r < r1; r++)
         for (int64_t t = tb; t < te; t++) s->dot(n, &Y[t * ys + r], w + r * rb, s->xq + t * s->xs);
+}
+
+/* The same, wide tiles first where the type has them; their token tail goes in pairs. */
+static void tile_rows(const tile_src *s, int64_t n, const char *w, size_t rb, int64_t r0, int64_t r1, int64_t tb,
+                      int64_t te, float *Y, size_t ys) {
+    int64_t r = r0;
+    for (; s->tile_xw && r + s->xw_rows <= r1; r += s->xw_rows) {
+        int64_t t = tb;
+        for (; t + s->xw_cols <= te; t += s->xw_cols)
+            s->tile_xw(n, w + r * rb, rb, s->xt + t * s->xts, s->xts, Y + t * ys + r, ys);
+        tile_pairs(s, n, w, rb, r, r + s->xw_rows, t, te, Y, ys);
+    }
+    tile_pairs(s, n, w, rb, r, r1, tb, te, Y, ys);
 }
 
 void hr_rows_dot(const hr_kernels *k, uint32_t type, int64_t n, const void *w, size_t ws, int64_t n_rows,
@@ -151,7 +160,7 @@ static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int6
         rows_dot(j->rows4, j->rows2, dot, n, w, rb, r0, r1, j->xq, Y);
         return;
     }
-    const tile_src s = {.tile = j->tile, .tile_x = j->tile_x, .tile_x4 = j->tile_x4, .dot = dot, .xq = j->xq, .xt = j->xt, .xs = j->xs, .xts = j->xts};
+    const tile_src s = {.tile = j->tile, .tile_x = j->tile_x, .tile_xw = j->tile_xw, .xw_rows = j->xw_rows, .xw_cols = j->xw_cols, .dot = dot, .xq = j->xq, .xt = j->xt, .xs = j->xs, .xts = j->xts};
     for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK)
         tile_rows(&s, n, w, rb, r0, r1, tb, tb + TOK_BLOCK < j->n_tok ? tb + TOK_BLOCK : j->n_tok, Y, (size_t)W->n_out);
 }
@@ -187,7 +196,8 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float 
         const hr_kernels_ext *x = hr_kernels_ext_of(c->k);
         if (n_tok >= HR_TILE_C && x->tile_x[W->type] && j.tile) { /* rows re-laid once here */
             j.tile_x = x->tile_x[W->type];
-            j.tile_x4 = x->tile_x4[W->type];
+            j.tile_xw = x->tile_xw[W->type];
+            j.xw_rows = x->xw_rows[W->type], j.xw_cols = x->xw_cols[W->type];
             j.xprep = x->tile_xprep[W->type];
             j.xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
         }
