@@ -579,13 +579,13 @@ static const hr_kernels_ext k_avx512 = {
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx512),
               HR_KQL_ENTRIES(rows4, avx512)},
-    .tile_x = {[HR_F16] = tile_x_f16, [HR_BF16] = tile_x_bf16, [HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx512)},
+    .tile_x = {[HR_F16] = tile_x_f16, [HR_BF16] = tile_x_bf16, [HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx512), [HR_Q6_K] = hr_tile_x_q6_K_avx512},
     .tile_xw = {[HR_F16] = tile_xw_f16, [HR_BF16] = tile_xw_bf16, [HR_Q8_0] = tile_xw_q8_0, [HR_Q4_0] = tile_xw_q4_0,
-                HR_KQX_ENTRIES(tile_xw, avx512)},
-    .xw_rows = {[HR_F16] = 4, [HR_BF16] = 4, [HR_Q8_0] = 4, [HR_Q4_0] = 4, HR_KQX_SHAPE(2)},
-    .xw_cols = {[HR_F16] = 4, [HR_BF16] = 4, [HR_Q8_0] = 4, [HR_Q4_0] = 4, HR_KQX_SHAPE(8)},
-    .tile_xprep = {[HR_F16] = tile_xprep_f16, [HR_BF16] = tile_xprep_bf16, [HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx512)},
-    .tile_xbytes = {[HR_F16] = tile_xbytes_f16, [HR_BF16] = tile_xbytes_f16, [HR_Q8_0] = tile_xbytes_q8_0, [HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx512)},
+                HR_KQX_ENTRIES(tile_xw, avx512), [HR_Q6_K] = hr_tile_xw_q6_K_avx512},
+    .xw_rows = {[HR_F16] = 4, [HR_BF16] = 4, [HR_Q8_0] = 4, [HR_Q4_0] = 4, HR_KQX_SHAPE(2), [HR_Q6_K] = 2},
+    .xw_cols = {[HR_F16] = 4, [HR_BF16] = 4, [HR_Q8_0] = 4, [HR_Q4_0] = 4, HR_KQX_SHAPE(8), [HR_Q6_K] = 8},
+    .tile_xprep = {[HR_F16] = tile_xprep_f16, [HR_BF16] = tile_xprep_bf16, [HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx512), [HR_Q6_K] = hr_tile_xprep_q6_K_avx512},
+    .tile_xbytes = {[HR_F16] = tile_xbytes_f16, [HR_BF16] = tile_xbytes_f16, [HR_Q8_0] = tile_xbytes_q8_0, [HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx512), [HR_Q6_K] = hr_tile_xbytes_q8Kt_avx512},
 };
 
 const hr_kernels_ext *hr_kext_avx512(void) { return &k_avx512; }

@@ -120,6 +120,7 @@ HR_KQ_DECL_ALL(avx512)
     HR_KQX_DECL(q4_K, ISA) HR_KQX_DECL(q5_K, ISA) HR_KQX_DECL(iq4_xs, ISA) size_t hr_tile_xbytes_q8Kt_##ISA(int64_t n);
 HR_KQX_DECL_ALL(avx2)
 HR_KQX_DECL_ALL(avx512)
+HR_KQX_DECL(q6_K, avx512) /* AVX-512 only */
 #define HR_KQX_ENTRIES(KIND, ISA) \
     [HR_Q4_K] = hr_##KIND##_q4_K_##ISA, [HR_Q5_K] = hr_##KIND##_q5_K_##ISA, [HR_IQ4_XS] = hr_##KIND##_iq4_xs_##ISA
 #define HR_KQX_SHAPE(V) [HR_Q4_K] = (V), [HR_Q5_K] = (V), [HR_IQ4_XS] = (V)

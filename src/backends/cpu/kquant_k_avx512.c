@@ -153,24 +153,41 @@ INLINE __m512 sb_q5_K(const hr_block_q5_K *w, const hr_block_q8_K *x, __m512 acc
 
 /* ---- Q6_K: per 128 elements, the low nibbles of ql[0..63] are elements 0-63 in order and
  * the high nibbles 64-127; 128-bit lane i of each is one 16-element sub-block ---- */
-INLINE __m512 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m512 acc) {
+/* Weight half (codes, scale patterns, scales for the bsums term, d) and activation half, so
+ * a tile decodes each super-block once for all its tokens, as for Q4_K. Its activations need
+ * no re-layout: the tile's rows (q8Kt) are Q8_K's in order. */
+typedef struct { __m512i c[4], s[4]; __m256i sc; float d; } wdec_q6_K;
+INLINE void wd_q6_K(wdec_q6_K *o, const hr_block_q6_K *w) {
     const __m256i sc = _mm256_cvtepi8_epi16(ld128(w->scales));
-    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc, ld256(x->bsums)), 5);
     const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     /* the 2 high bits of element group k sit at bits 2k of qh: rotate them to bits 4-5 */
     const __m512i rot_lo = _mm512_inserti64x4(_mm512_set1_epi32(4), _mm256_set1_epi32(2), 1);
     const __m512i rot_hi = _mm512_inserti64x4(_mm512_set1_epi32(0), _mm256_set1_epi32(30), 1);
-    __m512i sumi = _mm512_setzero_si512();
     UNROLL for (int n = 0; n < 2; n++) {
         const __m512i q = ld512(w->ql + 64 * n), hb = _mm512_broadcast_i64x4(ld256(w->qh + 32 * n));
         const __m512i sn = bcast8x16(n ? _mm256_extracti128_si256(sc, 1) : _mm256_castsi256_si128(sc)); /* 8n..8n+7 */
-        const __m512i c0 = _mm512_or_si512(_mm512_and_si512(q, m4), _mm512_and_si512(_mm512_rolv_epi32(hb, rot_lo), m30));
-        const __m512i c1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), m4),
-                                           _mm512_and_si512(_mm512_rolv_epi32(hb, rot_hi), m30));
-        sumi = dot_scaled(sumi, c0, ld512(x->qs + 128 * n), pick16(sn, 0, 1, 2, 3));
-        sumi = dot_scaled(sumi, c1, ld512(x->qs + 128 * n + 64), pick16(sn, 4, 5, 6, 7));
+        o->c[2 * n] = _mm512_or_si512(_mm512_and_si512(q, m4), _mm512_and_si512(_mm512_rolv_epi32(hb, rot_lo), m30));
+        o->c[2 * n + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), m4),
+                                          _mm512_and_si512(_mm512_rolv_epi32(hb, rot_hi), m30));
+        o->s[2 * n] = pick16(sn, 0, 1, 2, 3), o->s[2 * n + 1] = pick16(sn, 4, 5, 6, 7);
     }
-    return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(off)));
+    o->sc = sc, o->d = _cvtsh_ss(w->d);
+}
+INLINE __m512 q6_x(const wdec_q6_K *w, const int8_t *qs, const int16_t *bsums, float dx, __m512 acc) {
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(w->sc, ld256(bsums)), 5);
+    __m512i sumi = _mm512_setzero_si512();
+    UNROLL for (int n = 0; n < 2; n++) {
+        sumi = dot_scaled(sumi, w->c[2 * n], ld512(qs + 128 * n), w->s[2 * n]);
+        sumi = dot_scaled(sumi, w->c[2 * n + 1], ld512(qs + 128 * n + 64), w->s[2 * n + 1]);
+    }
+    return fma_int(acc, dx * w->d, _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(off)));
+}
+INLINE __m512 xd_q6_K(const wdec_q6_K *w, const hr_block_q8_K *x, __m512 acc) { return q6_x(w, x->qs, x->bsums, x->d, acc); }
+INLINE __m512 xt_q6_K(const wdec_q6_K *w, const q8Kt *x, __m512 acc) { return q6_x(w, x->qs, x->bsums, x->d, acc); }
+INLINE __m512 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m512 acc) {
+    wdec_q6_K d;
+    wd_q6_K(&d, w);
+    return xd_q6_K(&d, x, acc);
 }
 
 /* ---- IQ4_XS: register p holds sub-blocks 4p..4p+3, one per 128-bit lane; weight half
@@ -473,6 +490,7 @@ size_t hr_tile_xbytes_q8Kt_avx512(int64_t n) { return (size_t)(n / HR_QK_K) * si
 /* Q4_K/Q5_K registers hold pieces 0,1 of both 64-byte halves, then 2,3; IQ4_XS 0,2 then 1,3 */
 #define ORD_K45 {0, 1, 4, 5, 2, 3, 6, 7}
 #define ORD_IQ4 {0, 2, 4, 6, 1, 3, 5, 7}
+#define ORD_ID {0, 1, 2, 3, 4, 5, 6, 7} /* Q6_K: Q8_K's order */
 
 /* gather4 (scattered rows, kernels_impl.h): vec_dot per row, the rows one after the other,
  * prefetching into L2 the bytes of the nx row at the offsets it reads, and into L1 its own
@@ -518,7 +536,8 @@ KQ_TILE_DEC(q5_K, hr_block_q5_K)
 KQ_TILE_X(q5_K, hr_block_q5_K, ORD_K45)
 KQ_DOT(q6_K, hr_block_q6_K)
 KQ_ROWS4_SEQ(q6_K, hr_block_q6_K)
-KQ_TILE(q6_K, hr_block_q6_K)
+KQ_TILE_DEC(q6_K, hr_block_q6_K)
+KQ_TILE_X(q6_K, hr_block_q6_K, ORD_ID)
 KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
 KQ_TILE_DEC(iq4_xs, hr_block_iq4_xs)
 KQ_TILE_X(iq4_xs, hr_block_iq4_xs, ORD_IQ4)

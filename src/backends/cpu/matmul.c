@@ -4,10 +4,12 @@
  * the activation-side work and keep several DRAM streams in flight. Prompt batches
  * use register tiles (HR_TILE_R rows x HR_TILE_C tokens) so each weight block loaded
  * serves several tokens, over token blocks small enough for the prepared activations
- * to stay in L2. Types with a tile_x (AVX-512, AVX2: Q8_0, Q4_0, Q4_K, Q5_K, IQ4_XS) get their
- * prepared rows re-laid once per call into the lane order their tiles load, instead of each
- * tile re-shuffling them for every pair of weight rows. Every (row, token) result is the
- * same whichever path computed it. */
+ * to stay in L2. Types with a tile_x (AVX2 and AVX-512: Q8_0, Q4_0, Q4_K, Q5_K, IQ4_XS;
+ * AVX-512 also F16, BF16, Q6_K) get their prepared rows re-laid once per call into the lane
+ * order their tiles load, instead of each tile re-shuffling them for every pair of weight
+ * rows; where the table has a wider tile over those rows (tile_xw: 4 rows x 4 tokens, or
+ * 2 x 8 for the K-quants), it takes the rows it can. Every (row, token) result is the same
+ * whichever path computed it. */
 #include "matmul.h"
 
 #include <stdlib.h>
