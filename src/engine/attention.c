@@ -14,7 +14,7 @@
 /* A prompt's queries go in groups of GRP consecutive tokens of one sequence: their scores
  * against a head's cached rows come from one pass of the prompt tile (each value vec_dot's,
  * so a token's scores do not depend on its group), reading each K row once per group. */
-enum { GRP = 4 };
+enum { GRP = HR_WSUM_GRP }; /* the value sum's group (attn_v.h) */
 
 typedef struct {
     hearth_ctx *c;
@@ -32,11 +32,11 @@ static int32_t first_pos(const attn_job *j, int32_t t) {
 
 static int32_t kv_head(const hr_hparams *hp, int32_t h) { return h / (hp->n_head / hp->n_head_kv); }
 
-/* From token t's raw scores s[0..n_kv) over positions p0.. of head h: its output row. */
-static void finish(const attn_job *j, int32_t t, int32_t h, int32_t p0, float *s) {
+/* Token t's raw scores s[0..n_kv) over positions p0.. of head h become its probabilities. */
+static void probs(const attn_job *j, int32_t t, int32_t h, int32_t p0, float *s) {
     hearth_ctx *c = j->c;
     const hr_hparams *hp = &c->m->hp;
-    const int32_t hd = hp->head_dim, n_kv = j->f->pos[t] + 1 - p0;
+    const int32_t n_kv = j->f->pos[t] + 1 - p0;
     /* llama.cpp caps the raw scores, then the softmax applies its scale (1 where q was scaled). */
     if (hp->attn_softcap > 0) hr_softcap(s, n_kv, hp->attn_softcap);
     /* gpt-oss: the head's sink logit takes its share of the denominator (llama.cpp adds it
@@ -44,11 +44,33 @@ static void finish(const attn_job *j, int32_t t, int32_t h, int32_t p0, float *s
     const float *sinks = c->m->layers[j->il].sinks;
     if (sinks) hr_softmax_sink(s, n_kv, hp->attn_scale, sinks[h]);
     else hr_softmax(s, n_kv, hp->attn_scale);
-    float *out = c->sc.att + ((int64_t)t * hp->n_head + h) * hd;
+    if (c->kv.v_elem == 2) hr_vround_f16(s, n_kv);
+}
+
+/* Tokens [t0, t0 + nt) of one sequence, head h, probabilities s[i] over positions p0[i]..:
+ * their output rows. A full group that starts at one position (no sliding window between
+ * them; then s[i] are n_ctx apart) reads each value row once for all of its tokens. */
+static void weigh(const attn_job *j, int32_t t0, int32_t nt, int32_t h, const int32_t *p0, float *const *s) {
+    hearth_ctx *c = j->c;
+    const hr_hparams *hp = &c->m->hp;
+    const int32_t hd = hp->head_dim;
     const int f16 = c->kv.v_elem == 2;
-    if (f16) hr_vround_f16(s, n_kv);
-    const size_t first = hr_kv_cell(c, j->f->seq[t], j->il, kv_head(hp, h), p0);
-    c->cpu.k->attn_wsum(out, s, c->kv.v_cache + first * c->kv.v_elem, (size_t)hd * c->kv.v_elem, n_kv, hd, f16);
+    const size_t vs = (size_t)hd * c->kv.v_elem, os = (size_t)hp->n_head * hd;
+    float *out = c->sc.att + ((int64_t)t0 * hp->n_head + h) * hd;
+    bool joint = nt == HR_WSUM_GRP;
+    for (int32_t i = 1; joint && i < nt; i++) joint = p0[i] == p0[0];
+    if (joint) {
+        int32_t n[HR_WSUM_GRP];
+        for (int32_t i = 0; i < nt; i++) n[i] = j->f->pos[t0 + i] + 1 - p0[0];
+        const size_t first = hr_kv_cell(c, j->f->seq[t0], j->il, kv_head(hp, h), p0[0]);
+        c->cpu.k->attn_wsum_grp(out, os, s[0], (size_t)c->n_ctx, c->kv.v_cache + first * c->kv.v_elem, vs, n, hd, f16);
+        return;
+    }
+    for (int32_t i = 0; i < nt; i++) {
+        const size_t first = hr_kv_cell(c, j->f->seq[t0 + i], j->il, kv_head(hp, h), p0[i]);
+        c->cpu.k->attn_wsum(out + i * os, s[i], c->kv.v_cache + first * c->kv.v_elem, vs,
+                            j->f->pos[t0 + i] + 1 - p0[i], hd, f16);
+    }
 }
 
 /* Head h for tokens [t0, t0 + nt) of one sequence: scores of all of them over the rows any
@@ -69,7 +91,12 @@ static void attend(const attn_job *j, int32_t t0, int32_t nt, int32_t h, float *
     const size_t first = hr_kv_cell(c, j->f->seq[t0], j->il, kv_head(hp, h), lo);
     hr_rows_dot(c->cpu.k, kt, hd, c->kv.k_cache + first * c->kv.k_elem, (size_t)hd * c->kv.k_elem, hi - lo, qp, qs, nt,
                 s, (size_t)c->n_ctx);
-    for (int32_t i = 0; i < nt; i++) finish(j, t0 + i, h, p0[i], s + (size_t)i * c->n_ctx + (p0[i] - lo));
+    float *si[GRP];
+    for (int32_t i = 0; i < nt; i++) {
+        si[i] = s + (size_t)i * c->n_ctx + (p0[i] - lo);
+        probs(j, t0 + i, h, p0[i], si[i]);
+    }
+    weigh(j, t0, nt, h, p0, si);
 }
 
 /* Group g's tokens share one pass when all GRP are of one sequence; else one token each. */

@@ -2,7 +2,8 @@
  * (written out here), and the AVX2 and AVX-512 twins and every kernel table's entry against
  * the plain C, bit for bit, at head sizes around the 8-, 16-, 64- and 128-column blocks and
  * row counts 1 to 300 (several 32-row chunks), F16 (with subnormals, infinities' neighbours,
- * signed zeros) and F32 rows, strided as a cache. */
+ * signed zeros) and F32 rows, strided as a cache. The group form (attn_wsum_grp: several
+ * tokens over one V, each its own row count) against the plain C per token, likewise. */
 #include <stdlib.h>
 #include <string.h>
 #include "backends/cpu/attn_v.h"
@@ -21,10 +22,35 @@ static void reference(float *out, const float *w, const char *V, size_t vs, int3
 
 static int same_bits(const float *a, const float *b, int32_t n) { return memcmp(a, b, sizeof(float) * (size_t)n) == 0; }
 
+enum { MAXD = 256, MAXN = 300, PADD = 24, OS = MAXD + 5, WS = MAXN + 3 };
+
+/* The group's tokens see n + off[i] rows (ascending as in a prompt, or not), each with its
+ * own weights; every token's row equals the plain C's. */
+static void check_grp(const char *name, hr_attn_wsum_grp_fn fn, const float *wbase, const char *V, size_t vs, int32_t n,
+                      int32_t hd, int f16) {
+    static const int32_t offs[][HR_WSUM_GRP] = {{0, 1, 2, 3}, {3, 0, 2, 0}, {0, 0, 0, 0}};
+    static float w[HR_WSUM_GRP * WS], out[HR_WSUM_GRP * OS];
+    float ref[MAXD];
+    for (size_t o = 0; o < sizeof offs / sizeof offs[0]; o++) {
+        int32_t ns[HR_WSUM_GRP];
+        for (int i = 0; i < HR_WSUM_GRP; i++) {
+            ns[i] = n + offs[o][i] > MAXN ? MAXN : n + offs[o][i];
+            for (int32_t p = 0; p < WS; p++) w[i * WS + p] = wbase[(p + 37 * i) % MAXN] * (i & 1 ? -0.5f : 1.0f);
+        }
+        for (int i = 0; i < HR_WSUM_GRP * OS; i++) out[i] = -7.0f;
+        fn(out, OS, w, WS, V, vs, ns, hd, f16);
+        for (int i = 0; i < HR_WSUM_GRP; i++) {
+            reference(ref, w + i * WS, V, vs, ns[i], hd, f16);
+            CHECKF(same_bits(ref, out + i * OS, hd), "%s group differs: f16 %d hd %d token %d of rows %d", name, f16, hd, i,
+                   ns[i]);
+            CHECKF(out[i * OS + hd] == -7.0f, "%s group wrote past token %d's row (hd %d)", name, i, hd);
+        }
+    }
+}
+
 int main(void) {
     static const int32_t hds[] = {1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 72, 80, 127, 128, 129, 136, 144, 200, 256};
     static const int32_t ns[] = {1, 2, 5, 31, 32, 33, 64, 300};
-    enum { MAXD = 256, MAXN = 300, PADD = 24 };
     uint16_t *vh = malloc(sizeof(uint16_t) * MAXN * (MAXD + PADD));
     float *vf = malloc(sizeof(float) * MAXN * (MAXD + PADD)), w[MAXN];
     float ref[MAXD], c[MAXD], simd[MAXD], any[MAXD];
@@ -63,15 +89,19 @@ int main(void) {
                     if (!tables[t]->attn_wsum) continue;
                     tables[t]->attn_wsum(any, w, V, vs, n, hd, f16);
                     CHECKF(same_bits(ref, any, hd), "table %s differs: f16 %d hd %d n %d", tables[t]->name, f16, hd, n);
+                    CHECKF(tables[t]->attn_wsum_grp != NULL, "table %s has no attn_wsum_grp", tables[t]->name);
+                    if (tables[t]->attn_wsum_grp) check_grp(tables[t]->name, tables[t]->attn_wsum_grp, w, V, vs, n, hd, f16);
                 }
 #if defined(__x86_64__)
                 if (simd_ok) {
                     hr_attn_wsum_avx2(simd, w, V, vs, n, hd, f16);
                     CHECKF(same_bits(ref, simd, hd), "AVX2 differs: f16 %d hd %d n %d", f16, hd, n);
+                    check_grp("AVX2", hr_attn_wsum_grp_avx2, w, V, vs, n, hd, f16);
                 }
                 if (avx512_ok) {
                     hr_attn_wsum_avx512(simd, w, V, vs, n, hd, f16);
                     CHECKF(same_bits(ref, simd, hd), "AVX-512 differs: f16 %d hd %d n %d", f16, hd, n);
+                    check_grp("AVX-512", hr_attn_wsum_grp_avx512, w, V, vs, n, hd, f16);
                 }
 #endif
             }

@@ -21,3 +21,8 @@ static void wsum_cols(float *out, const float *w, const void *V, size_t vs, int3
 void hr_attn_wsum_c(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t hd, int f16) {
     wsum_cols(out, w, V, vs, n, 0, hd, f16);
 }
+
+void hr_attn_wsum_grp_c(float *out, size_t os, const float *w, size_t ws, const void *V, size_t vs, const int32_t *n,
+                        int32_t hd, int f16) {
+    for (int i = 0; i < HR_WSUM_GRP; i++) hr_attn_wsum_c(out + i * os, w + i * ws, V, vs, n[i], hd, f16);
+}

@@ -24,6 +24,9 @@ typedef struct hr_kernels {
     hr_vec_dot_fn vec_dot[HR_TYPE_MAX];    /* NULL for unsupported weight types */
     hr_act_prep_fn act_prep[HR_TYPE_MAX];  /* indexed by WEIGHT type */
     hr_attn_wsum_fn attn_wsum;
+    /* attn_wsum for a group of tokens over one V (attn_v.h), each token's result attn_wsum's */
+    void (*attn_wsum_grp)(float *out, size_t os, const float *w, size_t ws, const void *V, size_t vs,
+                          const int32_t *n, int32_t hd, int f16);
 } hr_kernels;
 
 const hr_kernels *hr_kernels_scalar(void);

@@ -513,6 +513,7 @@ static const hr_kernels_ext k_avx2 = {
     .k = {
         .name = "avx2",
         .attn_wsum = hr_attn_wsum_avx2,
+        .attn_wsum_grp = hr_attn_wsum_grp_avx2,
         .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16,
                     [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0,
                     HR_KQ_ENTRIES(dot, avx2),

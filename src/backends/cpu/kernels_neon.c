@@ -94,6 +94,7 @@ static const hr_kernels_ext k_neon = {
     .k = {
         .name = "neon",
         .attn_wsum = hr_attn_wsum_c,
+        .attn_wsum_grp = hr_attn_wsum_grp_c,
         .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16,
                     [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0},
         .act_prep = {[HR_F32] = prep_f32, [HR_F16] = hr_prep_f16_scalar, [HR_BF16] = hr_prep_bf16_scalar,
