@@ -76,11 +76,7 @@ void hr_softmax_sink(float *x, int64_t n, float s, float sink) {
         x[i] *= s;
         if (x[i] > max) max = x[i];
     }
-    double sum = 0;
-    for (int64_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - max);
-        sum += (double)x[i];
-    }
+    double sum = hr_vexp_sum(x, n, max);
     sum += (double)expf(sink - max);
     const float inv = (float)(1.0 / sum);
     for (int64_t i = 0; i < n; i++) x[i] *= inv;

@@ -42,6 +42,24 @@ static inline float tanh_one(float x) {
     return x == x ? t : x;
 }
 
+/* exp(y) for y <= 0: exp_0_20's reduction and series (2^k a normal number down to y = -87),
+ * 0 below -87, NaN kept. Branch-free so the loop vectorizes. */
+static inline float exp_neg(float y) {
+    const float c = y > -87.0f ? y : -87.0f; /* NaN takes -87 here; restored below */
+    const float e = exp_0_20(c);
+    const float z = y > -87.0f ? e : 0.0f;
+    return y == y ? z : y;
+}
+
+double hr_vexp_sum_c(float *x, int64_t n, float m) {
+    double acc[8] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = exp_neg(x[i] - m);
+        acc[i % 8] += (double)x[i];
+    }
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 void hr_vtanh_scaled_c(float *y, const float *x, int64_t n, float pre, float post) {
     for (int64_t i = 0; i < n; i++) y[i] = tanh_one(x[i] * pre) * post;
 }
@@ -70,6 +88,13 @@ static inline float gelu_tab(float v, const uint16_t *tab) {
 
 void hr_vgelu_tab_c(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab) {
     for (int64_t i = 0; i < n; i++) h[i] = g ? gelu_tab(g[i], tab) * u[i] : gelu_tab(u[i], tab);
+}
+
+double hr_vexp_sum(float *x, int64_t n, float m) {
+#if defined(HR_X86)
+    if (have_avx2()) return hr_vexp_sum_avx2(x, n, m);
+#endif
+    return hr_vexp_sum_c(x, n, m);
 }
 
 void hr_vgelu_tab(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab) {

@@ -14,6 +14,12 @@ void hr_vtanh_scaled(float *y, const float *x, int64_t n, float pre, float post)
  * NaN stays NaN). */
 void hr_vgelu_tab(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
 
+/* x[i] = exp(x[i] - m) for x[i] <= m (a softmax's shifted scores), returning their sum in
+ * double: 8 partial sums, element i into sum i % 8, added pairwise at the end. Within 3 ulp
+ * of expf above e^-87 (tests/cpu/test_vmath.c measures it), 0 below, where a probability no
+ * longer counts; NaN stays NaN. */
+double hr_vexp_sum(float *x, int64_t n, float m);
+
 /* y[i] = hr_f32_to_f16(x[i]) (round to nearest even, NaN to the quiet NaN 0x7e00 with x's
  * sign), and x[i] rounded to F16 and back in place: attention's cache stores and its
  * probabilities (a call per element where a decode step at depth 1000 has 130 thousand). */
@@ -27,6 +33,8 @@ void hr_vtanh_scaled_c(float *y, const float *x, int64_t n, float pre, float pos
 void hr_vgelu_tab_c(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
 void hr_vtanh_scaled_avx2(float *y, const float *x, int64_t n, float pre, float post);
 void hr_vgelu_tab_avx2(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
+double hr_vexp_sum_c(float *x, int64_t n, float m);
+double hr_vexp_sum_avx2(float *x, int64_t n, float m);
 void hr_vto_f16_c(uint16_t *y, const float *x, int64_t n);
 void hr_vround_f16_c(float *x, int64_t n);
 void hr_vto_f16_avx2(uint16_t *y, const float *x, int64_t n);

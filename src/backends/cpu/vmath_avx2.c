@@ -29,6 +29,45 @@ static inline __m256 exp_0_20_v(__m256 y) {
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
+/* vmath.c's exp_neg, lane by lane (max-by-compare keeps its NaN-takes--87 rule). */
+static inline __m256 exp_neg_v(__m256 y) {
+    const __m256 lo = V8(-87.0f), gt = _mm256_cmp_ps(y, lo, _CMP_GT_OQ);
+    const __m256 e = exp_0_20_v(_mm256_blendv_ps(lo, y, gt));
+    const __m256 z = _mm256_and_ps(e, gt);
+    return _mm256_blendv_ps(y, z, _mm256_cmp_ps(y, y, _CMP_EQ_OQ));
+}
+
+/* vmath.c's hr_vexp_sum_c: the 8 partial sums are the 8 lanes, in double as two halves;
+ * the remainder goes through the same lanes with zeros after it (adding +0 to a sum of
+ * exponentials changes nothing). */
+double hr_vexp_sum_avx2(float *x, int64_t n, float m) {
+    const __m256 vm = V8(m);
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 e = exp_neg_v(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        _mm256_storeu_ps(x + i, e);
+        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    if (i < n) {
+        float buf[8];
+        for (int j = 0; j < 8; j++) buf[j] = m; /* exp(0) = 1 past the end: masked below */
+        memcpy(buf, x + i, sizeof(float) * (size_t)(n - i));
+        __m256 e = exp_neg_v(_mm256_sub_ps(_mm256_loadu_ps(buf), vm));
+        _mm256_storeu_ps(buf, e);
+        memcpy(x + i, buf, sizeof(float) * (size_t)(n - i));
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        e = _mm256_and_ps(e, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - i)), lane)));
+        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    double a[8];
+    _mm256_storeu_pd(a, lo);
+    _mm256_storeu_pd(a + 4, hi);
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
 /* vmath.c's tanh_one, lane by lane (min-by-compare keeps its NaN-takes-10 rule). */
 static inline __m256 tanh_v(__m256 x) {
     const __m256 sign = V8(-0.0f);
