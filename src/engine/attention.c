@@ -90,7 +90,7 @@ static void attend(const attn_job *j, int32_t t0, int32_t nt, int32_t h, float *
     }
     const size_t first = hr_kv_cell(c, j->f->seq[t0], j->il, kv_head(hp, h), lo);
     hr_rows_dot(c->cpu.k, kt, hd, c->kv.k_cache + first * c->kv.k_elem, (size_t)hd * c->kv.k_elem, hi - lo, qp, qs, nt,
-                s, (size_t)c->n_ctx);
+                s, (size_t)c->n_ctx, qp + GRP * qs);
     float *si[GRP];
     for (int32_t i = 0; i < nt; i++) {
         si[i] = s + (size_t)i * c->n_ctx + (p0[i] - lo);
@@ -119,7 +119,7 @@ static void attn_task(void *arg, int ith, int nth) {
     const int64_t items = (int64_t)n_grp * c->m->hp.n_head;
     const int64_t per = (items + nth - 1) / nth, i0 = per * ith, i1 = i0 + per < items ? i0 + per : items;
     float *s = c->sc.scores + (size_t)ith * GRP * c->n_ctx;
-    uint8_t *qp = c->sc.qprep + (size_t)ith * GRP * c->sc.qprep_stride;
+    uint8_t *qp = c->sc.qprep + (size_t)ith * 2 * GRP * c->sc.qprep_stride;
     for (int64_t i = i0; i < i1; i++) attend_group(j, (int32_t)(i % n_grp), (int32_t)(i / n_grp), s, qp);
 }
 

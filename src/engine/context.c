@@ -21,14 +21,16 @@ static int alloc_scratch(hearth_ctx *c, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
     size_t nb = (size_t)c->n_batch, d = (size_t)hp->n_embd, qd = (size_t)hp->n_head * hp->head_dim;
     size_t kvd = (size_t)hp->n_head_kv * hp->head_dim, ff = (size_t)hp->n_ff, nt = (size_t)hr_pool_threads(c->cpu.pool);
-    c->sc.qprep_stride = (hr_act_bytes(HR_F32, hp->head_dim) + 63) & ~(size_t)63;
+    /* a prepared q row (F32 at most) or its re-laid form for the score tiles, whichever is longer */
+    const size_t qx = hr_rows_dot_xbytes(c->cpu.k, HR_F16, hp->head_dim), qa = hr_act_bytes(HR_F32, hp->head_dim);
+    c->sc.qprep_stride = ((qx > qa ? qx : qa) + 63) & ~(size_t)63;
     c->sc.x = alloc_f(c, nb * d * 4), c->sc.xn = alloc_f(c, nb * d * 4), c->sc.tmp = alloc_f(c, nb * d * 4);
     c->sc.xb = hp->arch->parallel ? alloc_f(c, nb * d * 4) : NULL;
     c->sc.q = alloc_f(c, nb * qd * 4), c->sc.att = alloc_f(c, nb * qd * 4);
     c->sc.k = alloc_f(c, nb * kvd * 4), c->sc.v = alloc_f(c, nb * kvd * 4);
     c->sc.g = alloc_f(c, nb * ff * 4), c->sc.u = alloc_f(c, nb * ff * 4), c->sc.h = alloc_f(c, nb * ff * 4);
     c->sc.scores = alloc_f(c, nt * 4 * (size_t)c->n_ctx * 4); /* attention.c's groups of 4 queries */
-    c->sc.qprep = alloc_f(c, nt * 4 * c->sc.qprep_stride);
+    c->sc.qprep = alloc_f(c, nt * 8 * c->sc.qprep_stride); /* 4 prepared rows, then 4 re-laid */
     c->sc.tok_pos = alloc_f(c, nb * 4), c->sc.tok_seq = alloc_f(c, nb * 4), c->sc.tok_want = alloc_f(c, nb);
     if (!c->sc.tok_pos || !c->sc.tok_seq || !c->sc.tok_want) return hr_errf(e, "out of memory allocating token arrays");
     if (!c->sc.x || !c->sc.xn || !c->sc.tmp || (hp->arch->parallel && !c->sc.xb) || !c->sc.q || !c->sc.att || !c->sc.k || !c->sc.v || !c->sc.g || !c->sc.u || !c->sc.h || !c->sc.scores || !c->sc.qprep)

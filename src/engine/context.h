@@ -23,7 +23,7 @@ typedef struct hr_scratch {
     float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *h;
     float *xb;      /* parallel layers (Falcon): attention input and output [n_batch][n_embd] */
     float *scores;  /* [n_threads][4][n_ctx]: attention's scores of a group of queries */
-    uint8_t *qprep; /* [n_threads][4][prepared q row] */
+    uint8_t *qprep; /* [n_threads][8][prepared q row]: 4 prepared, 4 re-laid (hr_rows_dot's xt) */
     size_t qprep_stride;
     int32_t *tok_pos, *tok_seq; /* [n_batch] position and sequence of each token of a forward call */
     bool *tok_want;             /* [n_batch] logits wanted */

@@ -126,6 +126,33 @@ static void check_matmul(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) 
     free(w), free(xq), free(X), free(Y), free(D);
 }
 
+/* hr_rows_dot (attention's scores) with and without its xt rows: every output vec_dot's */
+static void check_rows_dot(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
+    const int64_t rows = 11;
+    const size_t rb = hr_row_bytes(t, (uint64_t)n), xb = hr_rows_dot_xbytes(k, t, n);
+    const size_t xa = hr_act_bytes(t, n), xs = ((xa > xb ? xa : xb) + 63) & ~(size_t)63;
+    char *w = malloc(rb * rows), *xq = aligned_alloc(64, xs * MAX_C), *xt = aligned_alloc(64, xs * MAX_C);
+    float *x = malloc(sizeof(float) * (size_t)n), y[MAX_C * 11], d;
+    CHECKF(xb > 0, "%s %s: tile_x but no re-laid row size", k->name, hr_type_name(t));
+    for (int64_t i = 0; i < rows; i++) kt_weight_row(r, t, w + i * rb, n);
+    for (int c = 0; c < MAX_C; c++) {
+        for (int64_t i = 0; i < n; i++) x[i] = hr_rng_normal(r);
+        k->act_prep[t](x, xq + c * xs, n);
+    }
+    for (int with_xt = 0; with_xt < 2; with_xt++)
+        for (int32_t nx = 1; nx <= MAX_C; nx++)
+            for (int64_t nr = 1; nr <= rows; nr += 3) {
+                hr_rows_dot(k, t, n, w, rb, nr, xq, xs, nx, y, (size_t)rows, with_xt ? xt : NULL);
+                for (int32_t c = 0; c < nx; c++)
+                    for (int64_t i = 0; i < nr; i++) {
+                        k->vec_dot[t](n, &d, w + i * rb, xq + c * xs);
+                        CHECKF(same(d, y[c * rows + i]), "%s rows_dot %s n=%lld xt %d: %d x %lld, (%lld, %d)", k->name,
+                               hr_type_name(t), (long long)n, with_xt, nx, (long long)nr, (long long)i, c);
+                    }
+            }
+    free(w), free(xq), free(xt), free(x);
+}
+
 int main(void) {
     hr_rng r = {12345};
     const hr_kernels *tabs[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_neon()};
@@ -143,6 +170,7 @@ int main(void) {
             for (int li = 0; li < N_LENS; li++) {
                 check_direct(k, t, lens(t, li), &r);
                 if (li < 3) check_matmul(k, t, lens(t, li), &r);
+                if (li < 2) check_rows_dot(k, t, lens(t, li), &r);
             }
             tested++;
         }

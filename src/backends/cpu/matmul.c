@@ -141,14 +141,26 @@ static void tile_rows(const tile_src *s, int64_t n, const char *w, size_t rb, in
     tile_pairs(s, n, w, rb, r, r1, tb, te, Y, ys);
 }
 
+size_t hr_rows_dot_xbytes(const hr_kernels *k, uint32_t type, int64_t n) {
+    const hr_kernels_ext *x = hr_kernels_ext_of(k);
+    return type < HR_TYPE_MAX && x->tile_x[type] && x->tile[type] ? x->tile_xbytes[type](n) : 0;
+}
+
 void hr_rows_dot(const hr_kernels *k, uint32_t type, int64_t n, const void *w, size_t ws, int64_t n_rows,
-                 const void *xq, size_t xs, int32_t n_x, float *y, size_t ys) {
+                 const void *xq, size_t xs, int32_t n_x, float *y, size_t ys, void *xt) {
     const hr_kernels_ext *x = hr_kernels_ext_of(k);
     if (n_x == 1) {
         rows_dot(x->rows4[type], x->rows2[type], k->vec_dot[type], n, w, ws, 0, n_rows, xq, y);
         return;
     }
-    const tile_src s = {.tile = x->tile[type], .dot = k->vec_dot[type], .xq = xq, .xs = xs};
+    tile_src s = {.tile = x->tile[type], .dot = k->vec_dot[type], .xq = xq, .xs = xs};
+    const size_t xtb = hr_rows_dot_xbytes(k, type, n);
+    if (xt && n_x >= HR_TILE_C && xtb && xtb <= xs) {
+        for (int32_t c = 0; c < n_x; c++) x->tile_xprep[type]((const char *)xq + c * xs, (char *)xt + c * xs, n);
+        s.tile_x = x->tile_x[type], s.tile_xw = x->tile_xw[type];
+        s.xw_rows = x->xw_rows[type], s.xw_cols = x->xw_cols[type];
+        s.xt = xt, s.xts = xs;
+    }
     tile_rows(&s, n, w, ws, 0, n_rows, 0, n_x, y, ys);
 }
 

@@ -27,9 +27,13 @@ int hr_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, float *
  * thread: weight rows ws bytes apart, activation rows xs bytes apart as k->act_prep[type]
  * writes them. Decode's 4- and 2-row kernels for one activation row, the prompt tiles for
  * several, each value vec_dot's bit for bit: a product inside a caller's own task
- * (attention's scores over a head's cached K rows, for one query or a few). */
+ * (attention's scores over a head's cached K rows, for one query or a few). xt: NULL, or room
+ * for n_x rows xs bytes apart where several activation rows are re-laid for the table's
+ * tile_x (as hr_matmul does) when each fits (hr_rows_dot_xbytes <= xs). */
 void hr_rows_dot(const hr_kernels *k, uint32_t type, int64_t n, const void *w, size_t ws, int64_t n_rows,
-                 const void *xq, size_t xs, int32_t n_x, float *y, size_t ys);
+                 const void *xq, size_t xs, int32_t n_x, float *y, size_t ys, void *xt);
+/* Bytes of one re-laid activation row of hr_rows_dot's xt (0: the table re-lays none). */
+size_t hr_rows_dot_xbytes(const hr_kernels *k, uint32_t type, int64_t n);
 
 /* Work a product's caller wants done on the rows it has just computed, inside the same pool
  * run (element-wise work after a product then runs on every thread instead of the caller
