@@ -18,10 +18,8 @@ void hr_attn_wsum_c(float *out, const float *w, const void *V, size_t vs, int32_
 /* The same for HR_WSUM_GRP tokens over one V: token i's row out + i*os from weights w + i*ws
  * over rows [0, n[i]), each token's result attn_wsum's bit for bit. The AVX-512 version reads
  * and converts each value row once for the group (rows all of them see, then each one's
- * own); the others run attn_wsum per token. */
+ * own); the others run attn_wsum per token. Kernel tables carry one (kernels.h: attn_wsum_grp). */
 enum { HR_WSUM_GRP = 4 };
-typedef void (*hr_attn_wsum_grp_fn)(float *out, size_t os, const float *w, size_t ws, const void *V, size_t vs,
-                                    const int32_t *n, int32_t hd, int f16);
 void hr_attn_wsum_grp_c(float *out, size_t os, const float *w, size_t ws, const void *V, size_t vs, const int32_t *n,
                         int32_t hd, int f16);
 void hr_attn_wsum_grp_avx2(float *out, size_t os, const float *w, size_t ws, const void *V, size_t vs,

@@ -18,15 +18,16 @@ typedef void (*hr_vec_dot_fn)(int64_t n, float *s, const void *w_row, const void
 typedef void (*hr_act_prep_fn)(const float *x, void *xq, int64_t n);
 /* Attention's weighted sum of value rows (attn_v.h): one per table, all equal bit for bit. */
 typedef void (*hr_attn_wsum_fn)(float *out, const float *w, const void *V, size_t vs, int32_t n, int32_t hd, int f16);
+/* The same for a group of tokens over one V (attn_v.h), each token's result attn_wsum's. */
+typedef void (*hr_attn_wsum_grp_fn)(float *out, size_t os, const float *w, size_t ws, const void *V, size_t vs,
+                                    const int32_t *n, int32_t hd, int f16);
 
 typedef struct hr_kernels {
     const char *name;                      /* "scalar", "avx2", "avx512", "neon" */
     hr_vec_dot_fn vec_dot[HR_TYPE_MAX];    /* NULL for unsupported weight types */
     hr_act_prep_fn act_prep[HR_TYPE_MAX];  /* indexed by WEIGHT type */
     hr_attn_wsum_fn attn_wsum;
-    /* attn_wsum for a group of tokens over one V (attn_v.h), each token's result attn_wsum's */
-    void (*attn_wsum_grp)(float *out, size_t os, const float *w, size_t ws, const void *V, size_t vs,
-                          const int32_t *n, int32_t hd, int f16);
+    hr_attn_wsum_grp_fn attn_wsum_grp;
 } hr_kernels;
 
 const hr_kernels *hr_kernels_scalar(void);

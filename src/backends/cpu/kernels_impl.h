@@ -113,14 +113,19 @@ HR_KQ_DECL_ALL(avx512)
 #define HR_KQX_DECL(T, ISA)                                                                         \
     void hr_tile_x_##T##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs,       \
                                float *y, size_t ys);                                                \
-    void hr_tile_xprep_##T##_##ISA(const void *xq, void *xt, int64_t n);                         \
-    void hr_tile_xw_##T##_##ISA(int64_t n, const void *w, size_t ws, const void *x, size_t xs,      \
-                                float *y, size_t ys);
+    void hr_tile_xprep_##T##_##ISA(const void *xq, void *xt, int64_t n);
 #define HR_KQX_DECL_ALL(ISA) \
     HR_KQX_DECL(q4_K, ISA) HR_KQX_DECL(q5_K, ISA) HR_KQX_DECL(iq4_xs, ISA) size_t hr_tile_xbytes_q8Kt_##ISA(int64_t n);
 HR_KQX_DECL_ALL(avx2)
 HR_KQX_DECL_ALL(avx512)
-HR_KQX_DECL(q6_K, avx512) /* AVX-512 only */
+/* AVX-512 only: Q6_K's tile_x, and the 2 x 8 wide tiles (tile_xw) of all four */
+HR_KQX_DECL(q6_K, avx512)
+#define HR_KQXW_DECL(T)                                                                             \
+    void hr_tile_xw_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
+HR_KQXW_DECL(q4_K)
+HR_KQXW_DECL(q5_K)
+HR_KQXW_DECL(q6_K)
+HR_KQXW_DECL(iq4_xs)
 #define HR_KQX_ENTRIES(KIND, ISA) \
     [HR_Q4_K] = hr_##KIND##_q4_K_##ISA, [HR_Q5_K] = hr_##KIND##_q5_K_##ISA, [HR_IQ4_XS] = hr_##KIND##_iq4_xs_##ISA
 #define HR_KQX_SHAPE(V) [HR_Q4_K] = (V), [HR_Q5_K] = (V), [HR_IQ4_XS] = (V)

@@ -51,18 +51,29 @@ int hr_cpu_reserve(hr_cpu *c, size_t bytes, hr_err *e) {
     return 0;
 }
 
+/* Several activation rows: prepared (xq, xs bytes apart) and, where tile_x is set, re-laid
+ * (xt, xts apart); the kernels that read them. */
+typedef struct {
+    hr_tile_fn tile, tile_x, tile_xw;
+    int64_t xw_rows, xw_cols; /* tile_xw's shape */
+    hr_vec_dot_fn dot;
+    const char *xq, *xt;
+    size_t xs, xts;
+} tile_src;
+
+/* tile_x and the wider tile of the table for type, over rows re-laid by its tile_xprep. */
+static void use_relaid(tile_src *s, const hr_kernels_ext *x, uint32_t type) {
+    s->tile_x = x->tile_x[type], s->tile_xw = x->tile_xw[type];
+    s->xw_rows = x->xw_rows[type], s->xw_cols = x->xw_cols[type];
+}
+
 typedef struct {
     const hr_kernels *k;
-    hr_tile_fn tile, rows2, rows4;
-    hr_tile_fn tile_x, tile_xw; /* over the xt rows; NULL: tiles read xq only */
-    int64_t xw_rows, xw_cols;
+    hr_tile_fn rows2, rows4;
+    tile_src ts; /* the prompt tiles' rows and kernels (tile_x NULL: they read xq only) */
     const hr_mat *W;
     const float *X;
-    const char *xq;
-    size_t xs; /* bytes between prepared token rows */
     void (*xprep)(const void *xq, void *xt, int64_t n); /* tile_xprep, or NULL */
-    const char *xt; /* the rows re-laid for tile (tile_x) when xprep is set */
-    size_t xts;
     int64_t n_tok;
     float *Y;
     const hr_mat *W1; /* hr_matmul_pair's second matrix (same type and shape), or NULL */
@@ -75,9 +86,10 @@ static void prep_task(void *arg, int ith, int nth) {
     int64_t per = (j->n_tok + nth - 1) / nth, t0 = per * ith, t1 = t0 + per;
     if (t1 > j->n_tok) t1 = j->n_tok;
     hr_act_prep_fn prep = j->k->act_prep[j->W->type];
+    const tile_src *s = &j->ts;
     for (int64_t t = t0; t < t1; t++) {
-        prep(j->X + t * j->W->n_in, (char *)j->xq + t * j->xs, j->W->n_in);
-        if (j->xprep) j->xprep(j->xq + t * j->xs, (char *)j->xt + t * j->xts, j->W->n_in);
+        prep(j->X + t * j->W->n_in, (char *)s->xq + t * s->xs, j->W->n_in);
+        if (j->xprep) j->xprep(s->xq + t * s->xs, (char *)s->xt + t * s->xts, j->W->n_in);
     }
 }
 
@@ -101,16 +113,6 @@ static void rows_dot(hr_tile_fn rows4, hr_tile_fn rows2, hr_vec_dot_fn dot, int6
     for (; rows2 && r + 2 <= r1; r += 2) rows2(n, w + r * rb, rb, xq, 0, &Y[r], 0);
     for (; r < r1; r++) dot(n, &Y[r], w + r * rb, xq);
 }
-
-/* Several activation rows: prepared (xq, xs bytes apart) and, where tile_x is set, re-laid
- * (xt, xts apart); the kernels that read them. */
-typedef struct {
-    hr_tile_fn tile, tile_x, tile_xw;
-    int64_t xw_rows, xw_cols; /* tile_xw's shape */
-    hr_vec_dot_fn dot;
-    const char *xq, *xt;
-    size_t xs, xts;
-} tile_src;
 
 /* Y[t*ys + r] for rows [r0, r1) and activation rows [tb, te): 2-row tiles, vec_dot at the edges. */
 static void tile_pairs(const tile_src *s, int64_t n, const char *w, size_t rb, int64_t r0, int64_t r1, int64_t tb,
@@ -157,8 +159,7 @@ void hr_rows_dot(const hr_kernels *k, uint32_t type, int64_t n, const void *w, s
     const size_t xtb = hr_rows_dot_xbytes(k, type, n);
     if (xt && n_x >= HR_TILE_C && xtb && xtb <= xs) {
         for (int32_t c = 0; c < n_x; c++) x->tile_xprep[type]((const char *)xq + c * xs, (char *)xt + c * xs, n);
-        s.tile_x = x->tile_x[type], s.tile_xw = x->tile_xw[type];
-        s.xw_rows = x->xw_rows[type], s.xw_cols = x->xw_cols[type];
+        use_relaid(&s, x, type);
         s.xt = xt, s.xts = xs;
     }
     tile_rows(&s, n, w, ws, 0, n_rows, 0, n_x, y, ys);
@@ -169,14 +170,12 @@ static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int6
     const int64_t n = W->n_in;
     const size_t rb = W->row_bytes;
     const char *w = W->data;
-    hr_vec_dot_fn dot = j->k->vec_dot[W->type];
     if (j->n_tok == 1) {
-        rows_dot(j->rows4, j->rows2, dot, n, w, rb, r0, r1, j->xq, Y);
+        rows_dot(j->rows4, j->rows2, j->ts.dot, n, w, rb, r0, r1, j->ts.xq, Y);
         return;
     }
-    const tile_src s = {.tile = j->tile, .tile_x = j->tile_x, .tile_xw = j->tile_xw, .xw_rows = j->xw_rows, .xw_cols = j->xw_cols, .dot = dot, .xq = j->xq, .xt = j->xt, .xs = j->xs, .xts = j->xts};
     for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK)
-        tile_rows(&s, n, w, rb, r0, r1, tb, tb + TOK_BLOCK < j->n_tok ? tb + TOK_BLOCK : j->n_tok, Y, (size_t)W->n_out);
+        tile_rows(&j->ts, n, w, rb, r0, r1, tb, tb + TOK_BLOCK < j->n_tok ? tb + TOK_BLOCK : j->n_tok, Y, (size_t)W->n_out);
 }
 
 static void mm_task(void *arg, int ith, int nth) {
@@ -198,27 +197,25 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float 
     if (hr_row_bytes(W->type, (uint64_t)W->n_in) != W->row_bytes || W->row_bytes == 0)
         return hr_errf(e, "matmul: row size %zu does not fit %lld %s elements", W->row_bytes,
                        (long long)W->n_in, hr_type_name(W->type));
-    mm_job j = {.k = c->k, .tile = hr_kernels_ext_of(c->k)->tile[W->type],
-                .rows2 = hr_kernels_ext_of(c->k)->rows2[W->type],
-                .rows4 = hr_kernels_ext_of(c->k)->rows4[W->type], .W = W, .X = X,
+    const hr_kernels_ext *x = hr_kernels_ext_of(c->k);
+    mm_job j = {.k = c->k, .rows2 = x->rows2[W->type], .rows4 = x->rows4[W->type],
+                .ts = {.tile = x->tile[W->type], .dot = c->k->vec_dot[W->type]}, .W = W, .X = X,
                 .n_tok = n_tok, .Y = Y, .W1 = W1, .Y1 = Y1, .ep = ep};
+    tile_src *s = &j.ts;
     if (W->type == HR_F32) {
-        j.xq = (const char *)X;
-        j.xs = (size_t)W->n_in * sizeof(float);
+        s->xq = (const char *)X;
+        s->xs = (size_t)W->n_in * sizeof(float);
     } else {
-        j.xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
-        const hr_kernels_ext *x = hr_kernels_ext_of(c->k);
-        if (n_tok >= HR_TILE_C && x->tile_x[W->type] && j.tile) { /* rows re-laid once here */
-            j.tile_x = x->tile_x[W->type];
-            j.tile_xw = x->tile_xw[W->type];
-            j.xw_rows = x->xw_rows[W->type], j.xw_cols = x->xw_cols[W->type];
+        s->xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
+        if (n_tok >= HR_TILE_C && x->tile_x[W->type] && s->tile) { /* rows re-laid once here */
+            use_relaid(s, x, W->type);
             j.xprep = x->tile_xprep[W->type];
-            j.xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
+            s->xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
         }
-        if ((uint64_t)n_tok > SIZE_MAX / 2 / (j.xs + j.xts)) return hr_errf(e, "matmul: batch too large");
-        if (hr_cpu_reserve(c, (j.xs + j.xts) * (size_t)n_tok, e) < 0) return -1;
-        j.xq = c->scratch;
-        j.xt = (const char *)c->scratch + j.xs * (size_t)n_tok;
+        if ((uint64_t)n_tok > SIZE_MAX / 2 / (s->xs + s->xts)) return hr_errf(e, "matmul: batch too large");
+        if (hr_cpu_reserve(c, (s->xs + s->xts) * (size_t)n_tok, e) < 0) return -1;
+        s->xq = c->scratch;
+        s->xt = (const char *)c->scratch + s->xs * (size_t)n_tok;
         if (n_tok * W->n_in >= PAR_PREP_ELEMS && n_tok > 1) hr_pool_run(c->pool, prep_task, &j);
         else prep_task(&j, 0, 1);
     }
