@@ -24,6 +24,8 @@ typedef struct {
     bool out_default; /* OUT not given: named after MODEL */
     long max_rank, min_rank, pairs, threads, n_ctx, epochs;
     int pred_f16; /* --predictor-type: -1 the weights' (F32 for F32 models, else F16), 0 F32, 1 F16 */
+    bool linear;  /* --predictor-form linear */
+    double min_precision;
     uint64_t seed;
 } cal_opts;
 
@@ -53,6 +55,14 @@ static void help(void) {
            "  --predictor-type T  f16 or f32: the predictors' type (default: f32 for an F32 model,\n"
            "                      else f16; F16 halves their bytes at the same decisions: the rank\n"
            "                      search and the recall shift measure the rounded weights)\n"
+           "  --predictor-form F  powerinfer (default: fc2 relu(fc1 x), the form PowerInfer runs) or\n"
+           "                      linear (Hearth only, RMSNorm models): a truncated SVD of the\n"
+           "                      deciding matrices, no training; for dReLU it estimates both gate x\n"
+           "                      and up x and predicts a neuron where both pass, so far fewer\n"
+           "                      needless neurons are computed (docs/threshold.md); ranks step by\n"
+           "                      about 1.25x from --min-rank up to min(--max-rank, n_embd)\n"
+           "  --min-precision P   linear form: the cheapest rank whose precision on held-out pairs\n"
+           "                      reaches P (0 <= P <= 1; default 0: the cheapest rank)\n"
            "  -c, --ctx-size N    tokens per chunk, each from an empty cache (default 512)\n"
            "  -t, --threads N     threads (default: all cores)\n"
            "  --seed N            training seed (default 1)\n"
@@ -126,6 +136,10 @@ static int parse(int argc, char **argv, cal_opts *o) {
             if (ok && o->target >= 1) return hr_usage_error(cmd, "--target-sparsity %g: it must be below 1", o->target), -1;
         } else if (!strcmp(a, "--allocate-tokens")) ok = hr_arg_long(cmd, a, v, 1, 1L << 24, &o->alloc_tokens);
         else if (!strcmp(a, "--allocate-step")) ok = hr_arg_float(cmd, a, v, 1e-4, 0.5, &o->alloc_step);
+        else if (!strcmp(a, "--predictor-form")) {
+            if (!strcmp(v, "linear") || !strcmp(v, "powerinfer")) o->linear = v[0] == 'l';
+            else return hr_usage_error(cmd, "--predictor-form '%s': powerinfer or linear", v), -1;
+        } else if (!strcmp(a, "--min-precision")) ok = hr_arg_float(cmd, a, v, 0, 1, &o->min_precision);
         else if (!strcmp(a, "--predictor-type")) {
             if (!strcmp(v, "f16") || !strcmp(v, "f32")) o->pred_f16 = v[1] == '1';
             else return hr_usage_error(cmd, "--predictor-type '%s': f16 or f32", v), -1;
@@ -145,6 +159,9 @@ static int parse(int argc, char **argv, cal_opts *o) {
     if (o->pred_f16 >= 0 && o->target >= 0 && !o->predictors)
         return hr_usage_error(cmd, "--predictor-type with --target-sparsity needs --predictors"), -1;
     if (o->keep_down && o->target < 0) return hr_usage_error(cmd, "--keep-down needs --target-sparsity"), -1;
+    if (o->linear && o->target >= 0)
+        return hr_usage_error(cmd, "--predictor-form linear is for ReLU-family models' predictors, not with --target-sparsity"), -1;
+    if (o->min_precision > 0 && !o->linear) return hr_usage_error(cmd, "--min-precision needs --predictor-form linear"), -1;
     if (o->predictors && o->target < 0)
         return hr_usage_error(cmd, "--predictors needs --target-sparsity (ReLU-family models get predictors without it)"), -1;
     if ((o->allocate || o->alloc_tokens || o->alloc_step > 0) && o->target < 0)
@@ -161,7 +178,8 @@ static void print_table(const hr_stats *s, const hr_predictor *p, bool f16) {
         double sum = 0;
         for (int32_t j = 0; j < s->n_ff; j++) sum += s->counts[(size_t)l * s->n_ff + j];
         double fired = sum / nt / s->n_ff;
-        uint64_t bytes = (uint64_t)p[l].r * (uint64_t)(p[l].n_embd + p[l].n_ff) * (f16 ? 2 : 4);
+        const uint64_t rows = (uint64_t)(p[l].m ? p[l].m : 1) * (uint64_t)p[l].n_ff;
+        uint64_t bytes = (uint64_t)p[l].r * ((uint64_t)p[l].n_embd + rows) * (f16 ? 2 : 4) + (p[l].bias ? 4 * rows : 0);
         printf("%5d %7.2f%% %7.2f%% %7.2f%% %8.2f%% %5d %12llu\n", l, 100 * fired, 100 * (1 - fired), 100 * p[l].recall,
                100 * p[l].precision, p[l].r, (unsigned long long)bytes);
     }
@@ -175,15 +193,17 @@ static int train_all(hearth_model *m, const hr_pairs *pairs, const cal_opts *o, 
     if (hr_cpu_init(&cpu, nt > 0 ? (int)nt : 1, e)) return -1;
     bar b = {NULL, 0, pairs->n_layer, -1};
     hr_pred_opts po = {.recall = o->recall, .max_rank = (int32_t)o->max_rank, .min_rank = (int32_t)o->min_rank, .epochs = (int32_t)o->epochs, .f16 = f16,
-                       .ffn_neuron_bytes = neuron_bytes, .seed = o->seed, .progress = progress, .progress_ud = &b};
+                       .ffn_neuron_bytes = neuron_bytes, .seed = o->seed, .min_precision = o->min_precision,
+                       .rms_eps = hr_calib_rms_eps(m), .progress = progress, .progress_ud = &b};
     int rc = 0;
     for (int32_t l = 0; l < pairs->n_layer && !rc; l++) {
         b.layer = l;
-        float *G = hr_calib_decider(m, l, e);
+        float *G = o->linear ? hr_calib_deciders(m, l, e) : hr_calib_decider(m, l, e);
         if (!G) rc = -1;
         const float *P = pairs->p + (size_t)l * (size_t)pairs->cap * (size_t)pairs->n_embd;
         const uint8_t *M = pairs->mask + (size_t)l * (size_t)pairs->cap * pairs->mask_bytes;
-        if (!rc && hr_predictor_train(&cpu, P, M, pairs->n, pairs->n_embd, pairs->n_ff, G, &po, &preds[l], e))
+        if (!rc && (o->linear ? hr_predictor_fit_linear(&cpu, P, M, pairs->n, pairs->n_embd, pairs->n_ff, G, hr_calib_n_deciders(m), &po, &preds[l], e)
+                              : hr_predictor_train(&cpu, P, M, pairs->n, pairs->n_embd, pairs->n_ff, G, &po, &preds[l], e)))
             rc = hr_errctx(e, "layer %d", l);
         free(G);
     }
@@ -225,6 +245,7 @@ static int calibrate(hearth_model *m, const int32_t *toks, size_t n, const cal_o
     co.progress_ud = &b;
     if (hr_calib_is_moe(m)) { /* mixtures of experts: counts and the transposed-down file (moe_calibrate.c) */
         if (o->pred_f16 >= 0) return hr_errf(e, "--predictor-type is for dense models (experts' predictors take the weights' type)");
+        if (o->linear) return hr_errf(e, "--predictor-form linear is for dense models (experts' predictors are PowerInfer's form)");
         char moe_out[4096];
         size_t l = strlen(o->model);
         if (l >= 5 && !strcmp(o->model + l - 5, ".gguf")) l -= 5;
@@ -232,6 +253,7 @@ static int calibrate(hearth_model *m, const int32_t *toks, size_t n, const cal_o
         const hr_moe_cal_opts mo = {o->recall, (int32_t)o->max_rank, (int32_t)o->epochs, (int32_t)o->threads, o->pairs, o->seed, false, o->verbose};
         return hr_calibrate_moe(m, toks, n, o->out_default ? moe_out : o->out, &co, &mo, e);
     }
+    if (o->linear && hr_calib_linear_check(m, e)) return -1;
     hr_stats s;
     hr_pairs pairs;
     fprintf(stderr, "calibrate: %zu tokens, chunks of %ld, %s FFN, %d layers x %d neurons\n", n, o->n_ctx, info->ffn_act,

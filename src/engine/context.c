@@ -48,7 +48,7 @@ static int64_t max_pred_rank(const hearth_model *m) {
 static int alloc_ffn(hearth_ctx *c, hr_err *e) {
     const hr_hparams *hp = &c->m->hp;
     size_t nb = (size_t)c->n_batch, ff = (size_t)hp->n_ff;
-    c->ffn.a = alloc_f(c, nb * ff * 4), c->ffn.s = alloc_f(c, nb * ff * 4);
+    c->ffn.a = alloc_f(c, nb * ff * 4), c->ffn.s = alloc_f(c, nb * ff * (size_t)hr_model_pred_blocks(c->m) * 4);
     c->ffn.ph = alloc_f(c, nb * (size_t)max_pred_rank(c->m) * 4);
     c->ffn.idx = alloc_f(c, ff * 4), c->ffn.all = alloc_f(c, ff * 4), c->ffn.mask = alloc_f(c, nb * ff);
     c->ffn.stats = alloc_f(c, sizeof(hearth_ffn_stats) * (size_t)hp->n_layer);

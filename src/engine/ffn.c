@@ -2,6 +2,7 @@
  * mask of the neurons to compute; the batch computes the union of the masks (gathered
  * rows), zeroes each token's inactive neurons, and projects down with a sparse axpy over
  * rows of ffn_down_t (or a dense product when the file has only ffn_down). */
+#include <math.h>
 #include <string.h>
 #include "backends/cpu/sparse.h"
 #include "ffn.h"
@@ -224,7 +225,27 @@ static int pred_done(hearth_ctx *c, hr_prof_mark pm, int r) {
     return r;
 }
 
-/* Predictor: score = fc2 · relu(fc1 · x); neuron active iff score >= threshold. */
+/* A linear predictor's masks: every score block at or above its bias times the token's
+ * RMS (the scores are linear in x, the bias was fitted on RMS-normalised inputs). */
+static void linear_masks(const ffn_job *j, const float *x, const float *sc) {
+    const hr_ffn_weights *f = j->f;
+    const int64_t d = j->c->m->hp.n_embd, ff = j->ff, w = f->pred_m * ff;
+    for (int64_t t = 0; t < j->n; t++) {
+        double ss = 0;
+        for (int64_t i = 0; i < d; i++) ss += (double)x[t * d + i] * x[t * d + i];
+        const float rms = (float)sqrt(ss / (double)d + (double)j->c->m->hp.rms_eps);
+        const float *s = sc + t * w;
+        uint8_t *mk = j->c->ffn.mask + t * ff;
+        for (int64_t n = 0; n < ff; n++) {
+            bool on = true;
+            for (int32_t b = 0; b < f->pred_m; b++) on = on && s[b * ff + n] + f->pred_b[b * ff + n] * rms >= 0.0f;
+            mk[n] = on;
+        }
+    }
+}
+
+/* Predictor: score = fc2 · relu(fc1 · x) (PowerInfer's form; neuron active iff score >=
+ * threshold) or fc2 · fc1 · x (the linear form, linear_masks). */
 static int predict(const ffn_job *j, const hr_ffn_dev *d, const float *x, hr_err *e) {
     hearth_ctx *c = j->c;
     const hr_ffn_weights *f = j->f;
@@ -237,8 +258,13 @@ static int predict(const ffn_job *j, const hr_ffn_dev *d, const float *x, hr_err
         if (hr_hybrid_predict(c, j->il, x, j->n, c->ffn.s, e)) return pred_done(c, pm, -1);
     } else {
         if (hr_matmul(&c->cpu, &f->fc1, x, j->n, c->ffn.ph, e)) return pred_done(c, pm, -1);
-        for (int64_t i = 0; i < j->n * r; i++) c->ffn.ph[i] = c->ffn.ph[i] > 0 ? c->ffn.ph[i] : 0.0f;
+        if (!f->pred_b)
+            for (int64_t i = 0; i < j->n * r; i++) c->ffn.ph[i] = c->ffn.ph[i] > 0 ? c->ffn.ph[i] : 0.0f;
         if (hr_matmul(&c->cpu, &f->fc2, c->ffn.ph, j->n, c->ffn.s, e)) return pred_done(c, pm, -1);
+    }
+    if (f->pred_b) {
+        linear_masks(j, x, sc);
+        return pred_done(c, pm, 0);
     }
     const float thr = c->m->sparse_threshold;
     for (int64_t i = 0; i < j->n * j->ff; i++) c->ffn.mask[i] = sc[i] >= thr;

@@ -4,6 +4,23 @@
 #include "formats/gguf.h"
 #include "model.h"
 
+/* blk.N.fc2.bias {m n_ff} F32 (m = 1 or 2): the linear form, fc2's rows m n_ff. */
+static int load_linear(hearth_model *m, int il, const gguf_tensor *t2, hr_ffn_weights *f, hr_err *e) {
+    char nb[96];
+    snprintf(nb, sizeof nb, "blk.%d.fc2.bias", il);
+    const gguf_tensor *tb = gguf_find_tensor(&m->file, nb);
+    const int64_t ff = m->hp.n_ff;
+    if (!tb) return 0;
+    if (m->hp.arch->norm == HR_NORM_LAYER)
+        return hr_errf(e, "layer %d has a linear predictor ('%s'), which needs an RMSNorm model; this architecture uses LayerNorm", il, nb);
+    const int64_t rows = (int64_t)t2->ne[1];
+    if (rows != ff && !(rows == 2 * ff && m->hp.act == HR_ACT_DRELU && f->gate.data))
+        return hr_errf(e, "linear predictor of layer %d: 'blk.%d.fc2.weight' has %lld score rows; %s", il, il, (long long)rows,
+                       m->hp.act == HR_ACT_DRELU ? "expected n_ff or 2 n_ff (gate and up)" : "expected n_ff");
+    f->pred_m = (int32_t)(rows / ff);
+    return hr_get_vec(m, nb, rows, &f->pred_b, e);
+}
+
 static int load_predictor(hearth_model *m, int il, hr_ffn_weights *f, hr_err *e) {
     char n1[96], n2[96];
     snprintf(n1, sizeof n1, "blk.%d.fc1.weight", il);
@@ -16,7 +33,9 @@ static int load_predictor(hearth_model *m, int il, hr_ffn_weights *f, hr_err *e)
         return hr_errf(e, "predictor rank mismatch in layer %d: '%s' has %lld outputs but '%s' takes %llu inputs", il, n1,
                        (long long)r, n2, (unsigned long long)t2->ne[0]);
     if (r < 1) return hr_errf(e, "tensor '%s' has no rows", n1);
-    return hr_get_mat(m, n1, m->hp.n_embd, r, true, &f->fc1, e) || hr_get_mat(m, n2, r, m->hp.n_ff, true, &f->fc2, e) ? -1 : 0;
+    if (load_linear(m, il, t2, f, e)) return -1;
+    const int64_t rows = (f->pred_m ? f->pred_m : 1) * (int64_t)m->hp.n_ff;
+    return hr_get_mat(m, n1, m->hp.n_embd, r, true, &f->fc1, e) || hr_get_mat(m, n2, r, rows, true, &f->fc2, e) ? -1 : 0;
 }
 
 /* Phi-3's fused ffn_up {n_embd, 2 n_ff}: row views, the gate's n_ff rows first, then up's

@@ -74,7 +74,7 @@ static uint64_t scratch_layout(const hearth_model *m, int32_t n_batch, bool expe
     const uint64_t X = experts ? 1 : 0, ke = X * (uint64_t)hp->n_expert_used, fe = X * (uint64_t)hp->n_ff_exp;
     const uint64_t mk = emask ? T * ke * fe : 0;
     const uint64_t sizes[] = {T * d * 4, T * d * 4, T * qd * 4, T * qd * 4, T * kd * 4, T * kd * 4, T * d * 4,
-                              T * (uint64_t)max_rank(m) * 4, T * ff * 4, T * ff * 4, T * ff * 4, T * ff * 4,
+                              T * (uint64_t)max_rank(m) * 4, T * ff * (uint64_t)hr_model_pred_blocks(m) * 4, T * ff * 4, T * ff * 4, T * ff * 4,
                               T * d * 4, T * (uint64_t)hp->n_vocab * 4, ff * 4, T * ff,
                               T * ke * d * 4, T * ke * d * 4, T * fe * 4, T * fe * 4, T * fe * 4, fe * 4, mk};
     uint64_t *offs[] = {&s->x, &s->xp, &s->q, &s->att, &s->k, &s->v, &s->o, &s->ph, &s->s, &s->g, &s->u, &s->h,

@@ -102,16 +102,26 @@ static int enqueue_attention_half(hearth_ctx *c, int il, const hr_fwd *f, hr_err
                : 0;
 }
 
-/* Enqueues scratch s = fc2 . relu(fc1 . xp), the predictor's scores. */
-static int enqueue_predictor(hr_hybrid *h, int il, int32_t n, hr_err *e) {
+/* Enqueues scratch s = fc2 . relu(fc1 . xp), the predictor's scores (fc2 . fc1 . xp for a
+ * linear predictor: its masks are made on the host, ffn.c). */
+static int enqueue_predictor(hearth_ctx *c, int il, int32_t n, hr_err *e) {
+    hr_hybrid *h = c->hy;
     hr_dev *d = h->dev;
     ops_t o = d->ops;
     const hr_gpu_layer *g = &h->plan.layers[il];
     const hr_gpu_scratch *s = &h->plan.sc;
-    return o->matmul(d, &g->fc1, s->xp, n, s->ph, e) || o->ffn_act(d, UINT64_MAX, s->ph, n * g->fc1.n_out, HR_ACT_RELU, s->ph, e) ||
+    const bool relu = !c->m->layers[il].ffn.pred_b;
+    return o->matmul(d, &g->fc1, s->xp, n, s->ph, e) ||
+                   (relu && o->ffn_act(d, UINT64_MAX, s->ph, n * g->fc1.n_out, HR_ACT_RELU, s->ph, e)) ||
                    o->matmul(d, &g->fc2, s->ph, n, s->s, e)
                ? -1
                : 0;
+}
+
+/* Bytes of n tokens' predictor scores: n_ff per token, pred_m n_ff for a linear predictor. */
+static uint64_t score_bytes(const hearth_ctx *c, int il, int32_t n) {
+    const int32_t m = c->m->layers[il].ffn.pred_m;
+    return (uint64_t)n * (uint64_t)c->m->hp.n_ff * (uint64_t)(m > 1 ? m : 1) * 4;
 }
 
 int hr_hybrid_run_layer(hearth_ctx *c, int il, const hr_fwd *f, hr_err *e) {
@@ -136,9 +146,9 @@ int hr_hybrid_attn_pred(hearth_ctx *c, int il, const hr_fwd *f, hr_dev_out *out,
     const int32_t n = f->n;
     const int64_t nd = (int64_t)n * c->m->hp.n_embd;
     /* h_in is read by the first copy and written by a later one: the stream keeps the order */
-    if (send(h, s->xp, c->sc.x, nd, e) || enqueue_attention_half(c, il, f, e) || enqueue_predictor(h, il, n, e) ||
+    if (send(h, s->xp, c->sc.x, nd, e) || enqueue_attention_half(c, il, f, e) || enqueue_predictor(c, il, n, e) ||
         hr_hy_to_host(h, h->h_y, s->xp, (uint64_t)nd * 4, e) || hr_hy_to_host(h, h->h_in, s->x, (uint64_t)nd * 4, e) ||
-        hr_hy_to_host(h, c->ffn.s, s->s, (uint64_t)n * (uint64_t)c->m->hp.n_ff * 4, e) || hr_hy_sync(h, e))
+        hr_hy_to_host(h, c->ffn.s, s->s, score_bytes(c, il, n), e) || hr_hy_sync(h, e))
         return -1;
     memcpy(c->sc.x, h->h_y, sizeof(float) * (size_t)nd);
     memcpy(c->sc.xn, h->h_in, sizeof(float) * (size_t)nd);
@@ -159,8 +169,8 @@ int hr_hybrid_fetch_x(hearth_ctx *c, int32_t n, hr_err *e) {
 int hr_hybrid_predict(hearth_ctx *c, int il, const float *x, int32_t n, float *scores, hr_err *e) {
     hr_hybrid *h = c->hy;
     const hr_gpu_scratch *s = &h->plan.sc;
-    return send(h, s->xp, x, (int64_t)n * c->m->hp.n_embd, e) || enqueue_predictor(h, il, n, e) ||
-                   hr_hy_to_host(h, scores, s->s, (uint64_t)n * (uint64_t)c->m->hp.n_ff * 4, e) || hr_hy_sync(h, e)
+    return send(h, s->xp, x, (int64_t)n * c->m->hp.n_embd, e) || enqueue_predictor(c, il, n, e) ||
+                   hr_hy_to_host(h, scores, s->s, score_bytes(c, il, n), e) || hr_hy_sync(h, e)
                ? -1
                : 0;
 }

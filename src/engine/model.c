@@ -87,6 +87,13 @@ bool hearth_model_has_predictors(const hearth_model *m) {
 
 float hearth_model_sparse_threshold(const hearth_model *m) { return m->sparse_threshold; }
 
+int32_t hr_model_pred_blocks(const hearth_model *m) {
+    int32_t b = 1;
+    for (int il = 0; il < m->hp.n_layer; il++)
+        if (m->layers[il].ffn.pred_m > b) b = m->layers[il].ffn.pred_m;
+    return b;
+}
+
 hearth_model *hearth_model_load(const char *path, const hearth_model_params *p, hr_err *e) {
     hearth_model *m = calloc(1, sizeof *m);
     if (!m) {

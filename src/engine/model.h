@@ -46,6 +46,12 @@ typedef struct hr_ffn_weights {
     hr_mat down;         /* {n_ff, n_embd}, dense files */
     hr_mat down_t;       /* {n_embd, n_ff}, PowerInfer files (instead of down) */
     hr_mat fc1, fc2;     /* predictor {n_embd, r}, {r, n_ff}; absent in dense files */
+    /* Linear predictor (blk.N.fc2.bias present; Hearth's own form, docs/threshold.md): fc2 is
+     * {r, pred_m * n_ff} (one score block per deciding matrix: gate, then up for dReLU) and
+     * no ReLU between fc1 and fc2; neuron j is predicted iff every block's score
+     * s[i n_ff + j] + pred_b[i n_ff + j] * rms(x) >= 0. pred_b NULL: PowerInfer's form. */
+    const float *pred_b;
+    int32_t pred_m;
     const float *b_up, *b_down; /* biases (OPT), NULL if none */
 } hr_ffn_weights;
 
@@ -130,6 +136,9 @@ int hr_load_ffn(hearth_model *m, int il, const char *suffix, hr_ffn_weights *f, 
 int hr_load_ffn_thresholds(hearth_model *m, const hearth_model_params *p, hr_err *e);
 /* Whether FFN mode threshold can run on m: one error line saying why not. */
 int hr_ffn_threshold_check(const hearth_model *m, hr_err *e);
+/* Predictor score blocks per neuron, the most of any layer: 2 where a linear predictor
+ * scores gate and up, else 1 (the size of the score buffers). */
+int32_t hr_model_pred_blocks(const hearth_model *m);
 int hr_get_mat(const hearth_model *m, const char *name, int64_t n_in, int64_t n_out, bool required, hr_mat *out, hr_err *e);
 int hr_get_vec(const hearth_model *m, const char *name, int64_t n, const float **out, hr_err *e);
 /* The frequency factors a context of n_ctx positions per sequence uses (NULL: none), as

@@ -64,6 +64,8 @@ typedef struct hr_pred_opts {
     bool f16;           /* predictor will be stored as F16: measure with rounded weights */
     double ffn_neuron_bytes; /* bytes one computed neuron reads (gate+up+down rows), for the rank choice */
     uint64_t seed;
+    double min_precision; /* linear form: the cheapest rank whose calibration-pair precision reaches it */
+    float rms_eps;      /* linear form: the model's RMSNorm epsilon */
     hr_progress_fn progress;
     void *progress_ud;
 } hr_pred_opts;
@@ -71,9 +73,11 @@ typedef struct hr_pred_opts {
 typedef struct hr_predictor {
     int32_t n_embd, n_ff, r;
     float *fc1;         /* [r][n_embd]  (ggml {n_embd, r}) */
-    float *fc2;         /* [n_ff][r]    (ggml {r, n_ff}) */
+    float *fc2;         /* [m n_ff][r]  (ggml {r, m n_ff}; m = 1 in PowerInfer's form) */
     float recall, precision; /* on the test pairs */
     float pred_frac, true_frac; /* mean predicted / truly active share of neurons */
+    int32_t m;          /* linear form: score blocks (1, or 2 for dReLU's gate and up); 0: PowerInfer's */
+    float *bias;        /* linear form: [m n_ff], times the input's RMS (ffn.c); else NULL */
 } hr_predictor;
 
 /* Trains one layer's predictor from n pairs (P [n][n_embd], masks [n][mask_bytes]).
@@ -86,6 +90,16 @@ typedef struct hr_predictor {
  * depend on their count. */
 int hr_predictor_train(hr_cpu *cpu, const float *P, const uint8_t *masks, int64_t n, int32_t n_embd, int32_t n_ff,
                        const float *G, const hr_pred_opts *o, hr_predictor *out, hr_err *e);
+/* The linear form (predictor_linear.c): fc1 = Q^T Dec, fc2 = Q from the data-weighted
+ * truncated SVD of Dec [m n_ff][n_embd] (the m deciding matrices stacked, norm weight
+ * folded: gate, then up for dReLU), no ReLU; each score row gets a bias of its residual's
+ * RMS times one per-layer shift set for the recall target on held-out pairs. Inputs are
+ * RMS-normalised for the fit, so a token's biases scale with its RMS when run. Ranks from
+ * min_rank (0: 16) up to min(max_rank, n_embd) in steps of about 1.25x; the cheapest in
+ * bytes per token among those reaching o->min_precision on the calibration pairs wins (the
+ * most precise when none does). */
+int hr_predictor_fit_linear(hr_cpu *cpu, const float *P, const uint8_t *masks, int64_t n, int32_t n_embd, int32_t n_ff,
+                            const float *Dec, int32_t m, const hr_pred_opts *o, hr_predictor *out, hr_err *e);
 /* Recall, precision and predicted share of a predictor over pairs. */
 int hr_predictor_eval(hr_cpu *cpu, const hr_predictor *pr, const float *P, const uint8_t *masks, int64_t n,
                       double *recall, double *precision, double *pred_frac, hr_err *e);
@@ -96,6 +110,13 @@ void hr_predictor_free(hr_predictor *p);
 /* Layer il's effective deciding matrix [n_ff][n_embd]: gate (or up without a gate) rows
  * times the FFN norm weight, so that for RMSNorm sign(G p) = sign(gate · norm(p)). */
 float *hr_calib_decider(const hearth_model *m, int il, hr_err *e);
+/* The deciding matrices of the linear form: 2 for dReLU with a gate (gate and up must both
+ * be positive), else 1; hr_calib_deciders stacks them [n][n_ff][n_embd], norm weight folded. */
+int32_t hr_calib_n_deciders(const hearth_model *m);
+float *hr_calib_deciders(const hearth_model *m, int il, hr_err *e);
+/* The model's RMSNorm epsilon, and whether the linear form fits it (RMSNorm only). */
+float hr_calib_rms_eps(const hearth_model *m);
+int hr_calib_linear_check(const hearth_model *m, hr_err *e);
 /* Bytes one computed neuron reads in layer 0 (gate, up and down rows). */
 double hr_calib_neuron_bytes(const hearth_model *m);
 

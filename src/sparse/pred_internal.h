@@ -43,6 +43,10 @@ int hr_pred_mm(hr_cpu *cpu, const float *W, int64_t n_in, int64_t n_out, const f
 void hr_pred_transpose(const float *A, int64_t rows, int64_t cols, float *At);
 int hr_pred_start_init(hr_cpu *cpu, pred_start *S, const pred_data *D, const float *G, hr_err *e);
 void hr_pred_start_free(pred_start *S);
+/* Qt [k][ff]: an orthonormal basis of the top-k eigenvectors of G C G^T (S's operator). */
+int hr_pred_top_subspace(hr_cpu *cpu, const pred_start *S, int64_t d, int64_t ff, int64_t k, uint64_t *rng, float *Qt, hr_err *e);
+/* Seeded shuffle of n pairs into D->idx: 80% train, 10% calibration, 10% test. */
+int hr_pred_split(pred_data *D, int64_t n, uint64_t *rng, hr_err *e);
 int hr_pred_init(hr_cpu *cpu, pred_net *N, const pred_data *D, const pred_start *S, uint64_t *rng, hr_err *e);
 
 #endif

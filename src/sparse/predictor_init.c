@@ -131,7 +131,7 @@ static int apply(hr_cpu *cpu, const pred_start *S, int64_t d, int64_t ff, int64_
 }
 
 /* Qt [k][n_ff]: top-k eigenvectors of G C G^T by subspace iteration. */
-static int top_subspace(hr_cpu *cpu, const pred_start *S, int64_t d, int64_t ff, int64_t k, uint64_t *rng, float *Qt, hr_err *e) {
+int hr_pred_top_subspace(hr_cpu *cpu, const pred_start *S, int64_t d, int64_t ff, int64_t k, uint64_t *rng, float *Qt, hr_err *e) {
     const int64_t w = d > ff ? d : ff;
     float *T1 = malloc(sizeof(float) * (size_t)(k * w)), *T2 = malloc(sizeof(float) * (size_t)(k * w));
     int rc = !T1 || !T2 ? hr_errf(e, "out of memory for the predictor's start") : 0;
@@ -178,7 +178,7 @@ static int scale_scores(hr_cpu *cpu, pred_net *N, const pred_start *S, float *H,
 static int svd_start(hr_cpu *cpu, pred_net *N, const pred_start *S, uint64_t *rng, hr_err *e) {
     const int64_t d = N->d, ff = N->ff, r = N->r, k = (r - 2) / 2;
     float *Qt = malloc(sizeof(float) * (size_t)(k * ff));
-    int rc = !Qt ? hr_errf(e, "out of memory for the predictor's start") : top_subspace(cpu, S, d, ff, k, rng, Qt, e);
+    int rc = !Qt ? hr_errf(e, "out of memory for the predictor's start") : hr_pred_top_subspace(cpu, S, d, ff, k, rng, Qt, e);
     if (!rc) rc = hr_pred_mm(cpu, S->Gt, ff, d, Qt, k, N->fc1, e); /* A = Q^T G, rows 0..k-1 */
     for (int64_t c = 0; !rc && c < k; c++) {
         for (int64_t j = 0; j < ff; j++) N->fc2[j * r + c] = Qt[c * ff + j], N->fc2[j * r + k + c] = -Qt[c * ff + j];

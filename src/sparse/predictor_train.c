@@ -250,7 +250,7 @@ static int fit_rank(hr_cpu *cpu, pred_net *N, const pred_data *D, const pred_sta
     return rc;
 }
 
-static int split(pred_data *D, int64_t n, uint64_t *rng, hr_err *e) {
+int hr_pred_split(pred_data *D, int64_t n, uint64_t *rng, hr_err *e) {
     D->idx = malloc(sizeof(int32_t) * (size_t)n);
     if (!D->idx) return hr_errf(e, "out of memory");
     for (int64_t i = 0; i < n; i++) D->idx[i] = (int32_t)i;
@@ -278,7 +278,7 @@ int hr_predictor_train(hr_cpu *cpu, const float *P, const uint8_t *masks, int64_
     if (lo > hi) lo = hi;
     pred_data D = {P, masks, ((size_t)n_ff + 7) / 8, n_embd, n_ff, NULL, 0, 0, 0};
     uint64_t rng = o->seed ? o->seed : 0x5eed;
-    if (split(&D, n, &rng, e)) return -1;
+    if (hr_pred_split(&D, n, &rng, e)) return -1;
     pred_start St;
     if (hr_pred_start_init(cpu, &St, &D, G, e)) return free(D.idx), -1;
     int64_t ranks[32];
@@ -302,7 +302,7 @@ int hr_predictor_train(hr_cpu *cpu, const float *P, const uint8_t *masks, int64_
         double cost = pred_bytes(r, n_embd, n_ff, o->f16) + q.pred_frac * n_ff * o->ffn_neuron_bytes;
         if (!rc && cost < best_cost) {
             free(out->fc1), free(out->fc2);
-            *out = (hr_predictor){n_embd, n_ff, (int32_t)r, N.fc1, N.fc2, (float)q.recall, (float)q.precision, (float)q.pred_frac, (float)q.true_frac};
+            *out = (hr_predictor){n_embd, n_ff, (int32_t)r, N.fc1, N.fc2, (float)q.recall, (float)q.precision, (float)q.pred_frac, (float)q.true_frac, 0, NULL};
             best_cost = cost, worse = 0;
         } else {
             free(N.fc1), free(N.fc2);
@@ -333,6 +333,6 @@ int hr_predictor_eval(hr_cpu *cpu, const hr_predictor *pr, const float *P, const
 
 void hr_predictor_free(hr_predictor *p) {
     if (!p) return;
-    free(p->fc1), free(p->fc2);
+    free(p->fc1), free(p->fc2), free(p->bias);
     memset(p, 0, sizeof *p);
 }

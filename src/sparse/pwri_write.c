@@ -80,8 +80,15 @@ int hr_transpose_down_into(const gguf_tensor *t, void *out, hr_err *e) {
 static int add_predictor(gguf_writer *w, const hr_predictor *p, int il, bool f16, keep_list *k, hr_err *e) {
     char n1[64], n2[64];
     snprintf(n1, sizeof n1, "blk.%d.fc1.weight", il), snprintf(n2, sizeof n2, "blk.%d.fc2.weight", il);
-    const int64_t c1 = (int64_t)p->r * p->n_embd, c2 = (int64_t)p->n_ff * p->r;
-    uint64_t ne1[2] = {(uint64_t)p->n_embd, (uint64_t)p->r}, ne2[2] = {(uint64_t)p->r, (uint64_t)p->n_ff};
+    const int64_t rows = (int64_t)(p->m ? p->m : 1) * p->n_ff;
+    const int64_t c1 = (int64_t)p->r * p->n_embd, c2 = rows * p->r;
+    uint64_t ne1[2] = {(uint64_t)p->n_embd, (uint64_t)p->r}, ne2[2] = {(uint64_t)p->r, (uint64_t)rows};
+    if (p->bias) { /* the linear form (ffn_load.c reads it by this tensor) */
+        char nb[64];
+        snprintf(nb, sizeof nb, "blk.%d.fc2.bias", il);
+        uint64_t neb[1] = {(uint64_t)rows};
+        gguf_w_tensor(w, nb, HR_F32, 1, neb, p->bias, (uint64_t)rows * 4);
+    }
     if (!f16) {
         gguf_w_tensor(w, n1, HR_F32, 2, ne1, p->fc1, (uint64_t)c1 * 4);
         gguf_w_tensor(w, n2, HR_F32, 2, ne2, p->fc2, (uint64_t)c2 * 4);
@@ -127,7 +134,7 @@ static int add_tensors(gguf_writer *w, const hearth_model *m, const hr_predictor
         const char *rest = NULL;
         int il = layer_of(name, &rest);
         bool in_range = il >= 0 && il < m->hp.n_layer;
-        if (in_range && (!strcmp(rest, "fc1.weight") || !strcmp(rest, "fc2.weight"))) continue; /* replaced */
+        if (in_range && (!strcmp(rest, "fc1.weight") || !strcmp(rest, "fc2.weight") || !strcmp(rest, "fc2.bias"))) continue; /* replaced */
         const void *data = t->data;
         uint64_t nbytes = t->nbytes, ne[GGUF_MAX_DIMS];
         memcpy(ne, t->ne, sizeof ne);

@@ -127,7 +127,9 @@ static int plan_ffn(synth_plan *pl, const hr_synth_params *p, uint32_t l, hr_err
     snprintf(n, sizeof n, "blk.%u.ffn_down_t.bias", l), snprintf(s, sizeof s, "blk.%u.ffn_down.bias", l);
     if (bias && add_bias(pl, n, s, p->n_embd, e)) return -1;
     if ((NAME(n, "fc1"), add_mat(pl, p, n, p->n_embd, p->pred_rank, e))) return -1;
-    return (NAME(n, "fc2"), add_mat(pl, p, n, p->pred_rank, p->n_ff, e));
+    const uint64_t rows = (p->pred_linear && p->act == HR_SYNTH_DRELU ? 2 : 1) * (uint64_t)p->n_ff;
+    if (p->pred_linear && (snprintf(n, sizeof n, "blk.%u.fc2.bias", l), add_bias(pl, n, NULL, rows, e))) return -1;
+    return (NAME(n, "fc2"), add_mat(pl, p, n, p->pred_rank, rows, e));
 #undef NAME
 }
 

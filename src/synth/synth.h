@@ -51,7 +51,8 @@
  *     blk.N.ffn_down_t.weight{n_embd, n_ff}             type   (powerinfer files, instead of ffn_down:
  *                                                             row j = column j of ffn_down)
  *     blk.N.fc1.weight       {n_embd, r}                type   (powerinfer)
- *     blk.N.fc2.weight       {r, n_ff}                  type   (powerinfer)
+ *     blk.N.fc2.weight       {r, n_ff}                  type   (powerinfer; {r, 2 n_ff} for pred_linear drelu)
+ *     blk.N.fc2.bias         {n_ff or 2 n_ff}           F32    (pred_linear)
  *   mixtures of experts (llama, qwen3moe, smallthinker with n_expert > 1), E = n_expert:
  *     blk.N.ffn_gate_inp.weight  {n_embd, E}            F32
  *     blk.N.ffn_gate_exps.weight {n_embd, n_ff, E}      type   (expert e: rows e*n_ff..; with
@@ -167,6 +168,9 @@ typedef struct hr_synth_params {
     bool falcon_40b; /* falcon: attn_norm_2 for the attention input (the 40B layout) */
     bool powerinfer; /* PWRI magic, predictor tensors, ffn_down_t (llama, bamboo, falcon, opt) */
     uint32_t pred_rank;
+    /* powerinfer: Hearth's linear predictor form instead (blk.N.fc2.bias, fc2 with 2 n_ff
+     * score rows for drelu, else n_ff; RMSNorm architectures) */
+    bool pred_linear;
     /* Mixture of experts (llama, qwen3moe, smallthinker, gpt-oss): n_expert experts of n_ff each, the
      * router choosing n_expert_used (0: min(2, n_expert)); n_expert 0: dense (smallthinker:
      * its one-expert dense form). moe_sigmoid: smallthinker's sigmoid gating. */

@@ -133,6 +133,7 @@ static int check_shape(const hr_synth_params *p, hr_err *e) {
         return -1;
     if (p->powerinfer && (in_range("pred_rank", p->pred_rank, 1, 65536, e) || row_ok(p, "pred_rank", p->pred_rank, e)))
         return -1;
+    if (p->pred_linear && !p->powerinfer) return hr_errf(e, "pred_linear needs powerinfer");
     return 0;
 }
 

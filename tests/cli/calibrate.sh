@@ -46,6 +46,25 @@ grep -qE "blk\.1\.fc1\.weight +f16" "$TMP/out" && grep -qE "blk\.1\.fc2\.weight 
 expect 0 "perplexity with F16 predictors" -- "$HEARTH" perplexity -m "$TMP/p16.gguf" -f "$TMP/short.txt" -c 64 --chunks 1 -t 2 --gpu off
 has out "Final estimate"
 
+"$HEARTH" synth -o "$TMP/md.gguf" --act drelu --type f32 $SHAPE || { echo "FAIL: synth"; exit 1; }
+expect 0 "linear predictors" -- "$HEARTH" calibrate -m "$TMP/md.gguf" -f "$TMP/text.txt" -o "$TMP/lin.gguf" --predictor-form linear \
+    --tokens 800 -c 64 -t 2 --recall 0.95
+has err "fitting"
+expect 0 "inspect linear predictors" -- "$HEARTH" inspect "$TMP/lin.gguf"
+grep -qE "blk\.1\.fc2\.bias +f32 +\[256\]" "$TMP/out" && grep -qE "blk\.1\.fc2\.weight +f32 +\[[0-9]+, 256\]" "$TMP/out" ||
+    bad "a dReLU model's linear predictor has not 2 x 128 score rows and their biases: $(grep fc2 "$TMP/out")"
+expect 0 "perplexity with linear predictors" -- "$HEARTH" perplexity -m "$TMP/lin.gguf" -f "$TMP/short.txt" -c 64 --chunks 1 -t 2 --gpu off
+has out "Final estimate"
+expect 2 "bad predictor form" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --predictor-form relu
+has err "--predictor-form 'relu': powerinfer or linear"
+expect 2 "min precision without the linear form" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --min-precision 0.5
+has err "--min-precision needs --predictor-form linear"
+expect 2 "linear form with thresholds" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --predictor-form linear --target-sparsity 0.3
+has err "not with --target-sparsity"
+"$HEARTH" synth -o "$TMP/opt.gguf" --arch opt --act relu --type f32 $SHAPE || { echo "FAIL: synth"; exit 1; }
+expect 1 "linear form of a LayerNorm model" -- "$HEARTH" calibrate -m "$TMP/opt.gguf" -f "$TMP/text.txt" --predictor-form linear -c 64
+has err "needs an RMSNorm model"
+
 cp "$M" "$TMP/m2.gguf"
 expect 0 "default output name" -- "$HEARTH" calibrate -m "$TMP/m2.gguf" -f "$TMP/text.txt" --max-rank 16 --tokens 200 -c 64 -t 2
 [ -s "$TMP/m2.powerinfer.gguf" ] && [ -s "$TMP/m2.powerinfer.stats.gguf" ] || bad "default outputs missing"

@@ -157,6 +157,56 @@ static void check_hand_predictor(void) {
     remove(base), remove(a), remove(b);
 }
 
+/* Hand-built linear predictor (dReLU, score blocks for gate and up): fc1 and fc2 zero, so
+ * every score is 0 and a neuron is predicted iff both of its biases are >= 0: +1 on S1
+ * (gate block) and on S2 (up block), -1 elsewhere; exactly S1 & S2 is computed. The twin
+ * file zeroes every other neuron (gate and down_t rows). */
+static bool in_s1(int j) { return j % 3 != 0; }
+static bool in_s2(int j) { return j % 4 != 1; }
+static bool in_lin(int j) { return in_s1(j) && in_s2(j); }
+
+static void lin_fn(void *ud, const char *name, const gguf_tensor *t, void *data) {
+    const hand *h = ud;
+    float *w = data;
+    const int64_t n = (int64_t)t->ne[0];
+    if (strstr(name, "fc1.weight") || strstr(name, "fc2.weight")) {
+        memset(w, 0, sizeof(float) * (size_t)(n * (int64_t)t->ne[1]));
+    } else if (strstr(name, "fc2.bias")) {
+        for (int64_t j = 0; j < n; j++) w[j] = (j < N_FF ? in_s1((int)j) : in_s2((int)(j - N_FF))) ? 1.0f : -1.0f;
+    } else if (h->zero_outside && (strstr(name, "ffn_gate.weight") || strstr(name, "ffn_down_t.weight"))) {
+        for (int64_t j = 0; j < (int64_t)t->ne[1]; j++)
+            if (!in_lin((int)j)) memset(w + j * n, 0, sizeof(float) * (size_t)n);
+    }
+}
+
+static void check_hand_linear(void) {
+    char base[256], a[256], b[256];
+    hr_synth_params p;
+    hr_synth_defaults(&p);
+    p.type = HR_F32, p.act = HR_SYNTH_DRELU, p.powerinfer = true, p.pred_linear = true, p.pred_rank = 32;
+    p.n_embd = N_EMBD, p.n_head = 4, p.n_head_kv = 2, p.n_ff = N_FF, p.n_vocab = 300, p.n_layer = 2, p.seed = 11;
+    hr_err e;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(base, sizeof base, "lin.gguf"), &e) == 0, "%s", e.msg);
+    hand ha = {false}, hb = {true};
+    CHECK(!rewrite_tensors(base, hr_test_tmp(a, sizeof a, "lin-a.gguf"), lin_fn, &ha));
+    CHECK(!rewrite_tensors(base, hr_test_tmp(b, sizeof b, "lin-b.gguf"), lin_fn, &hb));
+    hearth_model *ma = load(a, false, 0), *mb = load(b, false, 0);
+    float *pa = malloc(sizeof(float) * NL), *db = malloc(sizeof(float) * NL), *da = malloc(sizeof(float) * NL);
+    hearth_ffn_stats s;
+    CHECK(ma && mb && !run(ma, HEARTH_FFN_PREDICTED, 16, pa, &s) && !run(mb, HEARTH_FFN_DENSE, 16, db, NULL));
+    CHECKF(maxdiff(pa, db, NL) <= 1e-4, "linear predictor: predicted output differs from the zeroed twin by %g", maxdiff(pa, db, NL));
+    int n_s = 0;
+    for (int j = 0; j < N_FF; j++) n_s += in_lin(j);
+    CHECKF(s.computed == (uint64_t)N_TOK * n_s, "computed %llu neurons, expected %d per token", (unsigned long long)s.computed, n_s);
+    CHECK(!run(ma, HEARTH_FFN_DENSE, 16, da, NULL));
+    CHECKF(maxdiff(da, pa, NL) > 1e-2, "predicted output equals dense: the predictor skipped nothing");
+    CHECK(!run(ma, HEARTH_FFN_PREDICTED, 1, da, NULL));
+    CHECKF(maxdiff(da, pa, NL) <= 1e-4, "linear predictor: decoded differs from batched by %g", maxdiff(da, pa, NL));
+    hearth_model_free(ma), hearth_model_free(mb);
+    free(pa), free(db), free(da);
+    remove(base), remove(a), remove(b);
+}
+
 /* Two models in one process with different thresholds; environment and parameter precedence. */
 static void check_thresholds(void) {
     char path[256];
@@ -213,6 +263,7 @@ int main(void) {
     check_modes(HR_F32, HR_SYNTH_RELU, false);
     check_modes(HR_Q8_0, HR_SYNTH_DRELU, true);
     check_hand_predictor();
+    check_hand_linear();
     check_thresholds();
     check_mode_errors();
     return TEST_END();

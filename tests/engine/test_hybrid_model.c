@@ -191,6 +191,18 @@ static void test_synthetic(void) {
     }
     hearth_model_free(m);
     remove(path), remove(idx);
+    /* Hearth's linear predictor form: scores of gate and up from the device, no ReLU, masks
+     * on the host */
+    hr_synth_params lp;
+    hr_synth_defaults(&lp);
+    lp.type = HR_F32, lp.act = HR_SYNTH_DRELU, lp.powerinfer = true, lp.pred_linear = true, lp.pred_rank = 32;
+    lp.n_embd = 128, lp.n_head = 4, lp.n_head_kv = 2, lp.n_ff = 256, lp.n_vocab = 300, lp.n_layer = 2, lp.seed = 7;
+    hr_err le = {{0}};
+    m = hr_synth_write(&lp, hr_test_tmp(path, sizeof path, "hylin.gguf"), &le) ? NULL : hearth_model_load(path, NULL, &le);
+    CHECKF(m && m->layers[0].ffn.pred_m == 2, "linear predictor model: %s", le.msg);
+    if (m) check_shares(m, HEARTH_FFN_PREDICTED, NULL, 1e-4, "synthetic f32 drelu, linear predictor");
+    hearth_model_free(m);
+    remove(path);
     /* Q8_0 activations are rounded to 8 bits before every product: a rounding flip moves a
      * logit by up to a few hundredths (as between the CPU's own FFN modes) */
     m = synth(hr_test_tmp(path, sizeof path, "hy8.gguf"), HR_Q8_0, HR_SYNTH_DRELU, true, 3);

@@ -155,6 +155,25 @@ int main(void) {
     expect_error(pw, &(mutation){.reshape = "blk.1.ffn_down_t.weight"}, "tensor 'blk.1.ffn_down_t.weight' has shape");
     expect_error(pw, &(mutation){.drop_tensor = "blk.0.ffn_down_t.weight"}, "neither 'blk.0.ffn_down.weight' nor 'blk.0.ffn_down_t.weight'");
     expect_error(pw, &(mutation){.reshape = "blk.1.fc2.weight"}, "tensor 'blk.1.fc2.weight' has shape");
+    /* Linear predictors: the bias's length, fc2's score rows, RMSNorm only. */
+    char lin[256];
+    p.act = HR_SYNTH_DRELU, p.pred_linear = true;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(lin, sizeof lin, "lin.gguf"), &e) == 0, "%s", e.msg);
+    expect_error(lin, &(mutation){.reshape0 = "blk.0.fc2.bias"}, "tensor 'blk.0.fc2.bias' has shape");
+    expect_error(lin, &(mutation){.reshape = "blk.1.fc2.weight"}, "tensor 'blk.1.fc2.bias' has shape {256, 1, 1, 1}, expected {128, 1}");
+    expect_error(lin, &(mutation){.drop_tensor = "blk.1.fc2.bias"}, "tensor 'blk.1.fc2.weight' has shape");
+    expect_error(lin, &(mutation){.str_key = "hearth.ffn_activation", .str_val = "reglu"}, "has 256 score rows; expected n_ff");
+    hearth_model *ml = hearth_model_load(lin, NULL, &e);
+    CHECKF(ml && ml->layers[1].ffn.pred_m == 2 && ml->layers[1].ffn.pred_b, "linear predictor file: %s", ml ? "no blocks" : e.msg);
+    hearth_model_free(ml);
+    remove(lin);
+    p.arch = "opt", p.act = HR_SYNTH_RELU;
+    CHECKF(hr_synth_write(&p, hr_test_tmp(lin, sizeof lin, "lin-opt.gguf"), &e) == 0, "%s", e.msg);
+    ml = hearth_model_load(lin, NULL, &e);
+    CHECKF(!ml && strstr(e.msg, "needs an RMSNorm model"), "opt with a linear predictor: %s", ml ? "(loaded)" : e.msg);
+    hearth_model_free(ml);
+    remove(lin);
+    p.arch = "llama", p.act = HR_SYNTH_REGLU, p.pred_linear = false;
     /* PowerInfer's own llama files carry no activation key: the PWRI magic means ReGLU. */
     char nokey[256];
     CHECK(rewrite(pw, hr_test_tmp(nokey, sizeof nokey, "nokey.gguf"), &(mutation){.drop_key = "hearth.ffn_activation"}) == 0);
