@@ -25,6 +25,15 @@ uint64_t hr_pred_rand(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
+int hr_pred_cmp_f(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+void hr_pred_round_f16(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = hr_f16_to_f32(hr_f32_to_f16(x[i]));
+}
+
 float hr_pred_randn(uint64_t *s) {
     double u1 = ((double)(hr_pred_rand(s) >> 11) + 0.5) / 9007199254740992.0;
     double u2 = (double)(hr_pred_rand(s) >> 11) / 9007199254740992.0;

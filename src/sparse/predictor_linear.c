@@ -25,10 +25,6 @@ typedef struct lin_quality {
 
 static void lin_free(lin_fit *f) { free(f->fc1), free(f->fc2), free(f->sigma), free(f->bias); }
 
-static void round_f16(float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) x[i] = hr_f16_to_f32(hr_f32_to_f16(x[i]));
-}
-
 /* S [nb][w] = fc2 fc1 p for the nb inputs at ids (H [nb][k], Pb [nb][d] scratch). */
 static int scores(hr_cpu *cpu, const lin_fit *f, const float *P, const int32_t *ids, int64_t nb, float *Pb, float *H, float *S,
                   hr_err *e) {
@@ -44,11 +40,6 @@ static float margin(const lin_fit *f, const float *s, int64_t j) {
         z = v < z ? v : z;
     }
     return z;
-}
-
-static int cmp_f(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* sigma: the RMS of each score row's residual against the exact product, on the start's
@@ -86,7 +77,7 @@ static int fit_shift(hr_cpu *cpu, lin_fit *f, const pred_data *D, double target,
     }
     float q = 0;
     if (npos) {
-        qsort(v, (size_t)npos, sizeof(float), cmp_f);
+        qsort(v, (size_t)npos, sizeof(float), hr_pred_cmp_f);
         int64_t k = (int64_t)floor((1.0 - target) * (double)npos);
         q = v[k < npos ? k : npos - 1];
         q -= 1e-4f * (1.0f + fabsf(q));
@@ -129,7 +120,7 @@ static int fit_rank(hr_cpu *cpu, lin_fit *f, const pred_data *D, const pred_star
     int rc = !Qt || !Pb || !H || !S ? hr_errf(e, "out of memory fitting the predictor") : hr_pred_top_subspace(cpu, St, d, w, k, rng, Qt, e);
     if (!rc) rc = hr_pred_mm(cpu, St->Gt, w, d, Qt, k, f->fc1, e); /* fc1 = Q^T Dec */
     if (!rc) hr_pred_transpose(Qt, k, w, f->fc2);                /* fc2 = Q */
-    if (!rc && o->f16) round_f16(f->fc1, k * d), round_f16(f->fc2, w * k);
+    if (!rc && o->f16) hr_pred_round_f16(f->fc1, k * d), hr_pred_round_f16(f->fc2, w * k);
     if (!rc) rc = fit_sigma(cpu, f, St, T, e);
     const double target = o->recall + 0.25 * (1.0 - o->recall); /* margin: the shift is set on other pairs than the test */
     if (!rc) rc = fit_shift(cpu, f, D, target, Pb, H, S, e);

@@ -144,10 +144,6 @@ static int train(hr_cpu *cpu, pred_net *N, train_ws *w, const pred_data *D, int 
     return 0;
 }
 
-static int cmp_f(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* Smallest shift delta (scores move by delta * |a.p|) that recovers the target share of
  * the calibration pairs' active neurons; folded into fc2's bias-pair columns. */
@@ -173,7 +169,7 @@ static int calibrate_shift(hr_cpu *cpu, pred_net *N, train_ws *w, const pred_dat
         }
     }
     if (npos) {
-        qsort(v, (size_t)npos, sizeof(float), cmp_f);
+        qsort(v, (size_t)npos, sizeof(float), hr_pred_cmp_f);
         int64_t k = (int64_t)ceil(target * (double)npos) - 1;
         if (k < 0) k = 0;
         while (k > 0 && !isfinite(v[k])) k--; /* unreachable positives: do the best possible */
@@ -210,17 +206,14 @@ static int evaluate(hr_cpu *cpu, const pred_net *N, train_ws *w, const pred_data
     return 0;
 }
 
-static void round_f16(float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) x[i] = hr_f16_to_f32(hr_f32_to_f16(x[i]));
-}
 
 /* Rounds (when stored as F16) and shifts N for the recall target; its share of predicted
  * neurons on the calibration pairs into *frac. */
 static int finish(hr_cpu *cpu, pred_net *N, train_ws *w, const pred_data *D, const hr_pred_opts *o, double *frac, hr_err *e) {
     double target = o->recall + 0.25 * (1.0 - o->recall); /* margin: the shift is set on other pairs than the test */
-    if (o->f16) round_f16(N->fc1, N->r * N->d), round_f16(N->fc2, N->ff * N->r);
+    if (o->f16) hr_pred_round_f16(N->fc1, N->r * N->d), hr_pred_round_f16(N->fc2, N->ff * N->r);
     if (calibrate_shift(cpu, N, w, D, target, o->f16, e)) return -1;
-    if (o->f16) round_f16(N->fc2, N->ff * N->r);
+    if (o->f16) hr_pred_round_f16(N->fc2, N->ff * N->r);
     pred_quality q;
     if (evaluate(cpu, N, w, D, D->idx + D->n_train, D->n_calib, o->f16, &q, e)) return -1;
     *frac = q.pred_frac;

@@ -130,30 +130,37 @@ static void hand_fn(void *ud, const char *name, const gguf_tensor *t, void *data
     }
 }
 
+/* A hand-built predictor file (a) against its zeroed twin (b, run dense): predicted equals
+ * the twin, computes exactly n_s neurons per token, differs from a's dense output, and
+ * batched equals decoded. */
+static void check_hand_pair(const char *a, const char *b, bool thr_set, int n_s, const char *what) {
+    hearth_model *ma = load(a, thr_set, 0.0f), *mb = load(b, false, 0);
+    float *pa = malloc(sizeof(float) * NL), *db = malloc(sizeof(float) * NL), *da = malloc(sizeof(float) * NL);
+    hearth_ffn_stats s;
+    CHECK(ma && mb && !run(ma, HEARTH_FFN_PREDICTED, 16, pa, &s) && !run(mb, HEARTH_FFN_DENSE, 16, db, NULL));
+    CHECKF(maxdiff(pa, db, NL) <= 1e-4, "%s: predicted output differs from the zeroed twin by %g", what, maxdiff(pa, db, NL));
+    CHECKF(s.computed == (uint64_t)N_TOK * n_s, "%s: computed %llu neurons, expected %d per token", what,
+           (unsigned long long)s.computed, n_s);
+    CHECK(s.fired_computed <= s.fired && s.fired > 0);
+    /* And it is not trivially so: dense on the original differs. */
+    CHECK(!run(ma, HEARTH_FFN_DENSE, 16, da, NULL));
+    CHECKF(maxdiff(da, pa, NL) > 1e-2, "%s: predicted output equals dense: the predictor skipped nothing", what);
+    /* Batched prompt == token-by-token in predicted mode. */
+    CHECK(!run(ma, HEARTH_FFN_PREDICTED, 1, da, NULL));
+    CHECKF(maxdiff(da, pa, NL) <= 1e-4, "%s: decoded differs from batched by %g", what, maxdiff(da, pa, NL));
+    hearth_model_free(ma), hearth_model_free(mb);
+    free(pa), free(db), free(da);
+}
+
 static void check_hand_predictor(void) {
     char base[256], a[256], b[256];
     synth(hr_test_tmp(base, sizeof base, "hand.gguf"), HR_F32, HR_SYNTH_REGLU, true);
     hand ha = {false}, hb = {true};
     CHECK(!rewrite_tensors(base, hr_test_tmp(a, sizeof a, "hand-a.gguf"), hand_fn, &ha));
     CHECK(!rewrite_tensors(base, hr_test_tmp(b, sizeof b, "hand-b.gguf"), hand_fn, &hb));
-    hearth_model *ma = load(a, true, 0.0f), *mb = load(b, false, 0);
-    float *pa = malloc(sizeof(float) * NL), *db = malloc(sizeof(float) * NL), *da = malloc(sizeof(float) * NL);
-    hearth_ffn_stats s;
-    CHECK(ma && mb && !run(ma, HEARTH_FFN_PREDICTED, 16, pa, &s) && !run(mb, HEARTH_FFN_DENSE, 16, db, NULL));
-    double d = maxdiff(pa, db, NL);
-    CHECKF(d <= 1e-4, "hand-built predictor: predicted output differs from the zeroed twin by %g", d);
     int n_s = 0;
     for (int j = 0; j < N_FF; j++) n_s += in_s(j);
-    CHECKF(s.computed == (uint64_t)N_TOK * n_s, "computed %llu neurons, expected %d per token", (unsigned long long)s.computed, n_s);
-    CHECK(s.fired_computed <= s.fired && s.fired > 0);
-    /* And it is not trivially so: dense on the original differs. */
-    CHECK(!run(ma, HEARTH_FFN_DENSE, 16, da, NULL));
-    CHECKF(maxdiff(da, pa, NL) > 1e-2, "predicted output equals dense: the predictor skipped nothing");
-    /* Batched prompt == token-by-token in predicted mode. */
-    CHECK(!run(ma, HEARTH_FFN_PREDICTED, 1, da, NULL));
-    CHECKF(maxdiff(da, pa, NL) <= 1e-4, "predicted: decoded differs from batched by %g", maxdiff(da, pa, NL));
-    hearth_model_free(ma), hearth_model_free(mb);
-    free(pa), free(db), free(da);
+    check_hand_pair(a, b, true, n_s, "hand-built predictor");
     remove(base), remove(a), remove(b);
 }
 
@@ -190,20 +197,9 @@ static void check_hand_linear(void) {
     hand ha = {false}, hb = {true};
     CHECK(!rewrite_tensors(base, hr_test_tmp(a, sizeof a, "lin-a.gguf"), lin_fn, &ha));
     CHECK(!rewrite_tensors(base, hr_test_tmp(b, sizeof b, "lin-b.gguf"), lin_fn, &hb));
-    hearth_model *ma = load(a, false, 0), *mb = load(b, false, 0);
-    float *pa = malloc(sizeof(float) * NL), *db = malloc(sizeof(float) * NL), *da = malloc(sizeof(float) * NL);
-    hearth_ffn_stats s;
-    CHECK(ma && mb && !run(ma, HEARTH_FFN_PREDICTED, 16, pa, &s) && !run(mb, HEARTH_FFN_DENSE, 16, db, NULL));
-    CHECKF(maxdiff(pa, db, NL) <= 1e-4, "linear predictor: predicted output differs from the zeroed twin by %g", maxdiff(pa, db, NL));
     int n_s = 0;
     for (int j = 0; j < N_FF; j++) n_s += in_lin(j);
-    CHECKF(s.computed == (uint64_t)N_TOK * n_s, "computed %llu neurons, expected %d per token", (unsigned long long)s.computed, n_s);
-    CHECK(!run(ma, HEARTH_FFN_DENSE, 16, da, NULL));
-    CHECKF(maxdiff(da, pa, NL) > 1e-2, "predicted output equals dense: the predictor skipped nothing");
-    CHECK(!run(ma, HEARTH_FFN_PREDICTED, 1, da, NULL));
-    CHECKF(maxdiff(da, pa, NL) <= 1e-4, "linear predictor: decoded differs from batched by %g", maxdiff(da, pa, NL));
-    hearth_model_free(ma), hearth_model_free(mb);
-    free(pa), free(db), free(da);
+    check_hand_pair(a, b, false, n_s, "linear predictor");
     remove(base), remove(a), remove(b);
 }
 
