@@ -316,7 +316,7 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
         for (int64_t i = 0; i < nb; i++)                                                                    \
             UNROLL for (int r = 0; r < 4; r++) {                                                            \
                 const BLK *b = (const BLK *)((const char *)w + r * ws) + i;                                 \
-                pf_block((const char *)b, sizeof(BLK), 4 * ws);                                             \
+                pf_block_l2((const char *)b + PF4_ROWS * ws, sizeof(BLK));                                  \
                 acc[r] = sb_##T(b, &X[i], acc[r]);                                                          \
             }                                                                                               \
         UNROLL for (int r = 0; r < 4; r++) y[r] = hsum8(acc[r]);                                            \

@@ -238,6 +238,10 @@ INLINE __m512 sb_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x, __m512
 
 /* ---- drivers, as in AVX2 ---- */
 #define PF_AHEAD 1536
+/* rows4 fetches into L2 the bytes it reads of the row PF4_ROWS on (two calls ahead), as
+ * Q4_0's and Q8_0's rows4 do: one call ahead into L1 (4 rows on) left IQ4_XS's rows4 at
+ * 10.5 GB/s from DRAM on Zen 4 against vec_dot's 15.9 (docs/performance.md) */
+#define PF4_ROWS 8
 INLINE void pf_block_l2(const char *p, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
     _mm_prefetch(p + bytes - 1, _MM_HINT_T1);
@@ -271,7 +275,7 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
         for (int64_t i = 0; i < n / HR_QK_K; i++)                                                          \
             UNROLL for (int r = 0; r < 4; r++) {                                                           \
                 const BLK *b = (const BLK *)(W + r * ws) + i;                                              \
-                pf_block((const char *)b, sizeof(BLK), 4 * ws);                                            \
+                pf_block_l2((const char *)b + PF4_ROWS * ws, sizeof(BLK));                                 \
                 acc[r] = sb_##T(b, &X[i], acc[r]);                                                         \
             }                                                                                              \
         UNROLL for (int r = 0; r < 4; r++) y[r] = _mm512_reduce_add_ps(acc[r]);                            \

@@ -165,7 +165,11 @@ INLINE __m256i pair_dot(int T, __m256i lo, __m256i hi, const xpair *x) {
     return shiftc(T) ? _mm256_sub_epi32(t, x->cs) : t;
 }
 
-#define PF_ADDR(row, R) ((const char *)(row) + ((R) == 4 ? 4 * ws : PF_AHEAD))
+/* rows4: into L2, the row PF4_ROWS on (two calls ahead), as Q4_0's rows4; else into L1,
+ * PF_AHEAD on in the row */
+#define PF4_ROWS 8
+#define PF_ADDR(row, R) ((const char *)(row) + ((R) == 4 ? PF4_ROWS * ws : PF_AHEAD))
+#define PF_HINT(R) ((R) == 4 ? _MM_HINT_T1 : _MM_HINT_T0)
 
 /* One group: scales first (Q4_1/Q5_1 add m * s to the second accumulator), then pair by
  * pair: the x side of each activation row once, each weight row's pair unpacked once and
@@ -181,7 +185,7 @@ INLINE __m256i pair_dot(int T, __m256i lo, __m256i hi, const xpair *x) {
         }                                                                                        \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                    \
             _Pragma("GCC unroll 8") for (int o = 0; PF && o < QGRP * bsz(T); o += 64)            \
-                _mm_prefetch(PF_ADDR(WB[r], R) + o, _MM_HINT_T0);                                \
+                _mm_prefetch(PF_ADDR(WB[r], R) + o, PF_HINT(R));                                 \
             const __m256 dw = w_d8(T, WB[r]);                                                    \
             const __m256 mw = hasmin(T) ? scales8(WB[r] + 2, bsz(T)) : dw;                       \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \

@@ -170,7 +170,11 @@ INLINE void w_half(int T, const char *w, int p, const uint64_t qm[4], __m512i *l
     *lo = l, *hi = h;
 }
 
-#define PF_ADDR(row, R) ((const char *)(row) + ((R) == 4 ? 4 * ws : PF_AHEAD))
+/* rows4: into L2, the row PF4_ROWS on (two calls ahead), as Q4_0's rows4; else into L1,
+ * PF_AHEAD on in the row */
+#define PF4_ROWS 8
+#define PF_ADDR(row, R) ((const char *)(row) + ((R) == 4 ? PF4_ROWS * ws : PF_AHEAD))
+#define PF_HINT(R) ((R) == 4 ? _MM_HINT_T1 : _MM_HINT_T0)
 
 /* One group: scales of all pairs first (Q4_1/Q5_1 add their m * s lanes to the second
  * accumulator), then half by half: the x side of each activation row once, each weight
@@ -183,7 +187,7 @@ INLINE void w_half(int T, const char *w, int p, const uint64_t qm[4], __m512i *l
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) xsc[c] = x_scales(T, XB[c]);        \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                    \
             _Pragma("GCC unroll 8") for (int o = 0; PF && o < QGRP * bsz(T); o += 64)            \
-                _mm_prefetch(PF_ADDR(WB[r], R) + o, _MM_HINT_T0);                                \
+                _mm_prefetch(PF_ADDR(WB[r], R) + o, PF_HINT(R));                                 \
             const __m512 wsc = w_scales(T, WB[r], qm[r]);                                        \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \
                 sc[r][c] = pair_scale(T, wsc, xsc[c]);                                            \
