@@ -407,7 +407,9 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
  * (5-15%, in L2). Decode reads weights from DRAM. Each row also fetches into L2 the bytes it
  * reads of the row PF4_ROWS on (two calls ahead), as AVX2's do: on Zen 4 from DRAM, Q6_K
  * 15-16 -> 21-24 GB/s, Q5_K +4-21%, Q4_K +2-7% (compute-bound there). Same per-block steps as
- * vec_dot, so the same bits. */
+ * vec_dot, so the same bits. Q4_K/Q5_K side by side with the shared activation side and this
+ * prefetch (with and without vec_dot's too), tried again on Zen 4: 21-25 GB/s in L2 against
+ * 18-21, but 11-15 from DRAM against 16-18. */
 #define PFB_ROWS4(i)                                                                               \
     do {                                                                                           \
         PFB_AHEAD(i);                                                                              \
