@@ -63,6 +63,8 @@ static void usage(FILE *f) {
             "  --powerinfer          PowerInfer file: PWRI magic, predictor, ffn_down_t\n"
             "                        (arch llama, bamboo, falcon, opt)\n"
             "  --pred-rank R         predictor rank (fc1 rows)                      [64]\n"
+            "  --pred-linear         with --powerinfer: Hearth's linear predictor form\n"
+            "                        (blk.N.fc2.bias; gate and up scores for drelu)\n"
             "  --n-expert N          mixture of experts of n-ff each (llama, qwen3moe,\n"
             "                        smallthinker, gpt-oss); 0 dense  [0; qwen3moe, gpt-oss\n"
             "                        need N > 0]\n"
@@ -183,6 +185,7 @@ int hr_cmd_synth(int argc, char **argv) {
         }
         if (!strcmp(f, "--tied")) p.tied = true;
         else if (!strcmp(f, "--powerinfer")) p.powerinfer = true;
+        else if (!strcmp(f, "--pred-linear")) p.pred_linear = true;
         else if (!strcmp(f, "--falcon-40b")) p.falcon_40b = true;
         else if (!strcmp(f, "--rope-freqs")) p.rope_freqs = true;
         else if (!strcmp(f, "-q") || !strcmp(f, "--quiet")) quiet = true;

@@ -55,6 +55,12 @@ grep -qE "blk\.1\.fc2\.bias +f32 +\[256\]" "$TMP/out" && grep -qE "blk\.1\.fc2\.
     bad "a dReLU model's linear predictor has not 2 x 128 score rows and their biases: $(grep fc2 "$TMP/out")"
 expect 0 "perplexity with linear predictors" -- "$HEARTH" perplexity -m "$TMP/lin.gguf" -f "$TMP/short.txt" -c 64 --chunks 1 -t 2 --gpu off
 has out "Final estimate"
+expect 0 "synth with linear predictors" -- "$HEARTH" synth -o "$TMP/sl.gguf" --powerinfer --pred-linear --act drelu --pred-rank 16 $SHAPE
+expect 0 "inspect synthetic linear predictors" -- "$HEARTH" inspect "$TMP/sl.gguf"
+grep -qE "blk\.0\.fc2\.bias +f32 +\[256\]" "$TMP/out" || bad "synth --pred-linear wrote no 256-row bias: $(grep fc2 "$TMP/out")"
+expect 0 "predicted mode on synthetic linear predictors" -- "$HEARTH" run -m "$TMP/sl.gguf" -p "the quick" -n 4 --ffn predicted --gpu off
+expect 2 "synth --pred-linear without --powerinfer" -- "$HEARTH" synth -o "$TMP/sl2.gguf" --pred-linear $SHAPE
+has err "pred_linear needs powerinfer"
 expect 2 "bad predictor form" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --predictor-form relu
 has err "--predictor-form 'relu': powerinfer or linear"
 expect 2 "min precision without the linear form" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --min-precision 0.5
