@@ -251,16 +251,20 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
     _mm_prefetch(p + ahead + bytes - 1, _MM_HINT_T0);
 }
 
-#define KQ_DOT(T, BLK)                                                                                   \
-    TGT void hr_dot_##T##_avx512(int64_t n, float *s, const void *w, const void *x) {                      \
-        const BLK *W = w;                                                                                  \
+/* One row's dot of n weights at W against x, super-block by super-block through sb_T, PFB(i)
+ * the prefetch while super-block i is read; the result into OUT. */
+#define KQ_PLAIN_ROW(T, BLK, PFB, OUT)                                                                     \
         const hr_block_q8_K *X = x;                                                                        \
         __m512 acc = _mm512_setzero_ps();                                                                  \
         for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                        \
-            pf_block((const char *)&W[i], sizeof(BLK), PF_AHEAD);                                          \
+            PFB(i);                                                                                        \
             acc = sb_##T(&W[i], &X[i], acc);                                                               \
         }                                                                                                  \
-        *s = _mm512_reduce_add_ps(acc);                                                                    \
+        OUT = _mm512_reduce_add_ps(acc);
+#define KQ_DOT(T, BLK)                                                                                   \
+    TGT void hr_dot_##T##_avx512(int64_t n, float *s, const void *w, const void *x) {                      \
+        const BLK *W = w;                                                                                  \
+        KQ_PLAIN_ROW(T, BLK, PFB_AHEAD, *s)                                                                \
     }
 
 #define KQ_ROWS4(T, BLK)                                                                               \
@@ -415,7 +419,8 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
         PFB_AHEAD(i);                                                                              \
         pf_block_l2(P + (i) * sizeof(W[0]), sizeof(W[0]));                                         \
     } while (0)
-#define KQ_ROWS4_SEQ_K45(T, BLK)                                                                           \
+/* ROW: KQ_K45_ROW or KQ_PLAIN_ROW, vec_dot's own steps */
+#define KQ_ROWS4_SEQ(T, BLK, ROW)                                                                          \
     TGT void hr_rows4_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,          \
                                    float *y, size_t ys) {                                                  \
         (void)xs;                                                                                          \
@@ -423,24 +428,7 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
         for (int r = 0; r < 4; r++) {                                                                      \
             const BLK *W = (const BLK *)((const char *)w + r * ws);                                        \
             const char *P = (const char *)w + (r + PF4_ROWS) * ws;                                         \
-            KQ_K45_ROW(T, BLK, PFB_ROWS4, y[r])                                                            \
-        }                                                                                                  \
-    }
-#define KQ_ROWS4_SEQ(T, BLK)                                                                               \
-    TGT void hr_rows4_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,          \
-                                   float *y, size_t ys) {                                                  \
-        (void)xs;                                                                                          \
-        (void)ys;                                                                                          \
-        for (int r = 0; r < 4; r++) {                                                                      \
-            const BLK *W = (const BLK *)((const char *)w + r * ws);                                        \
-            const char *P = (const char *)w + (r + PF4_ROWS) * ws;                                         \
-            const hr_block_q8_K *X = x;                                                                    \
-            __m512 acc = _mm512_setzero_ps();                                                              \
-            for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                    \
-                PFB_ROWS4(i);                                                                              \
-                acc = sb_##T(&W[i], &X[i], acc);                                                           \
-            }                                                                                              \
-            y[r] = _mm512_reduce_add_ps(acc);                                                              \
+            ROW(T, BLK, PFB_ROWS4, y[r])                                                                   \
         }                                                                                                  \
     }
 
@@ -562,15 +550,15 @@ KQ_TILE(q2_K, hr_block_q2_K)
 KQ_FUNCS(q3_K, hr_block_q3_K)
 KQ_TILE(q3_K, hr_block_q3_K)
 KQ_DOT_K45(q4_K, hr_block_q4_K)
-KQ_ROWS4_SEQ_K45(q4_K, hr_block_q4_K)
+KQ_ROWS4_SEQ(q4_K, hr_block_q4_K, KQ_K45_ROW)
 KQ_TILE_DEC(q4_K, hr_block_q4_K)
 KQ_TILE_X(q4_K, hr_block_q4_K, ORD_K45)
 KQ_DOT_K45(q5_K, hr_block_q5_K)
-KQ_ROWS4_SEQ_K45(q5_K, hr_block_q5_K)
+KQ_ROWS4_SEQ(q5_K, hr_block_q5_K, KQ_K45_ROW)
 KQ_TILE_DEC(q5_K, hr_block_q5_K)
 KQ_TILE_X(q5_K, hr_block_q5_K, ORD_K45)
 KQ_DOT(q6_K, hr_block_q6_K)
-KQ_ROWS4_SEQ(q6_K, hr_block_q6_K)
+KQ_ROWS4_SEQ(q6_K, hr_block_q6_K, KQ_PLAIN_ROW)
 KQ_TILE_DEC(q6_K, hr_block_q6_K)
 KQ_TILE_X(q6_K, hr_block_q6_K, ORD_ID)
 KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
