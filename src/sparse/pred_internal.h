@@ -39,6 +39,8 @@ uint64_t hr_pred_rand(uint64_t *s); /* splitmix64 */
 float hr_pred_randn(uint64_t *s);
 int hr_pred_cmp_f(const void *a, const void *b); /* qsort of floats, ascending */
 void hr_pred_round_f16(float *x, int64_t n);     /* each value rounded to F16 and back */
+/* Pb [nb][d] = the inputs of pairs ids[0..nb) */
+void hr_pred_gather(const pred_data *D, const int32_t *ids, int64_t nb, float *Pb);
 /* Y = X W^T with W F32 [n_out][n_in], X [n_tok][n_in]: the CPU matmul, whose results do not
  * depend on the thread count. */
 int hr_pred_mm(hr_cpu *cpu, const float *W, int64_t n_in, int64_t n_out, const float *X, int64_t n_tok, float *Y, hr_err *e);

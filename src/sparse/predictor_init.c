@@ -30,6 +30,10 @@ int hr_pred_cmp_f(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+void hr_pred_gather(const pred_data *D, const int32_t *ids, int64_t nb, float *Pb) {
+    for (int64_t t = 0; t < nb; t++) memcpy(Pb + t * D->d, D->P + (int64_t)ids[t] * D->d, sizeof(float) * (size_t)D->d);
+}
+
 void hr_pred_round_f16(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = hr_f16_to_f32(hr_f32_to_f16(x[i]));
 }

@@ -26,9 +26,9 @@ typedef struct lin_quality {
 static void lin_free(lin_fit *f) { free(f->fc1), free(f->fc2), free(f->sigma), free(f->bias); }
 
 /* S [nb][w] = fc2 fc1 p for the nb inputs at ids (H [nb][k], Pb [nb][d] scratch). */
-static int scores(hr_cpu *cpu, const lin_fit *f, const float *P, const int32_t *ids, int64_t nb, float *Pb, float *H, float *S,
+static int scores(hr_cpu *cpu, const lin_fit *f, const pred_data *D, const int32_t *ids, int64_t nb, float *Pb, float *H, float *S,
                   hr_err *e) {
-    for (int64_t t = 0; t < nb; t++) memcpy(Pb + t * f->d, P + (int64_t)ids[t] * f->d, sizeof(float) * (size_t)f->d);
+    hr_pred_gather(D, ids, nb, Pb);
     return hr_pred_mm(cpu, f->fc1, f->d, f->k, Pb, nb, H, e) || hr_pred_mm(cpu, f->fc2, f->k, f->m * f->ff, H, nb, S, e) ? -1 : 0;
 }
 
@@ -70,7 +70,7 @@ static int fit_shift(hr_cpu *cpu, lin_fit *f, const pred_data *D, double target,
     if (!v) return hr_errf(e, "out of memory fitting the predictor");
     for (int64_t b = 0; b < D->n_calib; b += BATCH) {
         const int64_t nb = D->n_calib - b < BATCH ? D->n_calib - b : BATCH;
-        if (scores(cpu, f, D->P, ids + b, nb, Pb, H, S, e)) return free(v), -1;
+        if (scores(cpu, f, D, ids + b, nb, Pb, H, S, e)) return free(v), -1;
         for (int64_t t = 0; t < nb; t++)
             for (int64_t j = 0; j < f->ff; j++)
                 if (hr_pair_bit(D->masks + (size_t)ids[b + t] * D->mb, j)) v[npos++] = margin(f, S + t * f->m * f->ff, j);
@@ -93,7 +93,7 @@ static int evaluate(hr_cpu *cpu, const lin_fit *f, const pred_data *D, const int
     const int64_t w = f->m * f->ff;
     for (int64_t b = 0; b < n; b += BATCH) {
         const int64_t nb = n - b < BATCH ? n - b : BATCH;
-        if (scores(cpu, f, D->P, ids + b, nb, Pb, H, S, e)) return -1;
+        if (scores(cpu, f, D, ids + b, nb, Pb, H, S, e)) return -1;
         for (int64_t t = 0; t < nb; t++)
             for (int64_t j = 0; j < f->ff; j++) {
                 bool on = true;

@@ -52,15 +52,11 @@ static int ws_alloc(train_ws *w, int64_t d, int64_t ff, int64_t r, hr_err *e) {
     return 0;
 }
 
-static void gather(const pred_data *D, const int32_t *ids, int64_t nb, float *Pb) {
-    for (int64_t t = 0; t < nb; t++) memcpy(Pb + t * D->d, D->P + (int64_t)ids[t] * D->d, sizeof(float) * (size_t)D->d);
-}
-
 static bool bit(const pred_data *D, int32_t id, int64_t j) { return hr_pair_bit(D->masks + (size_t)id * D->mb, j); }
 
 /* H = relu(fc1 P), S = fc2 H for nb pairs, with the weights as stored (F32 or F16). */
 static int forward(hr_cpu *cpu, const pred_net *N, train_ws *w, bool f16, const pred_data *D, const int32_t *ids, int64_t nb, hr_err *e) {
-    gather(D, ids, nb, w->Pb);
+    hr_pred_gather(D, ids, nb, w->Pb);
     uint32_t t = f16 ? HR_F16 : HR_F32;
     const void *W1 = N->fc1, *W2 = N->fc2;
     if (f16) {
