@@ -59,8 +59,11 @@ static void help(void) {
            "                      linear (Hearth only, RMSNorm models): a truncated SVD of the\n"
            "                      deciding matrices, no training; for dReLU it estimates both gate x\n"
            "                      and up x and predicts a neuron where both pass, so far fewer\n"
-           "                      needless neurons are computed (docs/threshold.md); ranks step by\n"
-           "                      about 1.25x from --min-rank up to min(--max-rank, n_embd)\n"
+           "                      needless neurons are computed (docs/threshold.md); with\n"
+           "                      --target-sparsity --predictors it estimates gate x and predicts a\n"
+           "                      neuron unless the estimate lies in the band around 0 where\n"
+           "                      |act| stays under the threshold; ranks step by about 1.25x from\n"
+           "                      --min-rank up to min(--max-rank, n_embd)\n"
            "  --min-precision P   linear form: the cheapest rank whose precision on held-out pairs\n"
            "                      reaches P (0 <= P <= 1; default 0: the cheapest rank)\n"
            "  -c, --ctx-size N    tokens per chunk, each from an empty cache (default 512)\n"
@@ -88,7 +91,9 @@ static void help(void) {
            "                      threshold (--recall, --max-rank, --tokens, --epochs, --seed as above)\n"
            "                      and write them into OUT, with OUT's statistics file (how often\n"
            "                      each neuron is above its threshold); --ffn predicted, OUT's default,\n"
-           "                      then computes the gate only for predicted neurons\n");
+           "                      then computes the gate only for predicted neurons (--predictor-form\n"
+           "                      as above; calibrate says whether they read fewer bytes than the\n"
+           "                      gate they spare)\n");
 }
 
 typedef struct {
@@ -159,8 +164,8 @@ static int parse(int argc, char **argv, cal_opts *o) {
     if (o->pred_f16 >= 0 && o->target >= 0 && !o->predictors)
         return hr_usage_error(cmd, "--predictor-type with --target-sparsity needs --predictors"), -1;
     if (o->keep_down && o->target < 0) return hr_usage_error(cmd, "--keep-down needs --target-sparsity"), -1;
-    if (o->linear && o->target >= 0)
-        return hr_usage_error(cmd, "--predictor-form linear is for ReLU-family models' predictors, not with --target-sparsity"), -1;
+    if (o->linear && o->target >= 0 && !o->predictors)
+        return hr_usage_error(cmd, "--predictor-form with --target-sparsity needs --predictors"), -1;
     if (o->min_precision > 0 && !o->linear) return hr_usage_error(cmd, "--min-precision needs --predictor-form linear"), -1;
     if (o->predictors && o->target < 0)
         return hr_usage_error(cmd, "--predictors needs --target-sparsity (ReLU-family models get predictors without it)"), -1;
@@ -171,6 +176,12 @@ static int parse(int argc, char **argv, cal_opts *o) {
     return 0;
 }
 
+/* Bytes of one predictor's tensors as written. */
+static uint64_t pred_bytes(const hr_predictor *p, bool f16) {
+    const uint64_t rows = (uint64_t)(p->m ? p->m : 1) * (uint64_t)p->n_ff;
+    return (uint64_t)p->r * ((uint64_t)p->n_embd + rows) * (f16 ? 2 : 4) + (p->bias ? 4 * rows * (p->band ? 2 : 1) : 0);
+}
+
 static void print_table(const hr_stats *s, const hr_predictor *p, bool f16) {
     printf("%5s %8s %8s %8s %9s %5s %12s\n", "layer", "fired", "sparsity", "recall", "precision", "r", "pred bytes");
     double nt = s->n_tokens ? (double)s->n_tokens : 1;
@@ -178,16 +189,16 @@ static void print_table(const hr_stats *s, const hr_predictor *p, bool f16) {
         double sum = 0;
         for (int32_t j = 0; j < s->n_ff; j++) sum += s->counts[(size_t)l * s->n_ff + j];
         double fired = sum / nt / s->n_ff;
-        const uint64_t rows = (uint64_t)(p[l].m ? p[l].m : 1) * (uint64_t)p[l].n_ff;
-        uint64_t bytes = (uint64_t)p[l].r * ((uint64_t)p[l].n_embd + rows) * (f16 ? 2 : 4) + (p[l].bias ? 4 * rows : 0);
         printf("%5d %7.2f%% %7.2f%% %7.2f%% %8.2f%% %5d %12llu\n", l, 100 * fired, 100 * (1 - fired), 100 * p[l].recall,
-               100 * p[l].precision, p[l].r, (unsigned long long)bytes);
+               100 * p[l].precision, p[l].r, (unsigned long long)pred_bytes(&p[l], f16));
     }
 }
 
-/* neuron_bytes: what one predicted neuron reads (the rank search's trade-off). */
-static int train_all(hearth_model *m, const hr_pairs *pairs, const cal_opts *o, bool f16, double neuron_bytes, hr_predictor *preds,
-                     hr_err *e) {
+/* neuron_bytes: what one predicted neuron reads (the rank search's trade-off); thr: a
+ * threshold file's thresholds (the linear form then tests the gate estimate against the band
+ * each one leaves dead), else NULL. */
+static int train_all(hearth_model *m, const hr_pairs *pairs, const cal_opts *o, bool f16, double neuron_bytes, const float *thr,
+                     hr_predictor *preds, hr_err *e) {
     hr_cpu cpu;
     long nt = o->threads ? o->threads : sysconf(_SC_NPROCESSORS_ONLN);
     if (hr_cpu_init(&cpu, nt > 0 ? (int)nt : 1, e)) return -1;
@@ -198,11 +209,14 @@ static int train_all(hearth_model *m, const hr_pairs *pairs, const cal_opts *o, 
     int rc = 0;
     for (int32_t l = 0; l < pairs->n_layer && !rc; l++) {
         b.layer = l;
-        float *G = o->linear ? hr_calib_deciders(m, l, e) : hr_calib_decider(m, l, e);
+        po.band = o->linear && thr;
+        if (po.band && hr_thr_band(m, thr[l], &po.band_lo, &po.band_hi, e)) rc = -1;
+        float *G = rc ? NULL : o->linear && !thr ? hr_calib_deciders(m, l, e) : hr_calib_decider(m, l, e);
         if (!G) rc = -1;
         const float *P = pairs->p + (size_t)l * (size_t)pairs->cap * (size_t)pairs->n_embd;
         const uint8_t *M = pairs->mask + (size_t)l * (size_t)pairs->cap * pairs->mask_bytes;
-        if (!rc && (o->linear ? hr_predictor_fit_linear(&cpu, P, M, pairs->n, pairs->n_embd, pairs->n_ff, G, hr_calib_n_deciders(m), &po, &preds[l], e)
+        const int32_t nd = thr ? 1 : hr_calib_n_deciders(m);
+        if (!rc && (o->linear ? hr_predictor_fit_linear(&cpu, P, M, pairs->n, pairs->n_embd, pairs->n_ff, G, nd, &po, &preds[l], e)
                               : hr_predictor_train(&cpu, P, M, pairs->n, pairs->n_embd, pairs->n_ff, G, &po, &preds[l], e)))
             rc = hr_errctx(e, "layer %d", l);
         free(G);
@@ -264,7 +278,7 @@ static int calibrate(hearth_model *m, const int32_t *toks, size_t n, const cal_o
     fprintf(stderr, "calibrate: counted %llu tokens in %.1f s; %lld (p, active set) pairs per layer\n",
             (unsigned long long)s.n_tokens, t1 - t0, (long long)pairs.n);
     hr_predictor *preds = calloc((size_t)s.n_layer, sizeof *preds);
-    int rc = preds ? train_all(m, &pairs, o, f16, hr_calib_neuron_bytes(m), preds, e) : hr_errf(e, "out of memory");
+    int rc = preds ? train_all(m, &pairs, o, f16, hr_calib_neuron_bytes(m), NULL, preds, e) : hr_errf(e, "out of memory");
     if (!rc) fprintf(stderr, "calibrate: trained %d predictors in %.1f s\n", s.n_layer, now() - t1);
     if (!rc) print_table(&s, preds, f16);
     if (!rc) rc = write_outputs(m, &s, preds, f16, o, e);
@@ -297,6 +311,20 @@ static int allocate(hearth_model *m, const int32_t *toks, size_t n, const cal_op
     return rc;
 }
 
+/* What a threshold file's predictors buy: per token, their bytes and the gate rows of the
+ * neurons they predict (test pairs) against the whole gate that threshold mode reads. */
+static void print_gate_trade(const hr_predictor *p, int32_t n_layer, bool f16, double gate_row) {
+    double pred = 0, gate = 0;
+    for (int32_t l = 0; l < n_layer; l++) {
+        pred += (double)pred_bytes(&p[l], f16) + p[l].pred_frac * p[l].n_ff * gate_row;
+        gate += p[l].n_ff * gate_row;
+    }
+    fprintf(stderr, "calibrate: per token, predictors and the gate rows they select read %.1f KiB, the whole gate %.1f KiB: %s\n",
+            pred / 1024, gate / 1024,
+            pred < gate ? "--ffn predicted (the file's default) reads fewer bytes"
+                        : "the predictors do not pay on this model; run the file with --ffn threshold");
+}
+
 /* --predictors: pairs labelled by the thresholds, one predictor per layer (a predicted
  * neuron reads its gate row, then up and down only above the threshold: the gate row is
  * what the rank search trades against), the file and its statistics. */
@@ -311,12 +339,13 @@ static int thr_predictors(hearth_model *m, const int32_t *toks, size_t n, const 
     double t1 = now();
     fprintf(stderr, "calibrate: %lld (p, set above threshold) pairs per layer in %.1f s\n", (long long)pairs.n, t1 - t0);
     hr_predictor *preds = calloc((size_t)s.n_layer + 1, sizeof *preds);
-    int rc = preds ? train_all(m, &pairs, o, f16, hr_calib_gate_row_bytes(m), preds, e) : hr_errf(e, "out of memory");
+    int rc = preds ? train_all(m, &pairs, o, f16, hr_calib_gate_row_bytes(m), thr, preds, e) : hr_errf(e, "out of memory");
     char spath[4096];
     if (!rc && hr_stats_path(o->out, spath, sizeof spath)) rc = hr_errf(e, "output path too long");
     if (!rc) {
         fprintf(stderr, "calibrate: trained %d predictors in %.1f s\n", s.n_layer, now() - t1);
         print_table(&s, preds, f16);
+        print_gate_trade(preds, s.n_layer, f16, hr_calib_gate_row_bytes(m));
         s.recall = malloc(sizeof(float) * (size_t)s.n_layer), s.precision = malloc(sizeof(float) * (size_t)s.n_layer);
         s.rank = malloc(sizeof(uint32_t) * (size_t)s.n_layer);
         if (!s.recall || !s.precision || !s.rank) rc = hr_errf(e, "out of memory");

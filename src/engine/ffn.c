@@ -226,7 +226,8 @@ static int pred_done(hearth_ctx *c, hr_prof_mark pm, int r) {
 }
 
 /* A linear predictor's masks: every score block at or above its bias times the token's
- * RMS (the scores are linear in x, the bias was fitted on RMS-normalised inputs). */
+ * RMS (the scores are linear in x, the bias was fitted on RMS-normalised inputs), or for a
+ * band either side. */
 static void linear_masks(const ffn_job *j, const float *x, const float *sc) {
     const hr_ffn_weights *f = j->f;
     const int64_t d = j->c->m->hp.n_embd, ff = j->ff, w = f->pred_m * ff;
@@ -236,7 +237,9 @@ static void linear_masks(const ffn_job *j, const float *x, const float *sc) {
         const float rms = (float)sqrt(ss / (double)d + (double)j->c->m->hp.rms_eps);
         const float *s = sc + t * w;
         uint8_t *mk = j->c->ffn.mask + t * ff;
-        for (int64_t n = 0; n < ff; n++) {
+        for (int64_t n = 0; f->pred_band && n < ff; n++)
+            mk[n] = s[n] + f->pred_b[n] * rms >= 0.0f || -s[n] + f->pred_b[ff + n] * rms >= 0.0f;
+        for (int64_t n = 0; !f->pred_band && n < ff; n++) {
             bool on = true;
             for (int32_t b = 0; b < f->pred_m; b++) on = on && s[b * ff + n] + f->pred_b[b * ff + n] * rms >= 0.0f;
             mk[n] = on;

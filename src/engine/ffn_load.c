@@ -1,10 +1,12 @@
 /* Loading one layer's FFN: dense (ffn_down) or PowerInfer (ffn_down_t + predictor). */
 #include <stdio.h>
 #include <string.h>
+#include "ffn.h"
 #include "formats/gguf.h"
 #include "model.h"
 
-/* blk.N.fc2.bias {m n_ff} F32 (m = 1 or 2): the linear form, fc2's rows m n_ff. */
+/* blk.N.fc2.bias {m n_ff} F32 (m = 1 or 2): the linear form, fc2's rows m n_ff; {2 n_ff}
+ * with n_ff rows in a gated model with thresholds: the band form (model.h). */
 static int load_linear(hearth_model *m, int il, const gguf_tensor *t2, hr_ffn_weights *f, hr_err *e) {
     char nb[96];
     snprintf(nb, sizeof nb, "blk.%d.fc2.bias", il);
@@ -18,7 +20,9 @@ static int load_linear(hearth_model *m, int il, const gguf_tensor *t2, hr_ffn_we
         return hr_errf(e, "linear predictor of layer %d: 'blk.%d.fc2.weight' has %lld score rows; %s", il, il, (long long)rows,
                        m->hp.act == HR_ACT_DRELU ? "expected n_ff or 2 n_ff (gate and up)" : "expected n_ff");
     f->pred_m = (int32_t)(rows / ff);
-    return hr_get_vec(m, nb, rows, &f->pred_b, e);
+    /* twice fc2's rows in a threshold file: the two sides of its band, which test the gate */
+    f->pred_band = rows == ff && (int64_t)tb->ne[0] == 2 * ff && f->gate.data && gguf_find_kv(&m->file, HR_KEY_FFN_THRESHOLD);
+    return hr_get_vec(m, nb, rows * (f->pred_band ? 2 : 1), &f->pred_b, e);
 }
 
 static int load_predictor(hearth_model *m, int il, hr_ffn_weights *f, hr_err *e) {

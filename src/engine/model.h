@@ -49,9 +49,13 @@ typedef struct hr_ffn_weights {
     /* Linear predictor (blk.N.fc2.bias present; Hearth's own form, docs/threshold.md): fc2 is
      * {r, pred_m * n_ff} (one score block per deciding matrix: gate, then up for dReLU) and
      * no ReLU between fc1 and fc2; neuron j is predicted iff every block's score
-     * s[i n_ff + j] + pred_b[i n_ff + j] * rms(x) >= 0. pred_b NULL: PowerInfer's form. */
+     * s[i n_ff + j] + pred_b[i n_ff + j] * rms(x) >= 0. pred_b NULL: PowerInfer's form.
+     * pred_band (threshold files, pred_m 1, pred_b [2 n_ff]): s estimates gate·x, and j is
+     * predicted iff s + pred_b[j] rms >= 0 or -s + pred_b[n_ff + j] rms >= 0, i.e. unless the
+     * estimate lies in the band around 0 where |act| stays under the threshold. */
     const float *pred_b;
     int32_t pred_m;
+    bool pred_band;
     const float *b_up, *b_down; /* biases (OPT), NULL if none */
 } hr_ffn_weights;
 

@@ -66,6 +66,8 @@ typedef struct hr_pred_opts {
     uint64_t seed;
     double min_precision; /* linear form: the cheapest rank whose calibration-pair precision reaches it */
     float rms_eps;      /* linear form: the model's RMSNorm epsilon */
+    bool band;          /* linear form for threshold files: active iff the gate estimate is outside */
+    float band_lo, band_hi; /* (band_lo, band_hi), the band where |act(g)| <= the threshold (hr_thr_band) */
     hr_progress_fn progress;
     void *progress_ud;
 } hr_pred_opts;
@@ -78,6 +80,7 @@ typedef struct hr_predictor {
     float pred_frac, true_frac; /* mean predicted / truly active share of neurons */
     int32_t m;          /* linear form: score blocks (1, or 2 for dReLU's gate and up); 0: PowerInfer's */
     float *bias;        /* linear form: [m n_ff], times the input's RMS (ffn.c); else NULL */
+    bool band;          /* linear form of a threshold file: bias [2 n_ff], the upper then the lower test */
 } hr_predictor;
 
 /* Trains one layer's predictor from n pairs (P [n][n_embd], masks [n][mask_bytes]).
@@ -121,6 +124,10 @@ int hr_calib_linear_check(const hearth_model *m, hr_err *e);
 double hr_calib_neuron_bytes(const hearth_model *m);
 
 /* ---- PowerInfer writer (pwri_write.c) ---- */
+
+/* Layer il's predictor tensors: blk.N.fc1/fc2 (F16 into buffers from alloc(ud, bytes), which
+ * must stay alive until the file is written, or F32 from p) and the linear form's fc2.bias. */
+int hr_w_predictor(gguf_writer *w, const hr_predictor *p, int il, bool f16, void *(*alloc)(void *, size_t), void *ud, hr_err *e);
 
 /* Writes model m as a PowerInfer GGUF: every KV (but powerinfer.sparse_threshold) and
  * tensor copied, ffn_down replaced by its transpose ffn_down_t (same type), and
@@ -182,6 +189,11 @@ int hr_calib_collect_thr(hearth_model *m, const int32_t *tokens, int64_t n_token
 /* Bytes of one gate row in layer 0: what a predicted neuron of a threshold file reads before
  * its threshold test (the rank search's ffn_neuron_bytes there). */
 double hr_calib_gate_row_bytes(const hearth_model *m);
+/* The band (lo, hi) of gate products g around 0 where |act(g)| <= t, for the linear form's
+ * two-sided test: hi the smallest g > 0 above t, lo the negative g nearest 0 above t (silu
+ * and gelu dip below 0), -inf where the dip stays within t. Very negative g, where the
+ * magnitude falls back under t, is outside the band: predicted, at the cost of a gate row. */
+int hr_thr_band(const hearth_model *m, float t, float *lo, float *hi, hr_err *e);
 
 /* ---- plot (plot_svg.c) ---- */
 

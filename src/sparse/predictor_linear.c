@@ -6,6 +6,7 @@
  * also need no (a, -a) unit pairs, so a rank-k map costs k, not 2k + 2, hidden rows.
  * Each estimate is judged against its own residual RMS (sigma): neurons the map
  * reproduces well need less slack than those it does not. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 typedef struct lin_fit {
     int64_t d, ff, m, k; /* rows of the stacked scores: w = m * ff */
     float *fc1, *fc2, *sigma, *bias;
+    bool band;      /* threshold files: active iff the estimate is outside (lo, hi); m = 1 */
+    float lo, hi;   /* the dead band of the gate product (hr_thr_band) */
 } lin_fit;
 
 typedef struct lin_quality {
@@ -32,8 +35,13 @@ static int scores(hr_cpu *cpu, const lin_fit *f, const pred_data *D, const int32
     return hr_pred_mm(cpu, f->fc1, f->d, f->k, Pb, nb, H, e) || hr_pred_mm(cpu, f->fc2, f->k, f->m * f->ff, H, nb, S, e) ? -1 : 0;
 }
 
-/* The smallest of neuron j's m margins s / sigma (its decision: predicted iff >= the shift). */
+/* Neuron j's margin in units of its sigma (its decision: predicted iff >= the shift): the
+ * smallest of its m blocks' s / sigma, or for a band how far the estimate lies outside it. */
 static float margin(const lin_fit *f, const float *s, int64_t j) {
+    if (f->band) {
+        const float up = (s[j] - f->hi) / f->sigma[j], down = (f->lo - s[j]) / f->sigma[j];
+        return up > down ? up : down;
+    }
     float z = INFINITY;
     for (int64_t b = 0; b < f->m; b++) {
         const float v = s[b * f->ff + j] / f->sigma[b * f->ff + j];
@@ -62,7 +70,8 @@ static int fit_sigma(hr_cpu *cpu, lin_fit *f, const pred_start *St, const float 
 }
 
 /* The shift q that keeps the target share of the calibration pairs' firing neurons, as
- * biases -q sigma (a neuron is predicted iff every s + bias >= 0). */
+ * biases -q sigma (a neuron is predicted iff every s + bias >= 0), or for a band the
+ * biases of its two tests, s - hi - q sigma >= 0 or -s + lo - q sigma >= 0 (either). */
 static int fit_shift(hr_cpu *cpu, lin_fit *f, const pred_data *D, double target, float *Pb, float *H, float *S, hr_err *e) {
     const int32_t *ids = D->idx + D->n_train;
     int64_t npos = 0;
@@ -83,8 +92,21 @@ static int fit_shift(hr_cpu *cpu, lin_fit *f, const pred_data *D, double target,
         q -= 1e-4f * (1.0f + fabsf(q));
     }
     free(v);
-    for (int64_t j = 0; j < f->m * f->ff; j++) f->bias[j] = -q * f->sigma[j];
+    for (int64_t j = 0; !f->band && j < f->m * f->ff; j++) f->bias[j] = -q * f->sigma[j];
+    for (int64_t j = 0; f->band && j < f->ff; j++) {
+        f->bias[j] = -f->hi - q * f->sigma[j];
+        f->bias[f->ff + j] = isfinite(f->lo) ? f->lo - q * f->sigma[j] : -FLT_MAX; /* no lower side */
+    }
     return 0;
+}
+
+/* The rule the engine runs (ffn.c), on normalised scores: every block passes, or for a
+ * band either side does. */
+static bool predicted(const lin_fit *f, const float *s, int64_t j) {
+    if (f->band) return s[j] + f->bias[j] >= 0.0f || -s[j] + f->bias[f->ff + j] >= 0.0f;
+    bool on = true;
+    for (int64_t k = 0; k < f->m; k++) on = on && s[k * f->ff + j] + f->bias[k * f->ff + j] >= 0.0f;
+    return on;
 }
 
 static int evaluate(hr_cpu *cpu, const lin_fit *f, const pred_data *D, const int32_t *ids, int64_t n, float *Pb, float *H, float *S,
@@ -96,8 +118,7 @@ static int evaluate(hr_cpu *cpu, const lin_fit *f, const pred_data *D, const int
         if (scores(cpu, f, D, ids + b, nb, Pb, H, S, e)) return -1;
         for (int64_t t = 0; t < nb; t++)
             for (int64_t j = 0; j < f->ff; j++) {
-                bool on = true;
-                for (int64_t k = 0; k < f->m; k++) on = on && S[t * w + k * f->ff + j] + f->bias[k * f->ff + j] >= 0.0f;
+                const bool on = predicted(f, S + t * w, j);
                 const bool y = hr_pair_bit(D->masks + (size_t)ids[b + t] * D->mb, j);
                 tp += y && on, fn += y && !on, fp += !y && on;
             }
@@ -145,7 +166,9 @@ static int rank_list(int64_t lo, int64_t hi, int64_t *ranks, int cap) {
     return n;
 }
 
-static double lin_bytes(int64_t k, int64_t d, int64_t w, bool f16) { return (double)k * (double)(d + w) * (f16 ? 2 : 4) + 4.0 * (double)w; }
+static double lin_bytes(int64_t k, int64_t d, int64_t w, int64_t nbias, bool f16) {
+    return (double)k * (double)(d + w) * (f16 ? 2 : 4) + 4.0 * (double)nbias;
+}
 
 /* P normalised to unit RMS per pair (the FFN norm's scale; its weight is in Dec). */
 static float *normalised(const float *P, int64_t n, int64_t d, float eps) {
@@ -180,7 +203,9 @@ int hr_predictor_fit_linear(hr_cpu *cpu, const float *P, const uint8_t *masks, i
     if (n > INT32_MAX) return hr_errf(e, "too many calibration pairs");
     if (!(o->recall > 0 && o->recall <= 1)) return hr_errf(e, "recall target %g is not in (0, 1]", o->recall);
     if (m < 1 || m > 2) return hr_errf(e, "a linear predictor has 1 or 2 score blocks, not %d", m);
-    const int64_t d = n_embd, ff = n_ff, w = (int64_t)m * ff;
+    if (o->band && (m != 1 || !(o->band_lo <= o->band_hi)))
+        return hr_errf(e, "a band predictor has one score block and lo <= hi (got %d, %g, %g)", m, (double)o->band_lo, (double)o->band_hi);
+    const int64_t d = n_embd, ff = n_ff, w = (int64_t)m * ff, nbias = o->band ? 2 * ff : w;
     const int64_t hi = o->max_rank > 0 && o->max_rank < d ? o->max_rank : d, lo0 = o->min_rank > 0 ? o->min_rank : 16;
     const int64_t lo = lo0 < hi ? lo0 : hi;
     float *Pn = normalised(P, n, d, o->rms_eps);
@@ -204,10 +229,10 @@ int hr_predictor_fit_linear(hr_cpu *cpu, const float *P, const uint8_t *masks, i
     bool have = false;
     for (int ri = 0; ri < nr && !rc; ri++) {
         const int64_t k = ranks[ri];
-        const double own = lin_bytes(k, d, w, o->f16);
+        const double own = lin_bytes(k, d, w, nbias, o->f16);
         if (have && best.ok && own >= best.cost) break; /* its own bytes alone lose, and those of wider ranks */
         lin_fit f = {d, ff, m, k, malloc(sizeof(float) * (size_t)(k * d)), malloc(sizeof(float) * (size_t)(w * k)),
-                     malloc(sizeof(float) * (size_t)w), malloc(sizeof(float) * (size_t)w)};
+                     malloc(sizeof(float) * (size_t)w), malloc(sizeof(float) * (size_t)nbias), o->band, o->band_lo, o->band_hi};
         lin_quality qc = {0}, qt = {0};
         rc = !f.fc1 || !f.fc2 || !f.sigma || !f.bias ? hr_errf(e, "out of memory fitting the predictor") : 0;
         if (!rc) rc = fit_rank(cpu, &f, &D, &St, T, o, &rng, &qc, &qt, e);
@@ -224,7 +249,7 @@ int hr_predictor_fit_linear(hr_cpu *cpu, const float *P, const uint8_t *masks, i
     if (!rc && have) {
         free(best.f.sigma);
         *out = (hr_predictor){n_embd, n_ff, (int32_t)best.f.k, best.f.fc1, best.f.fc2, (float)best.qt.recall, (float)best.qt.precision,
-                              (float)best.qt.pred_frac, (float)best.qt.true_frac, m, best.f.bias};
+                              (float)best.qt.pred_frac, (float)best.qt.true_frac, m, best.f.bias, o->band};
     } else if (have) {
         lin_free(&best.f);
     }

@@ -291,7 +291,7 @@ int hr_predictor_train(hr_cpu *cpu, const float *P, const uint8_t *masks, int64_
         double cost = pred_bytes(r, n_embd, n_ff, o->f16) + q.pred_frac * n_ff * o->ffn_neuron_bytes;
         if (!rc && cost < best_cost) {
             free(out->fc1), free(out->fc2);
-            *out = (hr_predictor){n_embd, n_ff, (int32_t)r, N.fc1, N.fc2, (float)q.recall, (float)q.precision, (float)q.pred_frac, (float)q.true_frac, 0, NULL};
+            *out = (hr_predictor){n_embd, n_ff, (int32_t)r, N.fc1, N.fc2, (float)q.recall, (float)q.precision, (float)q.pred_frac, (float)q.true_frac, 0, NULL, false};
             best_cost = cost, worse = 0;
         } else {
             free(N.fc1), free(N.fc2);

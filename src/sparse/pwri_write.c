@@ -77,7 +77,9 @@ int hr_transpose_down_into(const gguf_tensor *t, void *out, hr_err *e) {
     return 0;
 }
 
-static int add_predictor(gguf_writer *w, const hr_predictor *p, int il, bool f16, keep_list *k, hr_err *e) {
+static void *keep_cb(void *ud, size_t bytes) { return keep(ud, bytes); }
+
+int hr_w_predictor(gguf_writer *w, const hr_predictor *p, int il, bool f16, void *(*alloc)(void *, size_t), void *ud, hr_err *e) {
     char n1[64], n2[64];
     snprintf(n1, sizeof n1, "blk.%d.fc1.weight", il), snprintf(n2, sizeof n2, "blk.%d.fc2.weight", il);
     const int64_t rows = (int64_t)(p->m ? p->m : 1) * p->n_ff;
@@ -86,15 +88,15 @@ static int add_predictor(gguf_writer *w, const hr_predictor *p, int il, bool f16
     if (p->bias) { /* the linear form (ffn_load.c reads it by this tensor) */
         char nb[64];
         snprintf(nb, sizeof nb, "blk.%d.fc2.bias", il);
-        uint64_t neb[1] = {(uint64_t)rows};
-        gguf_w_tensor(w, nb, HR_F32, 1, neb, p->bias, (uint64_t)rows * 4);
+        uint64_t neb[1] = {(uint64_t)rows * (p->band ? 2 : 1)};
+        gguf_w_tensor(w, nb, HR_F32, 1, neb, p->bias, neb[0] * 4);
     }
     if (!f16) {
         gguf_w_tensor(w, n1, HR_F32, 2, ne1, p->fc1, (uint64_t)c1 * 4);
         gguf_w_tensor(w, n2, HR_F32, 2, ne2, p->fc2, (uint64_t)c2 * 4);
         return 0;
     }
-    uint16_t *h1 = keep(k, (size_t)c1 * 2), *h2 = keep(k, (size_t)c2 * 2);
+    uint16_t *h1 = alloc(ud, (size_t)c1 * 2), *h2 = alloc(ud, (size_t)c2 * 2);
     if (!h1 || !h2) return hr_errf(e, "out of memory");
     for (int64_t i = 0; i < c1; i++) h1[i] = hr_f32_to_f16(p->fc1[i]);
     for (int64_t i = 0; i < c2; i++) h2[i] = hr_f32_to_f16(p->fc2[i]);
@@ -151,7 +153,7 @@ static int add_tensors(gguf_writer *w, const hearth_model *m, const hr_predictor
         gguf_w_tensor(w, name, t->type, t->n_dims, ne, data, nbytes);
         if (untie && !strcmp(name, "token_embd.weight")) gguf_w_tensor(w, "output.weight", t->type, t->n_dims, ne, data, nbytes);
         if (down_w) {
-            if (add_predictor(w, &preds[il], il, f16, k, e)) return -1;
+            if (hr_w_predictor(w, &preds[il], il, f16, keep_cb, k, e)) return -1;
             (*n_pred)++;
         }
     }

@@ -2,6 +2,7 @@
  * layer l counts as active on a token iff |act(gate·x)| > thr[l] (what FFN mode threshold
  * computes), plus how often each neuron is active (the statistics file `hearth place`
  * reads). The pairs train the same predictors as ReLU files (predictor_train.c). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "calibrate.h"
@@ -56,4 +57,37 @@ int hr_calib_collect_thr(hearth_model *m, const int32_t *tokens, int64_t n_token
 double hr_calib_gate_row_bytes(const hearth_model *m) {
     const hr_ffn_weights *f = &m->layers[0].ffn;
     return f->gate.data ? (double)f->gate.row_bytes : 0.0;
+}
+
+static float mag_at(const hearth_model *m, float g) {
+    float v;
+    hr_ffn_gate_mag(&v, &g, 1, m->hp.act, m->gelu_tab);
+    return v;
+}
+
+/* Bisection of the boundary between a (mag <= t) and b (mag > t). */
+static float boundary(const hearth_model *m, float t, float a, float b) {
+    for (int i = 0; i < 64 && a != b; i++) {
+        const float c = 0.5f * (a + b);
+        if (c == a || c == b) break;
+        *(mag_at(m, c) > t ? &b : &a) = c;
+    }
+    return b;
+}
+
+int hr_thr_band(const hearth_model *m, float t, float *lo, float *hi, hr_err *e) {
+    if (!(t >= 0) || !isfinite(t)) return hr_errf(e, "threshold %g is not a finite number >= 0", (double)t);
+    float g = 1.0f;
+    while (mag_at(m, g) <= t && g < 1e30f) g *= 2.0f;
+    if (mag_at(m, g) <= t) return hr_errf(e, "no gate product reaches the threshold %g", (double)t);
+    *hi = boundary(m, t, 0.0f, g);
+    /* below 0 silu and gelu dip and return to 0: the side nearest 0 of where the dip
+     * exceeds t, from a grid fine enough for their minima (-0.278 at -1.28, -0.17 at -0.75) */
+    *lo = -INFINITY;
+    for (int i = 1; i <= 16 * 1024; i++)
+        if (mag_at(m, -(float)i / 1024.0f) > t) {
+            *lo = boundary(m, t, 0.0f, -(float)i / 1024.0f);
+            break;
+        }
+    return 0;
 }

@@ -42,24 +42,15 @@ static bool is_predictor(const hearth_model *m, const gguf_tensor *t) {
            (!strcmp(name + n, "fc1.weight") || !strcmp(name + n, "fc2.weight"));
 }
 
-/* Layer il's fc1 {n_embd, r} and fc2 {r, n_ff}, F16 (into bufs, alive until written) or F32. */
-static int add_predictor(gguf_writer *w, const hr_predictor *p, int il, bool f16, void **bufs, hr_err *e) {
-    char n1[64], n2[64];
-    snprintf(n1, sizeof n1, "blk.%d.fc1.weight", il), snprintf(n2, sizeof n2, "blk.%d.fc2.weight", il);
-    const int64_t c1 = (int64_t)p->r * p->n_embd, c2 = (int64_t)p->n_ff * p->r;
-    uint64_t ne1[GGUF_MAX_DIMS] = {(uint64_t)p->n_embd, (uint64_t)p->r, 1, 1}, ne2[GGUF_MAX_DIMS] = {(uint64_t)p->r, (uint64_t)p->n_ff, 1, 1};
-    if (!f16) {
-        gguf_w_tensor(w, n1, HR_F32, 2, ne1, p->fc1, (uint64_t)c1 * 4);
-        gguf_w_tensor(w, n2, HR_F32, 2, ne2, p->fc2, (uint64_t)c2 * 4);
-        return 0;
-    }
-    uint16_t *h1 = bufs[0] = malloc((size_t)c1 * 2), *h2 = bufs[1] = malloc((size_t)c2 * 2);
-    if (!h1 || !h2) return hr_errf(e, "out of memory");
-    for (int64_t i = 0; i < c1; i++) h1[i] = hr_f32_to_f16(p->fc1[i]);
-    for (int64_t i = 0; i < c2; i++) h2[i] = hr_f32_to_f16(p->fc2[i]);
-    gguf_w_tensor(w, n1, HR_F16, 2, ne1, h1, (uint64_t)c1 * 2);
-    gguf_w_tensor(w, n2, HR_F16, 2, ne2, h2, (uint64_t)c2 * 2);
-    return 0;
+/* The F16 predictor buffers of the layers, in slots alive until the file is written. */
+typedef struct {
+    void **slot;
+    int used, cap;
+} slots;
+
+static void *slot_alloc(void *ud, size_t bytes) {
+    slots *s = ud;
+    return s->used < s->cap ? (s->slot[s->used++] = malloc(bytes ? bytes : 1)) : NULL;
 }
 
 int hr_write_thresholds(const hearth_model *m, const float *thr, bool down_t, const char *path, hr_err *e) {
@@ -83,7 +74,7 @@ int hr_write_thresholds_pred(const hearth_model *m, const float *thr, bool down_
     for (uint64_t i = 0; i < f->n_tensors && !rc; i++)
         if (!preds || !is_predictor(m, &f->tensors[i])) rc = add_tensor(w, m, &f->tensors[i], down_t, &bufs[i], e);
     for (int32_t il = 0; preds && il < m->hp.n_layer && !rc; il++)
-        rc = add_predictor(w, &preds[il], il, f16, bufs + f->n_tensors + 2 * (uint64_t)il, e);
+        rc = hr_w_predictor(w, &preds[il], il, f16, slot_alloc, &(slots){bufs + f->n_tensors + 2 * (uint64_t)il, 0, 2}, e);
     if (!rc) rc = gguf_w_write(w, path, e);
     gguf_writer_free(w);
     for (uint64_t i = 0; i < nb; i++) free(bufs[i]);

@@ -66,7 +66,7 @@ has err "--predictor-form 'relu': powerinfer or linear"
 expect 2 "min precision without the linear form" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --min-precision 0.5
 has err "--min-precision needs --predictor-form linear"
 expect 2 "linear form with thresholds" -- "$HEARTH" calibrate -m "$M" -f "$TMP/text.txt" --predictor-form linear --target-sparsity 0.3
-has err "not with --target-sparsity"
+has err "--predictor-form with --target-sparsity needs --predictors"
 "$HEARTH" synth -o "$TMP/opt.gguf" --arch opt --act relu --type f32 $SHAPE || { echo "FAIL: synth"; exit 1; }
 expect 1 "linear form of a LayerNorm model" -- "$HEARTH" calibrate -m "$TMP/opt.gguf" -f "$TMP/text.txt" --predictor-form linear -c 64
 has err "needs an RMSNorm model"

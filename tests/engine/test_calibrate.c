@@ -260,7 +260,7 @@ static void powerinfer_file(void) {
 /* Predictors of width 4 with fixed values: the writer's job, not training, is under test. */
 static void fixed_preds(hr_predictor *p) {
     for (int l = 0; l < NL; l++) {
-        p[l] = (hr_predictor){D, FF, 4, malloc(sizeof(float) * 4 * D), malloc(sizeof(float) * FF * 4), 1, 1, 0, 0, 0, NULL};
+        p[l] = (hr_predictor){D, FF, 4, malloc(sizeof(float) * 4 * D), malloc(sizeof(float) * FF * 4), 1, 1, 0, 0, 0, NULL, false};
         for (int i = 0; i < 4 * D; i++) p[l].fc1[i] = (float)((i * 37 + l) % 11) / 5.0f - 1.0f;
         for (int i = 0; i < 4 * FF; i++) p[l].fc2[i] = (float)((i * 53 + l) % 13) / 6.0f - 1.0f;
     }

@@ -40,7 +40,7 @@ static hr_moe_pred *random_preds(const hearth_model *m) {
         float *f1 = malloc(sizeof(float) * RANK * (size_t)hp->n_embd), *f2 = malloc(sizeof(float) * RANK * (size_t)hp->n_ff_exp);
         for (int32_t j = 0; f1 && j < RANK * hp->n_embd; j++) f1[j] = hr_rng_normal(&r);
         for (int32_t j = 0; f2 && j < RANK * hp->n_ff_exp; j++) f2[j] = hr_rng_normal(&r);
-        p[i].p = (hr_predictor){hp->n_embd, hp->n_ff_exp, RANK, f1, f2, 1, 1, 1, 1, 0, NULL};
+        p[i].p = (hr_predictor){hp->n_embd, hp->n_ff_exp, RANK, f1, f2, 1, 1, 1, 1, 0, NULL, false};
     }
     return p;
 }

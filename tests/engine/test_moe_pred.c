@@ -84,7 +84,7 @@ static void check_all_marked(hearth_model *m, const char *tag) {
     int64_t pred_bytes_per_routing = 0;
     for (size_t i = 0; preds && i < n; i++) {
         if (i % (size_t)hp->n_expert == 0) continue;
-        preds[i].p = (hr_predictor){hp->n_embd, hp->n_ff_exp, r, calloc((size_t)(r * hp->n_embd), 4), calloc((size_t)(r * hp->n_ff_exp), 4), 1, 1, 1, 1, 0, NULL};
+        preds[i].p = (hr_predictor){hp->n_embd, hp->n_ff_exp, r, calloc((size_t)(r * hp->n_embd), 4), calloc((size_t)(r * hp->n_ff_exp), 4), 1, 1, 1, 1, 0, NULL, false};
         pred_bytes_per_routing = (int64_t)r * (hp->n_embd + hp->n_ff_exp) * 4;
     }
     hr_err e = {{0}};
@@ -205,7 +205,7 @@ static void check_trained(hearth_model *m, const char *tag) {
 static void check_swiglu(hearth_model *m) {
     const size_t n = (size_t)m->hp.n_layer * (size_t)m->hp.n_expert;
     hr_moe_pred *preds = calloc(n, sizeof *preds);
-    if (preds) preds[1].p = (hr_predictor){m->hp.n_embd, m->hp.n_ff_exp, 4, calloc((size_t)(4 * m->hp.n_embd), 4), calloc((size_t)(4 * m->hp.n_ff_exp), 4), 1, 1, 1, 1, 0, NULL};
+    if (preds) preds[1].p = (hr_predictor){m->hp.n_embd, m->hp.n_ff_exp, 4, calloc((size_t)(4 * m->hp.n_embd), 4), calloc((size_t)(4 * m->hp.n_ff_exp), 4), 1, 1, 1, 1, 0, NULL, false};
     hr_err e = {{0}};
     hearth_model *t = preds ? with_preds(m, preds, "moe-pred-swiglu.gguf", &e) : NULL;
     CHECKF(!t && strstr(e.msg, "expert predictors") && strstr(e.msg, "swiglu"), "predictors on SwiGLU experts: %s", t ? "(loaded)" : e.msg);
@@ -225,7 +225,7 @@ static void check_bad(hearth_model *m) {
     for (size_t i = 0; preds && i < 2; i++) {
         const size_t at = (size_t)hp->n_expert + 2; /* layer 1, expert 2 */
         hr_predictor_free(&preds[at].p);
-        preds[at].p = (hr_predictor){bad[i].d, bad[i].ff, r, calloc((size_t)(r * bad[i].d), 4), calloc((size_t)(r * bad[i].ff), 4), 1, 1, 1, 1, 0, NULL};
+        preds[at].p = (hr_predictor){bad[i].d, bad[i].ff, r, calloc((size_t)(r * bad[i].d), 4), calloc((size_t)(r * bad[i].ff), 4), 1, 1, 1, 1, 0, NULL, false};
         hr_err e = {{0}};
         hearth_model *t = with_preds(m, preds, "moe-pred-bad.gguf", &e);
         CHECKF(!t && strstr(e.msg, bad[i].want), "predictor {%d, %d}: %s", bad[i].d, bad[i].ff, t ? "(loaded)" : e.msg);

@@ -1,7 +1,8 @@
 /* The linear predictor form (predictor_linear.c) on hand-built dReLU layers whose active
  * sets are known: neuron j fires iff (G p)_j > 0 and (U p)_j > 0. Quality is measured on
  * fresh pairs with a naive evaluation of the rule the engine runs (ffn.c): every score
- * block s + bias * rms(p) >= 0. */
+ * block s + bias * rms(p) >= 0. And the band form of threshold files on a SwiGLU layer:
+ * j is active iff |silu(g_j)| > t, g = G p / rms(p) (what the FFN sees after its norm). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,91 @@ static void low_rank(hr_cpu *cpu, const float *GU, const pairs *tr, const pairs 
     hr_predictor_free(&pr);
 }
 
+static float silu(float g) { return g / (1.0f + expf(-g)); }
+
+/* Labels |silu(G p / rms(p))| > t on the pairs' inputs. */
+static void band_labels(const float *G, pairs *s, float t) {
+    const size_t mb = (FF + 7) / 8;
+    memset(s->M, 0, (size_t)s->n * mb);
+    for (int i = 0; i < s->n; i++) {
+        const float *p = s->P + (size_t)i * D;
+        double ss = 0, g;
+        for (int c = 0; c < D; c++) ss += (double)p[c] * p[c];
+        for (int j = 0; j < FF; j++) {
+            g = 0;
+            for (int c = 0; c < D; c++) g += (double)G[j * D + c] * p[c];
+            if (fabsf(silu((float)(g / sqrt(ss / D)))) > t) s->M[(size_t)i * mb + j / 8] |= (uint8_t)(1u << (j % 8));
+        }
+    }
+}
+
+/* The band (lo, hi) where |silu| <= t, by bisection on each side of 0 (t under silu's dip). */
+static void silu_band(float t, float *lo, float *hi) {
+    float a = 0, b = 8;
+    for (int i = 0; i < 60; i++) *(fabsf(silu(0.5f * (a + b))) > t ? &b : &a) = 0.5f * (a + b);
+    *hi = b;
+    a = 0, b = -1.278f;
+    for (int i = 0; i < 60; i++) *(fabsf(silu(0.5f * (a + b))) > t ? &b : &a) = 0.5f * (a + b);
+    *lo = b;
+}
+
+static void naive_band(const hr_predictor *pr, const pairs *s, double *recall, double *precision) {
+    long tp = 0, fn = 0, fp = 0;
+    for (int t = 0; t < s->n; t++) {
+        const float *p = s->P + (size_t)t * D;
+        double ss = 0, h[D];
+        for (int i = 0; i < D; i++) ss += (double)p[i] * p[i];
+        const double rms = sqrt(ss / D);
+        for (int c = 0; c < pr->r; c++) {
+            h[c] = 0;
+            for (int i = 0; i < D; i++) h[c] += (double)pr->fc1[c * D + i] * p[i];
+        }
+        for (int j = 0; j < FF; j++) {
+            double sc = 0;
+            for (int c = 0; c < pr->r; c++) sc += (double)pr->fc2[j * pr->r + c] * h[c];
+            const bool on = sc + pr->bias[j] * rms >= 0 || -sc + pr->bias[FF + j] * rms >= 0;
+            const bool y = hr_pair_bit(s->M + (size_t)t * ((FF + 7) / 8), j);
+            tp += y && on, fn += y && !on, fp += !y && on;
+        }
+    }
+    *recall = (double)tp / (double)(tp + fn);
+    *precision = (double)tp / (double)(tp + fp);
+}
+
+/* The band's two-sided test fits the two-sided set that a one-sided test on the same
+ * estimate cannot; below full rank the shift still buys the recall. */
+static void band(hr_cpu *cpu, const float *G, pairs *tr, pairs *te) {
+    const float t = 0.17f;
+    band_labels(G, tr, t), band_labels(G, te, t);
+    hr_pred_opts o = {.recall = 0.99, .max_rank = D, .min_rank = D, .ffn_neuron_bytes = 1e6, .seed = 3, .band = true};
+    silu_band(t, &o.band_lo, &o.band_hi);
+    hr_predictor pb, p1;
+    hr_err e;
+    double rb, pcb, r1, pc1;
+    CHECKF(hr_predictor_fit_linear(cpu, tr->P, tr->M, tr->n, D, FF, G, 1, &o, &pb, &e) == 0, "%s", e.msg);
+    naive_band(&pb, te, &rb, &pcb);
+    printf("band (%.4f, %.4f), rank %d: fresh recall %.4f precision %.4f, active %.3f\n", (double)o.band_lo, (double)o.band_hi, pb.r,
+           rb, pcb, pb.true_frac);
+    CHECK(pb.band && pb.m == 1 && pb.true_frac > 0.4 && pb.true_frac < 0.8);
+    CHECKF(rb >= 0.985 && pcb >= 0.97, "recall %.4f precision %.4f", rb, pcb);
+    o.band = false; /* one-sided on the same estimate: only the large positive products */
+    CHECKF(hr_predictor_fit_linear(cpu, tr->P, tr->M, tr->n, D, FF, G, 1, &o, &p1, &e) == 0, "%s", e.msg);
+    naive_quality(&p1, te, &r1, &pc1);
+    printf("one-sided: fresh recall %.4f precision %.4f\n", r1, pc1);
+    CHECKF(pcb >= pc1 + 0.15, "band %.4f, one-sided %.4f", pcb, pc1);
+    hr_predictor_free(&pb), hr_predictor_free(&p1);
+    o.band = true, o.min_rank = o.max_rank = 16, o.recall = 0.98;
+    CHECKF(hr_predictor_fit_linear(cpu, tr->P, tr->M, tr->n, D, FF, G, 1, &o, &pb, &e) == 0, "%s", e.msg);
+    naive_band(&pb, te, &rb, &pcb);
+    printf("band, rank %d: fresh recall %.4f precision %.4f\n", pb.r, rb, pcb);
+    CHECKF(pb.r == 16 && rb >= 0.97 && pcb > pb.true_frac, "r %d recall %.4f precision %.4f", pb.r, rb, pcb);
+    hr_predictor_free(&pb);
+    o.band_lo = 1, o.band_hi = 0;
+    CHECK(hr_predictor_fit_linear(cpu, tr->P, tr->M, tr->n, D, FF, G, 1, &o, &pb, &e) < 0 && strstr(e.msg, "lo <= hi"));
+    o.band_lo = -1;
+    CHECK(hr_predictor_fit_linear(cpu, tr->P, tr->M, tr->n, D, FF, G, 2, &o, &pb, &e) < 0 && strstr(e.msg, "one score block"));
+}
+
 static void bad_input(hr_cpu *cpu, const float *GU, const pairs *tr) {
     hr_predictor pr;
     hr_err e = {{0}};
@@ -139,6 +225,9 @@ int main(void) {
     full_rank(&cpu, GU, &tr, &te);
     low_rank(&cpu, GU, &tr, &te);
     bad_input(&cpu, GU, &tr);
+    float *G = randm(&r, FF, D, 0.5f / sqrtf(D));
+    band(&cpu, G, &tr, &te);
+    free(G);
     free(GU), free(B), free(tr.P), free(tr.M), free(te.P), free(te.M);
     hr_cpu_free(&cpu);
     return TEST_END();
