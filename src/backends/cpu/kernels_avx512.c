@@ -168,19 +168,14 @@ TGT static void tile_xw_bf16(int64_t n, const void *w, size_t ws, const void *x,
 }
 
 /* ---- quantized types ----
- * Groups of 8 blocks (4 register pairs). Per group and activation row the x-side
- * work (loads, Q4_0's lane order and -8*sum(x) term, the 8 x scales) is done once
+ * Groups of 8 blocks (2 steps of 4 blocks, quads). Per group and activation row the x-side
+ * work (loads in the quads' lane order, Q4_0's -8*sum(x) term, the 8 x scales) is done once
  * and shared by every weight row of the kernel; per weight row the 8 block scales
- * come from one F16 conversion, and each pair's lanes take theirs with one permute.
+ * come from one F16 conversion, and each step's lanes take theirs with one permute.
  * Per (row, token) the arithmetic is the same whatever R and C are, so dot, rows4,
  * rows2, gather4 and tiles agree bit for bit. A ragged tail (n/32 not a multiple of 8) runs
  * the same group code on zero-padded copies (zero blocks add exactly +0). */
 #define QGRP 8
-
-INLINE __m512i pair256(const int8_t *a, const int8_t *b) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
-                              _mm256_loadu_si256((const __m256i *)b), 1);
-}
 
 INLINE __m512i widx(int base, int stride, int run) { /* word i -> base + stride*(i/run) + i%run */
     int16_t t[32];
@@ -196,9 +191,10 @@ INLINE __m256 scales8_q8(const void *p) {
     __m512i b = _mm512_permutex2var_epi16(_mm512_loadu_si512(w + 136), widx(-68, 17, 1), _mm512_loadu_si512(w + 200));
     return _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_mask_blend_epi16(0xf0, a, b)));
 }
-/* x side of one group, in the lane order of the weight side: Q8_0 as pairs of
- * blocks [b | b+1]; Q4_0 as quads, q[2j] = elements 0-15 of blocks 4j..4j+3 (the low
- * nibbles' partners) and q[2j+1] = elements 16-31, with n8[j] = -8 * sum(x) per lane. */
+/* x side of one group, in the lane order of the weight side: quads, q[2j] = elements 0-15
+ * of blocks 4j..4j+3 (Q4_0: the low nibbles' partners) and q[2j+1] = elements 16-31, so
+ * that 128-bit lane k of both holds block 4j+k and each int32 lane sums 8 products of one
+ * block over the two dpbusd of a step; Q4_0 adds n8[j] = -8 * sum(x) per lane. */
 typedef struct { __m512i q[4], n8[2]; __m256 d; } xgrp;
 /* the 16-byte pieces at a, b, c, d as one register (masked broadcast loads, no shuffles) */
 INLINE __m512i quad128(const void *a, const void *b, const void *c, const void *d) {
@@ -207,18 +203,18 @@ INLINE __m512i quad128(const void *a, const void *b, const void *c, const void *
     v = _mm512_mask_broadcast_i32x4(v, 0x0f00, _mm_loadu_si128((const __m128i *)c));
     return _mm512_mask_broadcast_i32x4(v, 0xf000, _mm_loadu_si128((const __m128i *)d));
 }
+/* elements 0-15 (half 0) or 16-31 (half 1) of the 4 blocks at B, one block per 128-bit lane */
+INLINE __m512i quad_half(const hr_block_q8_0 *B, int half) {
+    return quad128(B[0].qs + 16 * half, B[1].qs + 16 * half, B[2].qs + 16 * half, B[3].qs + 16 * half);
+}
 INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
-    if (q4) {
-        for (int j = 0; j < 2; j++) {
-            const hr_block_q8_0 *B = x + 4 * j;
-            g->q[2 * j] = quad128(B[0].qs, B[1].qs, B[2].qs, B[3].qs);
-            g->q[2 * j + 1] = quad128(B[0].qs + 16, B[1].qs + 16, B[2].qs + 16, B[3].qs + 16);
+    for (int j = 0; j < 2; j++) {
+        g->q[2 * j] = quad_half(x + 4 * j, 0), g->q[2 * j + 1] = quad_half(x + 4 * j, 1);
+        if (q4) {
             __m512i s8 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), g->q[2 * j]);
             s8 = _mm512_dpbusd_epi32(s8, _mm512_set1_epi8(8), g->q[2 * j + 1]);
             g->n8[j] = _mm512_sub_epi32(_mm512_setzero_si512(), s8);
         }
-    } else {
-        for (int p = 0; p < 4; p++) g->q[p] = pair256(x[2 * p].qs, x[2 * p + 1].qs);
     }
     g->d = scales8_q8(x);
 }
@@ -237,33 +233,34 @@ INLINE void w_grp_q4_0(wgrp *g, const char *w) {
 }
 INLINE void w_grp_q8_0(wgrp *g, const char *w) { g->d = scales8_q8(w); }
 
-/* int32 lanes of step p (Q4_0: quad p of 2; Q8_0: pair p of 4) of one weight row's group */
+/* int32 lanes of step p (quad p of 2) of one weight row's group */
 INLINE __m512i w_idot_q4_0(const void *w, const wgrp *wg, int p, const xgrp *g) {
     (void)w;
     const __m512i m = _mm512_set1_epi8(0x0f), v = wg->nib[p];
     __m512i t = _mm512_dpbusd_epi32(g->n8[p], _mm512_and_si512(v, m), g->q[2 * p]);
     return _mm512_dpbusd_epi32(t, _mm512_and_si512(_mm512_srli_epi16(v, 4), m), g->q[2 * p + 1]);
 }
+/* |w| . (x with w's sign): the same int32 lanes as sum(w x) */
+INLINE __m512i dot_signed(__m512i acc, __m512i w, __m512i x) {
+    const __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+    return _mm512_dpbusd_epi32(acc, _mm512_abs_epi8(w), sx);
+}
 INLINE __m512i w_idot_q8_0(const void *w, const wgrp *wg, int p, const xgrp *g) {
     (void)wg;
-    const hr_block_q8_0 *B = (const hr_block_q8_0 *)w + 2 * p;
-    __m512i v = pair256(B[0].qs, B[1].qs);
-    __m512i sx = _mm512_mask_sub_epi8(g->q[p], _mm512_movepi8_mask(v), _mm512_setzero_si512(), g->q[p]);
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(v), sx);
+    const hr_block_q8_0 *B = (const hr_block_q8_0 *)w + 4 * p;
+    const __m512i t = dot_signed(_mm512_setzero_si512(), quad_half(B, 0), g->q[2 * p]);
+    return dot_signed(t, quad_half(B, 1), g->q[2 * p + 1]);
 }
 
-/* lane -> block index within the group, per step */
-INLINE __m512i sidx(int q4, int p) {
-    if (q4) {
-        const int a = 4 * p;
-        return _mm512_setr_epi32(a, a, a, a, a + 1, a + 1, a + 1, a + 1, a + 2, a + 2, a + 2, a + 2, a + 3, a + 3, a + 3, a + 3);
-    }
-    const int a = 2 * p, b = 2 * p + 1;
-    return _mm512_setr_epi32(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b);
+/* lane -> block index within the group, per step (quad p: blocks 4p..4p+3) */
+INLINE __m512i sidx(int p) {
+    const int a = 4 * p;
+    return _mm512_setr_epi32(a, a, a, a, a + 1, a + 1, a + 1, a + 1, a + 2, a + 2, a + 2, a + 2, a + 3, a + 3, a + 3, a + 3);
 }
 
 /* Weight side of all R rows first, then one activation row at a time, so only one
- * x group is live (tiles would spill holding C of them). */
+ * x group is live (tiles would spill holding C of them). Q4_0 sums its two steps in two
+ * accumulators, Q8_0 in one (the same for every kernel of a type: their bits agree). */
 #define QGRP_STEP(WB, PB, PFX, XB, WGRP, IDOT, Q4, PF, R, C)                                     \
     {                                                                                            \
         wgrp wg[R];                                                                              \
@@ -272,29 +269,25 @@ INLINE __m512i sidx(int q4, int p) {
                 PFX(PB[r] + o, R);                                                               \
             WGRP(&wg[r], WB[r]);                                                                 \
         }                                                                                        \
-        if (!Q4 && C > 1) { /* Q8_0 tiles: |w| and sign once per row and pair, for C tokens */ \
+        if (!Q4 && C > 1) { /* Q8_0 tiles: w's quads once per row and step, for C tokens */     \
             __m256 s8[R][C];                                                                     \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \
                 const __m256 xd = scales8_q8(XB[c]);                                             \
                 _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s8[r][c] = _mm256_mul_ps(wg[r].d, xd); \
             }                                                                                    \
-            _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {                                \
-                __m512i a[R];                                                                    \
-                __mmask64 ng[R];                                                                 \
+            _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {                                \
+                __m512i wq[R][2];                                                                \
                 _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                            \
-                    const hr_block_q8_0 *B = (const hr_block_q8_0 *)WB[r] + 2 * p;               \
-                    __m512i v = pair256(B[0].qs, B[1].qs);                                       \
-                    a[r] = _mm512_abs_epi8(v);                                                   \
-                    ng[r] = _mm512_movepi8_mask(v);                                              \
+                    const hr_block_q8_0 *B = (const hr_block_q8_0 *)WB[r] + 4 * p;               \
+                    wq[r][0] = quad_half(B, 0), wq[r][1] = quad_half(B, 1);                      \
                 }                                                                                \
                 _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                            \
-                    const __m512i xq = pair256(XB[c][2 * p].qs, XB[c][2 * p + 1].qs);            \
+                    const __m512i x0 = quad_half(XB[c] + 4 * p, 0), x1 = quad_half(XB[c] + 4 * p, 1); \
                     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                        \
-                        __m512i sx = _mm512_mask_sub_epi8(xq, ng[r], _mm512_setzero_si512(), xq); \
-                        __m512 v = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), a[r], sx)); \
-                        __m512 sp = _mm512_permutexvar_ps(sidx(0, p), _mm512_castps256_ps512(s8[r][c])); \
-                        if (p & 1) acc1[r][c] = _mm512_fmadd_ps(v, sp, acc1[r][c]);              \
-                        else acc0[r][c] = _mm512_fmadd_ps(v, sp, acc0[r][c]);                    \
+                        const __m512i t = dot_signed(_mm512_setzero_si512(), wq[r][0], x0);      \
+                        __m512 v = _mm512_cvtepi32_ps(dot_signed(t, wq[r][1], x1));              \
+                        __m512 sp = _mm512_permutexvar_ps(sidx(p), _mm512_castps256_ps512(s8[r][c])); \
+                        acc0[r][c] = _mm512_fmadd_ps(v, sp, acc0[r][c]);                         \
                     }                                                                            \
                 }                                                                                \
             }                                                                                    \
@@ -304,10 +297,10 @@ INLINE __m512i sidx(int q4, int p) {
             x_grp(&g, XB[c], Q4);                                                                \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
                 const __m512 s = _mm512_castps256_ps512(_mm256_mul_ps(wg[r].d, g.d));            \
-                _Pragma("GCC unroll 4") for (int p = 0; p < (Q4 ? 2 : 4); p++) {                 \
+                _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {                            \
                     __m512 v = _mm512_cvtepi32_ps(IDOT(WB[r], &wg[r], p, &g));                   \
-                    __m512 sp = _mm512_permutexvar_ps(sidx(Q4, p), s);                           \
-                    if (p & 1) acc1[r][c] = _mm512_fmadd_ps(v, sp, acc1[r][c]);                  \
+                    __m512 sp = _mm512_permutexvar_ps(sidx(p), s);                               \
+                    if (Q4 && p) acc1[r][c] = _mm512_fmadd_ps(v, sp, acc1[r][c]);                \
                     else acc0[r][c] = _mm512_fmadd_ps(v, sp, acc0[r][c]);                        \
                 }                                                                                \
             }                                                                                    \
@@ -425,7 +418,7 @@ TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
         for (int p = 0; p < 4; p++) _mm512_store_si512(&o[gi].q[p], g.q[p]);
         for (int p = 0; p < 2; p++) {
             _mm512_store_si512(&o[gi].n8[p], g.n8[p]);
-            _mm512_store_ps(&o[gi].ds[p], _mm512_permutexvar_ps(sidx(1, p), _mm512_castps256_ps512(g.d)));
+            _mm512_store_ps(&o[gi].ds[p], _mm512_permutexvar_ps(sidx(p), _mm512_castps256_ps512(g.d)));
         }
     }
 }
@@ -442,7 +435,7 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
         __m512 wd[4];
         __m512i lo[4], hi[4];
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
-            wd[r] = _mm512_permutexvar_ps(sidx(1, p), _mm512_castps256_ps512(wg[r].d));
+            wd[r] = _mm512_permutexvar_ps(sidx(p), _mm512_castps256_ps512(wg[r].d));
             lo[r] = _mm512_and_si512(wg[r].nib[p], m), hi[r] = _mm512_and_si512(_mm512_srli_epi16(wg[r].nib[p], 4), m);
         }
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
@@ -499,13 +492,15 @@ TILE_X_DRIVER(tile_x_q4_0, hr_block_q4_0, tx_q4_0_grp, HR_TILE_R)
 TILE_X_DRIVER(tile_xw_q4_0, hr_block_q4_0, tx_q4_0_grp, 4)
 
 /* ---- Q8_0 prompt tiles over re-laid activations (tile_x) ----
- * vec_dot's int32 lane is sum(w * x) over 4 bytes, taken as |w| * (x with w's sign). Here the
- * weights become unsigned once per row and pair (w ^ 0x80 = w + 128) and the lane starts at
- * -128 * sum(x), stored per pair in the re-laid row: sum((w + 128) x) - 128 sum(x) is the
- * same integer, with no per-(row, token) negation. The x scales are stored in each pair's
- * lane order, so the lane scale perm(d_w) * perm(d_x) is vec_dot's permuted product lane for
- * lane, and the FMAs are vec_dot's in its order: results are bit for bit dot_q8_0's. */
-typedef struct { __m512i q[4], s128[4]; __m512 ds[4]; } xgrp8_t; /* 768 bytes */
+ * vec_dot's int32 lane is sum(w * x) over 8 bytes of one block (two quads), taken as |w| *
+ * (x with w's sign). Here the weights become unsigned once per row and quad (w ^ 0x80 =
+ * w + 128) and the lane starts at -128 * sum(x), stored per step in the re-laid row:
+ * sum((w + 128) x) - 128 sum(x) is the same integer, with no per-(row, token) negation. The
+ * x scales are stored in each step's lane order, so the lane scale perm(d_w) * perm(d_x) is
+ * vec_dot's permuted product lane for lane, and the FMAs are vec_dot's in its order: results
+ * are bit for bit dot_q8_0's. Per 128 MACs: two dpbusd, a convert, a multiply and an FMA
+ * (pairs of blocks, one block per 256 bits, took two of each but the dpbusd). */
+typedef struct { __m512i q[4], s128[2]; __m512 ds[2]; } xgrp8_t; /* 512 bytes */
 
 static size_t tile_xbytes_q8_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp8_t); }
 
@@ -516,39 +511,43 @@ TGT static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
     for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
         hr_block_q8_0 pad[QGRP];
         const hr_block_q8_0 *src = hr_q8_grp_src(x, b, nb, QGRP, pad);
-        const __m256 d = scales8_q8(src);
-        for (int p = 0; p < 4; p++) {
-            const __m512i q = pair256(src[2 * p].qs, src[2 * p + 1].qs);
-            const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), q);
-            _mm512_store_si512(&o[gi].q[p], q);
+        xgrp g;
+        x_grp(&g, src, 0);
+        for (int p = 0; p < 2; p++) {
+            __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), g.q[2 * p]);
+            s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8((char)0x80), g.q[2 * p + 1]);
+            _mm512_store_si512(&o[gi].q[2 * p], g.q[2 * p]), _mm512_store_si512(&o[gi].q[2 * p + 1], g.q[2 * p + 1]);
             _mm512_store_si512(&o[gi].s128[p], _mm512_sub_epi32(_mm512_setzero_si512(), s));
-            _mm512_store_ps(&o[gi].ds[p], _mm512_permutexvar_ps(sidx(0, p), _mm512_castps256_ps512(d)));
+            _mm512_store_ps(&o[gi].ds[p], _mm512_permutexvar_ps(sidx(p), _mm512_castps256_ps512(g.d)));
         }
     }
 }
 
-/* The tile's R weight rows' group against its C tokens, pair by pair: each activation load
- * serves all R rows, each unsigned weight pair all C tokens. */
+/* The tile's R weight rows' group against its C tokens, step by step: each activation load
+ * serves all R rows, each unsigned weight quad all C tokens. One accumulator per (row,
+ * token), as vec_dot's (acc1 stays zero). */
 INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
                         __m512 (*acc1)[HR_TILE_C], const int R) {
+    (void)acc1;
     __m256 wd8[4]; /* R <= 4 */
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) wd8[r] = scales8_q8(wb[r]);
-    _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {
+    _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
         __m512 wd[4];
-        __m512i wu[4];
+        __m512i wu0[4], wu1[4];
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
-            const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb[r] + 2 * p;
-            wd[r] = _mm512_permutexvar_ps(sidx(0, p), _mm512_castps256_ps512(wd8[r]));
-            wu[r] = _mm512_xor_si512(pair256(B[0].qs, B[1].qs), _mm512_set1_epi8((char)0x80));
+            const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb[r] + 4 * p;
+            wd[r] = _mm512_permutexvar_ps(sidx(p), _mm512_castps256_ps512(wd8[r]));
+            wu0[r] = _mm512_xor_si512(quad_half(B, 0), bias), wu1[r] = _mm512_xor_si512(quad_half(B, 1), bias);
         }
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
             const xgrp8_t *g = (const xgrp8_t *)(X + c * xs) + gi;
-            const __m512i q = _mm512_load_si512(&g->q[p]), s = _mm512_load_si512(&g->s128[p]);
+            const __m512i q0 = _mm512_load_si512(&g->q[2 * p]), q1 = _mm512_load_si512(&g->q[2 * p + 1]);
+            const __m512i s = _mm512_load_si512(&g->s128[p]);
             const __m512 ds = _mm512_load_ps(&g->ds[p]);
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
-                const __m512 v = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(s, wu[r], q));
-                __m512 *a = (p & 1) ? &acc1[r][c] : &acc0[r][c];
-                *a = _mm512_fmadd_ps(v, _mm512_mul_ps(wd[r], ds), *a);
+                const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s, wu0[r], q0), wu1[r], q1);
+                acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd[r], ds), acc0[r][c]);
             }
         }
     }
