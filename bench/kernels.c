@@ -5,11 +5,12 @@
  * type (in the last-level cache on larger CPUs: the kernels' own speed). Decode prints the
  * best and the median call.
  * bench_kernels kq [MB] [LIB] [TYPES]: the decode kernels alone, 1 thread, no pool: vec_dot
- * (one row after the other) and rows4 of Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, Q4_1, Q8_0, F16, BF16, F32 (or the
+ * (one row after the other), rows4 (and rows4_x over the re-laid row, where the type has it) of Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, Q4_1, Q8_0, F16, BF16, F32 (or the
  * comma-separated TYPES) over ~256 rows of 4096 (in L2) and over MB of rows (default 256, out
  * of cache), with llama.cpp's ggml_vec_dot_<type>[_<act type>] on the same bytes when LIB is
  * one of its libggml-cpu-*.so (it needs libggml-base.so on LD_LIBRARY_PATH; LIB "" for none). */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +128,7 @@ static void *make_weights(uint32_t t, int64_t n_in, int64_t n_out, size_t *rb) {
 
 /* ---- kq mode: single-thread K-quant vec_dot / rows4 against llama.cpp's vec_dot ---- */
 typedef void (*ggml_dot_fn)(int n, float *s, size_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nrc);
-enum { KQ_HEARTH_DOT, KQ_HEARTH_ROWS4, KQ_LLAMA_DOT, KQ_KINDS };
+enum { KQ_HEARTH_DOT, KQ_HEARTH_ROWS4, KQ_HEARTH_ROWS4X, KQ_LLAMA_DOT, KQ_KINDS };
 
 /* this thread's CPU seconds: on a shared machine wall time counts other processes' turns */
 static double thread_cpu_now(void) {
@@ -136,13 +137,15 @@ static double thread_cpu_now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* one pass over n_out rows; thread CPU seconds */
+/* one pass over n_out rows; thread CPU seconds (xt: xq re-laid for rows4_x) */
 static double kq_pass(int kind, const hr_kernels *k, ggml_dot_fn ld, uint32_t t, const char *w, size_t rb,
-                      int64_t n_in, int64_t n_out, const void *xq, float *y) {
-    const hr_tile_fn rows4 = hr_kernels_ext_of(k)->rows4[t];
+                      int64_t n_in, int64_t n_out, const void *xq, const void *xt, float *y) {
+    const hr_tile_fn rows4 = hr_kernels_ext_of(k)->rows4[t], rows4_x = hr_kernels_ext_of(k)->rows4_x[t];
     const double t0 = thread_cpu_now();
     if (kind == KQ_HEARTH_ROWS4 && rows4)
         for (int64_t r = 0; r + 4 <= n_out; r += 4) rows4(n_in, w + r * rb, rb, xq, 0, y + r, 0);
+    else if (kind == KQ_HEARTH_ROWS4X)
+        for (int64_t r = 0; r + 4 <= n_out; r += 4) rows4_x(n_in, w + r * rb, rb, xt, 0, y + r, 0);
     else if (kind == KQ_LLAMA_DOT)
         for (int64_t r = 0; r < n_out; r++) ld((int)n_in, y + r, 0, w + r * rb, 0, xq, 0, 1);
     else
@@ -169,19 +172,22 @@ static int kq_main(int argc, char **argv) {
     const char *lname[] = {"ggml_vec_dot_q4_K_q8_K", "ggml_vec_dot_q5_K_q8_K", "ggml_vec_dot_q6_K_q8_K",
                            "ggml_vec_dot_iq4_xs_q8_K", "ggml_vec_dot_q4_0_q8_0", "ggml_vec_dot_q4_1_q8_1",
                            "ggml_vec_dot_q8_0_q8_0", "ggml_vec_dot_f16", "ggml_vec_dot_bf16", "ggml_vec_dot_f32"};
-    const char *kname[KQ_KINDS] = {"hearth vec_dot", "hearth rows4", "llama vec_dot"};
+    const char *kname[KQ_KINDS] = {"hearth vec_dot", "hearth rows4", "hearth rows4_x", "llama vec_dot"};
     const int64_t n_in = 4096;
     printf("kernels: %s, 1 thread, n_in %lld; GB/s of weight rows per CPU second (median of the passes), ns per 256 weights\n",
            k->name, (long long)n_in);
     float *x = malloc(n_in * sizeof *x);
     void *xq = malloc(n_in * sizeof(float)); /* the largest act_prep row (F32) */
-    if (!x || !xq) return 1;
+    void *xt = aligned_alloc(64, 2 * n_in * sizeof(float)); /* re-laid rows: at most 320 bytes per 256 */
+    if (!x || !xq || !xt) return 1;
     for (int64_t i = 0; i < n_in; i++) x[i] = (float)((i * 7919) % 2001 - 1000) / 1000.0f;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const uint32_t t = types[ti];
         if (only && !type_listed(only, hr_type_name(t))) continue;
         ggml_dot_fn ld = lib ? (ggml_dot_fn)(uintptr_t)dlsym(lib, lname[ti]) : NULL;
         k->act_prep[t](x, xq, n_in);
+        const bool has_x = hr_kernels_ext_of(k)->rows4_x[t] != NULL;
+        if (has_x) hr_kernels_ext_of(k)->tile_xprep[t](xq, xt, n_in);
         for (int big = 0; big < 2; big++) {
             size_t rb;
             /* in L2: 256 rows where they fit in ~640 KB (the K-quants), fewer for wide rows */
@@ -197,14 +203,14 @@ static int kq_main(int argc, char **argv) {
             const int reps = big ? 1 : 64; /* in-cache passes repeat the matrix to last ~1 ms+ */
             for (int p = -1; p < PASSES; p++)
                 for (int kind = 0; kind < KQ_KINDS; kind++) {
-                    if (kind == KQ_LLAMA_DOT && !ld) continue;
+                    if ((kind == KQ_LLAMA_DOT && !ld) || (kind == KQ_HEARTH_ROWS4X && !has_x)) continue;
                     double s = 0;
-                    for (int r = 0; r < reps; r++) s += kq_pass(kind, k, ld, t, w, rb, n_in, n_out, xq, y);
+                    for (int r = 0; r < reps; r++) s += kq_pass(kind, k, ld, t, w, rb, n_in, n_out, xq, xt, y);
                     if (p >= 0) tm[kind][p] = s / reps;
                 }
             printf("%-5s %s:", hr_type_name(t), big ? "DRAM" : "L2  ");
             for (int kind = 0; kind < KQ_KINDS; kind++) {
-                if (kind == KQ_LLAMA_DOT && !ld) continue;
+                if ((kind == KQ_LLAMA_DOT && !ld) || (kind == KQ_HEARTH_ROWS4X && !has_x)) continue;
                 qsort(tm[kind], PASSES, sizeof tm[kind][0], cmp_double);
                 const double med = tm[kind][PASSES / 2];
                 printf("  %s %5.1f GB/s %5.1f ns", kname[kind], (double)rb * n_out / med / 1e9,
@@ -217,6 +223,7 @@ static int kq_main(int argc, char **argv) {
     }
     free(x);
     free(xq);
+    free(xt);
     if (lib) dlclose(lib);
     return 0;
 }

@@ -1,5 +1,5 @@
-/* The 4-row decode kernels (rows4) of every kernel table against vec_dot of the same
- * pairs, bit for bit: matmul mixes rows4, rows2 and vec_dot at chunk edges, and a
+/* The 4-row decode kernels (rows4, and rows4_x over the re-laid row) of every kernel table
+ * against vec_dot of the same pairs, bit for bit: matmul mixes rows4, rows2 and vec_dot at chunk edges, and a
  * token's result must not depend on which one computed it. Lengths cover whole 8-block
  * groups, ragged tails, and rows that are not adjacent (a stride past the row). */
 #include <stdlib.h>
@@ -38,6 +38,19 @@ static void check_rows4(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
                hr_type_name(t), (long long)n, i, y[i], s);
     }
     CHECK(y[4] == -1234.5f);
+    hr_tile_fn rows4_x = hr_kernels_ext_of(k)->rows4_x[t];
+    if (rows4_x) { /* over the re-laid row: vec_dot's bits too */
+        const size_t xb = (hr_kernels_ext_of(k)->tile_xbytes[t](n) + 63) & ~(size_t)63;
+        void *xt = aligned_alloc(64, xb);
+        hr_kernels_ext_of(k)->tile_xprep[t](xq, xt, n);
+        float z[5] = {-1234.5f, -1234.5f, -1234.5f, -1234.5f, -1234.5f};
+        rows4_x(n, w, ws, xt, 0, z, 0);
+        for (int i = 0; i < 4; i++)
+            CHECKF(memcmp(&z[i], &y[i], 4) == 0, "%s rows4_x %s n=%lld row %d: %.9g vs rows4 %.9g", k->name, hr_type_name(t),
+                   (long long)n, i, z[i], y[i]);
+        CHECK(z[4] == -1234.5f);
+        free(xt);
+    }
     free(w); free(xq); free(x);
 }
 

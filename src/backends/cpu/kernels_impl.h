@@ -28,6 +28,9 @@ typedef struct hr_kernels_ext {
     hr_tile_fn rows2[HR_TYPE_MAX];
     /* 4 rows x 1 token, the same way (preferred for decode where present). */
     hr_tile_fn rows4[HR_TYPE_MAX];
+    /* rows4 over the activation row re-laid by tile_xprep (decode: re-laid once per product
+     * for all its rows), rows4's results bit for bit; NULL where the re-layout saves nothing. */
+    hr_tile_fn rows4_x[HR_TYPE_MAX];
     /* 4 scattered rows x 1 token (gathered decode), each result rows4's bit for bit. */
     hr_gather4_fn gather4[HR_TYPE_MAX];
     /* Prompt tiles over activations re-laid once per batch into the lane order and alignment
@@ -124,6 +127,8 @@ HR_KQX_DECL(q6_K, avx512)
     void hr_tile_xw_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
 HR_KQXW_DECL(q4_K)
 HR_KQXW_DECL(q5_K)
+void hr_rows4_x_q4_K_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
+void hr_rows4_x_q5_K_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
 HR_KQXW_DECL(q6_K)
 HR_KQXW_DECL(iq4_xs)
 #define HR_KQX_ENTRIES(KIND, ISA) \

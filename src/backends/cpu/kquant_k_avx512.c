@@ -383,8 +383,11 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
         const BLK *W = w;                                                                                  \
         KQ_K45_ROW(T, BLK, PFB_AHEAD, *s)                                                                  \
     }
-#define KQ_K45_ROW(T, BLK, PFB, OUT)                                                                       \
-        const hr_block_q8_K *X = x;                                                                        \
+#define KQ_K45_ROW(T, BLK, PFB, OUT) KQ_K45_ROW_OF(T, BLK, PFB, OUT, hr_block_q8_K, k45_xside, sb_##T)
+/* XBLK: the activation row's blocks (hr_block_q8_K, or re-laid q8Kt), XSIDE its registers for
+ * k45_row, SB the super-block step of the tail */
+#define KQ_K45_ROW_OF(T, BLK, PFB, OUT, XBLK, XSIDE, SB)                                                   \
+        const XBLK *X = x;                                                                                 \
         const int64_t nb = n / HR_QK_K;                                                                    \
         __m512 acc = _mm512_setzero_ps();                                                                  \
         int64_t i = 0;                                                                                     \
@@ -395,14 +398,14 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
                 const BLK *b = &W[i + j];                                                                  \
                 PFB(i + j);                                                                                \
                 __m512i xs4[4];                                                                            \
-                k45_xside(&X[i + j], xs4);                                                                 \
+                XSIDE(&X[i + j], xs4);                                                                     \
                 acc = k45_row(b->qs, QH_##T(b), dec, j, b->d, b->dmin, xs4, ld256(X[i + j].bsums),         \
                               X[i + j].d, acc);                                                            \
             }                                                                                              \
         }                                                                                                  \
         for (; i < nb; i++) {                                                                              \
             PFB(i);                                                                                        \
-            acc = sb_##T(&W[i], &X[i], acc);                                                               \
+            acc = SB(&W[i], &X[i], acc);                                                                   \
         }                                                                                                  \
         OUT = _mm512_reduce_add_ps(acc);
 /* rows4 as 4 vec_dots, one row after the other. Read side by side (4 streams, each one row
@@ -429,6 +432,30 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
             const BLK *W = (const BLK *)((const char *)w + r * ws);                                        \
             const char *P = (const char *)w + (r + PF4_ROWS) * ws;                                         \
             ROW(T, BLK, PFB_ROWS4, y[r])                                                                   \
+        }                                                                                                  \
+    }
+
+/* rows4_x: rows4 over the activation row re-laid for tile_x (q8Kt, ORD_K45), so that each
+ * row's super-blocks load k45_row's x registers instead of shuffling them again: 4 shuffles of
+ * about 45 instructions per super-block, in a kernel that is compute-bound on Zen 4 at one
+ * thread. The same integer and float steps, so rows4's bits. */
+INLINE void k45_xside_t(const q8Kt *x, __m512i xs4[4]) {
+    UNROLL for (int k = 0; k < 4; k++) xs4[k] = ld512(x->qs + 64 * k);
+}
+#define KQ_ROWS4_X(T, BLK)                                                                                 \
+    INLINE __m512 sbt_##T(const BLK *w, const q8Kt *x, __m512 acc) {                                       \
+        wdec_##T d;                                                                                        \
+        wd_##T(&d, w);                                                                                     \
+        return xt_##T(&d, x, acc);                                                                         \
+    }                                                                                                      \
+    TGT void hr_rows4_x_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,        \
+                                     float *y, size_t ys) {                                                \
+        (void)xs;                                                                                          \
+        (void)ys;                                                                                          \
+        for (int r = 0; r < 4; r++) {                                                                      \
+            const BLK *W = (const BLK *)((const char *)w + r * ws);                                        \
+            const char *P = (const char *)w + (r + PF4_ROWS) * ws;                                         \
+            KQ_K45_ROW_OF(T, BLK, PFB_ROWS4, y[r], q8Kt, k45_xside_t, sbt_##T)                              \
         }                                                                                                  \
     }
 
@@ -553,10 +580,12 @@ KQ_DOT_K45(q4_K, hr_block_q4_K)
 KQ_ROWS4_SEQ(q4_K, hr_block_q4_K, KQ_K45_ROW)
 KQ_TILE_DEC(q4_K, hr_block_q4_K)
 KQ_TILE_X(q4_K, hr_block_q4_K, ORD_K45)
+KQ_ROWS4_X(q4_K, hr_block_q4_K)
 KQ_DOT_K45(q5_K, hr_block_q5_K)
 KQ_ROWS4_SEQ(q5_K, hr_block_q5_K, KQ_K45_ROW)
 KQ_TILE_DEC(q5_K, hr_block_q5_K)
 KQ_TILE_X(q5_K, hr_block_q5_K, ORD_K45)
+KQ_ROWS4_X(q5_K, hr_block_q5_K)
 KQ_DOT(q6_K, hr_block_q6_K)
 KQ_ROWS4_SEQ(q6_K, hr_block_q6_K, KQ_PLAIN_ROW)
 KQ_TILE_DEC(q6_K, hr_block_q6_K)

@@ -105,11 +105,12 @@ static void row_range(int64_t n_out, int ith, int nth, int64_t *r0, int64_t *r1)
     if (*r1 > n_out) *r1 = n_out;
 }
 
-/* One activation row: rows [r0, r1), 4 and 2 side by side where the table has them. */
+/* One activation row: rows [r0, r1), 4 and 2 side by side where the table has them; rows4
+ * reads x4 (xq, or the row re-laid for rows4_x), the others xq. */
 static void rows_dot(hr_tile_fn rows4, hr_tile_fn rows2, hr_vec_dot_fn dot, int64_t n, const char *w, size_t rb,
-                     int64_t r0, int64_t r1, const void *xq, float *Y) {
+                     int64_t r0, int64_t r1, const void *xq, const void *x4, float *Y) {
     int64_t r = r0;
-    for (; rows4 && r + 4 <= r1; r += 4) rows4(n, w + r * rb, rb, xq, 0, &Y[r], 0);
+    for (; rows4 && r + 4 <= r1; r += 4) rows4(n, w + r * rb, rb, x4, 0, &Y[r], 0);
     for (; rows2 && r + 2 <= r1; r += 2) rows2(n, w + r * rb, rb, xq, 0, &Y[r], 0);
     for (; r < r1; r++) dot(n, &Y[r], w + r * rb, xq);
 }
@@ -152,7 +153,7 @@ void hr_rows_dot(const hr_kernels *k, uint32_t type, int64_t n, const void *w, s
                  const void *xq, size_t xs, int32_t n_x, float *y, size_t ys, void *xt) {
     const hr_kernels_ext *x = hr_kernels_ext_of(k);
     if (n_x == 1) {
-        rows_dot(x->rows4[type], x->rows2[type], k->vec_dot[type], n, w, ws, 0, n_rows, xq, y);
+        rows_dot(x->rows4[type], x->rows2[type], k->vec_dot[type], n, w, ws, 0, n_rows, xq, xq, y);
         return;
     }
     tile_src s = {.tile = x->tile[type], .dot = k->vec_dot[type], .xq = xq, .xs = xs};
@@ -171,7 +172,7 @@ static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int6
     const size_t rb = W->row_bytes;
     const char *w = W->data;
     if (j->n_tok == 1) {
-        rows_dot(j->rows4, j->rows2, j->ts.dot, n, w, rb, r0, r1, j->ts.xq, Y);
+        rows_dot(j->rows4, j->rows2, j->ts.dot, n, w, rb, r0, r1, j->ts.xq, j->xprep ? j->ts.xt : j->ts.xq, Y);
         return;
     }
     for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK)
@@ -209,6 +210,10 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float 
         s->xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
         if (n_tok >= HR_TILE_C && x->tile_x[W->type] && s->tile) { /* rows re-laid once here */
             use_relaid(s, x, W->type);
+            j.xprep = x->tile_xprep[W->type];
+            s->xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
+        } else if (n_tok == 1 && x->rows4_x[W->type] && x->tile_xprep[W->type]) { /* decode over the re-laid row */
+            j.rows4 = x->rows4_x[W->type];
             j.xprep = x->tile_xprep[W->type];
             s->xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
         }
