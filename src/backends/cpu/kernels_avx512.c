@@ -582,7 +582,7 @@ static const hr_kernels_ext k_avx512 = {
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx512),
               HR_KQL_ENTRIES(rows4, avx512)},
-    .rows4_x = {[HR_Q4_K] = hr_rows4_x_q4_K_avx512, [HR_Q5_K] = hr_rows4_x_q5_K_avx512},
+    .rows4_x = {[HR_Q4_K] = hr_rows4_x_q4_K_avx512, [HR_Q5_K] = hr_rows4_x_q5_K_avx512, [HR_IQ4_XS] = hr_rows4_x_iq4_xs_avx512},
     .tile_x = {[HR_F16] = tile_x_f16, [HR_BF16] = tile_x_bf16, [HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx512), [HR_Q6_K] = hr_tile_x_q6_K_avx512},
     .tile_xw = {[HR_F16] = tile_xw_f16, [HR_BF16] = tile_xw_bf16, [HR_Q8_0] = tile_xw_q8_0, [HR_Q4_0] = tile_xw_q4_0,
                 HR_KQX_ENTRIES(tile_xw, avx512), [HR_Q6_K] = hr_tile_xw_q6_K_avx512},

@@ -129,6 +129,7 @@ HR_KQXW_DECL(q4_K)
 HR_KQXW_DECL(q5_K)
 void hr_rows4_x_q4_K_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
 void hr_rows4_x_q5_K_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
+void hr_rows4_x_iq4_xs_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
 HR_KQXW_DECL(q6_K)
 HR_KQXW_DECL(iq4_xs)
 #define HR_KQX_ENTRIES(KIND, ISA) \

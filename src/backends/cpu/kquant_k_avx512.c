@@ -267,11 +267,12 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
         KQ_PLAIN_ROW(T, BLK, PFB_AHEAD, *s)                                                                \
     }
 
-#define KQ_ROWS4(T, BLK)                                                                               \
-    TGT void hr_rows4_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,          \
-                                   float *y, size_t ys) {                                                  \
+#define KQ_ROWS4(T, BLK) KQ_ROWS4_OF(hr_rows4_##T##_avx512, BLK, hr_block_q8_K, sb_##T)
+/* NAME: 4 rows side by side, XBLK the activation blocks, SB the super-block step */
+#define KQ_ROWS4_OF(NAME, BLK, XBLK, SB)                                                                   \
+    TGT void NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {    \
         const char *W = w;                                                                                 \
-        const hr_block_q8_K *X = x;                                                                        \
+        const XBLK *X = x;                                                                                 \
         __m512 acc[4];                                                                                     \
         (void)xs;                                                                                          \
         (void)ys;                                                                                          \
@@ -280,7 +281,7 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
             UNROLL for (int r = 0; r < 4; r++) {                                                           \
                 const BLK *b = (const BLK *)(W + r * ws) + i;                                              \
                 pf_block_l2((const char *)b + PF4_ROWS * ws, sizeof(BLK));                                 \
-                acc[r] = sb_##T(b, &X[i], acc[r]);                                                         \
+                acc[r] = SB(b, &X[i], acc[r]);                                                             \
             }                                                                                              \
         UNROLL for (int r = 0; r < 4; r++) y[r] = _mm512_reduce_add_ps(acc[r]);                            \
     }
@@ -442,12 +443,14 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
 INLINE void k45_xside_t(const q8Kt *x, __m512i xs4[4]) {
     UNROLL for (int k = 0; k < 4; k++) xs4[k] = ld512(x->qs + 64 * k);
 }
-#define KQ_ROWS4_X(T, BLK)                                                                                 \
+#define KQ_SBT(T, BLK)                                                                                     \
     INLINE __m512 sbt_##T(const BLK *w, const q8Kt *x, __m512 acc) {                                       \
         wdec_##T d;                                                                                        \
         wd_##T(&d, w);                                                                                     \
         return xt_##T(&d, x, acc);                                                                         \
-    }                                                                                                      \
+    }
+#define KQ_ROWS4_X(T, BLK)                                                                                 \
+    KQ_SBT(T, BLK)                                                                                         \
     TGT void hr_rows4_x_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,        \
                                      float *y, size_t ys) {                                                \
         (void)xs;                                                                                          \
@@ -593,6 +596,8 @@ KQ_TILE_X(q6_K, hr_block_q6_K, ORD_ID)
 KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
 KQ_TILE_DEC(iq4_xs, hr_block_iq4_xs)
 KQ_TILE_X(iq4_xs, hr_block_iq4_xs, ORD_IQ4)
+KQ_SBT(iq4_xs, hr_block_iq4_xs)
+KQ_ROWS4_OF(hr_rows4_x_iq4_xs_avx512, hr_block_iq4_xs, q8Kt, sbt_iq4_xs)
 KQ_GATHER4(q2_K, hr_block_q2_K)
 KQ_GATHER4(q3_K, hr_block_q3_K)
 KQ_GATHER4_K45(q4_K, hr_block_q4_K)
