@@ -14,8 +14,7 @@
 #      and predicted FFN modes, on a synthetic F16 PowerInfer model and on the shipped
 #      models/bible-drelu.powerinfer.gguf (with its
 #      statistics, so the GPU index is made from them) and on the shipped dReLU model with
-#      linear predictors (hearth calibrate --predictor-form linear, fitted here) and on the shipped SwiGLU model's
-#      40% threshold file with band predictors (fitted here), at budgets that put 0%, ~25% and 100% of
+#      linear predictors (hearth calibrate --predictor-form linear, fitted here), at budgets that put 0%, ~25% and 100% of
 #      the FFN bytes on the GPU: max |logit difference| over the steps before the greedy tokens
 #      first differ, greedy agreement, and the shares placed, predicted and measured;
 #   3b. device attention of dense files (RoPE factors/YaRN, q/k/v biases, q/k norms) by -ngl;
@@ -312,20 +311,12 @@ if [ ! -f "$bible_lin" ]; then
         --predictor-form linear --predictor-type f16 --min-precision 0.5 >"$work/lin.log" 2>&1 ||
         { tail -n 3 "$work/lin.log" >&2; die "hearth calibrate --predictor-form linear"; }
 fi
-bible_band=$work/bible-swiglu-band.gguf # threshold file: gate-estimate scores from the device, band masks on the host
-if [ ! -f "$bible_band" ]; then
-    log "fitting band predictors for the shipped SwiGLU model at 40% sparsity"
-    tail -c 40000 "$root/models/heldout.txt" >"$work/lin-cal.txt"
-    "$H" calibrate -m "$root/models/bible-swiglu.gguf" -f "$work/lin-cal.txt" -o "$bible_band" -c 256 -t "$threads" \
-        --target-sparsity 0.4 --predictors --predictor-form linear --predictor-type f16 --min-rank 128 >"$work/band.log" 2>&1 ||
-        { tail -n 3 "$work/band.log" >&2; die "hearth calibrate --target-sparsity 0.4 --predictors --predictor-form linear"; }
-fi
 prompt="And God said, Let there be light: and there was light. And God saw the light, that it was good:"
 echo "## Hybrid ($dev) against the CPU: logits of a prompt and 32 greedy decodes"
 echo
 echo "| model | FFN mode | target FFN share | placed | activations: predicted / measured on the GPU | max abs diff (prompt / until tokens differ) | greedy agreement |"
 echo "|---|---|---|---|---|---|---|"
-for m in "$syn" "$bible" "$bible_lin" "$bible_band"; do
+for m in "$syn" "$bible" "$bible_lin"; do
     for mode in dense predicted; do
         "$H" run -m "$m" -p "$prompt" -n 32 --temp 0 -c 256 -t "$threads" --ffn $mode --gpu off --dump "$work/cpu.json" \
             >/dev/null 2>"$work/cpu.err" || { tail -n 3 "$work/cpu.err" >&2; die "CPU run of $m"; }
