@@ -325,9 +325,9 @@ int hr_ffn_dev_run(hearth_ctx *c, const hr_layer *L, int il, const float *x, con
     switch (mode) {
     case HEARTH_FFN_PREDICTED:
         if (predict(&j, d, x, e) || (fired && count_fired(&j, il, mode, e))) return -1;
-        r = d->split       ? hr_hybrid_ffn_split(c, L, il, xn, d->in.xn_on_dev, n, out, e)
-            : c->m->ffn_thr ? ffn_thr_predicted(&j, out, e)
-                            : ffn_masked(&j, out, e);
+        if (d->split && c->m->ffn_thr) r = hr_hybrid_ffn_split_thr(c, L, il, xn, d->in.xn_on_dev, n, true, out, e);
+        else if (d->split) r = hr_hybrid_ffn_split(c, L, il, xn, d->in.xn_on_dev, n, out, e);
+        else r = c->m->ffn_thr ? ffn_thr_predicted(&j, out, e) : ffn_masked(&j, out, e);
         if (!r && c->ffn.stats_on && c->m->ffn_thr && !fired) r = hr_ffn_thr_count_fired(c, j.f, il, xn, n, e);
         break;
     case HEARTH_FFN_EXACT:
@@ -338,7 +338,7 @@ int hr_ffn_dev_run(hearth_ctx *c, const hr_layer *L, int il, const float *x, con
         } else r = ffn_exact(&j, out, e); /* builds the mask it counts */
         break;
     case HEARTH_FFN_THRESHOLD:
-        if (d->split) r = hr_hybrid_ffn_split_thr(c, L, il, xn, d->in.xn_on_dev, n, out, e); /* builds the mask too */
+        if (d->split) r = hr_hybrid_ffn_split_thr(c, L, il, xn, d->in.xn_on_dev, n, false, out, e); /* builds the mask too */
         else if (d->whole) { /* a layer the GPU plan put on the device runs dense */
             memset(c->ffn.mask, 1, (size_t)(n * j.ff));
             r = hr_hybrid_ffn_dense(c, il, xn, n, out, e);

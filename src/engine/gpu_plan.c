@@ -290,10 +290,12 @@ static int layout(planner *q, hr_err *e) {
 }
 
 /* FFN mode threshold splits a gated FFN with ffn_down_t by neurons (hybrid_ffn_thr.c), on a
- * PowerInfer file or a dense one ('hearth calibrate --target-sparsity' writes down_t). */
+ * PowerInfer file or a dense one ('hearth calibrate --target-sparsity' writes down_t); so
+ * does predicted mode on such a file (its predictor then picks only the cold neurons). */
 static bool thr_hot_ok(const planner *q) {
     const hearth_model *m = q->in->m;
-    return q->in->mode == HEARTH_FFN_THRESHOLD && m->ffn_thr && m->hp.has_gate && !m->hp.n_expert;
+    const hearth_ffn_mode mode = q->in->mode;
+    return (mode == HEARTH_FFN_THRESHOLD || mode == HEARTH_FFN_PREDICTED) && m->ffn_thr && m->hp.has_gate && !m->hp.n_expert;
 }
 
 /* Whole FFN of every layer of a dense file on the device; neurons of PowerInfer files. */
@@ -306,10 +308,7 @@ static void model_caps(planner *q) {
         down_t &= f->down_t.data != NULL, down &= f->down.data != NULL, bias |= f->b_up || f->b_down;
         pred &= f->fc1.data && f->fc2.data;
     }
-    /* predicted mode on a file with thresholds tests each predicted neuron's gate, which the
-     * split step does not: its neurons stay on the CPU */
-    const bool thr_pred = m->ffn_thr && mode == HEARTH_FFN_PREDICTED;
-    q->hot_ok = down_t && !bias && !thr_pred && (mode == HEARTH_FFN_PREDICTED || mode == HEARTH_FFN_DENSE || thr_hot_ok(q));
+    q->hot_ok = down_t && !bias && (mode == HEARTH_FFN_PREDICTED || mode == HEARTH_FFN_DENSE || thr_hot_ok(q));
     q->dense_ok = down && !bias;
     q->pred_on = pred && mode == HEARTH_FFN_PREDICTED;
 }
@@ -617,7 +616,8 @@ static void layout_experts(planner *q, int il, uint64_t *off) {
     }
 }
 
-/* Whole layers (-ngl, dense files) or dense parts then hot neurons (PowerInfer files). */
+/* Whole layers (-ngl, dense files) or dense parts then hot neurons (PowerInfer files, and
+ * files with ffn_down_t in place of ffn_down, which have no whole layers to place). */
 static int place(planner *q, hr_err *e) {
     const hearth_model *m = q->in->m;
     int rc = 0;
@@ -625,7 +625,7 @@ static int place(planner *q, hr_err *e) {
     if (q->in->n_gpu_layers > 0) {
         rc = place_whole_layers(q, q->in->n_gpu_layers, e);
         if (!rc && q->in->n_gpu_layers > m->hp.n_layer) place_output(q);
-    } else if (!m->sparse_file && !(q->hot_ok && thr_hot_ok(q))) {
+    } else if (!m->sparse_file && q->dense_ok && !(q->hot_ok && thr_hot_ok(q))) {
         int il = 0;
         while (!rc && q->dense_ok && il < m->hp.n_layer && attn_ok(&m->layers[il]) && fits(q, whole_bytes(q, il)))
             rc = take_whole(q, il++, e);

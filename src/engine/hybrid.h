@@ -107,9 +107,10 @@ int hr_hybrid_ffn_split(hearth_ctx *c, const hr_layer *L, int il, const float *x
                         hr_err *e);
 /* FFN mode threshold's split (hybrid_ffn_thr.c): the hot neurons' gate, threshold test, up
  * and down on the device while the CPU does the cold ones; out = cold + hot; c->ffn.mask
- * then holds every neuron's decision. */
-int hr_hybrid_ffn_split_thr(hearth_ctx *c, const hr_layer *L, int il, const float *xn, bool xn_on_dev, int32_t n, float *out,
-                            hr_err *e);
+ * then holds every neuron's decision. predicted: c->ffn.mask holds the predictor's marks,
+ * and only the marked cold neurons are tested (the hot ones all are). */
+int hr_hybrid_ffn_split_thr(hearth_ctx *c, const hr_layer *L, int il, const float *xn, bool xn_on_dev, int32_t n, bool predicted,
+                            float *out, hr_err *e);
 /* The whole dense FFN of layer il on the device. */
 int hr_hybrid_ffn_dense(hearth_ctx *c, int il, const float *xn, int32_t n, float *out, hr_err *e);
 /* HR_STEP_ATTN_PRED's device part: x += attention(norm(x)) on the device, then the

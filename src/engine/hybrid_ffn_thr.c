@@ -2,7 +2,10 @@
  * and down_t rows, computes their gate fully, tests |act(gate)| > the layer's threshold
  * (thr_mask), then up (only rows some token passes) and the down_t axpy of those neurons;
  * meanwhile the CPU does the same for the cold neurons. Then out = cold + hot, in that order,
- * as the predicted-mode split (hybrid_ffn.c) sums.
+ * as the predicted-mode split (hybrid_ffn.c) sums. In predicted mode on such a file the
+ * device still tests every hot neuron (its gate rows are resident and fast to read), and the
+ * predictor only narrows the cold ones: the output is threshold mode's for the hot neurons
+ * and predicted mode's for the cold.
  *
  * The decision is the host's own where the arithmetic allows: both sides compare the gate
  * product through one function (hr_gate_mag on the host and the stand-in; the CUDA kernels
@@ -45,17 +48,23 @@ static int enqueue_hot_thr(hearth_ctx *c, int il, const float *xn, bool xn_on_de
                : 0;
 }
 
-/* The cold neurons in threshold mode: their gate (gathered: the dense product's values),
- * the test into c->ffn.mask, then up and the down_t axpy over those some token passes;
- * out (overwritten) = their partial sum. */
-static int cold_thr(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e) {
+/* The cold neurons in threshold mode (in predicted mode: those the predictor marks in
+ * c->ffn.mask for some token): their gate (gathered: the dense product's values), the test
+ * into c->ffn.mask (ANDed with the predictor's marks), then up and the down_t axpy over those
+ * some token passes; out (overwritten) = their partial sum. */
+static bool marked(const hearth_ctx *c, int64_t j, int32_t n) {
+    for (int32_t t = 0; t < n; t++)
+        if (c->ffn.mask[t * c->m->hp.n_ff + j]) return true;
+    return false;
+}
+static int cold_thr(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, bool predicted, float *out, hr_err *e) {
     const hr_ffn_weights *f = &L->ffn;
     const int64_t ff = c->m->hp.n_ff;
     const int32_t *local = c->hy->local[il];
     int32_t *idx = c->ffn.idx;
     int64_t nc = 0, ns = 0;
     for (int64_t j = 0; j < ff; j++)
-        if (local[j] < 0) idx[nc++] = (int32_t)j;
+        if (local[j] < 0 && (!predicted || marked(c, j, n))) idx[nc++] = (int32_t)j;
     memset(out, 0, sizeof(float) * (size_t)n * (size_t)c->m->hp.n_embd);
     if (!nc) return 0;
     if (hr_gather_matmul(&c->cpu, &f->gate, xn, n, idx, nc, c->sc.g, e)) return -1;
@@ -65,7 +74,7 @@ static int cold_thr(hearth_ctx *c, const hr_layer *L, int il, const float *xn, i
         for (int64_t i = 0; i < nc; i++) {
             const int64_t q = t * ff + idx[i];
             c->ffn.s[q] = c->sc.g[t * nc + i];
-            c->ffn.mask[q] = c->ffn.a[t * nc + i] > thr;
+            c->ffn.mask[q] = (!predicted || c->ffn.mask[q]) && c->ffn.a[t * nc + i] > thr;
         }
     for (int64_t j = 0; j < ff; j++) { /* the cold neurons some token passes */
         bool any = false;
@@ -98,8 +107,8 @@ static void hot_mask_back(hearth_ctx *c, int il, int32_t n) {
     h->st.act_device += on;
 }
 
-int hr_hybrid_ffn_split_thr(hearth_ctx *c, const hr_layer *L, int il, const float *xn, bool xn_on_dev, int32_t n, float *out,
-                            hr_err *e) {
+int hr_hybrid_ffn_split_thr(hearth_ctx *c, const hr_layer *L, int il, const float *xn, bool xn_on_dev, int32_t n, bool predicted,
+                            float *out, hr_err *e) {
     hr_hybrid *h = c->hy;
     const double t0 = now_s();
     if (enqueue_hot_thr(c, il, xn, xn_on_dev, n, e)) {
@@ -108,7 +117,7 @@ int hr_hybrid_ffn_split_thr(hearth_ctx *c, const hr_layer *L, int il, const floa
         return -1;
     }
     const double t1 = now_s();
-    if (cold_thr(c, L, il, xn, n, out, e)) {
+    if (cold_thr(c, L, il, xn, n, predicted, out, e)) {
         hr_err ignored;
         hr_hy_sync(h, &ignored); /* pinned buffers stay in use until the device is done */
         return -1;

@@ -7,7 +7,8 @@
  * neurons computed equal CPU-only mode's exactly and the logits differ only by the split's
  * summation order; on CUDA the gate sums in another order (tolerance 1e-2, computed counts
  * within 0.5%). The hot set comes from the statistics beside the model (index made and
- * written, then read back unchanged); a budget below the scratch is refused. */
+ * written, then read back unchanged); a budget below the scratch is refused. Predicted and
+ * dense mode on such a file split its neurons too (check_predicted). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,10 +47,12 @@ static int32_t argmax(const float *x, int n) {
 
 /* Prompt logits and ND greedy decodes into out [(NP + ND)][NV]; neurons computed over all
  * layers into *computed. */
+static hearth_ffn_mode run_mode = HEARTH_FFN_THRESHOLD; /* what run() and budget_for() use */
+
 static int run(hearth_model *m, hearth_gpu_mode gpu, double budget, const char *idx, float *out, hearth_gpu_status *st,
                uint64_t *computed, hr_err *e) {
     hearth_ctx_params cp = hearth_ctx_default_params();
-    cp.n_ctx = 32, cp.n_threads = 2, cp.n_batch = 16, cp.ffn_mode = HEARTH_FFN_THRESHOLD;
+    cp.n_ctx = 32, cp.n_threads = 2, cp.n_batch = 16, cp.ffn_mode = run_mode;
     cp.gpu = gpu, cp.vram_budget_gib = budget, cp.gpu_index_path = idx;
     hearth_ctx *c = hearth_ctx_new(m, &cp, e);
     if (!c) return -1;
@@ -85,7 +88,7 @@ static double compare(const float *a, const float *b, int *agree) {
 static double budget_for(hearth_model *m, double share) {
     hr_gpu_plan p;
     hr_err e = {{0}};
-    hr_gpu_plan_in in = {.m = m, .n_ctx = 32, .n_seq = 1, .n_batch = 16, .budget = 1ull << 34, .mode = HEARTH_FFN_THRESHOLD};
+    hr_gpu_plan_in in = {.m = m, .n_ctx = 32, .n_seq = 1, .n_batch = 16, .budget = 1ull << 34, .mode = run_mode};
     CHECKF(!hr_gpu_plan_make(&in, &p, &e), "%s", e.msg);
     const uint64_t dense = p.total, ffn = p.ffn_bytes, slack = (uint64_t)m->hp.n_layer * 3 * (HR_DEV_ALIGN - 1);
     CHECKF(p.hot_ok, "threshold file: the plan takes no hot neurons");
@@ -93,8 +96,19 @@ static double budget_for(hearth_model *m, double share) {
     return (double)(dense + dev_over + (share > 0 ? slack + (uint64_t)(share * (double)ffn) : 0) + 64) / GIB;
 }
 
-/* A SwiGLU file with thresholds at 40% sparsity and ffn_down_t, and its statistics. */
-static hearth_model *thr_model(const char *dense, const char *path, uint32_t type) {
+/* Fixed width-4 predictors of PowerInfer's form: scores of either sign, so about half the
+ * neurons go unpredicted (the cold part's narrowing must show). */
+static void fixed_preds(hr_predictor *p, int n_layer, int d, int ff) {
+    for (int l = 0; l < n_layer; l++) {
+        p[l] = (hr_predictor){d, ff, 4, malloc(sizeof(float) * 4 * (size_t)d), malloc(sizeof(float) * 4 * (size_t)ff), 1, 1, 0, 0, 0, NULL, false};
+        for (int i = 0; i < 4 * d; i++) p[l].fc1[i] = (float)((i * 37 + l) % 11) / 5.0f - 1.0f;
+        for (int i = 0; i < 4 * ff; i++) p[l].fc2[i] = (float)((i * 53 + l) % 13) / 6.0f - 1.0f;
+    }
+}
+
+/* A SwiGLU file with thresholds at 40% sparsity and ffn_down_t, and its statistics; with
+ * pred_path, the same file with fixed predictors too (and the same statistics). */
+static hearth_model *thr_model(const char *dense, const char *path, uint32_t type, const char *pred_path) {
     hr_synth_params p;
     hr_synth_defaults(&p);
     p.type = type, p.act = HR_SYNTH_SWIGLU, p.n_embd = 128, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 256, p.n_vocab = NV;
@@ -112,6 +126,13 @@ static hearth_model *thr_model(const char *dense, const char *path, uint32_t typ
     if (!rc) {
         snprintf(spath, sizeof spath, "%s.stats.gguf", path);
         rc = hr_stats_write(spath, &st, &e);
+        if (!rc && pred_path) {
+            hr_predictor pr[2];
+            fixed_preds(pr, 2, 128, 256);
+            snprintf(spath, sizeof spath, "%s.stats.gguf", pred_path);
+            rc = hr_write_thresholds_pred(m, thr, true, pr, false, pred_path, &e) || hr_stats_write(spath, &st, &e);
+            for (int l = 0; l < 2; l++) hr_predictor_free(&pr[l]);
+        }
         hr_stats_free(&st), hr_pairs_free(&pairs);
     }
     hearth_model_free(m);
@@ -124,7 +145,7 @@ static hearth_model *thr_model(const char *dense, const char *path, uint32_t typ
 static void check_file(const char *name, uint32_t type, double tol_sd) {
     char dense[256], path[256], idx[300], spath[300];
     hr_test_tmp(dense, sizeof dense, "thr-dense.gguf");
-    hearth_model *m = thr_model(dense, hr_test_tmp(path, sizeof path, name), type);
+    hearth_model *m = thr_model(dense, hr_test_tmp(path, sizeof path, name), type, NULL);
     CHECK(m != NULL);
     if (!m) return;
     snprintf(idx, sizeof idx, "%s.generated.gpuidx", path), snprintf(spath, sizeof spath, "%s.stats.gguf", path);
@@ -174,6 +195,79 @@ static void check_file(const char *name, uint32_t type, double tol_sd) {
     remove(path), remove(idx), remove(spath);
 }
 
+/* Predicted mode on a threshold file with predictors: the device tests every hot neuron and
+ * the predictor narrows only the cold ones, so with every neuron cold the split is CPU-only
+ * predicted mode and with every neuron hot it is threshold mode; between, the neurons
+ * computed lie between the two. Dense mode on the file splits its neurons as well. */
+static void check_predicted(void) {
+    char dense[256], path[256], ppath[256], idx[300];
+    hr_test_tmp(dense, sizeof dense, "thrp-dense.gguf");
+    hr_test_tmp(path, sizeof path, "thrp.gguf"), hr_test_tmp(ppath, sizeof ppath, "thrp-pred.gguf");
+    hearth_model *t = thr_model(dense, path, HR_F32, ppath);
+    hr_err e = {{0}};
+    hearth_model *m = t ? hearth_model_load(ppath, NULL, &e) : NULL;
+    CHECKF(m && hearth_model_has_predictors(m), "predictor file: %s", e.msg);
+    hearth_model_free(t);
+    if (!m) return;
+    snprintf(idx, sizeof idx, "%s.generated.gpuidx", ppath);
+    remove(idx);
+    const size_t nl = (size_t)(NP + ND) * NV;
+    float *thr = malloc(sizeof(float) * nl), *pred = malloc(sizeof(float) * nl), *got = malloc(sizeof(float) * nl);
+    uint64_t c_thr = 0, c_pred = 0, comp = 0;
+    run_mode = HEARTH_FFN_THRESHOLD;
+    CHECKF(!run(m, HEARTH_GPU_OFF, 0, NULL, thr, NULL, &c_thr, &e), "cpu threshold: %s", e.msg);
+    run_mode = HEARTH_FFN_PREDICTED;
+    CHECKF(!run(m, HEARTH_GPU_OFF, 0, NULL, pred, NULL, &c_pred, &e), "cpu predicted: %s", e.msg);
+    CHECKF(c_pred < c_thr * 9 / 10 && c_pred > 0, "the fixed predictors narrow nothing: computed %llu, threshold mode %llu",
+           (unsigned long long)c_pred, (unsigned long long)c_thr);
+    const double shares[] = {0.0, 0.25, 1.0};
+    for (int k = 0; k < 3; k++) {
+        hearth_gpu_status st;
+        if (run(m, dev, budget_for(m, shares[k]), idx, got, &st, &comp, &e)) {
+            CHECKF(0, "predicted share %.2f: %s", shares[k], e.msg);
+            continue;
+        }
+        int agree;
+        const float *ref = k == 0 ? pred : thr;
+        const uint64_t c_ref = k == 0 ? c_pred : c_thr;
+        const double d = compare(ref, got, &agree);
+        printf("predicted on a threshold file, share %.2f (placed %.3f): max |diff| %.3g from %s, computed %llu (predicted %llu, "
+               "threshold %llu)\n",
+               shares[k], st.ffn_share, k == 0 ? d : compare(thr, got, &agree), k == 0 ? "CPU predicted" : "CPU threshold",
+               (unsigned long long)comp, (unsigned long long)c_pred, (unsigned long long)c_thr);
+        CHECKF(fabs(st.ffn_share - shares[k]) < 0.03, "predicted: placed %.3f, wanted %.2f", st.ffn_share, shares[k]);
+        if (k == 1) {
+            CHECKF(comp > c_pred && comp < c_thr && st.act_device > 0, "share 0.25: computed %llu, not between %llu and %llu",
+                   (unsigned long long)comp, (unsigned long long)c_pred, (unsigned long long)c_thr);
+            continue;
+        }
+        CHECKF(compare(ref, got, &agree) <= tol_for(2e-3), "predicted share %.2f: logits differ by %g", shares[k], compare(ref, got, &agree));
+        if (dev == HEARTH_GPU_STANDIN) CHECKF(comp == c_ref, "predicted share %.2f: computed %llu, CPU %llu", shares[k],
+                                              (unsigned long long)comp, (unsigned long long)c_ref);
+    }
+    /* dense mode on the same file: no ffn_down to place whole, so its neurons split too */
+    run_mode = HEARTH_FFN_DENSE;
+    uint64_t c_dense = 0;
+    CHECKF(!run(m, HEARTH_GPU_OFF, 0, NULL, thr, NULL, &c_dense, &e), "cpu dense: %s", e.msg);
+    for (int k = 1; k < 3; k++) {
+        hearth_gpu_status st;
+        int agree;
+        CHECKF(!run(m, dev, budget_for(m, shares[k]), idx, got, &st, &comp, &e), "dense share %.2f: %s", shares[k], e.msg);
+        const double d = compare(thr, got, &agree);
+        printf("dense on a threshold file, share %.2f (placed %.3f, %lld hot): max |diff| %.3g from CPU dense\n", shares[k],
+               st.ffn_share, (long long)st.hot_neurons, d);
+        CHECKF(fabs(st.ffn_share - shares[k]) < 0.03 && st.act_device > 0, "dense: placed %.3f, wanted %.2f", st.ffn_share, shares[k]);
+        CHECKF(d <= tol_for(2e-3) && agree == NP + ND && comp == c_dense, "dense share %.2f: logits differ by %g", shares[k], d);
+    }
+    run_mode = HEARTH_FFN_THRESHOLD;
+    free(thr), free(pred), free(got);
+    hearth_model_free(m);
+    char sp[300];
+    snprintf(sp, sizeof sp, "%s.stats.gguf", path), remove(sp);
+    snprintf(sp, sizeof sp, "%s.stats.gguf", ppath), remove(sp);
+    remove(path), remove(ppath), remove(idx);
+}
+
 int main(void) {
     for (int i = 0; i < NP; i++) prompt[i] = (int32_t)((i * 37 + 11) % NV);
     for (int i = 0; i < N_CAL; i++) cal[i] = (int32_t)((i * 53 + 7) % NV);
@@ -186,5 +280,7 @@ int main(void) {
      * a logit by a few hundredths (test_hybrid_model), though none did here (measured 0) */
     tol_cuda = 5e-2;
     if (dev == HEARTH_GPU_STANDIN) check_file("thr-q8.gguf", HR_Q8_0, 2e-3); /* the emulator: F32 only, in the time the suite allows */
+    tol_cuda = 1e-2;
+    check_predicted();
     return TEST_END();
 }
