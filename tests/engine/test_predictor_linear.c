@@ -46,26 +46,41 @@ static pairs make(hr_rng *r, const float *GU, const float *B, int n) {
     return s;
 }
 
+/* h = fc1 p (double sums); returns rms(p) */
+static double hidden(const hr_predictor *pr, const float *p, double *h) {
+    double ss = 0;
+    for (int i = 0; i < D; i++) ss += (double)p[i] * p[i];
+    for (int c = 0; c < pr->r; c++) {
+        h[c] = 0;
+        for (int i = 0; i < D; i++) h[c] += (double)pr->fc1[c * D + i] * p[i];
+    }
+    return sqrt(ss / D);
+}
+
+static double score(const hr_predictor *pr, const double *h, int row) {
+    double sc = 0;
+    for (int c = 0; c < pr->r; c++) sc += (double)pr->fc2[row * pr->r + c] * h[c];
+    return sc;
+}
+
+/* The engine's rule for neuron j (ffn.c): every block passes, or for a band either side. */
+static bool predicted(const hr_predictor *pr, const double *h, double rms, int j) {
+    if (pr->band) {
+        const double sc = score(pr, h, j);
+        return sc + pr->bias[j] * rms >= 0 || -sc + pr->bias[FF + j] * rms >= 0;
+    }
+    bool on = true;
+    for (int b = 0; b < pr->m; b++) on = on && score(pr, h, b * FF + j) + pr->bias[b * FF + j] * rms >= 0;
+    return on;
+}
+
 static void naive_quality(const hr_predictor *pr, const pairs *s, double *recall, double *precision) {
     long tp = 0, fn = 0, fp = 0;
     double *h = malloc(sizeof(double) * (size_t)pr->r);
     for (int t = 0; t < s->n; t++) {
-        const float *p = s->P + (size_t)t * D;
-        double ss = 0;
-        for (int i = 0; i < D; i++) ss += (double)p[i] * p[i];
-        const double rms = sqrt(ss / D);
-        for (int c = 0; c < pr->r; c++) {
-            h[c] = 0;
-            for (int i = 0; i < D; i++) h[c] += (double)pr->fc1[c * D + i] * p[i];
-        }
+        const double rms = hidden(pr, s->P + (size_t)t * D, h);
         for (int j = 0; j < FF; j++) {
-            bool on = true;
-            for (int b = 0; b < pr->m; b++) {
-                double sc = 0;
-                for (int c = 0; c < pr->r; c++) sc += (double)pr->fc2[(b * FF + j) * pr->r + c] * h[c];
-                on = on && sc + pr->bias[b * FF + j] * rms >= 0;
-            }
-            const bool y = hr_pair_bit(s->M + (size_t)t * ((FF + 7) / 8), j);
+            const bool on = predicted(pr, h, rms, j), y = hr_pair_bit(s->M + (size_t)t * ((FF + 7) / 8), j);
             tp += y && on, fn += y && !on, fp += !y && on;
         }
     }
@@ -147,29 +162,6 @@ static void silu_band(float t, float *lo, float *hi) {
     *lo = b;
 }
 
-static void naive_band(const hr_predictor *pr, const pairs *s, double *recall, double *precision) {
-    long tp = 0, fn = 0, fp = 0;
-    for (int t = 0; t < s->n; t++) {
-        const float *p = s->P + (size_t)t * D;
-        double ss = 0, h[D];
-        for (int i = 0; i < D; i++) ss += (double)p[i] * p[i];
-        const double rms = sqrt(ss / D);
-        for (int c = 0; c < pr->r; c++) {
-            h[c] = 0;
-            for (int i = 0; i < D; i++) h[c] += (double)pr->fc1[c * D + i] * p[i];
-        }
-        for (int j = 0; j < FF; j++) {
-            double sc = 0;
-            for (int c = 0; c < pr->r; c++) sc += (double)pr->fc2[j * pr->r + c] * h[c];
-            const bool on = sc + pr->bias[j] * rms >= 0 || -sc + pr->bias[FF + j] * rms >= 0;
-            const bool y = hr_pair_bit(s->M + (size_t)t * ((FF + 7) / 8), j);
-            tp += y && on, fn += y && !on, fp += !y && on;
-        }
-    }
-    *recall = (double)tp / (double)(tp + fn);
-    *precision = (double)tp / (double)(tp + fp);
-}
-
 /* The band's two-sided test fits the two-sided set that a one-sided test on the same
  * estimate cannot; below full rank the shift still buys the recall. */
 static void band(hr_cpu *cpu, const float *G, pairs *tr, pairs *te) {
@@ -181,7 +173,7 @@ static void band(hr_cpu *cpu, const float *G, pairs *tr, pairs *te) {
     hr_err e;
     double rb, pcb, r1, pc1;
     CHECKF(hr_predictor_fit_linear(cpu, tr->P, tr->M, tr->n, D, FF, G, 1, &o, &pb, &e) == 0, "%s", e.msg);
-    naive_band(&pb, te, &rb, &pcb);
+    naive_quality(&pb, te, &rb, &pcb);
     printf("band (%.4f, %.4f), rank %d: fresh recall %.4f precision %.4f, active %.3f\n", (double)o.band_lo, (double)o.band_hi, pb.r,
            rb, pcb, pb.true_frac);
     CHECK(pb.band && pb.m == 1 && pb.true_frac > 0.4 && pb.true_frac < 0.8);
@@ -194,7 +186,7 @@ static void band(hr_cpu *cpu, const float *G, pairs *tr, pairs *te) {
     hr_predictor_free(&pb), hr_predictor_free(&p1);
     o.band = true, o.min_rank = o.max_rank = 16, o.recall = 0.98;
     CHECKF(hr_predictor_fit_linear(cpu, tr->P, tr->M, tr->n, D, FF, G, 1, &o, &pb, &e) == 0, "%s", e.msg);
-    naive_band(&pb, te, &rb, &pcb);
+    naive_quality(&pb, te, &rb, &pcb);
     printf("band, rank %d: fresh recall %.4f precision %.4f\n", pb.r, rb, pcb);
     CHECKF(pb.r == 16 && rb >= 0.97 && pcb > pb.true_frac, "r %d recall %.4f precision %.4f", pb.r, rb, pcb);
     hr_predictor_free(&pb);

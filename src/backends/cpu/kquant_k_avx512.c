@@ -423,10 +423,10 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
         PFB_AHEAD(i);                                                                              \
         pf_block_l2(P + (i) * sizeof(W[0]), sizeof(W[0]));                                         \
     } while (0)
-/* ROW: KQ_K45_ROW or KQ_PLAIN_ROW, vec_dot's own steps */
-#define KQ_ROWS4_SEQ(T, BLK, ROW)                                                                          \
-    TGT void hr_rows4_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,          \
-                                   float *y, size_t ys) {                                                  \
+/* ROW: KQ_K45_ROW or KQ_PLAIN_ROW, vec_dot's own steps (KQ_K45_ROW_X: over re-laid rows) */
+#define KQ_ROWS4_SEQ(T, BLK, ROW) KQ_ROWS4_SEQ_N(hr_rows4_##T##_avx512, T, BLK, ROW)
+#define KQ_ROWS4_SEQ_N(NAME, T, BLK, ROW)                                                                  \
+    TGT void NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {    \
         (void)xs;                                                                                          \
         (void)ys;                                                                                          \
         for (int r = 0; r < 4; r++) {                                                                      \
@@ -449,18 +449,8 @@ INLINE void k45_xside_t(const q8Kt *x, __m512i xs4[4]) {
         wd_##T(&d, w);                                                                                     \
         return xt_##T(&d, x, acc);                                                                         \
     }
-#define KQ_ROWS4_X(T, BLK)                                                                                 \
-    KQ_SBT(T, BLK)                                                                                         \
-    TGT void hr_rows4_x_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,        \
-                                     float *y, size_t ys) {                                                \
-        (void)xs;                                                                                          \
-        (void)ys;                                                                                          \
-        for (int r = 0; r < 4; r++) {                                                                      \
-            const BLK *W = (const BLK *)((const char *)w + r * ws);                                        \
-            const char *P = (const char *)w + (r + PF4_ROWS) * ws;                                         \
-            KQ_K45_ROW_OF(T, BLK, PFB_ROWS4, y[r], q8Kt, k45_xside_t, sbt_##T)                              \
-        }                                                                                                  \
-    }
+#define KQ_K45_ROW_X(T, BLK, PFB, OUT) KQ_K45_ROW_OF(T, BLK, PFB, OUT, q8Kt, k45_xside_t, sbt_##T)
+#define KQ_ROWS4_X(T, BLK) KQ_SBT(T, BLK) KQ_ROWS4_SEQ_N(hr_rows4_x_##T##_avx512, T, BLK, KQ_K45_ROW_X)
 
 #define KQ_TILE(T, BLK)                                                                                    \
     TGT void hr_tile_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,           \
