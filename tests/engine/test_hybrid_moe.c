@@ -380,6 +380,11 @@ static void check_gptoss(uint32_t type) {
     float *ref = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
     hr_err e = {{0}};
     const setup cpu = {HEARTH_GPU_OFF, 0, 0, 0, NULL};
+    /* Q8_0 on CUDA: the device's products sum in another order, so a later activation can land
+     * on the other side of a Q8 rounding step, which moves a logit by a few hundredths
+     * (test_hybrid_model's Q8_0 bound; measured 2.97e-2 with every expert on the emulator) */
+    const double tol_saved = tol;
+    if (dev == HEARTH_GPU_CUDA && type == HR_Q8_0) tol = 5e-2;
     CHECKF(!run(m, &cpu, HEARTH_FFN_DENSE, ref, NULL, &e), "%s cpu: %s", tag, e.msg);
     hr_gpu_plan p;
     hr_gpu_plan_in in = {m, CTX, SEQ, BATCH, 1ull << 34, HEARTH_FFN_DENSE, 0, NULL, 0, NULL, 0, NULL};
@@ -434,6 +439,7 @@ static void check_gptoss(uint32_t type) {
     free(ref), free(got);
     hearth_model_free(m);
     remove(path);
+    tol = tol_saved;
 }
 
 int main(void) {
