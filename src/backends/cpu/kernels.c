@@ -34,6 +34,11 @@ const hr_kernels *hr_kernels_avx512(void) {
     return e && cpu_has_avx512() ? &e->k : NULL;
 }
 
+const hr_kernels *hr_kernels_amx(void) {
+    const hr_kernels_ext *e = hr_kext_amx();
+    return e && cpu_has_avx512() && hr_amx_usable() ? &e->k : NULL;
+}
+
 const hr_kernels *hr_kernels_neon(void) {
     const hr_kernels_ext *e = hr_kext_neon();
     return e ? &e->k : NULL;
@@ -46,10 +51,12 @@ const hr_kernels *hr_kernels_best(void) {
         if (strcmp(env, "scalar") == 0) k = hr_kernels_scalar();
         else if (strcmp(env, "avx2") == 0) k = hr_kernels_avx2();
         else if (strcmp(env, "avx512") == 0) k = hr_kernels_avx512();
+        else if (strcmp(env, "amx") == 0) k = hr_kernels_amx();
         else if (strcmp(env, "neon") == 0) k = hr_kernels_neon();
         if (k) return k; /* an unavailable request falls back to the best below */
     }
     const hr_kernels *k;
+    if ((k = hr_kernels_amx())) return k;
     if ((k = hr_kernels_avx512())) return k;
     if ((k = hr_kernels_avx2())) return k;
     if ((k = hr_kernels_neon())) return k;

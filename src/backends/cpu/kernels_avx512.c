@@ -556,43 +556,63 @@ INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
 TILE_X_DRIVER(tile_x_q8_0, hr_block_q8_0, tx_q8_0_grp, HR_TILE_R)
 TILE_X_DRIVER(tile_xw_q8_0, hr_block_q8_0, tx_q8_0_grp, 4)
 
-static const hr_kernels_ext k_avx512 = {
-    .k = {
-        .name = "avx512",
-        .attn_wsum = hr_attn_wsum_avx512,
-        .attn_wsum_grp = hr_attn_wsum_grp_avx512,
-        .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16,
-                    [HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0,
-                    HR_KQ_ENTRIES(dot, avx512),
-                    HR_KQL_ENTRIES(dot, avx512)},
-        .act_prep = {[HR_F32] = prep_f32, [HR_F16] = hr_prep_f16_avx2, [HR_BF16] = hr_prep_bf16_avx2,
-                     [HR_Q8_0] = hr_prep_q8_0_avx2, [HR_Q4_0] = hr_prep_q8_0_avx2,
-                     HR_KQ_PREP(hr_prep_q8_K_avx2), HR_KQL_PREPS},
-    },
-    .tile = {[HR_F32] = tile_f32, [HR_F16] = tile_f16, [HR_BF16] = tile_bf16,
-             [HR_Q8_0] = tile_q8_0, [HR_Q4_0] = tile_q4_0,
-             HR_KQ_ENTRIES(tile, avx512),
-             HR_KQL_ENTRIES(tile, avx512)},
-    .rows2 = {[HR_F32] = rows2_f32, [HR_F16] = rows2_f16, [HR_BF16] = rows2_bf16,
-              [HR_Q8_0] = rows2_q8_0, [HR_Q4_0] = rows2_q4_0,
-              HR_KQL_ENTRIES(rows2, avx512)},
-    .gather4 = {[HR_F32] = gather4_f32, [HR_F16] = gather4_f16, [HR_BF16] = gather4_bf16,
-                [HR_Q8_0] = gather4_q8_0, [HR_Q4_0] = gather4_q4_0, HR_KQ_ENTRIES(gather4, avx512)},
-    .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16,
-              [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
-              HR_KQ_ENTRIES(rows4, avx512),
-              HR_KQL_ENTRIES(rows4, avx512)},
-    .rows4_x = {[HR_Q4_K] = hr_rows4_x_q4_K_avx512, [HR_Q5_K] = hr_rows4_x_q5_K_avx512, [HR_IQ4_XS] = hr_rows4_x_iq4_xs_avx512},
-    .tile_x = {[HR_F16] = tile_x_f16, [HR_BF16] = tile_x_bf16, [HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx512), [HR_Q6_K] = hr_tile_x_q6_K_avx512},
-    .tile_xw = {[HR_F16] = tile_xw_f16, [HR_BF16] = tile_xw_bf16, [HR_Q8_0] = tile_xw_q8_0, [HR_Q4_0] = tile_xw_q4_0,
-                HR_KQX_ENTRIES(tile_xw, avx512), [HR_Q6_K] = hr_tile_xw_q6_K_avx512},
-    .xw_rows = {[HR_F16] = 4, [HR_BF16] = 4, [HR_Q8_0] = 4, [HR_Q4_0] = 4, HR_KQX_SHAPE(2), [HR_Q6_K] = 2},
-    .xw_cols = {[HR_F16] = 4, [HR_BF16] = 4, [HR_Q8_0] = 4, [HR_Q4_0] = 4, HR_KQX_SHAPE(8), [HR_Q6_K] = 8},
-    .tile_xprep = {[HR_F16] = tile_xprep_f16, [HR_BF16] = tile_xprep_bf16, [HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx512), [HR_Q6_K] = hr_tile_xprep_q6_K_avx512},
-    .tile_xbytes = {[HR_F16] = tile_xbytes_f16, [HR_BF16] = tile_xbytes_f16, [HR_Q8_0] = tile_xbytes_q8_0, [HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx512), [HR_Q6_K] = hr_tile_xbytes_q8Kt_avx512},
-};
+/* The table, less Q8_0 and Q4_0, which each instance adds (designators in __VA_ARGS__). */
+#define K_AVX512_TABLE(NAME, ...) { \
+    .k = { \
+        .name = NAME, \
+        .attn_wsum = hr_attn_wsum_avx512, \
+        .attn_wsum_grp = hr_attn_wsum_grp_avx512, \
+        .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16, \
+                    HR_KQ_ENTRIES(dot, avx512), \
+                    HR_KQL_ENTRIES(dot, avx512)}, \
+        .act_prep = {[HR_F32] = prep_f32, [HR_F16] = hr_prep_f16_avx2, [HR_BF16] = hr_prep_bf16_avx2, \
+                     HR_KQ_PREP(hr_prep_q8_K_avx2), HR_KQL_PREPS}, \
+    }, \
+    .tile = {[HR_F32] = tile_f32, [HR_F16] = tile_f16, [HR_BF16] = tile_bf16, \
+             HR_KQ_ENTRIES(tile, avx512), \
+             HR_KQL_ENTRIES(tile, avx512)}, \
+    .rows2 = {[HR_F32] = rows2_f32, [HR_F16] = rows2_f16, [HR_BF16] = rows2_bf16, \
+              HR_KQL_ENTRIES(rows2, avx512)}, \
+    .gather4 = {[HR_F32] = gather4_f32, [HR_F16] = gather4_f16, [HR_BF16] = gather4_bf16, \
+                HR_KQ_ENTRIES(gather4, avx512)}, \
+    .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16, \
+              HR_KQ_ENTRIES(rows4, avx512), \
+              HR_KQL_ENTRIES(rows4, avx512)}, \
+    .rows4_x = {[HR_Q4_K] = hr_rows4_x_q4_K_avx512, [HR_Q5_K] = hr_rows4_x_q5_K_avx512, [HR_IQ4_XS] = hr_rows4_x_iq4_xs_avx512}, \
+    .tile_x = {[HR_F16] = tile_x_f16, [HR_BF16] = tile_x_bf16, HR_KQX_ENTRIES(tile_x, avx512), [HR_Q6_K] = hr_tile_x_q6_K_avx512}, \
+    .tile_xw = {[HR_F16] = tile_xw_f16, [HR_BF16] = tile_xw_bf16, HR_KQX_ENTRIES(tile_xw, avx512), [HR_Q6_K] = hr_tile_xw_q6_K_avx512}, \
+    .xw_rows = {[HR_F16] = 4, [HR_BF16] = 4, HR_KQX_SHAPE(2), [HR_Q6_K] = 2}, \
+    .xw_cols = {[HR_F16] = 4, [HR_BF16] = 4, HR_KQX_SHAPE(8), [HR_Q6_K] = 8}, \
+    .tile_xprep = {[HR_F16] = tile_xprep_f16, [HR_BF16] = tile_xprep_bf16, HR_KQX_ENTRIES(tile_xprep, avx512), [HR_Q6_K] = hr_tile_xprep_q6_K_avx512}, \
+    .tile_xbytes = {[HR_F16] = tile_xbytes_f16, [HR_BF16] = tile_xbytes_f16, HR_KQX_BYTES(avx512), [HR_Q6_K] = hr_tile_xbytes_q8Kt_avx512}, \
+    __VA_ARGS__}
+
+static const hr_kernels_ext k_avx512 = K_AVX512_TABLE("avx512",
+    .k.vec_dot[HR_Q8_0] = dot_q8_0, .k.vec_dot[HR_Q4_0] = dot_q4_0,
+    .k.act_prep[HR_Q8_0] = hr_prep_q8_0_avx2, .k.act_prep[HR_Q4_0] = hr_prep_q8_0_avx2,
+    .tile[HR_Q8_0] = tile_q8_0, .tile[HR_Q4_0] = tile_q4_0, .rows2[HR_Q8_0] = rows2_q8_0, .rows2[HR_Q4_0] = rows2_q4_0,
+    .gather4[HR_Q8_0] = gather4_q8_0, .gather4[HR_Q4_0] = gather4_q4_0,
+    .rows4[HR_Q8_0] = rows4_q8_0, .rows4[HR_Q4_0] = rows4_q4_0,
+    .tile_x[HR_Q8_0] = tile_x_q8_0, .tile_x[HR_Q4_0] = tile_x_q4_0, .tile_xw[HR_Q8_0] = tile_xw_q8_0, .tile_xw[HR_Q4_0] = tile_xw_q4_0,
+    .xw_rows[HR_Q8_0] = 4, .xw_rows[HR_Q4_0] = 4, .xw_cols[HR_Q8_0] = 4, .xw_cols[HR_Q4_0] = 4,
+    .tile_xprep[HR_Q8_0] = tile_xprep_q8_0, .tile_xprep[HR_Q4_0] = tile_xprep_q4_0,
+    .tile_xbytes[HR_Q8_0] = tile_xbytes_q8_0, .tile_xbytes[HR_Q4_0] = tile_xbytes_q4_0);
 
 const hr_kernels_ext *hr_kext_avx512(void) { return &k_avx512; }
+
+#if defined(HR_AMX)
+/* The same with Q8_0 and Q4_0 on AMX tiles and the scalar twin's arithmetic (kernels_amx.c). */
+#define AMX_Q(T, TT)                                                                                     \
+    .k.vec_dot[HR_##TT] = hr_dot_##T##_amx, .k.act_prep[HR_##TT] = hr_prep_q8_0_avx2,                    \
+    .tile[HR_##TT] = hr_tile_##T##_amx, .gather4[HR_##TT] = hr_gather4_##T##_amx,                        \
+    .rows4[HR_##TT] = hr_rows4_##T##_amx, .tile16[HR_##TT] = hr_tile16_##T##_amx,                        \
+    .tile16_prep[HR_##TT] = hr_tile16_prep_q8_amx, .tile16_bytes[HR_##TT] = hr_tile16_bytes_q8_amx
+static const hr_kernels_ext k_amx = K_AVX512_TABLE("amx", AMX_Q(q8_0, Q8_0), AMX_Q(q4_0, Q4_0));
+const hr_kernels_ext *hr_kext_amx(void) { return &k_amx; }
+#else
+const hr_kernels_ext *hr_kext_amx(void) { return NULL; }
+#endif
 #else
 const hr_kernels_ext *hr_kext_avx512(void) { return NULL; }
+const hr_kernels_ext *hr_kext_amx(void) { return NULL; }
 #endif

@@ -46,6 +46,15 @@ typedef struct hr_kernels_ext {
     unsigned char xw_rows[HR_TYPE_MAX], xw_cols[HR_TYPE_MAX];
     void (*tile_xprep[HR_TYPE_MAX])(const void *xq, void *xt, int64_t n);
     size_t (*tile_xbytes[HR_TYPE_MAX])(int64_t n);
+    /* Prompt products of 16 weight rows per call over panels of 16 tokens (the AMX table):
+     * tile16_prep re-lays n_x <= 16 act_prep rows (xs bytes apart) into one panel of
+     * tile16_bytes(n) bytes, 64-byte aligned, the tokens past n_x as zeros; tile16 takes the
+     * panels of n_x tokens, pb bytes apart, and writes y[c*ys + r] for r < 16, c < n_x, each
+     * vec_dot's result bit for bit. */
+    void (*tile16[HR_TYPE_MAX])(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y, size_t ys,
+                                int n_x);
+    void (*tile16_prep[HR_TYPE_MAX])(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
+    size_t (*tile16_bytes[HR_TYPE_MAX])(int64_t n);
 } hr_kernels_ext;
 
 static inline const hr_kernels_ext *hr_kernels_ext_of(const hr_kernels *k) {
@@ -57,6 +66,25 @@ const hr_kernels_ext *hr_kext_scalar(void);
 const hr_kernels_ext *hr_kext_avx2(void);
 const hr_kernels_ext *hr_kext_avx512(void);
 const hr_kernels_ext *hr_kext_neon(void);
+/* The AVX-512 table with AMX prompt tiles for Q8_0 and Q4_0 (kernels_avx512.c, its kernels in
+ * kernels_amx.c); NULL where not compiled in. hr_amx_usable: the CPU has AMX-INT8 and the
+ * kernel grants this process the tile state (Linux asks for it once per process). */
+const hr_kernels_ext *hr_kext_amx(void);
+int hr_amx_usable(void);
+/* kernels_amx.c: Q8_0 and Q4_0 with the scalar twin's arithmetic (exact integer sum per block,
+ * then sum += isum * (d_w * d_x) block after block), so every kernel of the AMX table equals
+ * kernels_scalar.c's dot bit for bit: vec_dot, rows4, gather4, the 2 x 4 tile and tile16. */
+#define HR_AMX_DECL(T)                                                                                              \
+    void hr_dot_##T##_amx(int64_t n, float *s, const void *w, const void *x);                                      \
+    void hr_rows4_##T##_amx(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);   \
+    void hr_tile_##T##_amx(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);    \
+    void hr_gather4_##T##_amx(int64_t n, const void *const *w, const void *const *nx, const void *x, float *y);    \
+    void hr_tile16_##T##_amx(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y, size_t ys, \
+                             int n_x);
+HR_AMX_DECL(q8_0)
+HR_AMX_DECL(q4_0)
+void hr_tile16_prep_q8_amx(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
+size_t hr_tile16_bytes_q8_amx(int64_t n);
 
 /* Round to nearest, ties to even, as _mm256_round_ps(_MM_ROUND_NEAREST) does; adding and
  * removing 1.5*2^23 leaves the FPU's default rounding to do it (|v| <= 2^22 here). ISO C

@@ -79,11 +79,19 @@ typedef struct {
     const hr_mat *W1; /* hr_matmul_pair's second matrix (same type and shape), or NULL */
     float *Y1;
     const hr_mm_epi *ep; /* run on each chunk's rows after they are computed, or NULL */
+    /* 16 x 16 tiles over panels of 16 prepared rows (tile16_prep), pb bytes each, or NULL */
+    void (*tile16)(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y, size_t ys, int n_x);
+    void (*t16prep)(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
+    char *panels;
+    size_t pb;
+    int64_t align; /* chunk heights: a multiple of this */
 } mm_job;
 
+/* With panels, each item prepares whole groups of 16 tokens and then their panel. */
 static void prep_task(void *arg, int ith, int nth) {
     const mm_job *j = arg;
-    int64_t per = (j->n_tok + nth - 1) / nth, t0 = per * ith, t1 = t0 + per;
+    const int64_t g = j->tile16 ? 16 : 1, n_grp = (j->n_tok + g - 1) / g;
+    int64_t per = (n_grp + nth - 1) / nth * g, t0 = per * ith, t1 = t0 + per;
     if (t1 > j->n_tok) t1 = j->n_tok;
     hr_act_prep_fn prep = j->k->act_prep[j->W->type];
     const tile_src *s = &j->ts;
@@ -91,14 +99,16 @@ static void prep_task(void *arg, int ith, int nth) {
         prep(j->X + t * j->W->n_in, (char *)s->xq + t * s->xs, j->W->n_in);
         if (j->xprep) j->xprep(s->xq + t * s->xs, (char *)s->xt + t * s->xts, j->W->n_in);
     }
+    for (int64_t t = t0; j->tile16 && t < t1; t += 16)
+        j->t16prep(s->xq + t * s->xs, s->xs, (int)(t1 - t < 16 ? t1 - t : 16), j->panels + t / 16 * j->pb, j->W->n_in);
 }
 
 #define ROW_ALIGN 4 /* chunk heights: a multiple of the decode kernel's (rows4) and of HR_TILE_R */
 
-/* Rows [r0, r1) of item ith: equal contiguous chunks, a multiple of ROW_ALIGN. */
-static void row_range(int64_t n_out, int ith, int nth, int64_t *r0, int64_t *r1) {
+/* Rows [r0, r1) of item ith: equal contiguous chunks, a multiple of align. */
+static void row_range(int64_t n_out, int ith, int nth, int64_t align, int64_t *r0, int64_t *r1) {
     int64_t per = (n_out + nth - 1) / nth;
-    per = (per + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
+    per = (per + align - 1) / align * align;
     *r0 = per * ith;
     *r1 = *r0 + per;
     if (*r0 > n_out) *r0 = n_out;
@@ -166,11 +176,26 @@ void hr_rows_dot(const hr_kernels *k, uint32_t type, int64_t n, const void *w, s
     tile_rows(&s, n, w, ws, 0, n_rows, 0, n_x, y, ys);
 }
 
+/* Rows [r0, r1) for tokens [tb, te) (te - tb <= TOK_BLOCK, tb a multiple of 16) over the
+ * panels: 16 rows at a time, vec_dot for the rows past the last 16. */
+static void mm_panels(const mm_job *j, int64_t n, const char *w, size_t rb, int64_t r0, int64_t r1, int64_t tb,
+                      int64_t te, float *Y, size_t ys) {
+    int64_t r = r0;
+    for (; r + 16 <= r1; r += 16) j->tile16(n, w + r * rb, rb, j->panels + tb / 16 * j->pb, j->pb, Y + tb * ys + r, ys, (int)(te - tb));
+    for (; r < r1; r++)
+        for (int64_t t = tb; t < te; t++) j->ts.dot(n, &Y[t * ys + r], w + r * rb, j->ts.xq + t * j->ts.xs);
+}
+
 /* Rows [r0, r1) of Y = X W^T for every token. */
 static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int64_t r1) {
     const int64_t n = W->n_in;
     const size_t rb = W->row_bytes;
     const char *w = W->data;
+    if (j->tile16) {
+        for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK)
+            mm_panels(j, n, w, rb, r0, r1, tb, tb + TOK_BLOCK < j->n_tok ? tb + TOK_BLOCK : j->n_tok, Y, (size_t)W->n_out);
+        return;
+    }
     if (j->n_tok == 1) {
         rows_dot(j->rows4, j->rows2, j->ts.dot, n, w, rb, r0, r1, j->ts.xq, j->xprep ? j->ts.xt : j->ts.xq, Y);
         return;
@@ -182,7 +207,7 @@ static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int6
 static void mm_task(void *arg, int ith, int nth) {
     const mm_job *j = arg;
     int64_t r0, r1;
-    row_range(j->W->n_out, ith, nth, &r0, &r1);
+    row_range(j->W->n_out, ith, nth, j->align, &r0, &r1);
     mm_rows(j, j->W, j->Y, r0, r1);
     if (j->W1) mm_rows(j, j->W1, j->Y1, r0, r1);
     if (j->ep && r0 < r1) j->ep->fn(j->ep->arg, r0, r1);
@@ -201,14 +226,20 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float 
     const hr_kernels_ext *x = hr_kernels_ext_of(c->k);
     mm_job j = {.k = c->k, .rows2 = x->rows2[W->type], .rows4 = x->rows4[W->type],
                 .ts = {.tile = x->tile[W->type], .dot = c->k->vec_dot[W->type]}, .W = W, .X = X,
-                .n_tok = n_tok, .Y = Y, .W1 = W1, .Y1 = Y1, .ep = ep};
+                .n_tok = n_tok, .Y = Y, .W1 = W1, .Y1 = Y1, .ep = ep, .align = ROW_ALIGN};
     tile_src *s = &j.ts;
     if (W->type == HR_F32) {
         s->xq = (const char *)X;
         s->xs = (size_t)W->n_in * sizeof(float);
     } else {
         s->xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
-        if (n_tok >= HR_TILE_C && x->tile_x[W->type] && s->tile) { /* rows re-laid once here */
+        size_t panel_bytes = 0;
+        if (n_tok > 1 && x->tile16[W->type]) { /* panels of 16 tokens */
+            j.tile16 = x->tile16[W->type], j.t16prep = x->tile16_prep[W->type], j.align = 16;
+            j.pb = (x->tile16_bytes[W->type](W->n_in) + 63) & ~(size_t)63;
+            if ((uint64_t)n_tok > SIZE_MAX / 4 / j.pb) return hr_errf(e, "matmul: batch too large");
+            panel_bytes = (size_t)(n_tok + 15) / 16 * j.pb;
+        } else if (n_tok >= HR_TILE_C && x->tile_x[W->type] && s->tile) { /* rows re-laid once here */
             use_relaid(s, x, W->type);
             j.xprep = x->tile_xprep[W->type];
             s->xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
@@ -218,9 +249,10 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float 
             s->xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
         }
         if ((uint64_t)n_tok > SIZE_MAX / 2 / (s->xs + s->xts)) return hr_errf(e, "matmul: batch too large");
-        if (hr_cpu_reserve(c, (s->xs + s->xts) * (size_t)n_tok, e) < 0) return -1;
+        if (hr_cpu_reserve(c, (s->xs + s->xts) * (size_t)n_tok + panel_bytes, e) < 0) return -1;
         s->xq = c->scratch;
         s->xt = (const char *)c->scratch + s->xs * (size_t)n_tok;
+        j.panels = (char *)c->scratch + (s->xs + s->xts) * (size_t)n_tok; /* 64-byte aligned: xs is */
         if (n_tok * W->n_in >= PAR_PREP_ELEMS && n_tok > 1) hr_pool_run(c->pool, prep_task, &j);
         else prep_task(&j, 0, 1);
     }

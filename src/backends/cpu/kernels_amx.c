@@ -1,0 +1,339 @@
+/* Q8_0 and Q4_0 for CPUs with AMX: prompt products on AMX int8 tiles (16 weight rows x 16
+ * tokens x one 32-element block per tdpbssd), decode on AVX-512 VNNI.
+ *
+ * Why a different arithmetic from the AVX-512 table: an AMX tile yields one exact int32 per
+ * (row, token, block), where the VNNI kernels keep 4-product lanes and sum them in float at
+ * the end. A token's result must not depend on the batch it was computed in, so every kernel
+ * of this table (decode, gathers, tiles) uses the scalar twin's order: sum += isum_b *
+ * (d_w * d_x) block after block, a multiply and an add (no FMA), from +0. Decode keeps rows
+ * side by side in lanes, where that sequence costs nothing; the per-block integer sums cost
+ * a few shuffles a block, which the memory-bound decode hides.
+ *
+ * Integer sums are exact for every int8 value (-128 included): the VNNI kernels feed
+ * w ^ 0x80 (w + 128, unsigned) and start from -128 * sum(x); tdpbssd is signed x signed. */
+#include "kernels_impl.h"
+
+#if defined(HR_X86) && defined(HR_AMX) && defined(__AVX512F__) && defined(__AVX512VNNI__) && defined(__AMX_TILE__) && \
+    defined(__AMX_INT8__)
+#include <cpuid.h>
+#include <immintrin.h>
+#include <string.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#define INLINE static inline __attribute__((always_inline))
+
+int hr_amx_usable(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0; /* OSXSAVE */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17)) return 0; /* XTILECFG and XTILEDATA enabled */
+#if defined(__linux__)
+    /* ARCH_REQ_XCOMP_PERM for XTILEDATA: without it the first tile load raises SIGILL */
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+    return 0;
+#endif
+}
+
+/* ---- decode: VNNI on 256-bit lanes, rows side by side ---- */
+
+INLINE __m256i ldq(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+INLINE uint16_t ld16(const void *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return h;
+}
+/* -128 * sum(x) per 4-byte lane: dpbusd from it over w + 128 sums w * x exactly */
+INLINE __m256i negcorr(__m256i x) {
+    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), x);
+    return _mm256_sub_epi32(_mm256_setzero_si256(), s);
+}
+/* Q4_0: -8 * sum(x) per lane, for the unsigned nibbles */
+INLINE __m256i negcorr8(__m256i x) {
+    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), x);
+    return _mm256_sub_epi32(_mm256_setzero_si256(), s);
+}
+/* int32 lanes summing to one block's sum(w * x): Q8_0 quants at q, or Q4_0 nibbles at q
+ * (x in the block's element order: low nibbles 0-15, high 16-31) */
+INLINE __m256i bdot_q8_0(__m256i nc, const void *q, __m256i x) {
+    return _mm256_dpbusd_epi32(nc, _mm256_xor_si256(ldq(q), _mm256_set1_epi8((char)0x80)), x);
+}
+INLINE __m256i bdot_q4_0(__m256i nc, const void *q, __m256i x) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)q);
+    const __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0f));
+    return _mm256_dpbusd_epi32(nc, u, x);
+}
+/* the four lane sums of a, b, c, d */
+INLINE __m128i red4(__m256i a, __m256i b, __m256i c, __m256i d) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+/* four F16 scales as floats */
+INLINE __m128 h4(const void *a, const void *b, const void *c, const void *d) {
+    const uint32_t lo = ld16(a) | (uint32_t)ld16(b) << 16, hi = ld16(c) | (uint32_t)ld16(d) << 16;
+    return _mm_cvtph_ps(_mm_insert_epi32(_mm_cvtsi32_si128((int)lo), (int)hi, 1));
+}
+INLINE float h1(const void *p) { return _cvtsh_ss(ld16(p)); }
+/* acc + isum * (dw * dx), the scalar twin's step */
+INLINE __m128 step4(__m128 acc, __m128i isum, __m128 dw, __m128 dx) {
+    return _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(dw, dx)));
+}
+
+/* Per type: block bytes BS, quants at offset 2, the x-side start value and the block dot. */
+#define Q8_BS 34
+#define Q4_BS 18
+#define NC_q8_0 negcorr
+#define NC_q4_0 negcorr8
+#define BS_q8_0 Q8_BS
+#define BS_q4_0 Q4_BS
+
+/* 4 rows (pointers r[0..3]) x one token: y[i] = row i's dot; pf: rows whose same offsets are
+ * fetched into L2 meanwhile (decode streams from DRAM; see kernels_avx512.c) */
+#define ROWS4_BODY(T)                                                                           \
+    const hr_block_q8_0 *x = xv;                                                                \
+    __m128 acc = _mm_setzero_ps();                                                              \
+    for (int64_t b = 0; b < n / HR_QK; b++) {                                                   \
+        const size_t o = (size_t)b * BS_##T;                                                    \
+        if ((b & 1) == 0)                                                                       \
+            for (int i = 0; i < 4; i++) _mm_prefetch(pf[i] + o, _MM_HINT_T1);                  \
+        const __m256i xq = ldq(x[b].qs), nc = NC_##T(xq);                                       \
+        const __m128i is = red4(bdot_##T(nc, r[0] + o + 2, xq), bdot_##T(nc, r[1] + o + 2, xq), \
+                                bdot_##T(nc, r[2] + o + 2, xq), bdot_##T(nc, r[3] + o + 2, xq)); \
+        acc = step4(acc, is, h4(r[0] + o, r[1] + o, r[2] + o, r[3] + o), _mm_set1_ps(h1(&x[b].d))); \
+    }                                                                                           \
+    _mm_storeu_ps(y, acc);
+
+/* One row: four blocks' sums side by side, then added into the sum one after another. */
+#define DOT_BODY(T)                                                                              \
+    const char *a = w;                                                                           \
+    const hr_block_q8_0 *x = xv;                                                                 \
+    const int64_t nb = n / HR_QK;                                                                \
+    float sum = 0.0f, p[4];                                                                      \
+    int64_t b = 0;                                                                               \
+    for (; b + 4 <= nb; b += 4) {                                                                \
+        __m256i s[4];                                                                            \
+        for (int i = 0; i < 4; i++) {                                                            \
+            const __m256i xq = ldq(x[b + i].qs);                                                 \
+            s[i] = bdot_##T(NC_##T(xq), a + (b + i) * BS_##T + 2, xq);                           \
+        }                                                                                        \
+        const char *o = a + b * BS_##T;                                                          \
+        _mm_storeu_ps(p, step4(_mm_setzero_ps(), red4(s[0], s[1], s[2], s[3]),                  \
+                               h4(o, o + BS_##T, o + 2 * BS_##T, o + 3 * BS_##T),                \
+                               h4(&x[b].d, &x[b + 1].d, &x[b + 2].d, &x[b + 3].d)));             \
+        for (int i = 0; i < 4; i++) sum += p[i];                                                 \
+    }                                                                                            \
+    for (; b < nb; b++) {                                                                        \
+        const __m256i xq = ldq(x[b].qs), z = _mm256_setzero_si256();                             \
+        const __m128i is = red4(bdot_##T(NC_##T(xq), a + b * BS_##T + 2, xq), z, z, z);          \
+        sum += (float)_mm_cvtsi128_si32(is) * (h1(a + b * BS_##T) * h1(&x[b].d));                \
+    }                                                                                            \
+    *s_out = sum;
+
+/* 2 rows x 4 tokens (prompt edges, gathered prompt rows, attention): y[c*ys + r] */
+#define TILE_BODY(T)                                                                              \
+    const char *W = w, *X = xv;                                                                   \
+    __m128 acc[2] = {_mm_setzero_ps(), _mm_setzero_ps()};                                         \
+    for (int64_t b = 0; b < n / HR_QK; b++) {                                                     \
+        const hr_block_q8_0 *xb[4];                                                               \
+        __m256i xq[4], nc[4];                                                                     \
+        for (int c = 0; c < 4; c++) {                                                             \
+            xb[c] = (const hr_block_q8_0 *)(X + c * xs) + b;                                      \
+            xq[c] = ldq(xb[c]->qs), nc[c] = NC_##T(xq[c]);                                        \
+        }                                                                                         \
+        const __m128 dx = h4(&xb[0]->d, &xb[1]->d, &xb[2]->d, &xb[3]->d);                         \
+        for (int r = 0; r < 2; r++) {                                                             \
+            const char *q = W + r * ws + b * BS_##T;                                              \
+            const __m128i is = red4(bdot_##T(nc[0], q + 2, xq[0]), bdot_##T(nc[1], q + 2, xq[1]), \
+                                    bdot_##T(nc[2], q + 2, xq[2]), bdot_##T(nc[3], q + 2, xq[3])); \
+            acc[r] = step4(acc[r], is, _mm_set1_ps(h1(q)), dx);                                   \
+        }                                                                                         \
+    }                                                                                             \
+    float t[4];                                                                                   \
+    for (int r = 0; r < 2; r++) {                                                                 \
+        _mm_storeu_ps(t, acc[r]);                                                                 \
+        for (int c = 0; c < 4; c++) y[c * ys + r] = t[c];                                         \
+    }
+
+#define DECODE_FUNCS(T)                                                                                           \
+    void hr_dot_##T##_amx(int64_t n, float *s_out, const void *w, const void *xv) { DOT_BODY(T) }                \
+    void hr_rows4_##T##_amx(int64_t n, const void *w, size_t ws, const void *xv, size_t xs, float *y, size_t ys) { \
+        (void)xs, (void)ys;                                                                                       \
+        const char *W = w;                                                                                        \
+        const char *r[4] = {W, W + ws, W + 2 * ws, W + 3 * ws};                                                   \
+        const char *pf[4] = {W + 8 * ws, W + 9 * ws, W + 10 * ws, W + 11 * ws};                                   \
+        ROWS4_BODY(T)                                                                                             \
+    }                                                                                                             \
+    void hr_gather4_##T##_amx(int64_t n, const void *const *wr, const void *const *nx, const void *xv, float *y) { \
+        const char *r[4] = {wr[0], wr[1], wr[2], wr[3]}, *pf[4] = {nx[0], nx[1], nx[2], nx[3]};                   \
+        ROWS4_BODY(T)                                                                                             \
+    }                                                                                                             \
+    void hr_tile_##T##_amx(int64_t n, const void *w, size_t ws, const void *xv, size_t xs, float *y, size_t ys) {  \
+        TILE_BODY(T)                                                                                              \
+    }
+
+DECODE_FUNCS(q8_0)
+DECODE_FUNCS(q4_0)
+
+/* ---- prompt: AMX tiles ----
+ * A panel holds 16 tokens' activations per block as tdpbssd's B operand wants them (8 rows
+ * of 64 bytes: row k, token c at k*64 + 4c holds the token's elements 4k..4k+3), then the
+ * 16 tokens' scales as floats: 576 bytes a block. */
+#define PB 576
+
+size_t hr_tile16_bytes_q8_amx(int64_t n) { return (size_t)(n / HR_QK) * PB; }
+
+void hr_tile16_prep_q8_amx(const void *xq, size_t xs, int n_x, void *panel, int64_t n) {
+    char *P = panel;
+    for (int64_t b = 0; b < n / HR_QK; b++, P += PB) {
+        float *d = (float *)(P + 512);
+        for (int c = 0; c < 16; c++) {
+            if (c >= n_x) {
+                for (int k = 0; k < 8; k++) memset(P + k * 64 + 4 * c, 0, 4);
+                d[c] = 0.0f;
+                continue;
+            }
+            const hr_block_q8_0 *x = (const hr_block_q8_0 *)((const char *)xq + (size_t)c * xs) + b;
+            for (int k = 0; k < 8; k++) memcpy(P + k * 64 + 4 * c, x->qs + 4 * k, 4);
+            d[c] = h1(&x->d);
+        }
+    }
+}
+
+/* Tile registers: 0/3 weights (16 rows x 32 bytes), 1/4 the panel's block (8 x 64), 2/5 the
+ * sums (16 x 16 int32): two sets, so consecutive blocks do not wait on one register; 6 the 16
+ * rows' block scales (16 x 4 bytes: the F16 and 2 bytes past it). */
+typedef struct {
+    uint8_t palette, start_row, rsv[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_cfg;
+static const amx_cfg CFG = {.palette = 1, .colsb = {32, 64, 64, 32, 64, 64, 4}, .rows = {16, 8, 16, 16, 8, 16, 16}};
+
+/* Tile loads and stores that name the memory they touch: the compiler's own clobber all
+ * memory, which makes it write the accumulators back to the stack around every one. Weight
+ * rows (never written) load without an operand. */
+#define TLOAD(t, base, stride) __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(base), "r"((long)(stride)))
+#define TLOADM(t, base, stride, bytes) \
+    __asm__ volatile("tileloadd (%1,%2,1), %%tmm" #t ::"m"(*(const char(*)[bytes])(base)), "r"(base), "r"((long)(stride)))
+#define TSTORE(t, base, stride, bytes) \
+    __asm__ volatile("tilestored %%tmm" #t ", (%1,%2,1)" : "=m"(*(char(*)[bytes])(base)) : "r"(base), "r"((long)(stride)))
+
+/* Weights are used where they lie; what a call derives from them (the rows' scales as floats,
+ * Q4_0's quants as int8) is made once per chunk of blocks for all the call's panels. */
+#define CHUNK_Q8 256
+#define CHUNK_Q4 64
+
+/* dwa[b - b0][r]: row r's scale of block b, for b in [b0, b1) */
+INLINE void row_scales(float (*dwa)[16], const char *W, size_t ws, size_t bs, int64_t b0, int64_t b1) {
+    int32_t ss[16] __attribute__((aligned(64)));
+    for (int64_t b = b0; b < b1; b++) {
+        TLOAD(6, W + b * bs, ws);
+        TSTORE(6, ss, 4, 64);
+        _mm512_store_ps(dwa[b - b0], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_load_si512(ss))));
+    }
+}
+
+/* Q4_0 rows' blocks [b0, b1) as int8 (q - 8), 16 rows of 32 bytes a block */
+INLINE void unpack_q4_0(int8_t *ab, const char *W, size_t ws, int64_t b0, int64_t b1) {
+    const __m256i m = _mm256_set1_epi8(0x0f), e8 = _mm256_set1_epi8(8);
+    for (int64_t b = b0; b < b1; b++)
+        for (int r = 0; r < 16; r++) {
+            const __m128i v = _mm_loadu_si128((const __m128i *)(W + r * ws + b * Q4_BS + 2));
+            const __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), m);
+            _mm256_store_si256((__m256i *)(ab + (b - b0) * 512 + 32 * r), _mm256_sub_epi8(u, e8));
+        }
+}
+
+/* acc[m] (lanes = tokens) += isum[m][c] * (d_w[m] * d_x[c]) for one block: sums cs, row scales
+ * dw, token scales dxp */
+INLINE void epilogue(__m512 acc[16], const int32_t *cs, const float *dw, const float *dxp) {
+    const __m512 dx = _mm512_load_ps(dxp);
+    _Pragma("GCC unroll 16") for (int m = 0; m < 16; m++) {
+        const __m512 sc = _mm512_mul_ps(_mm512_set1_ps(dw[m]), dx);
+        const __m512 v = _mm512_cvtepi32_ps(_mm512_load_si512(cs + 16 * m));
+        acc[m] = _mm512_add_ps(acc[m], _mm512_mul_ps(v, sc));
+    }
+}
+
+/* the outputs y[c*ys + m] of tokens c < n_x, to and from the accumulators' lanes */
+INLINE void store16(const __m512 acc[16], float *y, size_t ys, int n_x) {
+    float t[16] __attribute__((aligned(64)));
+    _Pragma("GCC unroll 16") for (int m = 0; m < 16; m++) {
+        _mm512_store_ps(t, acc[m]);
+        for (int c = 0; c < n_x; c++) y[(size_t)c * ys + m] = t[c];
+    }
+}
+INLINE void load16(__m512 acc[16], const float *y, size_t ys, int n_x) {
+    float t[16] __attribute__((aligned(64))) = {0};
+    _Pragma("GCC unroll 16") for (int m = 0; m < 16; m++) {
+        for (int c = 0; c < n_x; c++) t[c] = y[(size_t)c * ys + m];
+        acc[m] = _mm512_load_ps(t);
+    }
+}
+
+/* Block b's sums into tile set (A, B, C) and then into cs */
+#define BLOCK_TILES(A, B, C, Q4, b, cs)                                                     \
+    do {                                                                                    \
+        _tile_zero(C);                                                                      \
+        if (Q4) TLOADM(A, ab + ((b) - b0) * 512, 32, 512);                                  \
+        else TLOAD(A, W + (b) * Q8_BS + 2, ws);                                             \
+        TLOADM(B, P + (b) * PB, 64, 512);                                                   \
+        _tile_dpbssd(C, A, B);                                                              \
+        TSTORE(C, cs, 64, 1024);                                                            \
+    } while (0)
+
+/* One panel over blocks [b0, b1), accumulating into y (which holds blocks [0, b0)'s sums):
+ * software-pipelined, the tiles of block b+1 running while the vector unit scales block b. */
+INLINE void panel_run(int q4, const char *W, size_t ws, const int8_t *ab, float (*dwa)[16], const char *P, int64_t b0,
+                      int64_t b1, float *y, size_t ys, int n_x) {
+    int32_t cs[2][256] __attribute__((aligned(64)));
+    __m512 acc[16]; /* every loop over it unrolled, so that it stays in registers */
+    if (b0 == 0) {
+        _Pragma("GCC unroll 16") for (int m = 0; m < 16; m++) acc[m] = _mm512_setzero_ps();
+    } else {
+        load16(acc, y, ys, n_x);
+    }
+    BLOCK_TILES(0, 1, 2, q4, b0, cs[0]);
+    for (int64_t b = b0; b < b1; b++) {
+        const int odd = (b - b0) & 1;
+        if (b + 1 < b1) {
+            if (odd) BLOCK_TILES(0, 1, 2, q4, b + 1, cs[0]);
+            else BLOCK_TILES(3, 4, 5, q4, b + 1, cs[1]);
+        }
+        epilogue(acc, cs[odd], dwa[b - b0], (const float *)(P + b * PB + 512));
+    }
+    store16(acc, y, ys, n_x);
+}
+
+INLINE void tile16_run(int q4, int64_t n, const char *W, size_t ws, const char *panels, size_t pb, float *y, size_t ys,
+                       int n_x) {
+    const int64_t nb = n / HR_QK, chunk = q4 ? CHUNK_Q4 : CHUNK_Q8;
+    float dwa[CHUNK_Q8][16] __attribute__((aligned(64)));
+    int8_t ab[q4 ? CHUNK_Q4 * 512 : 64] __attribute__((aligned(64)));
+    _tile_loadconfig(&CFG);
+    for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
+        const int64_t b1 = b0 + chunk < nb ? b0 + chunk : nb;
+        row_scales(dwa, W, ws, q4 ? Q4_BS : Q8_BS, b0, b1);
+        if (q4) unpack_q4_0(ab, W, ws, b0, b1);
+        for (int p = 0; 16 * p < n_x; p++)
+            panel_run(q4, W, ws, ab, dwa, panels + p * pb, b0, b1, y + (size_t)16 * p * ys, ys,
+                      n_x - 16 * p < 16 ? n_x - 16 * p : 16);
+    }
+    _tile_release();
+}
+
+void hr_tile16_q8_0_amx(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y, size_t ys, int n_x) {
+    tile16_run(0, n, w, ws, panels, pb, y, ys, n_x);
+}
+void hr_tile16_q4_0_amx(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y, size_t ys, int n_x) {
+    tile16_run(1, n, w, ws, panels, pb, y, ys, n_x);
+}
+
+#else
+int hr_amx_usable(void) { return 0; }
+#endif
