@@ -57,6 +57,13 @@ static void check_type(const hr_kernels_ext *x, uint32_t t, int64_t n, hr_rng *r
     }
     CHECKF(bad == 0, "%s n=%lld: rows4/gather4 differ in %d results", name, (long long)n, bad);
     bad = 0;
+    for (int i = 0; x->rows16[t] && i + 16 <= ROWS; i += 7) {
+        float y16[16];
+        x->rows16[t](n, w + i * rb, rb, xq + 2 * xs, 0, y16, 0);
+        for (int k = 0; k < 16; k++) bad += !same(y16[k], want[2 * ROWS + i + k]);
+    }
+    CHECKF(bad == 0, "%s n=%lld: rows16 differs in %d results", name, (long long)n, bad);
+    bad = 0;
     for (int i = 0; i + 2 <= ROWS; i += 5)
         for (int c = 0; c + 4 <= TOK; c += 3) {
             x->tile[t](n, w + i * rb, rb, xq + c * xs, xs, y, 2);
@@ -99,6 +106,7 @@ int main(void) {
         const uint32_t t = types[ti];
         CHECKF(x->tile16[t] && x->tile16_prep[t] && x->rows4[t] && x->gather4[t] && x->tile[t], "%s: missing kernel",
                hr_type_name(t));
+        CHECKF(t != HR_Q4_0 || x->rows16[t], "q4_0: no rows16");
         if (!x->tile16[t]) continue;
         for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) check_type(x, t, lens[i], &r);
     }

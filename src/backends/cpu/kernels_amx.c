@@ -68,6 +68,48 @@ INLINE __m256i bdot_q4_0(__m256i nc, const void *q, __m256i x) {
     const __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0f));
     return _mm256_dpbusd_epi32(nc, u, x);
 }
+/* Two rows' block b at once, row qa in the low 256 bits and qb in the high, against x2 (the
+ * block's activations in both halves) */
+INLINE __m512i nc2_q8_0(__m512i x2) {
+    const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), x2);
+    return _mm512_sub_epi32(_mm512_setzero_si512(), s);
+}
+INLINE __m512i bdot2_q8_0(__m512i nc2, const void *qa, const void *qb, __m512i x2) {
+    const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(ldq(qa)), ldq(qb), 1);
+    return _mm512_dpbusd_epi32(nc2, _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80)), x2);
+}
+/* the four row sums of z0 (rows 0, 1) and z1 (rows 2, 3), 8 lanes a row */
+INLINE __m128i red4z(__m512i z0, __m512i z1) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    __m512i s = _mm512_add_epi32(_mm512_permutex2var_epi32(z0, ie, z1), _mm512_permutex2var_epi32(z0, io, z1));
+    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC)); /* one row per 128 bits */
+    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_CDAB));
+    return _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), s));
+}
+/* the four rows' exact sums over one block, the rows' quants at r[i] + o */
+INLINE __m128i isum4_q8_0(const char *const r[4], size_t o, const int8_t *xq) {
+    const __m512i x2 = _mm512_broadcast_i64x4(ldq(xq)), nc = nc2_q8_0(x2);
+    return red4z(bdot2_q8_0(nc, r[0] + o, r[1] + o, x2), bdot2_q8_0(nc, r[2] + o, r[3] + o, x2));
+}
+/* Q4_0: one 128-bit lane per row (masked broadcast loads, no shuffles), low nibbles against
+ * x's elements 0-15 and high against 16-31 in every lane; then each lane's 4 int32 summed */
+INLINE __m128i isum4_q4_0(const char *const r[4], size_t o, const int8_t *xq) {
+    const __m512i xl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)xq));
+    const __m512i xh = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(xq + 16)));
+    const __m512i e8 = _mm512_set1_epi8(8), m = _mm512_set1_epi8(0x0f);
+    const __m512i nc = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                        _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), e8, xl), e8, xh));
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(r[0] + o)));
+    v = _mm512_mask_broadcast_i32x4(v, 0x00f0, _mm_loadu_si128((const __m128i *)(r[1] + o)));
+    v = _mm512_mask_broadcast_i32x4(v, 0x0f00, _mm_loadu_si128((const __m128i *)(r[2] + o)));
+    v = _mm512_mask_broadcast_i32x4(v, 0xf000, _mm_loadu_si128((const __m128i *)(r[3] + o)));
+    __m512i t = _mm512_dpbusd_epi32(nc, _mm512_and_si512(v, m), xl);
+    t = _mm512_dpbusd_epi32(t, _mm512_and_si512(_mm512_srli_epi16(v, 4), m), xh);
+    t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_BADC));
+    t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_CDAB));
+    return _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), t));
+}
 /* the four lane sums of a, b, c, d */
 INLINE __m128i red4(__m256i a, __m256i b, __m256i c, __m256i d) {
     const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
@@ -75,8 +117,11 @@ INLINE __m128i red4(__m256i a, __m256i b, __m256i c, __m256i d) {
 }
 /* four F16 scales as floats */
 INLINE __m128 h4(const void *a, const void *b, const void *c, const void *d) {
-    const uint32_t lo = ld16(a) | (uint32_t)ld16(b) << 16, hi = ld16(c) | (uint32_t)ld16(d) << 16;
-    return _mm_cvtph_ps(_mm_insert_epi32(_mm_cvtsi32_si128((int)lo), (int)hi, 1));
+    __m128i v = _mm_cvtsi32_si128(ld16(a));
+    v = _mm_insert_epi16(v, ld16(b), 1);
+    v = _mm_insert_epi16(v, ld16(c), 2);
+    v = _mm_insert_epi16(v, ld16(d), 3);
+    return _mm_cvtph_ps(v);
 }
 INLINE float h1(const void *p) { return _cvtsh_ss(ld16(p)); }
 /* acc + isum * (dw * dx), the scalar twin's step */
@@ -97,16 +142,77 @@ INLINE __m128 step4(__m128 acc, __m128i isum, __m128 dw, __m128 dx) {
 #define ROWS4_BODY(T)                                                                           \
     const hr_block_q8_0 *x = xv;                                                                \
     __m128 acc = _mm_setzero_ps();                                                              \
+    size_t pfo = 0;                                                                             \
     for (int64_t b = 0; b < n / HR_QK; b++) {                                                   \
         const size_t o = (size_t)b * BS_##T;                                                    \
-        if ((b & 1) == 0)                                                                       \
-            for (int i = 0; i < 4; i++) _mm_prefetch(pf[i] + o, _MM_HINT_T1);                  \
-        const __m256i xq = ldq(x[b].qs), nc = NC_##T(xq);                                       \
-        const __m128i is = red4(bdot_##T(nc, r[0] + o + 2, xq), bdot_##T(nc, r[1] + o + 2, xq), \
-                                bdot_##T(nc, r[2] + o + 2, xq), bdot_##T(nc, r[3] + o + 2, xq)); \
+        if (o + BS_##T > pfo) { /* each 64-byte line of pf once */                              \
+            _mm_prefetch(pf[0] + pfo, _MM_HINT_T1), _mm_prefetch(pf[1] + pfo, _MM_HINT_T1);     \
+            _mm_prefetch(pf[2] + pfo, _MM_HINT_T1), _mm_prefetch(pf[3] + pfo, _MM_HINT_T1);     \
+            pfo += 64;                                                                          \
+        }                                                                                       \
+        const __m128i is = isum4_##T(r, o + 2, x[b].qs);                                         \
         acc = step4(acc, is, h4(r[0] + o, r[1] + o, r[2] + o, r[3] + o), _mm_set1_ps(h1(&x[b].d))); \
     }                                                                                           \
     _mm_storeu_ps(y, acc);
+
+/* Q4_0, 16 contiguous rows x one token. Lane 4L + j holds row 4j + L: each register loads 4
+ * rows' nibbles (one per 128-bit lane), and a 4 x 4 transpose of their dwords within the lanes
+ * gives per register one 4-byte column of all 16 rows, against which a broadcast dword of x
+ * sums straight into the rows' lanes: no reduction, no shuffle past the transpose. The rows'
+ * scales come in one gather in the same lane order. */
+void hr_rows16_q4_0_amx(int64_t n, const void *w, size_t ws, const void *xv, size_t xs, float *y, size_t ys) {
+    const char *W = w;
+    const hr_block_q8_0 *x = xv;
+    if (ws > (size_t)INT32_MAX / 32) { /* the gather's offsets are 32-bit */
+        for (int i = 0; i < 16; i += 4) hr_rows4_q4_0_amx(n, W + i * ws, ws, xv, xs, y + i, ys);
+        return;
+    }
+    const __m512i lane_row = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512i goff = _mm512_mullo_epi32(lane_row, _mm512_set1_epi32((int)ws));
+    const __m512i m = _mm512_set1_epi8(0x0f);
+    const char *rw[16];
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) rw[i] = W + i * ws + 2;
+    __m512 acc = _mm512_setzero_ps();
+    size_t pfo = 0;
+    for (int64_t b = 0; b < n / HR_QK; b++) {
+        const size_t o = (size_t)b * Q4_BS;
+        if (o + Q4_BS > pfo) { /* each 64-byte line of the next 16 rows once, as this call reaches it */
+            _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) _mm_prefetch(rw[i] - 2 + 16 * ws + pfo, _MM_HINT_T1);
+            pfo += 64;
+        }
+        __m512i z[4];
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+            __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(rw[4 * j] + o)));
+            v = _mm512_mask_broadcast_i32x4(v, 0x00f0, _mm_loadu_si128((const __m128i *)(rw[4 * j + 1] + o)));
+            v = _mm512_mask_broadcast_i32x4(v, 0x0f00, _mm_loadu_si128((const __m128i *)(rw[4 * j + 2] + o)));
+            z[j] = _mm512_mask_broadcast_i32x4(v, 0xf000, _mm_loadu_si128((const __m128i *)(rw[4 * j + 3] + o)));
+        }
+        const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+        const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+        const __m512i c[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2), _mm512_unpacklo_epi64(t1, t3),
+                              _mm512_unpackhi_epi64(t1, t3)};
+        int32_t xd[8];
+        memcpy(xd, x[b].qs, 32);
+        /* -8 * sum(x) in every lane, for the unsigned nibbles */
+        const __m256i s8 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), ldq(x[b].qs));
+        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+        /* two chains of dpbusd (integer sums: the order is free) */
+        __m512i is = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_broadcastd_epi32(h)), ih = _mm512_setzero_si512();
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            is = _mm512_dpbusd_epi32(is, _mm512_and_si512(c[k], m), _mm512_set1_epi32(xd[k]));
+            ih = _mm512_dpbusd_epi32(ih, _mm512_and_si512(_mm512_srli_epi16(c[k], 4), m), _mm512_set1_epi32(xd[4 + k]));
+        }
+        is = _mm512_add_epi32(is, ih);
+        const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(goff, W + o, 1)));
+        const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(h1(&x[b].d)));
+        acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(is), sc));
+    }
+    /* back to row order: row 4j + L sits in lane 4L + j */
+    const __m512i row_lane = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_ps(y, _mm512_permutexvar_ps(row_lane, acc));
+}
 
 /* One row: four blocks' sums side by side, then added into the sum one after another. */
 #define DOT_BODY(T)                                                                              \

@@ -607,7 +607,8 @@ const hr_kernels_ext *hr_kext_avx512(void) { return &k_avx512; }
     .tile[HR_##TT] = hr_tile_##T##_amx, .gather4[HR_##TT] = hr_gather4_##T##_amx,                        \
     .rows4[HR_##TT] = hr_rows4_##T##_amx, .tile16[HR_##TT] = hr_tile16_##T##_amx,                        \
     .tile16_prep[HR_##TT] = hr_tile16_prep_q8_amx, .tile16_bytes[HR_##TT] = hr_tile16_bytes_q8_amx
-static const hr_kernels_ext k_amx = K_AVX512_TABLE("amx", AMX_Q(q8_0, Q8_0), AMX_Q(q4_0, Q4_0));
+static const hr_kernels_ext k_amx = K_AVX512_TABLE("amx", AMX_Q(q8_0, Q8_0), AMX_Q(q4_0, Q4_0),
+                                                   .rows16[HR_Q4_0] = hr_rows16_q4_0_amx);
 const hr_kernels_ext *hr_kext_amx(void) { return &k_amx; }
 #else
 const hr_kernels_ext *hr_kext_amx(void) { return NULL; }

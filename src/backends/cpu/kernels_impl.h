@@ -31,6 +31,8 @@ typedef struct hr_kernels_ext {
     /* rows4 over the activation row re-laid by tile_xprep (decode: re-laid once per product
      * for all its rows), rows4's results bit for bit; NULL where the re-layout saves nothing. */
     hr_tile_fn rows4_x[HR_TYPE_MAX];
+    /* 16 contiguous rows x 1 token, rows4's results bit for bit (decode prefers it where present). */
+    hr_tile_fn rows16[HR_TYPE_MAX];
     /* 4 scattered rows x 1 token (gathered decode), each result rows4's bit for bit. */
     hr_gather4_fn gather4[HR_TYPE_MAX];
     /* Prompt tiles over activations re-laid once per batch into the lane order and alignment
@@ -83,6 +85,7 @@ int hr_amx_usable(void);
                              int n_x);
 HR_AMX_DECL(q8_0)
 HR_AMX_DECL(q4_0)
+void hr_rows16_q4_0_amx(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
 void hr_tile16_prep_q8_amx(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
 size_t hr_tile16_bytes_q8_amx(int64_t n);
 

@@ -69,7 +69,7 @@ static void use_relaid(tile_src *s, const hr_kernels_ext *x, uint32_t type) {
 
 typedef struct {
     const hr_kernels *k;
-    hr_tile_fn rows2, rows4;
+    hr_tile_fn rows2, rows4, rows16;
     tile_src ts; /* the prompt tiles' rows and kernels (tile_x NULL: they read xq only) */
     const hr_mat *W;
     const float *X;
@@ -117,9 +117,10 @@ static void row_range(int64_t n_out, int ith, int nth, int64_t align, int64_t *r
 
 /* One activation row: rows [r0, r1), 4 and 2 side by side where the table has them; rows4
  * reads x4 (xq, or the row re-laid for rows4_x), the others xq. */
-static void rows_dot(hr_tile_fn rows4, hr_tile_fn rows2, hr_vec_dot_fn dot, int64_t n, const char *w, size_t rb,
-                     int64_t r0, int64_t r1, const void *xq, const void *x4, float *Y) {
+static void rows_dot(hr_tile_fn rows16, hr_tile_fn rows4, hr_tile_fn rows2, hr_vec_dot_fn dot, int64_t n, const char *w,
+                     size_t rb, int64_t r0, int64_t r1, const void *xq, const void *x4, float *Y) {
     int64_t r = r0;
+    for (; rows16 && r + 16 <= r1; r += 16) rows16(n, w + r * rb, rb, xq, 0, &Y[r], 0);
     for (; rows4 && r + 4 <= r1; r += 4) rows4(n, w + r * rb, rb, x4, 0, &Y[r], 0);
     for (; rows2 && r + 2 <= r1; r += 2) rows2(n, w + r * rb, rb, xq, 0, &Y[r], 0);
     for (; r < r1; r++) dot(n, &Y[r], w + r * rb, xq);
@@ -163,7 +164,7 @@ void hr_rows_dot(const hr_kernels *k, uint32_t type, int64_t n, const void *w, s
                  const void *xq, size_t xs, int32_t n_x, float *y, size_t ys, void *xt) {
     const hr_kernels_ext *x = hr_kernels_ext_of(k);
     if (n_x == 1) {
-        rows_dot(x->rows4[type], x->rows2[type], k->vec_dot[type], n, w, ws, 0, n_rows, xq, xq, y);
+        rows_dot(x->rows16[type], x->rows4[type], x->rows2[type], k->vec_dot[type], n, w, ws, 0, n_rows, xq, xq, y);
         return;
     }
     tile_src s = {.tile = x->tile[type], .dot = k->vec_dot[type], .xq = xq, .xs = xs};
@@ -197,7 +198,7 @@ static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int6
         return;
     }
     if (j->n_tok == 1) {
-        rows_dot(j->rows4, j->rows2, j->ts.dot, n, w, rb, r0, r1, j->ts.xq, j->xprep ? j->ts.xt : j->ts.xq, Y);
+        rows_dot(j->rows16, j->rows4, j->rows2, j->ts.dot, n, w, rb, r0, r1, j->ts.xq, j->xprep ? j->ts.xt : j->ts.xq, Y);
         return;
     }
     for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK)
@@ -243,6 +244,8 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float 
             use_relaid(s, x, W->type);
             j.xprep = x->tile_xprep[W->type];
             s->xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
+        } else if (n_tok == 1 && x->rows16[W->type]) { /* decode 16 rows at a time */
+            j.rows16 = x->rows16[W->type], j.align = 16;
         } else if (n_tok == 1 && x->rows4_x[W->type] && x->tile_xprep[W->type]) { /* decode over the re-laid row */
             j.rows4 = x->rows4_x[W->type];
             j.xprep = x->tile_xprep[W->type];
