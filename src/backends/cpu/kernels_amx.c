@@ -416,11 +416,11 @@ INLINE void panel_run(int q4, const char *W, size_t ws, const int8_t *ab, float 
     store16(acc, y, ys, n_x);
 }
 
+/* ab: Q4_0's unpacked quants, CHUNK_Q4 * 512 bytes, 64-byte aligned (NULL for Q8_0) */
 INLINE void tile16_run(int q4, int64_t n, const char *W, size_t ws, const char *panels, size_t pb, float *y, size_t ys,
-                       int n_x) {
+                       int n_x, int8_t *ab) {
     const int64_t nb = n / HR_QK, chunk = q4 ? CHUNK_Q4 : CHUNK_Q8;
     float dwa[CHUNK_Q8][16] __attribute__((aligned(64)));
-    int8_t ab[q4 ? CHUNK_Q4 * 512 : 64] __attribute__((aligned(64)));
     _tile_loadconfig(&CFG);
     for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
         const int64_t b1 = b0 + chunk < nb ? b0 + chunk : nb;
@@ -434,10 +434,11 @@ INLINE void tile16_run(int q4, int64_t n, const char *W, size_t ws, const char *
 }
 
 void hr_tile16_q8_0_amx(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y, size_t ys, int n_x) {
-    tile16_run(0, n, w, ws, panels, pb, y, ys, n_x);
+    tile16_run(0, n, w, ws, panels, pb, y, ys, n_x, NULL);
 }
 void hr_tile16_q4_0_amx(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y, size_t ys, int n_x) {
-    tile16_run(1, n, w, ws, panels, pb, y, ys, n_x);
+    int8_t ab[CHUNK_Q4 * 512] __attribute__((aligned(64)));
+    tile16_run(1, n, w, ws, panels, pb, y, ys, n_x, ab);
 }
 
 #else
