@@ -346,13 +346,23 @@ INLINE void row_scales(float (*dwa)[16], const char *W, size_t ws, size_t bs, in
 
 /* Q4_0 rows' blocks [b0, b1) as int8 (q - 8), 16 rows of 32 bytes a block */
 INLINE void unpack_q4_0(int8_t *ab, const char *W, size_t ws, int64_t b0, int64_t b1) {
-    const __m256i m = _mm256_set1_epi8(0x0f), e8 = _mm256_set1_epi8(8);
-    for (int64_t b = b0; b < b1; b++)
-        for (int r = 0; r < 16; r++) {
-            const __m128i v = _mm_loadu_si128((const __m128i *)(W + r * ws + b * Q4_BS + 2));
-            const __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), m);
-            _mm256_store_si256((__m256i *)(ab + (b - b0) * 512 + 32 * r), _mm256_sub_epi8(u, e8));
+    const __m512i m = _mm512_set1_epi8(0x0f), e8 = _mm512_set1_epi8(8);
+    /* qword lanes: row i's low nibbles then its high ones, rows 0, 1 (and 2, 3) */
+    const __m512i i01 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), i23 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    for (int64_t b = b0; b < b1; b++) {
+        int8_t *o = ab + (b - b0) * 512;
+        _Pragma("GCC unroll 4") for (int r = 0; r < 16; r += 4) {
+            const char *q = W + r * ws + b * Q4_BS + 2; /* 4 rows' nibbles, one per 128-bit lane */
+            __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)q));
+            v = _mm512_mask_broadcast_i32x4(v, 0x00f0, _mm_loadu_si128((const __m128i *)(q + ws)));
+            v = _mm512_mask_broadcast_i32x4(v, 0x0f00, _mm_loadu_si128((const __m128i *)(q + 2 * ws)));
+            v = _mm512_mask_broadcast_i32x4(v, 0xf000, _mm_loadu_si128((const __m128i *)(q + 3 * ws)));
+            const __m512i lo = _mm512_sub_epi8(_mm512_and_si512(v, m), e8);
+            const __m512i hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m), e8);
+            _mm512_store_si512(o + 32 * r, _mm512_permutex2var_epi64(lo, i01, hi));
+            _mm512_store_si512(o + 32 * r + 64, _mm512_permutex2var_epi64(lo, i23, hi));
         }
+    }
 }
 
 /* acc[m] (lanes = tokens) += isum[m][c] * (d_w[m] * d_x[c]) for one block: sums cs, row scales
