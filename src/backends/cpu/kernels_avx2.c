@@ -480,34 +480,47 @@ static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
         }
 }
 
-/* The group of 8 weight blocks at wb[r] against the tile's tokens: per (row, token) and block
+/* The group of 8 weight blocks at wb (one row) against the tile's tokens: per token and block
  * the operations of QGRP_STEP with w_idot_q8_0, into acc0 (even blocks) and acc1 (odd). */
-INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m256 (*acc0)[HR_TILE_C],
-                        __m256 (*acc1)[HR_TILE_C]) {
+INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, __m256 *acc0, __m256 *acc1) {
     const __m256i ones = _mm256_set1_epi16(1);
     _Pragma("GCC unroll 8") for (int k = 0; k < QGRP; k++) {
-        __m256i aw[HR_TILE_R], vw[HR_TILE_R];
-        __m256 dw[HR_TILE_R];
-        _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
-            const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb[r] + k;
-            vw[r] = _mm256_loadu_si256((const __m256i *)B->qs);
-            aw[r] = _mm256_sign_epi8(vw[r], vw[r]);
-            dw[r] = _mm256_set1_ps(_cvtsh_ss(B->d));
-        }
+        const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb + k;
+        const __m256i vw = _mm256_loadu_si256((const __m256i *)B->qs), aw = _mm256_sign_epi8(vw, vw);
+        const __m256 dw = _mm256_set1_ps(_cvtsh_ss(B->d));
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
             const xgrp8_t *g = (const xgrp8_t *)(X + c * xs) + gi;
             const __m256i xk = _mm256_load_si256((const __m256i *)g->qs[k]);
             const __m256 dx = _mm256_broadcast_ss(&g->d[k]);
-            _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
-                const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(aw[r], _mm256_sign_epi8(xk, vw[r])), ones);
-                __m256 *a = k & 1 ? &acc1[r][c] : &acc0[r][c];
-                *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw[r], dx), *a);
-            }
+            const __m256i sum = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xk, vw)), ones);
+            __m256 *a = k & 1 ? &acc1[c] : &acc0[c];
+            *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dx), *a);
         }
     }
 }
 
-TILE_X_GRP(q8_0)
+/* Q8_0's tile runs its rows one after the other: 2 chains x 4 tokens of accumulators stay in
+ * registers, where 2 rows' 16 spilled. */
+static void tile_x_q8_0_row(int64_t n, const char *W, const char *X, size_t xs, float *y, size_t ys) {
+    const int64_t nb = n / HR_QK, nfull = nb / QGRP;
+    __m256 acc0[HR_TILE_C], acc1[HR_TILE_C];
+    _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();
+    for (int64_t gi = 0; gi < nfull; gi++) {
+        const char *wb = W + gi * QGRP * sizeof(hr_block_q8_0);
+        for (int o = 0; o < QGRP * (int)sizeof(hr_block_q8_0); o += 64) _mm_prefetch(wb + PF_AHEAD + o, _MM_HINT_T0);
+        tx_q8_0_grp1(wb, X, xs, gi, acc0, acc1);
+    }
+    if (nfull * QGRP < nb) { /* ragged group: zero-padded weight blocks, as in QDOT_BODY */
+        hr_block_q8_0 pad[QGRP];
+        memset(pad, 0, sizeof pad);
+        memcpy(pad, W + nfull * QGRP * sizeof(hr_block_q8_0), (size_t)(nb - nfull * QGRP) * sizeof pad[0]);
+        tx_q8_0_grp1((const char *)pad, X, xs, nfull, acc0, acc1);
+    }
+    _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) y[c * ys] = hsum8(_mm256_add_ps(acc0[c], acc1[c]));
+}
+static void tile_x_q8_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    for (int r = 0; r < HR_TILE_R; r++) tile_x_q8_0_row(n, (const char *)w + r * ws, x, xs, y + r, ys);
+}
 
 static const hr_kernels_ext k_avx2 = {
     .k = {

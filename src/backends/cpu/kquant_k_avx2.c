@@ -370,123 +370,137 @@ KQ_GATHER4(iq4_xs, hr_block_iq4_xs)
 
 /* ---- prompt tiles over activations re-laid once per batch (tile_x, kernels_impl.h) ----
  * The plain tiles above redo per token the weight side of sb_T (nibble unpacking, scale
- * patterns), and their Q8_K loads straddle cache lines (292-byte blocks). Here each weight
- * super-block is decoded once per row into a stack record the tile's tokens read, and the
- * activations come as 320-byte, 64-byte aligned blocks with their bytes in the order the
- * loads want (IQ4_XS: the permute2x128 of sb_iq4_xs done once per batch). Per (row, token)
- * the integer lanes and the float operations are sb_T's, in sb_T's order. */
+ * patterns), and their Q8_K loads straddle cache lines (292-byte blocks). Here each piece of
+ * a weight super-block is decoded once per row for the tile's 4 tokens, and the activations
+ * come as 320-byte, 64-byte aligned blocks with their bytes in the order the loads want
+ * (IQ4_XS: the permute2x128 of sb_iq4_xs done once per batch). Per (row, token) the integer
+ * lanes and the float operations are sb_T's, in sb_T's order. */
 typedef struct { int8_t qs[HR_QK_K]; int16_t bsums[HR_QK_K / 16]; float d; uint8_t pad[28]; } q8Kt2;
 _Static_assert(sizeof(q8Kt2) == 320, "q8Kt2 is 5 cache lines");
 
-/* Q4_K/Q5_K: codes of x bytes 32k.., their int16 scale patterns, the mins for the bsums */
-typedef struct { __m256i c[8], sc[8], md; } wdec_k45;
-typedef wdec_k45 wdec_q4_K;
-typedef wdec_k45 wdec_q5_K;
-INLINE void wd_k45(wdec_k45 *o, const uint8_t *qs, const uint8_t *qh, const uint8_t *scales) {
-    const __m256i scm = k4_scales_mins(scales);
-    const __m256i sc2 = dup128(_mm256_castsi256_si128(scm)), m4 = _mm256_set1_epi8(0x0f);
-    const __m256i hb = qh ? ld256(qh) : _mm256_setzero_si256();
-    UNROLL for (int j = 0; j < 4; j++) {
-        const __m256i q = ld256(qs + 32 * j);
-        __m256i c0 = _mm256_and_si256(q, m4), c1 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-        if (qh) {
-            c0 = _mm256_or_si256(c0, sel_bit(hb, 2 * j, 4));
-            c1 = _mm256_or_si256(c1, sel_bit(hb, 2 * j + 1, 4));
-        }
-        o->c[2 * j] = c0, o->c[2 * j + 1] = c1;
-        o->sc[2 * j] = bcast_scale(sc2, 2 * j), o->sc[2 * j + 1] = bcast_scale(sc2, 2 * j + 1);
-    }
-    const __m128i mn = _mm256_extracti128_si256(scm, 1); /* as k4_mins */
-    o->md = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(mn, mn)), _mm_unpackhi_epi16(mn, mn), 1);
-}
-INLINE void wd_q4_K(wdec_k45 *o, const hr_block_q4_K *w) { wd_k45(o, w->qs, NULL, w->scales); }
-INLINE void wd_q5_K(wdec_k45 *o, const hr_block_q5_K *w) { wd_k45(o, w->qs, w->qh, w->scales); }
-INLINE __m256 xt_k45(const wdec_k45 *w, uint16_t d, uint16_t dmin, const q8Kt2 *x, __m256 acc) {
-    __m256i sumi = _mm256_setzero_si256();
-    UNROLL for (int j = 0; j < 4; j++) {
-        const __m256i p0 = _mm256_maddubs_epi16(w->c[2 * j], _mm256_load_si256((const __m256i *)(x->qs + 64 * j)));
-        const __m256i p1 = _mm256_maddubs_epi16(w->c[2 * j + 1], _mm256_load_si256((const __m256i *)(x->qs + 64 * j + 32)));
-        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_madd_epi16(p0, w->sc[2 * j]), _mm256_madd_epi16(p1, w->sc[2 * j + 1])));
-    }
-    const float dx = x->d;
-    acc = fma_int(acc, dx * _cvtsh_ss(d), sumi);
-    return fma_int(acc, -dx * _cvtsh_ss(dmin), _mm256_madd_epi16(w->md, ld256(x->bsums)));
-}
-INLINE __m256 xt_q4_K(const wdec_k45 *w, const hr_block_q4_K *b, const q8Kt2 *x, __m256 acc) {
-    return xt_k45(w, b->d, b->dmin, x, acc);
-}
-INLINE __m256 xt_q5_K(const wdec_k45 *w, const hr_block_q5_K *b, const q8Kt2 *x, __m256 acc) {
-    return xt_k45(w, b->d, b->dmin, x, acc);
-}
-
-/* IQ4_XS: per sub-block pair p the levels v (for the signs), |v| and the scale pattern */
-typedef struct { __m256i v[8], a[8], sc[4]; } wdec_iq4_xs;
-INLINE void wd_iq4_xs(wdec_iq4_xs *o, const hr_block_iq4_xs *w) {
-    const __m256i lv = dup128(ld128(hr_kvalues_iq4nl)), m4 = _mm256_set1_epi8(0x0f);
-    const __m256i ls32 = iq4xs_scales32(w);
-    const __m256i ls = _mm256_permute4x64_epi64(_mm256_packs_epi32(ls32, ls32), 0x88);
-    UNROLL for (int p = 0; p < 4; p++) {
-        const __m256i q = ld256(w->qs + 32 * p);
-        const __m256i vl = _mm256_shuffle_epi8(lv, _mm256_and_si256(q, m4));
-        const __m256i vh = _mm256_shuffle_epi8(lv, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
-        o->v[2 * p] = vl, o->v[2 * p + 1] = vh;
-        o->a[2 * p] = _mm256_sign_epi8(vl, vl), o->a[2 * p + 1] = _mm256_sign_epi8(vh, vh);
-        const char b0 = (char)(4 * p), b1 = (char)(4 * p + 1), b2 = (char)(4 * p + 2), b3 = (char)(4 * p + 3);
-        o->sc[p] = _mm256_shuffle_epi8(ls, _mm256_setr_epi8(b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1,
-                                                            b2, b3, b2, b3, b2, b3, b2, b3, b2, b3, b2, b3, b2, b3, b2, b3));
-    }
-}
-INLINE __m256 xt_iq4_xs(const wdec_iq4_xs *w, const hr_block_iq4_xs *b, const q8Kt2 *x, __m256 acc) {
-    __m256i sumi = _mm256_setzero_si256();
-    UNROLL for (int p = 0; p < 4; p++) {
-        const __m256i xl = _mm256_load_si256((const __m256i *)(x->qs + 64 * p));
-        const __m256i xh = _mm256_load_si256((const __m256i *)(x->qs + 64 * p + 32));
-        const __m256i pl = _mm256_maddubs_epi16(w->a[2 * p], _mm256_sign_epi8(xl, w->v[2 * p]));
-        const __m256i ph = _mm256_maddubs_epi16(w->a[2 * p + 1], _mm256_sign_epi8(xh, w->v[2 * p + 1]));
-        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_madd_epi16(pl, w->sc[p]), _mm256_madd_epi16(ph, w->sc[p])));
-    }
-    return fma_int(acc, x->d * _cvtsh_ss(b->d), sumi);
-}
-
-/* ORD: 16-byte piece k of each 64-byte quarter of qs comes from piece ORD[k] of the Q8_K
- * block's (Q4_K/Q5_K load them in order; IQ4_XS pairs pieces 0 with 2 and 1 with 3). */
-#define KQ_TILE_X2(T, BLK, ORD)                                                                            \
-    void hr_tile_x_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,      \
-                              size_t ys) {                                                                 \
-        const char *W = w, *X = x;                                                                         \
-        __m256 acc[HR_TILE_R][HR_TILE_C];                                                                  \
-        UNROLL for (int r = 0; r < HR_TILE_R; r++)                                                         \
-            UNROLL for (int c = 0; c < HR_TILE_C; c++) acc[r][c] = _mm256_setzero_ps();                    \
-        for (int64_t i = 0; i < n / HR_QK_K; i++)                                                          \
-            UNROLL for (int r = 0; r < HR_TILE_R; r++) {                                                   \
-                const BLK *b = (const BLK *)(W + r * ws) + i;                                              \
-                pf_block((const char *)b, sizeof(BLK), PF_AHEAD);                                          \
-                wdec_##T wd;                                                                               \
-                wd_##T(&wd, b);                                                                            \
-                UNROLL for (int c = 0; c < HR_TILE_C; c++)                                                 \
-                    acc[r][c] = xt_##T(&wd, b, (const q8Kt2 *)(X + c * xs) + i, acc[r][c]);                \
-            }                                                                                              \
-        UNROLL for (int r = 0; r < HR_TILE_R; r++)                                                         \
-            UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = hsum8(acc[r][c]);                   \
-    }                                                                                                      \
-    void hr_tile_xprep_##T##_avx2(const void *xq, void *xt, int64_t n) {                                   \
-        static const int ord[4] = ORD;                                                                     \
-        const hr_block_q8_K *s = xq;                                                                       \
-        q8Kt2 *o = xt;                                                                                     \
-        for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                        \
-            for (int q = 0; q < 4; q++)                                                                    \
-                for (int k = 0; k < 4; k++) memcpy(o[i].qs + 64 * q + 16 * k, s[i].qs + 64 * q + 16 * ord[k], 16); \
-            memcpy(o[i].bsums, s[i].bsums, sizeof o[i].bsums);                                             \
-            o[i].d = s[i].d;                                                                               \
-            memset(o[i].pad, 0, sizeof o[i].pad);                                                          \
-        }                                                                                                  \
-    }
 size_t hr_tile_xbytes_q8Kt_avx2(int64_t n) { return (size_t)(n / HR_QK_K) * sizeof(q8Kt2); }
-#define ORD2_K45 {0, 1, 2, 3}
+/* IQ4_XS pairs the Q8_K block's 16-byte pieces 0 with 2 and 1 with 3 in each 64-byte quarter */
 #define ORD2_IQ4 {0, 2, 1, 3}
-KQ_TILE_X2(q4_K, hr_block_q4_K, ORD2_K45)
-KQ_TILE_X2(q5_K, hr_block_q5_K, ORD2_K45)
-KQ_TILE_X2(iq4_xs, hr_block_iq4_xs, ORD2_IQ4)
+/* Q4_K's and Q5_K's tiles run their rows one after the other, and a super-block's codes and
+ * scale patterns one 32-byte piece (two sub-blocks) at a time for the 4 tokens: decoding a
+ * whole super-block first (17 registers) spilled it to the stack and reloaded it per token.
+ * The integer lanes are sb_q4_K's / sb_q5_K's (summed in another order: exact), the float
+ * steps the same, so the bits are. */
+INLINE void tile_x_k45_row(int64_t n, const char *W, size_t bs, int q5, const char *X, size_t xs, float *y, size_t ys) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[HR_TILE_C];
+    UNROLL for (int c = 0; c < HR_TILE_C; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / HR_QK_K; i++) {
+        const char *b = W + i * bs;
+        pf_block(b, bs, PF_AHEAD);
+        const uint8_t *scales = q5 ? ((const hr_block_q5_K *)b)->scales : ((const hr_block_q4_K *)b)->scales;
+        const uint8_t *qs = q5 ? ((const hr_block_q5_K *)b)->qs : ((const hr_block_q4_K *)b)->qs;
+        const __m256i scm = k4_scales_mins(scales);
+        const __m256i sc2 = dup128(_mm256_castsi256_si128(scm));
+        const __m256i hb = q5 ? ld256(((const hr_block_q5_K *)b)->qh) : _mm256_setzero_si256();
+        __m256i sumi[HR_TILE_C];
+        UNROLL for (int c = 0; c < HR_TILE_C; c++) sumi[c] = _mm256_setzero_si256();
+        UNROLL for (int j = 0; j < 4; j++) {
+            const __m256i q = ld256(qs + 32 * j);
+            __m256i c0 = _mm256_and_si256(q, m4), c1 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (q5) {
+                c0 = _mm256_or_si256(c0, sel_bit(hb, 2 * j, 4));
+                c1 = _mm256_or_si256(c1, sel_bit(hb, 2 * j + 1, 4));
+            }
+            const __m256i s0 = bcast_scale(sc2, 2 * j), s1 = bcast_scale(sc2, 2 * j + 1);
+            UNROLL for (int c = 0; c < HR_TILE_C; c++) {
+                const q8Kt2 *x = (const q8Kt2 *)(X + c * xs) + i;
+                const __m256i p0 = _mm256_maddubs_epi16(c0, _mm256_load_si256((const __m256i *)(x->qs + 64 * j)));
+                const __m256i p1 = _mm256_maddubs_epi16(c1, _mm256_load_si256((const __m256i *)(x->qs + 64 * j + 32)));
+                sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1)));
+            }
+        }
+        const __m128i mn = _mm256_extracti128_si256(scm, 1); /* the mins doubled per pair of bsums */
+        const __m256i md = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(mn, mn)), _mm_unpackhi_epi16(mn, mn), 1);
+        uint16_t d, dmin;
+        memcpy(&d, b, 2), memcpy(&dmin, b + 2, 2);
+        UNROLL for (int c = 0; c < HR_TILE_C; c++) {
+            const q8Kt2 *x = (const q8Kt2 *)(X + c * xs) + i;
+            const float dx = x->d;
+            acc[c] = fma_int(acc[c], dx * _cvtsh_ss(d), sumi[c]);
+            acc[c] = fma_int(acc[c], -dx * _cvtsh_ss(dmin), _mm256_madd_epi16(md, ld256(x->bsums)));
+        }
+    }
+    UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys] = hsum8(acc[c]);
+}
+#define KQ_TILE_X2_K45(T, BLK, Q5)                                                                        \
+    void hr_tile_x_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,     \
+                              size_t ys) {                                                                \
+        UNROLL for (int r = 0; r < HR_TILE_R; r++)                                                        \
+            tile_x_k45_row(n, (const char *)w + r * ws, sizeof(BLK), Q5, x, xs, y + r, ys);               \
+    }                                                                                                     \
+    void hr_tile_xprep_##T##_avx2(const void *xq, void *xt, int64_t n) {                                  \
+        const hr_block_q8_K *s = xq;                                                                      \
+        q8Kt2 *o = xt;                                                                                    \
+        for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                       \
+            memcpy(o[i].qs, s[i].qs, sizeof o[i].qs);                                                     \
+            memcpy(o[i].bsums, s[i].bsums, sizeof o[i].bsums);                                            \
+            o[i].d = s[i].d;                                                                              \
+            memset(o[i].pad, 0, sizeof o[i].pad);                                                         \
+        }                                                                                                 \
+    }
+KQ_TILE_X2_K45(q4_K, hr_block_q4_K, 0)
+KQ_TILE_X2_K45(q5_K, hr_block_q5_K, 1)
+/* IQ4_XS's tile runs its rows one after the other, and within a super-block one sub-block
+ * pair at a time for the 4 tokens: the decoded weights of a pair (levels, |levels|, scale
+ * pattern: 5 registers) stay in registers, where a whole super-block's (20) spilled to the
+ * stack and were reloaded for every token. The integer lanes are sb_iq4_xs's (summed in
+ * another order: exact), the float step the same, so the bits are. */
+INLINE void tile_x_iq4_xs_row(int64_t n, const hr_block_iq4_xs *W, const char *X, size_t xs, float *y, size_t ys) {
+    const __m256i lv = dup128(ld128(hr_kvalues_iq4nl)), m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[HR_TILE_C];
+    UNROLL for (int c = 0; c < HR_TILE_C; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / HR_QK_K; i++) {
+        const hr_block_iq4_xs *b = W + i;
+        pf_block((const char *)b, sizeof *b, PF_AHEAD);
+        const __m256i ls32 = iq4xs_scales32(b);
+        const __m256i ls = _mm256_permute4x64_epi64(_mm256_packs_epi32(ls32, ls32), 0x88);
+        __m256i sumi[HR_TILE_C];
+        UNROLL for (int c = 0; c < HR_TILE_C; c++) sumi[c] = _mm256_setzero_si256();
+        UNROLL for (int p = 0; p < 4; p++) {
+            const __m256i q = ld256(b->qs + 32 * p);
+            const __m256i vl = _mm256_shuffle_epi8(lv, _mm256_and_si256(q, m4));
+            const __m256i vh = _mm256_shuffle_epi8(lv, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+            const __m256i al = _mm256_sign_epi8(vl, vl), ah = _mm256_sign_epi8(vh, vh);
+            const char b0 = (char)(4 * p), b1 = (char)(4 * p + 1), b2 = (char)(4 * p + 2), b3 = (char)(4 * p + 3);
+            const __m256i sc = _mm256_shuffle_epi8(ls, _mm256_setr_epi8(b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0,
+                                                                        b1, b0, b1, b2, b3, b2, b3, b2, b3, b2, b3, b2, b3,
+                                                                        b2, b3, b2, b3, b2, b3));
+            UNROLL for (int c = 0; c < HR_TILE_C; c++) {
+                const q8Kt2 *x = (const q8Kt2 *)(X + c * xs) + i;
+                const __m256i xl = _mm256_load_si256((const __m256i *)(x->qs + 64 * p));
+                const __m256i xh = _mm256_load_si256((const __m256i *)(x->qs + 64 * p + 32));
+                const __m256i pl = _mm256_maddubs_epi16(al, _mm256_sign_epi8(xl, vl));
+                const __m256i ph = _mm256_maddubs_epi16(ah, _mm256_sign_epi8(xh, vh));
+                sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_madd_epi16(pl, sc), _mm256_madd_epi16(ph, sc)));
+            }
+        }
+        UNROLL for (int c = 0; c < HR_TILE_C; c++)
+            acc[c] = fma_int(acc[c], ((const q8Kt2 *)(X + c * xs) + i)->d * _cvtsh_ss(b->d), sumi[c]);
+    }
+    UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys] = hsum8(acc[c]);
+}
+void hr_tile_x_iq4_xs_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    UNROLL for (int r = 0; r < HR_TILE_R; r++)
+        tile_x_iq4_xs_row(n, (const hr_block_iq4_xs *)((const char *)w + r * ws), x, xs, y + r, ys);
+}
+void hr_tile_xprep_iq4_xs_avx2(const void *xq, void *xt, int64_t n) {
+    static const int ord[4] = ORD2_IQ4;
+    const hr_block_q8_K *s = xq;
+    q8Kt2 *o = xt;
+    for (int64_t i = 0; i < n / HR_QK_K; i++) {
+        for (int q = 0; q < 4; q++)
+            for (int k = 0; k < 4; k++) memcpy(o[i].qs + 64 * q + 16 * k, s[i].qs + 64 * q + 16 * ord[k], 16);
+        memcpy(o[i].bsums, s[i].bsums, sizeof o[i].bsums);
+        o[i].d = s[i].d;
+        memset(o[i].pad, 0, sizeof o[i].pad);
+    }
+}
 
 /* ---- Q8_K prep: byte-identical to hr_prep_q8_K_scalar (ggml's quantize_row_q8_K_ref) ----
  * The scale comes from the first element of largest magnitude, sign included
