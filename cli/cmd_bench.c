@@ -261,8 +261,8 @@ static void print_gpu_json(const hearth_gpu_status *g) {
 }
 
 static void report(const bench_opts *o, const hearth_model_info *in, const hearth_ctx_params *cp, int n_threads,
-                   int32_t n_ctx, const bench_run *runs, const sparse_bytes *sb, const hearth_gpu_status *gs,
-                   const bench_prof *bp) {
+                   int32_t n_ctx, const char *kern, const bench_run *runs, const sparse_bytes *sb,
+                   const hearth_gpu_status *gs, const bench_prof *bp) {
     int n = (int)o->runs;
     double *v = malloc((size_t)n * sizeof *v);
     if (!v) return;
@@ -283,9 +283,9 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
             if ((unsigned char)*p >= 0x20) putchar(*p);
         }
         printf("\",\"arch\":\"%s\",\"type\":\"%s\",\"weight_bytes\":%llu,\"file_bytes\":%llu,\"threads\":%d,"
-               "\"n_prompt\":%ld,\"n_gen\":%ld,\"runs\":%ld,\"n_ctx\":%d,\"seed\":%llu,",
+               "\"cpu_kernels\":\"%s\",\"n_prompt\":%ld,\"n_gen\":%ld,\"runs\":%ld,\"n_ctx\":%d,\"seed\":%llu,",
                in->arch, type ? type : "?", (unsigned long long)in->weight_bytes, (unsigned long long)in->file_bytes,
-               n_threads, o->n_prompt, o->n_gen, o->runs, n_ctx, (unsigned long long)o->seed);
+               n_threads, kern, o->n_prompt, o->n_gen, o->runs, n_ctx, (unsigned long long)o->seed);
         printf("\"prompt_tok_s\":%.3f,\"decode_tok_s\":%.3f,", pp, tg);
         print_runs(stdout, "prompt_tok_s_runs", runs, n, true);
         putchar(',');
@@ -311,8 +311,8 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
     }
     printf("model   %s (%s, %s, %d layers, n_embd %d, n_ff %d, vocab %d)\n", o->model, in->arch, type ? type : "?",
            in->n_layer, in->n_embd, in->n_ff, in->n_vocab);
-    printf("setup   %d threads, prompt %ld tokens, decode %ld tokens, %ld runs, n_ctx %d\n", n_threads, o->n_prompt,
-           o->n_gen, o->runs, n_ctx);
+    printf("setup   %d threads (CPU kernels %s), prompt %ld tokens, decode %ld tokens, %ld runs, n_ctx %d\n", n_threads,
+           kern, o->n_prompt, o->n_gen, o->runs, n_ctx);
     printf("prompt  %10.2f tok/s (median)\n", pp);
     printf("decode  %10.2f tok/s (median)\n", tg);
     if (sb->mode == HEARTH_FFN_DENSE) {
@@ -382,7 +382,7 @@ static int bench(const bench_opts *o, hearth_model *m) {
             hearth_gpu_status gs;
             hearth_ctx_gpu_status(c, &gs);
             report(o, in, &cp, cp.n_threads ? cp.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN), hearth_ctx_n_ctx(c),
-                   runs, &sb, &gs, bp);
+                   hearth_ctx_cpu_kernels(c), runs, &sb, &gs, bp);
             if (!o->json && gs.active) hr_print_gpu_plan(c), hr_print_gpu_overlap(c);
             if (cp.ffn_stats) hr_print_ffn_stats(m, c);
         }

@@ -205,6 +205,9 @@ int hearth_ctx_profile(hearth_ctx *c, bool on, hr_err *e);
 /* -1 when profiling is off. */
 int hearth_ctx_profile_read(const hearth_ctx *c, hearth_profile *out);
 const char *hearth_ffn_mode_name(hearth_ffn_mode m);
+/* The CPU kernel table the context runs: "scalar", "avx2", "avx512", "amx" or "neon" (the best
+ * the CPU has, or HEARTH_KERNELS's choice). */
+const char *hearth_ctx_cpu_kernels(const hearth_ctx *c);
 float hearth_model_sparse_threshold(const hearth_model *m);
 /* Layer il's threshold of FFN mode threshold; negative when the model has none. */
 float hearth_model_ffn_threshold(const hearth_model *m, int32_t il);

@@ -154,6 +154,7 @@ void hearth_ctx_free(hearth_ctx *c) {
 }
 
 int32_t hearth_ctx_n_ctx(const hearth_ctx *c) { return c->n_ctx; }
+const char *hearth_ctx_cpu_kernels(const hearth_ctx *c) { return c->cpu.k->name; }
 hearth_ffn_mode hearth_ctx_ffn_mode(const hearth_ctx *c) { return c->ffn.mode; }
 
 const char *hearth_ffn_mode_name(hearth_ffn_mode m) {

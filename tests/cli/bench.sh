@@ -36,6 +36,11 @@ for k in prompt_tok_s decode_tok_s weight_bytes_per_token kv_bytes_per_token byt
     [ -n "$(num $k)" ] || { echo "FAIL: no $k in $(cat "$T/j")"; fails=$((fails + 1)); }
 done
 grep -q '"decode_tok_s_runs":\[[0-9.]*,[0-9.]*,[0-9.]*\]' "$T/j" || { echo "FAIL: not 3 decode runs"; fails=$((fails + 1)); }
+grep -q '"cpu_kernels":"\(scalar\|avx2\|avx512\|amx\|neon\)"' "$T/j" || { echo "FAIL: no cpu_kernels in $(cat "$T/j")"; fails=$((fails + 1)); }
+# the kernel table named is the one HEARTH_KERNELS forces (scalar exists everywhere)
+HEARTH_KERNELS=scalar "$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 --json $C 2>/dev/null | grep -q '"cpu_kernels":"scalar"' ||
+    { echo "FAIL: HEARTH_KERNELS=scalar not reported"; fails=$((fails + 1)); }
+expect 0 "(CPU kernels scalar)" -- env HEARTH_KERNELS=scalar "$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 $C
 # 2 layers x 4 KV heads x head_dim 16 x (mean position 16 + 3.5, plus 1) x (2 + 2 bytes, F16 K and V)
 want_kv=$(awk 'BEGIN { printf "%d", 2 * 4 * 16 * 20.5 * 4 }')
 [ "$(num kv_bytes_per_token)" = "$want_kv" ] || { echo "FAIL: kv bytes $(num kv_bytes_per_token) want $want_kv"; fails=$((fails + 1)); }
