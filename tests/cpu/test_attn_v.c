@@ -73,7 +73,7 @@ int main(void) {
     simd_ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
     avx512_ok = __builtin_cpu_supports("avx512f");
 #endif
-    const hr_kernels *tables[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_amx(), hr_kernels_neon()};
+    const hr_kernels *tables[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avxvnni(), hr_kernels_avx512(), hr_kernels_amx(), hr_kernels_neon()};
     for (int f16 = 0; f16 < 2; f16++)
         for (size_t a = 0; a < sizeof hds / sizeof hds[0]; a++)
             for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++) {

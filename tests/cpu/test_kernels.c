@@ -255,7 +255,7 @@ static void check_mxfp4_exponents(const hr_kernels *k, hr_rng *r) {
 }
 
 int main(void) {
-    const hr_kernels *all[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_amx(), hr_kernels_neon()};
+    const hr_kernels *all[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avxvnni(), hr_kernels_avx512(), hr_kernels_amx(), hr_kernels_neon()};
     hr_rng r = {2024};
     for (size_t v = 0; v < sizeof all / sizeof all[0]; v++) {
         const hr_kernels *k = all[v];

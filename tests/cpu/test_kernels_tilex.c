@@ -155,7 +155,7 @@ static void check_rows_dot(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r
 
 int main(void) {
     hr_rng r = {12345};
-    const hr_kernels *tabs[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_amx(), hr_kernels_neon()};
+    const hr_kernels *tabs[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avxvnni(), hr_kernels_avx512(), hr_kernels_amx(), hr_kernels_neon()};
     int tested = 0;
     for (size_t ki = 0; ki < sizeof tabs / sizeof tabs[0]; ki++) {
         const hr_kernels *k = tabs[ki];

@@ -94,7 +94,7 @@ int main(void) {
     memcpy(&q8k, &fk, sizeof q8k);
     CHECK(q81 && q8k);
     hr_rng r = {99};
-    const hr_kernels *tabs[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_amx()};
+    const hr_kernels *tabs[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avxvnni(), hr_kernels_avx512(), hr_kernels_amx()};
     for (size_t ki = 0; q81 && q8k && ki < sizeof tabs / sizeof tabs[0]; ki++) {
         const hr_kernels *k = tabs[ki];
         if (!k) continue;

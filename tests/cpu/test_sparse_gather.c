@@ -190,7 +190,7 @@ int main(void) {
         {HR_Q4_K, 1280, 19}, {HR_Q5_K, 256, 37}, {HR_Q5_K, 1280, 19}, {HR_Q6_K, 256, 37}, {HR_Q6_K, 1280, 19},
         {HR_IQ4_XS, 256, 37}, {HR_IQ4_XS, 1280, 19}, {HR_Q4_0, 9728, 21}, {HR_Q8_0, 9728, 9}, {HR_F16, 4104, 23},
     };
-    const hr_kernels *tabs[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_amx(), hr_kernels_neon()};
+    const hr_kernels *tabs[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avxvnni(), hr_kernels_avx512(), hr_kernels_amx(), hr_kernels_neon()};
     for (size_t ti = 0; ti < sizeof tabs / sizeof tabs[0]; ti++) {
         if (!tabs[ti]) continue;
         char covered[512] = "", missing[512] = "";

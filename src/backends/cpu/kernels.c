@@ -4,6 +4,9 @@
 #include <string.h>
 
 #include "kernels_impl.h"
+#if defined(HR_X86) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
 
 const hr_kernels *hr_kernels_scalar(void) { return &hr_kext_scalar()->k; }
 
@@ -19,7 +22,13 @@ static int cpu_has_avx512(void) {
            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
 }
+/* AVX-VNNI (VEX vpdpbusd): CPUID.(7,1):EAX bit 4 */
+static int cpu_has_avxvnni(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));
+}
 #else
+static int cpu_has_avxvnni(void) { return 0; }
 static int cpu_has_avx2(void) { return 0; }
 static int cpu_has_avx512(void) { return 0; }
 #endif
@@ -27,6 +36,11 @@ static int cpu_has_avx512(void) { return 0; }
 const hr_kernels *hr_kernels_avx2(void) {
     const hr_kernels_ext *e = hr_kext_avx2();
     return e && cpu_has_avx2() ? &e->k : NULL;
+}
+
+const hr_kernels *hr_kernels_avxvnni(void) {
+    const hr_kernels_ext *e = hr_kext_avxvnni();
+    return e && cpu_has_avx2() && cpu_has_avxvnni() ? &e->k : NULL;
 }
 
 const hr_kernels *hr_kernels_avx512(void) {
@@ -50,6 +64,7 @@ const hr_kernels *hr_kernels_best(void) {
         const hr_kernels *k = NULL;
         if (strcmp(env, "scalar") == 0) k = hr_kernels_scalar();
         else if (strcmp(env, "avx2") == 0) k = hr_kernels_avx2();
+        else if (strcmp(env, "avxvnni") == 0) k = hr_kernels_avxvnni();
         else if (strcmp(env, "avx512") == 0) k = hr_kernels_avx512();
         else if (strcmp(env, "amx") == 0) k = hr_kernels_amx();
         else if (strcmp(env, "neon") == 0) k = hr_kernels_neon();
@@ -58,6 +73,7 @@ const hr_kernels *hr_kernels_best(void) {
     const hr_kernels *k;
     if ((k = hr_kernels_amx())) return k;
     if ((k = hr_kernels_avx512())) return k;
+    if ((k = hr_kernels_avxvnni())) return k;
     if ((k = hr_kernels_avx2())) return k;
     if ((k = hr_kernels_neon())) return k;
     return hr_kernels_scalar();

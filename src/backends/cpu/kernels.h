@@ -23,7 +23,7 @@ typedef void (*hr_attn_wsum_grp_fn)(float *out, size_t os, const float *w, size_
                                     const int32_t *n, int32_t hd, int f16);
 
 typedef struct hr_kernels {
-    const char *name;                      /* "scalar", "avx2", "avx512", "amx", "neon" */
+    const char *name;                      /* "scalar", "avx2", "avxvnni", "avx512", "amx", "neon" */
     hr_vec_dot_fn vec_dot[HR_TYPE_MAX];    /* NULL for unsupported weight types */
     hr_act_prep_fn act_prep[HR_TYPE_MAX];  /* indexed by WEIGHT type */
     hr_attn_wsum_fn attn_wsum;
@@ -33,10 +33,12 @@ typedef struct hr_kernels {
 const hr_kernels *hr_kernels_scalar(void);
 const hr_kernels *hr_kernels_avx2(void);   /* NULL if not compiled in or CPU lacks AVX2+FMA+F16C */
 const hr_kernels *hr_kernels_avx512(void); /* NULL if not compiled in or CPU lacks AVX-512F/BW/VL/DQ/VNNI */
+/* avx2 with AVX-VNNI's vpdpbusd in the Q8_0 and Q4_0 kernels (Intel desktop CPUs since Alder Lake) */
+const hr_kernels *hr_kernels_avxvnni(void);
 /* avx512 with Q8_0 and Q4_0 on AMX int8 tiles (server CPUs); NULL if not compiled in or unusable */
 const hr_kernels *hr_kernels_amx(void);
 const hr_kernels *hr_kernels_neon(void);   /* NULL unless built for ARM with NEON */
-/* Best available; HEARTH_KERNELS=scalar|avx2|avx512|amx|neon in the environment overrides. */
+/* Best available; HEARTH_KERNELS=scalar|avx2|avxvnni|avx512|amx|neon in the environment overrides. */
 const hr_kernels *hr_kernels_best(void);
 
 /* Bytes that act_prep writes for n elements of activations for weight type wt. */

@@ -9,7 +9,20 @@
 #include "attn_v.h"
 #include "kquant_legacy_simd.h"
 
+#if defined(HR_AVXVNNI) /* kernels_avxvnni.c: this file again, with vpdpbusd */
+#define K_TABLE_NAME "avxvnni"
+#define K_TABLE_FN hr_kext_avxvnni
+#if defined(HR_X86) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && defined(__AVXVNNI__)
+#define K_BUILD 1
+#endif
+#else
+#define K_TABLE_NAME "avx2"
+#define K_TABLE_FN hr_kext_avx2
 #if defined(HR_X86) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define K_BUILD 1
+#endif
+#endif
+#if defined(K_BUILD)
 #include <immintrin.h>
 #include <string.h>
 
@@ -141,6 +154,7 @@ FDOT_FUNCS(bf16, ld_bf16, sc_bf16, 2)
 /* ---- activation prep ---- */
 static void prep_f32(const float *x, void *xq, int64_t n) { memcpy(xq, x, (size_t)n * 4); }
 
+#if !defined(HR_AVXVNNI) /* the AVX-VNNI table uses these */
 void hr_prep_f16_avx2(const float *x, void *xq, int64_t n) {
     uint16_t *h = xq;
     int64_t i = 0;
@@ -194,6 +208,7 @@ void hr_prep_q8_0_avx2(const float *x, void *xq, int64_t n) {
         _mm256_storeu_si256((__m256i *)y[b].qs, i0);
     }
 }
+#endif
 
 /* ---- quantized types ----
  * Groups of 8 blocks. Per group and activation row, the x-side work (loads, the 8 x
@@ -216,18 +231,33 @@ INLINE __m256i two128(const void *a, const void *b) {
                                    _mm_loadu_si128((const __m128i *)b), 1);
 }
 
+/* Integer dots, int32 lanes of 4 unsigned x signed byte products. AVX2: maddubs' int16 pair
+ * sums (no pair here overflows but Q8_0's w = -128 against x = -128) added up by madd; the
+ * AVX-VNNI build of this file (kernels_avxvnni.c) sums all four in one vpdpbusd, exactly. Q4_0
+ * sums two such dots (low and high nibbles) per lane, from its -8 * sum(x) term. */
+#if defined(HR_AVXVNNI)
+INLINE __m256i dot4(__m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s); }
+INLINE __m256i dot4x2(__m256i u0, __m256i s0, __m256i u1, __m256i s1) {
+    return _mm256_dpbusd_avx_epi32(dot4(u0, s0), u1, s1);
+}
+#else
+INLINE __m256i dot4(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
+INLINE __m256i dot4x2(__m256i u0, __m256i s0, __m256i u1, __m256i s1) {
+    return _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1)), _mm256_set1_epi16(1));
+}
+#endif
+
 /* x side. Q8_0: the blocks as they are. Q4_0, per pair p of blocks (2p, 2p+1):
  * q[2p] = elements 0-15 of both (the low nibbles' partners), q[2p+1] = elements 16-31,
  * m8[p] = 8 * sum(x) over each int32 lane's bytes. */
 typedef struct { __m256i q[8], m8[4]; __m256 d; const hr_block_q8_0 *x; } xgrp;
 INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
     if (q4) {
-        const __m256i eight = _mm256_set1_epi8(8), ones = _mm256_set1_epi16(1);
+        const __m256i eight = _mm256_set1_epi8(8);
         for (int p = 0; p < 4; p++) {
             g->q[2 * p] = two128(x[2 * p].qs, x[2 * p + 1].qs);
             g->q[2 * p + 1] = two128(x[2 * p].qs + 16, x[2 * p + 1].qs + 16);
-            __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(eight, g->q[2 * p]), _mm256_maddubs_epi16(eight, g->q[2 * p + 1]));
-            g->m8[p] = _mm256_madd_epi16(s, ones);
+            g->m8[p] = dot4x2(eight, g->q[2 * p], eight, g->q[2 * p + 1]);
         }
     } /* Q8_0 loads x where used: 8 registers held across rows would spill */
     g->x = x;
@@ -239,15 +269,13 @@ INLINE __m256i w_idot_q4_0(const void *w, int k, const xgrp *g) {
     const hr_block_q4_0 *B = (const hr_block_q4_0 *)w + 2 * k;
     const __m256i m = _mm256_set1_epi8(0x0f);
     __m256i v = two128(B[0].qs, B[1].qs);
-    __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, m), g->q[2 * k]),
-                                 _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m), g->q[2 * k + 1]));
-    return _mm256_sub_epi32(_mm256_madd_epi16(s, _mm256_set1_epi16(1)), g->m8[k]);
+    const __m256i s = dot4x2(_mm256_and_si256(v, m), g->q[2 * k], _mm256_and_si256(_mm256_srli_epi16(v, 4), m), g->q[2 * k + 1]);
+    return _mm256_sub_epi32(s, g->m8[k]);
 }
 INLINE __m256i w_idot_q8_0(const void *w, int k, const xgrp *g) {
     __m256i v = _mm256_loadu_si256((const __m256i *)((const hr_block_q8_0 *)w)[k].qs);
     __m256i xk = _mm256_loadu_si256((const __m256i *)g->x[k].qs);
-    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(xk, v));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+    return dot4(_mm256_sign_epi8(v, v), _mm256_sign_epi8(xk, v));
 }
 INLINE __m256i sidx(int q4, int k) {
     return q4 ? _mm256_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1)
@@ -393,7 +421,7 @@ static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
  * activation loads. */
 INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m256 (*acc0)[HR_TILE_C],
                         __m256 (*acc1)[HR_TILE_C]) {
-    const __m256i m = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i m = _mm256_set1_epi8(0x0f);
     __m256 dw[HR_TILE_R];
     _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) dw[r] = scales8(wb[r], sizeof(hr_block_q4_0));
     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
@@ -408,8 +436,8 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
             const xgrp_t *g = (const xgrp_t *)(X + c * xs) + gi;
             _Pragma("GCC unroll 8") for (int r = 0; r < HR_TILE_R; r++) {
-                const __m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(lo[r], g->q[2 * k]), _mm256_maddubs_epi16(hi[r], g->q[2 * k + 1]));
-                const __m256 t = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_madd_epi16(s, ones), g->m8[k]));
+                const __m256i s = dot4x2(lo[r], g->q[2 * k], hi[r], g->q[2 * k + 1]);
+                const __m256 t = _mm256_cvtepi32_ps(_mm256_sub_epi32(s, g->m8[k]));
                 const __m256 sk = _mm256_mul_ps(wd[r], g->ds[k]);
                 if (k & 1) acc1[r][c] = _mm256_fmadd_ps(t, sk, acc1[r][c]);
                 else acc0[r][c] = _mm256_fmadd_ps(t, sk, acc0[r][c]);
@@ -483,7 +511,6 @@ static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
 /* The group of 8 weight blocks at wb (one row) against the tile's tokens: per token and block
  * the operations of QGRP_STEP with w_idot_q8_0, into acc0 (even blocks) and acc1 (odd). */
 INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, __m256 *acc0, __m256 *acc1) {
-    const __m256i ones = _mm256_set1_epi16(1);
     _Pragma("GCC unroll 8") for (int k = 0; k < QGRP; k++) {
         const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb + k;
         const __m256i vw = _mm256_loadu_si256((const __m256i *)B->qs), aw = _mm256_sign_epi8(vw, vw);
@@ -492,7 +519,7 @@ INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
             const xgrp8_t *g = (const xgrp8_t *)(X + c * xs) + gi;
             const __m256i xk = _mm256_load_si256((const __m256i *)g->qs[k]);
             const __m256 dx = _mm256_broadcast_ss(&g->d[k]);
-            const __m256i sum = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xk, vw)), ones);
+            const __m256i sum = dot4(aw, _mm256_sign_epi8(xk, vw));
             __m256 *a = k & 1 ? &acc1[c] : &acc0[c];
             *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dx), *a);
         }
@@ -524,7 +551,7 @@ static void tile_x_q8_0(int64_t n, const void *w, size_t ws, const void *x, size
 
 static const hr_kernels_ext k_avx2 = {
     .k = {
-        .name = "avx2",
+        .name = K_TABLE_NAME,
         .attn_wsum = hr_attn_wsum_avx2,
         .attn_wsum_grp = hr_attn_wsum_grp_avx2,
         .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16,
@@ -553,7 +580,7 @@ static const hr_kernels_ext k_avx2 = {
     .tile_xbytes = {[HR_Q8_0] = tile_xbytes_q8_0, [HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx2)},
 };
 
-const hr_kernels_ext *hr_kext_avx2(void) { return &k_avx2; }
+const hr_kernels_ext *K_TABLE_FN(void) { return &k_avx2; }
 #else
-const hr_kernels_ext *hr_kext_avx2(void) { return NULL; }
+const hr_kernels_ext *K_TABLE_FN(void) { return NULL; }
 #endif
