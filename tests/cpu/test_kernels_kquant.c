@@ -170,7 +170,7 @@ static void check_prep(hr_rng *r, int64_t n) {
 
 int main(void) {
     hr_rng r = {2024};
-    const hr_kernels *tabs[] = {hr_kernels_avx2(), hr_kernels_avx512(), hr_kernels_amx()};
+    const hr_kernels *tabs[] = {hr_kernels_avx2(), hr_kernels_avxvnni(), hr_kernels_avx512(), hr_kernels_amx()};
     if (!tabs[0]) {
         printf("CPU without AVX2+FMA+F16C: nothing to test\n");
         return 77;

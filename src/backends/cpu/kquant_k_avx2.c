@@ -15,12 +15,20 @@
  * (kquant_k_avx512.c) and shares the prep. */
 #include "kernels_impl.h"
 
-#if defined(HR_X86) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if defined(HR_X86) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && \
+    (!defined(HR_AVXVNNI) || defined(__AVXVNNI__))
 #include <immintrin.h>
 #include <string.h>
 
 #define INLINE static inline __attribute__((always_inline))
 #include "kquant_k_x86.h"
+/* acc + madd(a, b): int16 pairs times int16 scales into int32 lanes; one vpdpwssd in the
+ * AVX-VNNI build of this file (kquant_k_avxvnni.c). Exact either way. */
+#if defined(HR_AVXVNNI)
+INLINE __m256i madd_add(__m256i acc, __m256i a, __m256i b) { return _mm256_dpwssd_avx_epi32(acc, a, b); }
+#else
+INLINE __m256i madd_add(__m256i acc, __m256i a, __m256i b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+#endif
 /* constant loop indices: shifts, bit positions and shuffle patterns become immediates */
 #define UNROLL _Pragma("GCC unroll 8")
 
@@ -70,7 +78,7 @@ INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc
         UNROLL for (int k = 0; k < 4; k++) {
             const __m256i c = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
             const __m256i p = _mm256_maddubs_epi16(c, ld256(x->qs + 128 * j + 32 * k));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(&sc, 4 * j + k)));
+            sumi = madd_add(sumi, p, scale_pair16(&sc, 4 * j + k));
         }
     }
     const float dx = x->d;
@@ -91,7 +99,7 @@ INLINE __m256 sb_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *x, __m256 acc
         UNROLL for (int k = 0; k < 4; k++) {
             const __m256i c = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3), sel_bit(hb, 4 * j + k, 2));
             const __m256i p = _mm256_maddubs_epi16(c, ld256(x->qs + 128 * j + 32 * k));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(&sc, 4 * j + k)));
+            sumi = madd_add(sumi, p, scale_pair16(&sc, 4 * j + k));
         }
     }
     return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm256_sub_epi32(sumi, off));
@@ -113,8 +121,7 @@ INLINE __m256i bcast_scale(__m256i sc2, int k) { /* sc2: the 8 scales in both 12
         HIGH                                                                                             \
         const __m256i p0 = _mm256_maddubs_epi16(c0, ld256(x->qs + 64 * j));                              \
         const __m256i p1 = _mm256_maddubs_epi16(c1, ld256(x->qs + 64 * j + 32));                         \
-        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_madd_epi16(p0, bcast_scale(sc2, 2 * j)),   \
-                                                       _mm256_madd_epi16(p1, bcast_scale(sc2, 2 * j + 1)))); \
+        sumi = madd_add(madd_add(sumi, p0, bcast_scale(sc2, 2 * j)), p1, bcast_scale(sc2, 2 * j + 1)); \
     }                                                                                                    \
     const float dx = x->d;                                                                               \
     acc = fma_int(acc, dx * _cvtsh_ss(w->d), sumi);                                                      \
@@ -145,7 +152,7 @@ INLINE __m256 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m256 acc
              * Shifts and shuffles share two of Zen 3's four vector pipes, and were the limit. */
             const __m256i top = _mm256_and_si256(move_bit(qh, 2 * k, 4), m30);
             const __m256i p = _mm256_maddubs_epi16(_mm256_or_si256(nib, top), ld256(x->qs + 128 * h + 32 * k));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale_pair16(&sc, 4 * h + k)));
+            sumi = madd_add(sumi, p, scale_pair16(&sc, 4 * h + k));
         }
     }
     return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm256_sub_epi32(sumi, off));
@@ -172,7 +179,7 @@ INLINE __m256 sb_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x, __m256
             4 * p, 4 * p + 1, 4 * p, 4 * p + 1, 4 * p, 4 * p + 1, 4 * p, 4 * p + 1, 4 * p, 4 * p + 1, 4 * p + 2, 4 * p + 3,
             4 * p + 2, 4 * p + 3, 4 * p + 2, 4 * p + 3, 4 * p + 2, 4 * p + 3, 4 * p + 2, 4 * p + 3, 4 * p + 2, 4 * p + 3,
             4 * p + 2, 4 * p + 3, 4 * p + 2, 4 * p + 3));
-        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_madd_epi16(pl, sc), _mm256_madd_epi16(ph, sc)));
+        sumi = madd_add(madd_add(sumi, pl, sc), ph, sc);
     }
     return fma_int(acc, x->d * _cvtsh_ss(w->d), sumi);
 }
@@ -208,8 +215,7 @@ INLINE __m256 k45_sb2(const uint8_t *qs, const uint8_t *qh, __m256i sb, uint16_t
         if (qh) c0 = _mm256_or_si256(c0, sel_bit(hb, 2 * j, 4)), c1 = _mm256_or_si256(c1, sel_bit(hb, 2 * j + 1, 4));
         const __m256i p0 = _mm256_maddubs_epi16(c0, ld256(x->qs + 64 * j));
         const __m256i p1 = _mm256_maddubs_epi16(c1, ld256(x->qs + 64 * j + 32));
-        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_madd_epi16(p0, zpick16(sb, 2 * j)),
-                                                       _mm256_madd_epi16(p1, zpick16(sb, 2 * j + 1))));
+        sumi = madd_add(madd_add(sumi, p0, zpick16(sb, 2 * j)), p1, zpick16(sb, 2 * j + 1));
     }
     const float dx = x->d;
     acc = fma_int(acc, dx * _cvtsh_ss(d), sumi);
@@ -412,7 +418,7 @@ INLINE void tile_x_k45_row(int64_t n, const char *W, size_t bs, int q5, const ch
                 const q8Kt2 *x = (const q8Kt2 *)(X + c * xs) + i;
                 const __m256i p0 = _mm256_maddubs_epi16(c0, _mm256_load_si256((const __m256i *)(x->qs + 64 * j)));
                 const __m256i p1 = _mm256_maddubs_epi16(c1, _mm256_load_si256((const __m256i *)(x->qs + 64 * j + 32)));
-                sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1)));
+                sumi[c] = madd_add(madd_add(sumi[c], p0, s0), p1, s1);
             }
         }
         const __m128i mn = _mm256_extracti128_si256(scm, 1); /* the mins doubled per pair of bsums */
@@ -477,7 +483,7 @@ INLINE void tile_x_iq4_xs_row(int64_t n, const hr_block_iq4_xs *W, const char *X
                 const __m256i xh = _mm256_load_si256((const __m256i *)(x->qs + 64 * p + 32));
                 const __m256i pl = _mm256_maddubs_epi16(al, _mm256_sign_epi8(xl, vl));
                 const __m256i ph = _mm256_maddubs_epi16(ah, _mm256_sign_epi8(xh, vh));
-                sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_madd_epi16(pl, sc), _mm256_madd_epi16(ph, sc)));
+                sumi[c] = madd_add(madd_add(sumi[c], pl, sc), ph, sc);
             }
         }
         UNROLL for (int c = 0; c < HR_TILE_C; c++)
@@ -502,6 +508,7 @@ void hr_tile_xprep_iq4_xs_avx2(const void *xq, void *xt, int64_t n) {
     }
 }
 
+#if !defined(HR_AVXVNNI) /* the AVX-VNNI build uses this one */
 /* ---- Q8_K prep: byte-identical to hr_prep_q8_K_scalar (ggml's quantize_row_q8_K_ref) ----
  * The scale comes from the first element of largest magnitude, sign included
  * (iscale = -127/max), values round half to even by the 1.5*2^23 trick and keep only the
@@ -559,4 +566,5 @@ void hr_prep_q8_K_avx2(const float *x, void *xq, int64_t n) {
         y[b].d = 1 / iscale;
     }
 }
+#endif
 #endif

@@ -1,0 +1,37 @@
+/* The AVX-VNNI builds (kernels_avxvnni.c, kquant_k_avxvnni.c) compile the AVX2 files again;
+ * their exported K-quant kernels take these names there, so both tables link side by side.
+ * Included before anything else in those two files. */
+#ifndef HR_KQUANT_AVXVNNI_NAMES_H
+#define HR_KQUANT_AVXVNNI_NAMES_H
+#define hr_dot_iq4_xs_avx2 hr_dot_iq4_xs_avxvnni
+#define hr_dot_q2_K_avx2 hr_dot_q2_K_avxvnni
+#define hr_dot_q3_K_avx2 hr_dot_q3_K_avxvnni
+#define hr_dot_q4_K_avx2 hr_dot_q4_K_avxvnni
+#define hr_dot_q5_K_avx2 hr_dot_q5_K_avxvnni
+#define hr_dot_q6_K_avx2 hr_dot_q6_K_avxvnni
+#define hr_gather4_iq4_xs_avx2 hr_gather4_iq4_xs_avxvnni
+#define hr_gather4_q2_K_avx2 hr_gather4_q2_K_avxvnni
+#define hr_gather4_q3_K_avx2 hr_gather4_q3_K_avxvnni
+#define hr_gather4_q4_K_avx2 hr_gather4_q4_K_avxvnni
+#define hr_gather4_q5_K_avx2 hr_gather4_q5_K_avxvnni
+#define hr_gather4_q6_K_avx2 hr_gather4_q6_K_avxvnni
+#define hr_rows4_iq4_xs_avx2 hr_rows4_iq4_xs_avxvnni
+#define hr_rows4_q2_K_avx2 hr_rows4_q2_K_avxvnni
+#define hr_rows4_q3_K_avx2 hr_rows4_q3_K_avxvnni
+#define hr_rows4_q4_K_avx2 hr_rows4_q4_K_avxvnni
+#define hr_rows4_q5_K_avx2 hr_rows4_q5_K_avxvnni
+#define hr_rows4_q6_K_avx2 hr_rows4_q6_K_avxvnni
+#define hr_tile_iq4_xs_avx2 hr_tile_iq4_xs_avxvnni
+#define hr_tile_q2_K_avx2 hr_tile_q2_K_avxvnni
+#define hr_tile_q3_K_avx2 hr_tile_q3_K_avxvnni
+#define hr_tile_q4_K_avx2 hr_tile_q4_K_avxvnni
+#define hr_tile_q5_K_avx2 hr_tile_q5_K_avxvnni
+#define hr_tile_q6_K_avx2 hr_tile_q6_K_avxvnni
+#define hr_tile_x_iq4_xs_avx2 hr_tile_x_iq4_xs_avxvnni
+#define hr_tile_x_q4_K_avx2 hr_tile_x_q4_K_avxvnni
+#define hr_tile_x_q5_K_avx2 hr_tile_x_q5_K_avxvnni
+#define hr_tile_xbytes_q8Kt_avx2 hr_tile_xbytes_q8Kt_avxvnni
+#define hr_tile_xprep_iq4_xs_avx2 hr_tile_xprep_iq4_xs_avxvnni
+#define hr_tile_xprep_q4_K_avx2 hr_tile_xprep_q4_K_avxvnni
+#define hr_tile_xprep_q5_K_avx2 hr_tile_xprep_q5_K_avxvnni
+#endif
