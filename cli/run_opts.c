@@ -492,11 +492,20 @@ static bool gpu_notice(const hearth_ctx *c, const hearth_ctx_params *cp, bool wa
     return true;
 }
 
+void hr_warn_kernels(const hearth_ctx *c) {
+    const char *want = getenv("HEARTH_KERNELS"), *got = hearth_ctx_cpu_kernels(c);
+    if (want && *want && strcmp(want, got) != 0)
+        fprintf(stderr, "hearth: HEARTH_KERNELS=%s is unknown or not supported by this CPU; using %s "
+                        "(scalar, avx2, avxvnni, avx512, amx or neon)\n", want, got);
+}
+
 void hr_print_gpu_notice(const hearth_ctx *c, const hearth_ctx_params *cp) {
+    hr_warn_kernels(c);
     (void)gpu_notice(c, cp, cp->n_gpu_layers > 0 || cp->vram_budget_gib > 0 || cp->gpu_device > 0);
 }
 
 bool hr_gpu_notice(const hearth_ctx *c, const hr_run_opts *o) {
+    hr_warn_kernels(c);
     return gpu_notice(c, &o->cp, o->verbose || o->gpu_asked || o->cp.n_gpu_layers > 0 || o->cp.vram_budget_gib > 0);
 }
 

@@ -58,6 +58,9 @@ int hr_check_ctx_size(const char *cmd, const hearth_model *m, const hearth_ctx_p
 /* hearth run/chat/serve --version, hearth --version */
 void hr_print_version(void);
 /* The GPU plan (bytes per category, layers, FFN and activation shares) to stderr. */
+/* On stderr, when HEARTH_KERNELS names a table the context did not get (unknown, or the CPU
+ * lacks it): which one runs instead. */
+void hr_warn_kernels(const hearth_ctx *c);
 void hr_print_gpu_plan(const hearth_ctx *c);
 /* CPU/device overlap of the FFN split since the context was made, to stderr. */
 void hr_print_gpu_overlap(const hearth_ctx *c);

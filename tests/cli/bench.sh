@@ -41,6 +41,11 @@ grep -q '"cpu_kernels":"\(scalar\|avx2\|avx512\|amx\|neon\)"' "$T/j" || { echo "
 HEARTH_KERNELS=scalar "$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 --json $C 2>/dev/null | grep -q '"cpu_kernels":"scalar"' ||
     { echo "FAIL: HEARTH_KERNELS=scalar not reported"; fails=$((fails + 1)); }
 expect 0 "(CPU kernels scalar)" -- env HEARTH_KERNELS=scalar "$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 $C
+# a table that does not exist is named, and the run goes on with the best one
+expect 0 "HEARTH_KERNELS=bogus is unknown or not supported by this CPU; using" -- \
+    env HEARTH_KERNELS=bogus "$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 $C
+"$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 $C 2>&1 | grep -q "HEARTH_KERNELS" &&
+    { echo "FAIL: a kernels warning without HEARTH_KERNELS"; fails=$((fails + 1)); }
 # 2 layers x 4 KV heads x head_dim 16 x (mean position 16 + 3.5, plus 1) x (2 + 2 bytes, F16 K and V)
 want_kv=$(awk 'BEGIN { printf "%d", 2 * 4 * 16 * 20.5 * 4 }')
 [ "$(num kv_bytes_per_token)" = "$want_kv" ] || { echo "FAIL: kv bytes $(num kv_bytes_per_token) want $want_kv"; fails=$((fails + 1)); }
