@@ -194,6 +194,8 @@ static void verbose_info(const hearth_model *m, const hearth_ctx *c, const hr_ru
             hearth_ctx_n_ctx(c), in->decode_bytes / 1048576.0, hearth_ffn_mode_name(hearth_ctx_ffn_mode(c)));
     if (hearth_model_has_predictors(m)) fprintf(stderr, ", predictor threshold %g", hearth_model_sparse_threshold(m));
     fprintf(stderr, "\n");
+    fprintf(stderr, "cpu: kernels %s, %d threads\n", hearth_ctx_cpu_kernels(c),
+            o->cp.n_threads > 0 ? o->cp.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 /* Mixture-of-experts models: the experts' bytes, and what the routing made the run read

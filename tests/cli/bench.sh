@@ -1,5 +1,6 @@
 #!/bin/sh
-# hearth bench: flag errors, and the --json report's arithmetic on a tiny synthetic model:
+# hearth bench: flag errors, and the --json report's arithmetic on a tiny synthetic model
+# (and the CPU kernel table bench and run --verbose report):
 # KV bytes recomputed here from the shape, bytes/token = weights + KV, GB/s = tok/s x bytes.
 # Sparse modes on a tiny PowerInfer model: the computed fraction is 1 with a threshold no
 # score misses and 0 with one no score reaches, and the bytes add up to sizes derived here
@@ -41,6 +42,8 @@ grep -q '"cpu_kernels":"\(scalar\|avx2\|avx512\|amx\|neon\)"' "$T/j" || { echo "
 HEARTH_KERNELS=scalar "$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 --json $C 2>/dev/null | grep -q '"cpu_kernels":"scalar"' ||
     { echo "FAIL: HEARTH_KERNELS=scalar not reported"; fails=$((fails + 1)); }
 expect 0 "(CPU kernels scalar)" -- env HEARTH_KERNELS=scalar "$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 $C
+# hearth run --verbose names the table and the thread count
+expect 0 "cpu: kernels scalar, 1 threads" -- env HEARTH_KERNELS=scalar "$H" run -m "$M" -p hi -n 2 -t 1 -v $C
 # a table that does not exist is named, and the run goes on with the best one
 expect 0 "HEARTH_KERNELS=bogus is unknown or not supported by this CPU; using" -- \
     env HEARTH_KERNELS=bogus "$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 $C
