@@ -48,15 +48,23 @@ INLINE uint16_t ld16(const void *p) {
     memcpy(&h, p, 2);
     return h;
 }
-/* -128 * sum(x) per 4-byte lane: dpbusd from it over w + 128 sums w * x exactly */
-INLINE __m256i negcorr(__m256i x) {
-    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), x);
+/* -k * sum(x) per 4-byte lane (k unsigned): dpbusd from it over w + k sums w * x exactly.
+ * Q8_0 feeds w ^ 0x80 (k = 128), Q4_0 its unsigned nibbles (k = 8). */
+INLINE __m256i negsum(__m256i x, unsigned char k) {
+    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)k), x);
     return _mm256_sub_epi32(_mm256_setzero_si256(), s);
 }
-/* Q4_0: -8 * sum(x) per lane, for the unsigned nibbles */
-INLINE __m256i negcorr8(__m256i x) {
-    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), x);
-    return _mm256_sub_epi32(_mm256_setzero_si256(), s);
+INLINE __m512i negsum512(__m512i x, unsigned char k) {
+    const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)k), x);
+    return _mm512_sub_epi32(_mm512_setzero_si512(), s);
+}
+INLINE __m256i negcorr(__m256i x) { return negsum(x, 0x80); }
+INLINE __m256i negcorr8(__m256i x) { return negsum(x, 8); }
+/* the 4 int32 of each 128-bit lane of t summed: lane i's sum in element i */
+INLINE __m128i lane_sums(__m512i t) {
+    t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_BADC));
+    t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_CDAB));
+    return _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), t));
 }
 /* int32 lanes summing to one block's sum(w * x): Q8_0 quants at q, or Q4_0 nibbles at q
  * (x in the block's element order: low nibbles 0-15, high 16-31) */
@@ -70,10 +78,6 @@ INLINE __m256i bdot_q4_0(__m256i nc, const void *q, __m256i x) {
 }
 /* Two rows' block b at once, row qa in the low 256 bits and qb in the high, against x2 (the
  * block's activations in both halves) */
-INLINE __m512i nc2_q8_0(__m512i x2) {
-    const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), x2);
-    return _mm512_sub_epi32(_mm512_setzero_si512(), s);
-}
 INLINE __m512i bdot2_q8_0(__m512i nc2, const void *qa, const void *qb, __m512i x2) {
     const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(ldq(qa)), ldq(qb), 1);
     return _mm512_dpbusd_epi32(nc2, _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80)), x2);
@@ -82,14 +86,12 @@ INLINE __m512i bdot2_q8_0(__m512i nc2, const void *qa, const void *qb, __m512i x
 INLINE __m128i red4z(__m512i z0, __m512i z1) {
     const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    __m512i s = _mm512_add_epi32(_mm512_permutex2var_epi32(z0, ie, z1), _mm512_permutex2var_epi32(z0, io, z1));
-    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC)); /* one row per 128 bits */
-    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_CDAB));
-    return _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), s));
+    /* pairs summed: one row per 128 bits */
+    return lane_sums(_mm512_add_epi32(_mm512_permutex2var_epi32(z0, ie, z1), _mm512_permutex2var_epi32(z0, io, z1)));
 }
 /* the four rows' exact sums over one block, the rows' quants at r[i] + o */
 INLINE __m128i isum4_q8_0(const char *const r[4], size_t o, const int8_t *xq) {
-    const __m512i x2 = _mm512_broadcast_i64x4(ldq(xq)), nc = nc2_q8_0(x2);
+    const __m512i x2 = _mm512_broadcast_i64x4(ldq(xq)), nc = negsum512(x2, 0x80);
     return red4z(bdot2_q8_0(nc, r[0] + o, r[1] + o, x2), bdot2_q8_0(nc, r[2] + o, r[3] + o, x2));
 }
 /* Q4_0: one 128-bit lane per row (masked broadcast loads, no shuffles), low nibbles against
@@ -97,18 +99,15 @@ INLINE __m128i isum4_q8_0(const char *const r[4], size_t o, const int8_t *xq) {
 INLINE __m128i isum4_q4_0(const char *const r[4], size_t o, const int8_t *xq) {
     const __m512i xl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)xq));
     const __m512i xh = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(xq + 16)));
-    const __m512i e8 = _mm512_set1_epi8(8), m = _mm512_set1_epi8(0x0f);
-    const __m512i nc = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                        _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), e8, xl), e8, xh));
+    const __m512i m = _mm512_set1_epi8(0x0f);
+    const __m512i nc = _mm512_add_epi32(negsum512(xl, 8), negsum512(xh, 8));
     __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(r[0] + o)));
     v = _mm512_mask_broadcast_i32x4(v, 0x00f0, _mm_loadu_si128((const __m128i *)(r[1] + o)));
     v = _mm512_mask_broadcast_i32x4(v, 0x0f00, _mm_loadu_si128((const __m128i *)(r[2] + o)));
     v = _mm512_mask_broadcast_i32x4(v, 0xf000, _mm_loadu_si128((const __m128i *)(r[3] + o)));
     __m512i t = _mm512_dpbusd_epi32(nc, _mm512_and_si512(v, m), xl);
     t = _mm512_dpbusd_epi32(t, _mm512_and_si512(_mm512_srli_epi16(v, 4), m), xh);
-    t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_BADC));
-    t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_CDAB));
-    return _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), t));
+    return lane_sums(t);
 }
 /* the four lane sums of a, b, c, d */
 INLINE __m128i red4(__m256i a, __m256i b, __m256i c, __m256i d) {
@@ -167,6 +166,7 @@ void hr_rows16_q4_0_amx(int64_t n, const void *w, size_t ws, const void *xv, siz
         for (int i = 0; i < 16; i += 4) hr_rows4_q4_0_amx(n, W + i * ws, ws, xv, xs, y + i, ys);
         return;
     }
+    /* lane 4L + j <-> row 4j + L: the permutation is its own inverse */
     const __m512i lane_row = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const __m512i goff = _mm512_mullo_epi32(lane_row, _mm512_set1_epi32((int)ws));
     const __m512i m = _mm512_set1_epi8(0x0f);
@@ -194,12 +194,12 @@ void hr_rows16_q4_0_amx(int64_t n, const void *w, size_t ws, const void *xv, siz
         int32_t xd[8];
         memcpy(xd, x[b].qs, 32);
         /* -8 * sum(x) in every lane, for the unsigned nibbles */
-        const __m256i s8 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), ldq(x[b].qs));
+        const __m256i s8 = negcorr8(ldq(x[b].qs));
         __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
         h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
         h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
         /* two chains of dpbusd (integer sums: the order is free) */
-        __m512i is = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_broadcastd_epi32(h)), ih = _mm512_setzero_si512();
+        __m512i is = _mm512_broadcastd_epi32(h), ih = _mm512_setzero_si512();
         _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
             is = _mm512_dpbusd_epi32(is, _mm512_and_si512(c[k], m), _mm512_set1_epi32(xd[k]));
             ih = _mm512_dpbusd_epi32(ih, _mm512_and_si512(_mm512_srli_epi16(c[k], 4), m), _mm512_set1_epi32(xd[4 + k]));
@@ -209,9 +209,7 @@ void hr_rows16_q4_0_amx(int64_t n, const void *w, size_t ws, const void *xv, siz
         const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(h1(&x[b].d)));
         acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(is), sc));
     }
-    /* back to row order: row 4j + L sits in lane 4L + j */
-    const __m512i row_lane = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    _mm512_storeu_ps(y, _mm512_permutexvar_ps(row_lane, acc));
+    _mm512_storeu_ps(y, _mm512_permutexvar_ps(lane_row, acc)); /* back to row order */
 }
 
 /* One row: four blocks' sums side by side, then added into the sum one after another. */

@@ -125,7 +125,7 @@ INLINE __m256i bcast_scale(__m256i sc2, int k) { /* sc2: the 8 scales in both 12
     }                                                                                                    \
     const float dx = x->d;                                                                               \
     acc = fma_int(acc, dx * _cvtsh_ss(w->d), sumi);                                                      \
-    return fma_int(acc, -dx * _cvtsh_ss(w->dmin), k4_mins(scm, x));
+    return fma_int(acc, -dx * _cvtsh_ss(w->dmin), k4_mins(scm, x->bsums));
 
 INLINE __m256 sb_q4_K(const hr_block_q4_K *w, const hr_block_q8_K *x, __m256 acc) { K45_BODY() }
 
@@ -421,8 +421,7 @@ INLINE void tile_x_k45_row(int64_t n, const char *W, size_t bs, int q5, const ch
                 sumi[c] = madd_add(madd_add(sumi[c], p0, s0), p1, s1);
             }
         }
-        const __m128i mn = _mm256_extracti128_si256(scm, 1); /* the mins doubled per pair of bsums */
-        const __m256i md = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(mn, mn)), _mm_unpackhi_epi16(mn, mn), 1);
+        const __m256i md = k4_mins_doubled(scm); /* once for the 4 tokens */
         uint16_t d, dmin;
         memcpy(&d, b, 2), memcpy(&dmin, b + 2, 2);
         UNROLL for (int c = 0; c < HR_TILE_C; c++) {

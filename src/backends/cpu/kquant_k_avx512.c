@@ -108,9 +108,7 @@ INLINE void k45_w(k45w *o, const uint8_t *qs, const uint8_t *qh, const uint8_t *
         o->sc[2 * h] = pick16(sc, 4 * h, 4 * h, 4 * h + 2, 4 * h + 2);
         o->sc[2 * h + 1] = pick16(sc, 4 * h + 1, 4 * h + 1, 4 * h + 3, 4 * h + 3);
     }
-    /* the mins doubled per pair of bsums (k4_mins' layout) */
-    const __m128i mn = _mm256_extracti128_si256(scm, 1);
-    o->md = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(mn, mn)), _mm_unpackhi_epi16(mn, mn), 1);
+    o->md = k4_mins_doubled(scm);
     o->dv = _mm512_set1_ps(_cvtsh_ss(d)), o->ndv = _mm512_set1_ps(-_cvtsh_ss(dmin));
 }
 /* pre: qs already in the order below (a tile's re-laid rows, q8Kt); else shuffled here */

@@ -40,11 +40,12 @@ INLINE __m256i k4_scales_mins(const uint8_t *s) {
     return _mm256_cvtepu8_epi16(_mm_or_si128(lo, hi));
 }
 /* the mins term: lane k = min[k] * (bsum[2k] + bsum[2k+1]) */
-INLINE __m256i k4_mins(__m256i scm, const hr_block_q8_K *x) {
+/* the 8 mins of k4_scales_mins' result, each doubled: int16 lanes 2k and 2k+1 hold min k */
+INLINE __m256i k4_mins_doubled(__m256i scm) {
     const __m128i mn = _mm256_extracti128_si256(scm, 1);
-    const __m256i md = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(mn, mn)), _mm_unpackhi_epi16(mn, mn), 1);
-    return _mm256_madd_epi16(md, ld256(x->bsums));
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(mn, mn)), _mm_unpackhi_epi16(mn, mn), 1);
 }
+INLINE __m256i k4_mins(__m256i scm, const int16_t *bsums) { return _mm256_madd_epi16(k4_mins_doubled(scm), ld256(bsums)); }
 /* IQ4_XS: the 8 sub-block scales (6 bits, -32) as int32 */
 INLINE __m256i iq4xs_scales32(const hr_block_iq4_xs *w) {
     const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ld32(w->scales_l)),

@@ -178,13 +178,12 @@ void hr_rows_dot(const hr_kernels *k, uint32_t type, int64_t n, const void *w, s
 }
 
 /* Rows [r0, r1) for tokens [tb, te) (te - tb <= TOK_BLOCK, tb a multiple of 16) over the
- * panels: 16 rows at a time, vec_dot for the rows past the last 16. */
+ * panels: 16 rows at a time, the plain tiles for the rows past the last 16. */
 static void mm_panels(const mm_job *j, int64_t n, const char *w, size_t rb, int64_t r0, int64_t r1, int64_t tb,
                       int64_t te, float *Y, size_t ys) {
     int64_t r = r0;
     for (; r + 16 <= r1; r += 16) j->tile16(n, w + r * rb, rb, j->panels + tb / 16 * j->pb, j->pb, Y + tb * ys + r, ys, (int)(te - tb));
-    for (; r < r1; r++)
-        for (int64_t t = tb; t < te; t++) j->ts.dot(n, &Y[t * ys + r], w + r * rb, j->ts.xq + t * j->ts.xs);
+    tile_pairs(&j->ts, n, w, rb, r, r1, tb, te, Y, ys);
 }
 
 /* Rows [r0, r1) of Y = X W^T for every token. */
