@@ -101,14 +101,18 @@ log "measuring memory read bandwidth ($membw --threads $threads)"
 bw() { grep -o '"gb_s":{[^}]*}' "$cache/membw.json" | grep -o "\"$1\":[0-9.eE+-]*" | cut -d: -f2; }
 
 # --- interleaved runs ----------------------------------------------------------------------
+# Round 1 runs Hearth first, so it reads each file afresh (bench_evict in bench/lib.sh).
+for t in "${type_list[@]}"; do bench_evict "$(model_path "$t")"; done
 load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
-declare -A hp hd lp ld bpt
+declare -A hp hd lp ld bpt huge
 out=$cache/out.json
 run_hearth() { # type threads
     if "$hearth" bench -m "$(model_path "$1")" -t "$2" -p "$n_prompt" -n "$n_gen" -r "$runs" --json >"$out" 2>"$cache/err"; then
         hp[$1,$2]+="$(jnum "$out" prompt_tok_s) "
         hd[$1,$2]+="$(jnum "$out" decode_tok_s) "
         bpt[$1,$2]=$(jnum "$out" bytes_per_token)
+        huge[$1]=$(awk -v h="$(jnum "$out" huge_page_bytes)" -v f="$(jnum "$out" file_bytes)" \
+            'BEGIN { if (h == "" || h < 0 || f + 0 == 0) print "?"; else printf "%.0f%%", 100 * h / f }')
     else
         log "hearth bench failed ($1, $2 threads): $(tail -n 1 "$cache/err")"
     fi
@@ -160,3 +164,5 @@ for t in "${type_list[@]}"; do
              "$(ratio "$phd" "$pld") | $mb | $(fmt "$gbs" 2) | $share |"
     done
 done
+echo
+echo "Hearth's file in 2 MiB pages (last run): $(for t in "${type_list[@]}"; do printf '%s %s; ' "$t" "${huge[$t]:-?}"; done)"

@@ -6,6 +6,18 @@ log() { echo "[$me $(date +%H:%M:%S)] $*" >&2; }
 need() { [ $# -ge 2 ] || die "$1 needs a value"; }
 posint() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: '$2' is not a positive integer"; }
 
+# Drops the files from the page cache (GNU dd's nocache, i.e. posix_fadvise DONTNEED; no root
+# needed), so the next engine to map them reads them afresh. Hearth asks for 2 MiB pages, which
+# Linux gives to pages read through such a mapping but not to the pages a generator has just
+# written (docs/performance.md, "2 MiB pages"): without this a benchmark of freshly made files
+# measures 4 KiB pages, which users loading a model from disk do not get. Harmless where
+# unsupported.
+bench_evict() {
+    local f
+    for f in "$@"; do [ -f "$f" ] && dd if="$f" iflag=nocache count=0 status=none 2>/dev/null; done
+    return 0
+}
+
 # hearth: the newest build*/hearth unless given; membw: built next to the cache when missing or stale.
 bench_find_tools() {
     if [ -z "$hearth" ]; then

@@ -197,6 +197,7 @@ run_config() { # id model flags threads
 for ty in "${type_list[@]}"; do
     make_type "$ty"
     d=$(dense_file "$ty") th=$(thr_file "$ty")
+    bench_evict "$d" "$th" # read afresh by Hearth, in 2 MiB pages (bench/lib.sh)
     start=$(grep -E '^ +0 +[0-9.e-]+$' "$cache/make.out" 2>/dev/null | awk '{ print $2 }')
     [[ ${start:-} =~ ^[0-9.]+(e-?[0-9]+)?$ ]] && calc "exit !($start > 0)" || start=0.05
     configs=("$ty:dense|$d|--ffn dense")

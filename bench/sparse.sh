@@ -187,6 +187,9 @@ if [ -n "$pinf" ]; then
     done
 fi
 
+# Hearth reads them first (the threshold search below), afresh, in 2 MiB pages (bench/lib.sh).
+bench_evict "$pi" "$twin" "$attn" "${pi_file[@]}"
+
 # --- memory bandwidth ------------------------------------------------------------------------
 log "measuring memory read bandwidth ($membw --threads $threads)"
 "$membw" --json --threads "$threads" >"$cache/sparse-membw.json" || die "membw failed"

@@ -262,7 +262,7 @@ static void print_gpu_json(const hearth_gpu_status *g) {
 
 static void report(const bench_opts *o, const hearth_model_info *in, const hearth_ctx_params *cp, int n_threads,
                    int32_t n_ctx, const char *kern, const bench_run *runs, const sparse_bytes *sb,
-                   const hearth_gpu_status *gs, const bench_prof *bp) {
+                   const hearth_gpu_status *gs, const bench_prof *bp, int64_t huge) {
     int n = (int)o->runs;
     double *v = malloc((size_t)n * sizeof *v);
     if (!v) return;
@@ -301,6 +301,7 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
         printf(",\"weight_bytes_per_token\":%llu,\"kv_bytes_per_token\":%llu,\"bytes_per_token\":%llu,"
                "\"decode_gb_s\":%.3f",
                (unsigned long long)sb->weights, (unsigned long long)kvb, (unsigned long long)bpt, gbs);
+        printf(",\"huge_page_bytes\":%lld", (long long)huge);
         if (sb->moe)
             printf(",\"moe_expert_bytes_per_token\":%llu,\"moe_router_bytes_per_token\":%llu",
                    (unsigned long long)sb->moe_expert, (unsigned long long)sb->moe_router);
@@ -332,6 +333,9 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
         printf("  experts: %.1f MiB of expert rows + %.2f MiB of routers per decoded token (from the routing)\n",
                sb->moe_expert / 1048576.0, sb->moe_router / 1048576.0);
     printf("decode bandwidth  %.2f GB/s\n", gbs);
+    if (huge >= 0)
+        printf("pages   %.1f of the file's %.1f MiB in 2 MiB pages%s\n", huge / 1048576.0, in->file_bytes / 1048576.0,
+               (double)huge < 0.5 * (double)in->file_bytes ? " (the rest in 4 KiB pages: docs/performance.md, \"2 MiB pages\")" : "");
     if (bp) hr_bench_prof_text(bp);
 }
 
@@ -382,7 +386,7 @@ static int bench(const bench_opts *o, hearth_model *m) {
             hearth_gpu_status gs;
             hearth_ctx_gpu_status(c, &gs);
             report(o, in, &cp, cp.n_threads ? cp.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN), hearth_ctx_n_ctx(c),
-                   hearth_ctx_cpu_kernels(c), runs, &sb, &gs, bp);
+                   hearth_ctx_cpu_kernels(c), runs, &sb, &gs, bp, hearth_model_huge_page_bytes(m));
             if (!o->json && gs.active) hr_print_gpu_plan(c), hr_print_gpu_overlap(c);
             if (cp.ffn_stats) hr_print_ffn_stats(m, c);
         }

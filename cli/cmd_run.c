@@ -200,6 +200,12 @@ static void verbose_info(const hearth_model *m, const hearth_ctx *c, const hr_ru
 
 /* Mixture-of-experts models: the experts' bytes, and what the routing made the run read
  * (measured: each call reads every expert it routes a token to once per layer). */
+/* After generation, when the weights read so far have faulted in. */
+static void verbose_pages(const hearth_model *m) {
+    const int64_t huge = hearth_model_huge_page_bytes(m);
+    if (huge >= 0) fprintf(stderr, "pages: %.1f MiB of the model in 2 MiB pages\n", huge / 1048576.0);
+}
+
 static void verbose_moe(const hearth_ctx *c) {
     hearth_moe_stats s;
     if (hearth_ctx_moe_stats(c, &s)) return;
@@ -403,7 +409,7 @@ static int run(run_cli *r) {
         if (o->verbose && !told) hr_print_gpu_plan(c);
         rc = n ? generate(m, c, r, prompt, plen, toks, n, &tm) : (fprintf(stderr, "hearth run: the prompt is empty\n"), 1);
         if (!rc && o->cp.ffn_stats) hr_print_ffn_stats(m, c);
-        if (!rc && o->verbose) hr_print_gpu_overlap(c), verbose_moe(c);
+        if (!rc && o->verbose) hr_print_gpu_overlap(c), verbose_moe(c), verbose_pages(m);
     } else if (c) {
         fprintf(stderr, "hearth run: %s\n", e.msg);
     }

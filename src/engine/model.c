@@ -87,6 +87,8 @@ bool hearth_model_has_predictors(const hearth_model *m) {
 
 float hearth_model_sparse_threshold(const hearth_model *m) { return m->sparse_threshold; }
 
+int64_t hearth_model_huge_page_bytes(const hearth_model *m) { return gguf_huge_bytes(m->file.base, m->file.size); }
+
 int32_t hr_model_pred_blocks(const hearth_model *m) {
     int32_t b = 1;
     for (int il = 0; il < m->hp.n_layer; il++)

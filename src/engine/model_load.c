@@ -43,6 +43,7 @@ static void *read_whole(int fd, size_t size, const char *path, hr_err *e) {
         hr_errf(e, "%s: --no-mmap: cannot allocate %zu bytes to read the file into: %s", path, size, strerror(errno));
         return NULL;
     }
+    gguf_advise_huge(buf, size);
     for (size_t got = 0; got < size;) {
         ssize_t r = read(fd, (char *)buf + got, size - got);
         if (r < 0 && errno == EINTR) continue;

@@ -74,6 +74,11 @@ typedef struct gguf_file {
 /* Open and map a file; validates header, all KVs, tensor infos (names unique, dims
  * sane, type known, sizes computed with overflow checks, data inside the file and aligned). */
 int gguf_open(gguf_file *f, const char *path, hr_err *e);
+/* Asks the kernel for 2 MiB pages over a model's bytes (a hint; see gguf_pages.c). */
+void gguf_advise_huge(void *base, size_t size);
+/* Bytes of [base, base + size) the process now has in 2 MiB pages (file or anonymous), from
+ * /proc/self/smaps; -1 where the system does not say. */
+int64_t gguf_huge_bytes(const void *base, size_t size);
 /* Parse a caller-owned buffer (kept alive by the caller). Used by tests and the fuzzer. */
 int gguf_parse(gguf_file *f, const void *buf, size_t size, hr_err *e);
 void gguf_close(gguf_file *f);

@@ -340,6 +340,7 @@ int gguf_open(gguf_file *f, const char *path, hr_err *e) {
     int err = errno;
     close(fd);
     if (map == MAP_FAILED) return hr_errf(e, "%s: cannot map: %s", path, strerror(err));
+    gguf_advise_huge(map, size);
     if (gguf_parse(f, map, size, e)) {
         munmap(map, size);
         return hr_errctx(e, "%s", path);

@@ -37,6 +37,9 @@ for k in prompt_tok_s decode_tok_s weight_bytes_per_token kv_bytes_per_token byt
     [ -n "$(num $k)" ] || { echo "FAIL: no $k in $(cat "$T/j")"; fails=$((fails + 1)); }
 done
 grep -q '"decode_tok_s_runs":\[[0-9.]*,[0-9.]*,[0-9.]*\]' "$T/j" || { echo "FAIL: not 3 decode runs"; fails=$((fails + 1)); }
+# 2 MiB pages of the file: -1 where the system does not say, else 0..file_bytes
+awk -v h="$(num huge_page_bytes)" -v f="$(num file_bytes)" 'BEGIN { exit !(h != "" && f > 0 && (h == -1 || (h >= 0 && h <= f))) }' ||
+    { echo "FAIL: huge_page_bytes missing or outside [0, file_bytes] in $(cat "$T/j")"; fails=$((fails + 1)); }
 grep -q '"cpu_kernels":"\(scalar\|avx2\|avx512\|amx\|neon\)"' "$T/j" || { echo "FAIL: no cpu_kernels in $(cat "$T/j")"; fails=$((fails + 1)); }
 # the kernel table named is the one HEARTH_KERNELS forces (scalar exists everywhere)
 HEARTH_KERNELS=scalar "$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 --json $C 2>/dev/null | grep -q '"cpu_kernels":"scalar"' ||
