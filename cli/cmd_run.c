@@ -203,7 +203,11 @@ static void verbose_info(const hearth_model *m, const hearth_ctx *c, const hr_ru
 /* After generation, when the weights read so far have faulted in. */
 static void verbose_pages(const hearth_model *m) {
     const int64_t huge = hearth_model_huge_page_bytes(m);
-    if (huge >= 0) fprintf(stderr, "pages: %.1f MiB of the model in 2 MiB pages\n", huge / 1048576.0);
+    if (huge < 0) return;
+    const hearth_model_info *in = hearth_model_get_info(m);
+    const bool low = in && (double)huge < 0.5 * (double)in->file_bytes;
+    fprintf(stderr, "pages: %.1f MiB of the model in 2 MiB pages%s\n", huge / 1048576.0,
+            low ? " (the rest in 4 KiB pages, slower to decode; --no-mmap reads it into 2 MiB pages)" : "");
 }
 
 static void verbose_moe(const hearth_ctx *c) {

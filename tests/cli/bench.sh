@@ -27,6 +27,9 @@ expect 2 "needs a value" -- "$H" bench -m "$M" -p
 expect 2 "smaller than prompt" -- "$H" bench -m "$M" -p 16 -n 8 -c 20
 expect 1 "/nonexistent.gguf" -- "$H" bench -m /nonexistent.gguf
 expect 0 "decode bandwidth" -- "$H" bench -m "$M" -t 1 -p 8 -n 4 -r 1 $C
+expect 2 "-mmp: 2 is out of range" -- "$H" bench -m "$M" -mmp 2
+expect 2 "-mmp needs a value" -- "$H" bench -m "$M" -mmp
+expect 0 "model read into memory (--no-mmap)" -- "$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 -mmp 0 $C
 
 if ! "$H" bench -m "$M" -t 2 -p 16 -n 8 -r 3 --json $C >"$T/j" 2>"$T/err"; then
     echo "FAIL: bench --json"; cat "$T/err"; exit 1
@@ -37,6 +40,9 @@ for k in prompt_tok_s decode_tok_s weight_bytes_per_token kv_bytes_per_token byt
     [ -n "$(num $k)" ] || { echo "FAIL: no $k in $(cat "$T/j")"; fails=$((fails + 1)); }
 done
 grep -q '"decode_tok_s_runs":\[[0-9.]*,[0-9.]*,[0-9.]*\]' "$T/j" || { echo "FAIL: not 3 decode runs"; fails=$((fails + 1)); }
+grep -q '"mmap":true' "$T/j" || { echo "FAIL: the mapped run does not say mmap true"; fails=$((fails + 1)); }
+"$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 --json --no-mmap $C 2>/dev/null | grep -q '"mmap":false' ||
+    { echo "FAIL: --no-mmap not reported as mmap false"; fails=$((fails + 1)); }
 # 2 MiB pages of the file: -1 where the system does not say, else 0..file_bytes
 awk -v h="$(num huge_page_bytes)" -v f="$(num file_bytes)" 'BEGIN { exit !(h != "" && f > 0 && (h == -1 || (h >= 0 && h <= f))) }' ||
     { echo "FAIL: huge_page_bytes missing or outside [0, file_bytes] in $(cat "$T/j")"; fails=$((fails + 1)); }
