@@ -198,8 +198,6 @@ static void verbose_info(const hearth_model *m, const hearth_ctx *c, const hr_ru
             o->cp.n_threads > 0 ? o->cp.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN));
 }
 
-/* Mixture-of-experts models: the experts' bytes, and what the routing made the run read
- * (measured: each call reads every expert it routes a token to once per layer). */
 /* After generation, when the weights read so far have faulted in. */
 static void verbose_pages(const hearth_model *m) {
     const int64_t huge = hearth_model_huge_page_bytes(m);
@@ -210,6 +208,8 @@ static void verbose_pages(const hearth_model *m) {
             low ? " (the rest in 4 KiB pages, slower to decode; --no-mmap reads it into 2 MiB pages)" : "");
 }
 
+/* Mixture-of-experts models: the experts' bytes, and what the routing made the run read
+ * (measured: each call reads every expert it routes a token to once per layer). */
 static void verbose_moe(const hearth_ctx *c) {
     hearth_moe_stats s;
     if (hearth_ctx_moe_stats(c, &s)) return;

@@ -210,8 +210,8 @@ const char *hearth_ffn_mode_name(hearth_ffn_mode m);
 const char *hearth_ctx_cpu_kernels(const hearth_ctx *c);
 float hearth_model_sparse_threshold(const hearth_model *m);
 /* Bytes of the model's file the process has in 2 MiB pages now (they fault in as the weights
- * are first read); -1 where the system does not say. 4 KiB pages cost decode a TLB miss every
- * 4 KiB of weights: docs/performance.md, "2 MiB pages". */
+ * are first read); -1 where the system does not say. Decode over 4 KiB pages is slower
+ * (docs/performance.md, "2 MiB pages for the mapped weights"). */
 int64_t hearth_model_huge_page_bytes(const hearth_model *m);
 /* Layer il's threshold of FFN mode threshold; negative when the model has none. */
 float hearth_model_ffn_threshold(const hearth_model *m, int32_t il);

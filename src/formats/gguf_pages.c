@@ -7,13 +7,14 @@
 
 #include "gguf.h"
 
-/* Decode reads every weight once per token: with 4 KiB pages that is a TLB miss every 4 KiB,
- * and a sparse FFN's scattered rows of 2-5 KiB pay one per row. Asked for 2 MiB pages, Linux
- * (6.x, on file systems with large folios such as ext4 and xfs) fills the page cache through
- * this mapping in 2 MiB folios and maps them whole; pages already cached stay as they are, and
- * an anonymous buffer (--no-mmap) gets transparent huge pages. Only for files that fit in RAM:
- * past that, 2 MiB read-ahead per fault would only add to the thrashing. A hint; failure is
- * harmless. */
+/* Decode reads every weight once per token, fetching rows ahead in software, and a sparse FFN
+ * jumps between rows of 2-5 KiB: over 4 KiB pages every page is a new TLB entry, and decode
+ * measured 1.2-1.7x slower than over 2 MiB pages (docs/performance.md, "2 MiB pages for the
+ * mapped weights"). Asked for them, Linux (6.x, on file systems with large folios such as ext4
+ * and xfs) fills the page cache through this mapping in 2 MiB folios and maps them whole, so
+ * resident memory is unchanged; pages already cached stay as they are, and an anonymous buffer
+ * (--no-mmap) gets transparent huge pages. Only for files that fit in RAM: past that, 2 MiB
+ * read-ahead per fault would only add to the thrashing. A hint; failure is harmless. */
 void gguf_advise_huge(void *base, size_t size) {
 #ifdef MADV_HUGEPAGE
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
