@@ -9,7 +9,7 @@
 
 /* Decode reads every weight once per token, fetching rows ahead in software, and a sparse FFN
  * jumps between rows of 2-5 KiB: over 4 KiB pages every page is a new TLB entry, and decode
- * measured 1.2-1.7x slower than over 2 MiB pages (docs/performance.md, "2 MiB pages for the
+ * measured up to 1.66x slower than over 2 MiB pages (docs/performance.md, "2 MiB pages for the
  * mapped weights"). Asked for them, Linux (6.x, on file systems with large folios such as ext4
  * and xfs) fills the page cache through this mapping in 2 MiB folios and maps them whole, so
  * resident memory is unchanged; pages already cached stay as they are, and an anonymous buffer
