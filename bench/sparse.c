@@ -13,7 +13,7 @@
  *           before it, which saw about the same load;
  *   read%   the same, paired with the round's plain read (cpu time at 1 thread).
  * With "huge" the matrices lie in 2 MiB pages (madvise MADV_HUGEPAGE), as the engine's mapping
- * asks for: the TLB cost of 4 KiB pages, a miss per scattered row, against none.
+ * asks for, instead of 4 KiB ones.
  * Usage: bench_sparse [types=q4_0,q8_0,f16] [reps=31] [max_threads=2] [n_in=4096] [unsorted] [huge] */
 #include <stdio.h>
 #include <stdlib.h>

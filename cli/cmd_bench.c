@@ -16,8 +16,9 @@ typedef struct {
     const char *model;
     long threads, n_prompt, n_gen, runs, n_ctx;
     uint64_t seed;
-    bool json, profile, no_mmap;
-    hr_run_opts ffn; /* only --ffn, --sparse-threshold, --ffn-threshold, --stats are taken from the shared parser */
+    bool json, profile;
+    hr_run_opts ffn; /* only --ffn, --sparse-threshold, --ffn-threshold, --stats, the GPU flags and
+                        --no-mmap/--mmap are taken from the shared parser */
 } bench_opts;
 
 typedef struct {
@@ -87,19 +88,15 @@ static int parse(int argc, char **argv, bench_opts *o) {
             o->profile = true;
             continue;
         }
-        if (!strcmp(a, "--no-mmap") || !strcmp(a, "--mmap")) {
-            o->no_mmap = !strcmp(a, "--no-mmap");
-            continue;
-        }
         if (!strcmp(a, "-mmp")) {
             if (!hr_arg_need(cmd, argc, argv, i)) return 2;
             long v;
             if (!hr_arg_long(cmd, a, argv[++i], 0, 1, &v)) return 2;
-            o->no_mmap = v == 0;
+            o->ffn.mp.no_mmap = v == 0;
             continue;
         }
         if (!strcmp(a, "--ffn") || !strcmp(a, "--sparse-threshold") || !strcmp(a, "--ffn-threshold") || !strcmp(a, "--stats") ||
-            hr_is_gpu_flag(a)) {
+            !strcmp(a, "--no-mmap") || !strcmp(a, "--mmap") || hr_is_gpu_flag(a)) {
             if (hr_parse_common_flag(cmd, argc, argv, &i, &o->ffn) < 0) return 2;
             continue;
         }
@@ -315,7 +312,7 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
         printf(",\"weight_bytes_per_token\":%llu,\"kv_bytes_per_token\":%llu,\"bytes_per_token\":%llu,"
                "\"decode_gb_s\":%.3f",
                (unsigned long long)sb->weights, (unsigned long long)kvb, (unsigned long long)bpt, gbs);
-        printf(",\"mmap\":%s,\"huge_page_bytes\":%lld", o->no_mmap ? "false" : "true", (long long)huge);
+        printf(",\"mmap\":%s,\"huge_page_bytes\":%lld", o->ffn.mp.no_mmap ? "false" : "true", (long long)huge);
         if (sb->moe)
             printf(",\"moe_expert_bytes_per_token\":%llu,\"moe_router_bytes_per_token\":%llu",
                    (unsigned long long)sb->moe_expert, (unsigned long long)sb->moe_router);
@@ -327,7 +324,7 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
     printf("model   %s (%s, %s, %d layers, n_embd %d, n_ff %d, vocab %d)\n", o->model, in->arch, type ? type : "?",
            in->n_layer, in->n_embd, in->n_ff, in->n_vocab);
     printf("setup   %d threads (CPU kernels %s), prompt %ld tokens, decode %ld tokens, %ld runs, n_ctx %d%s\n", n_threads,
-           kern, o->n_prompt, o->n_gen, o->runs, n_ctx, o->no_mmap ? ", model read into memory (--no-mmap)" : "");
+           kern, o->n_prompt, o->n_gen, o->runs, n_ctx, o->ffn.mp.no_mmap ? ", model read into memory (--no-mmap)" : "");
     printf("prompt  %10.2f tok/s (median)\n", pp);
     printf("decode  %10.2f tok/s (median)\n", tg);
     if (sb->mode == HEARTH_FFN_DENSE) {
@@ -349,8 +346,7 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
     printf("decode bandwidth  %.2f GB/s\n", gbs);
     if (huge >= 0)
         printf("pages   %.1f of the file's %.1f MiB in 2 MiB pages%s\n", huge / 1048576.0, in->file_bytes / 1048576.0,
-               (double)huge < 0.5 * (double)in->file_bytes
-                   ? " (the rest in 4 KiB pages; --no-mmap reads it into 2 MiB pages: docs/performance.md)" : "");
+               hr_pages_hint(huge, in->file_bytes));
     if (bp) hr_bench_prof_text(bp);
 }
 
@@ -424,7 +420,7 @@ int hr_cmd_bench(int argc, char **argv) {
     mp.has_sparse_threshold = o.ffn.mp.has_sparse_threshold;
     mp.sparse_threshold = o.ffn.mp.sparse_threshold;
     mp.has_ffn_threshold = o.ffn.mp.has_ffn_threshold, mp.ffn_threshold = o.ffn.mp.ffn_threshold;
-    mp.no_mmap = o.no_mmap;
+    mp.no_mmap = o.ffn.mp.no_mmap;
     hearth_model *m = hearth_model_load(o.model, &mp, &e);
     if (!m) {
         fprintf(stderr, "hearth bench: %s\n", e.msg);

@@ -203,9 +203,8 @@ static void verbose_pages(const hearth_model *m) {
     const int64_t huge = hearth_model_huge_page_bytes(m);
     if (huge < 0) return;
     const hearth_model_info *in = hearth_model_get_info(m);
-    const bool low = in && (double)huge < 0.5 * (double)in->file_bytes;
     fprintf(stderr, "pages: %.1f MiB of the model in 2 MiB pages%s\n", huge / 1048576.0,
-            low ? " (the rest in 4 KiB pages, slower to decode; --no-mmap reads it into 2 MiB pages)" : "");
+            in ? hr_pages_hint(huge, in->file_bytes) : "");
 }
 
 /* Mixture-of-experts models: the experts' bytes, and what the routing made the run read

@@ -224,6 +224,12 @@ static int batch_flag(const char *cmd, const char *a, const char *v, hr_run_opts
     return 1;
 }
 
+const char *hr_pages_hint(int64_t huge, uint64_t file_bytes) {
+    return (double)huge < 0.5 * (double)file_bytes
+               ? " (the rest in 4 KiB pages, slower to decode; --no-mmap reads it into 2 MiB pages: docs/performance.md)"
+               : "";
+}
+
 /* Flags without a value. Returns 1 if a is one, else 0. */
 static int switch_flag(const char *cmd, int argc, char **argv, int *i, hr_run_opts *o) {
     const char *a = argv[*i];

@@ -34,6 +34,9 @@ char *hr_run_schema_gbnf(const hr_run_opts *o, hr_err *e);
 /* Parses argv[i] (and its value) if it is a model/context/sampling flag.
  * Returns 1 if consumed (advancing *i), 0 if not one of these flags, -1 on a bad value. */
 int hr_parse_common_flag(const char *cmd, int argc, char **argv, int *i, hr_run_opts *o);
+/* What to add after "N MiB in 2 MiB pages" (hearth run -v, hearth bench): a hint to use
+ * --no-mmap when under half of the file got them, else "". */
+const char *hr_pages_hint(int64_t huge, uint64_t file_bytes);
 void hr_print_common_help(void);
 /* --ffn and --gpu values: 1 when parsed, -1 (a message printed) when not one of them. */
 int hr_arg_ffn_mode(const char *cmd, const char *v, hearth_ffn_mode *out);
