@@ -259,8 +259,11 @@ INLINE __m512i sidx(int p) {
 }
 
 /* Weight side of all R rows first, then one activation row at a time, so only one
- * x group is live (tiles would spill holding C of them). Q4_0 sums its two steps in two
- * accumulators, Q8_0 in one (the same for every kernel of a type: their bits agree). */
+ * x group is live (tiles would spill holding C of them). Both steps go into one accumulator
+ * per (row, token), the same for every kernel of a type, so their bits agree. Q4_0 once
+ * summed its steps in two: its 4 x 4 prompt tile then held 32 accumulators, every register,
+ * and spilled; with one, prompt tiles ran 10-28% and rows4 from DRAM 13-30% faster (Zen 5,
+ * bench_prompt and rows4 over 11008 x 4096, 1 thread, interleaved). */
 #define QGRP_STEP(WB, PB, PFX, XB, WGRP, IDOT, Q4, PF, R, C)                                     \
     {                                                                                            \
         wgrp wg[R];                                                                              \
@@ -300,8 +303,7 @@ INLINE __m512i sidx(int p) {
                 _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {                            \
                     __m512 v = _mm512_cvtepi32_ps(IDOT(WB[r], &wg[r], p, &g));                   \
                     __m512 sp = _mm512_permutexvar_ps(sidx(p), s);                               \
-                    if (Q4 && p) acc1[r][c] = _mm512_fmadd_ps(v, sp, acc1[r][c]);                \
-                    else acc0[r][c] = _mm512_fmadd_ps(v, sp, acc0[r][c]);                        \
+                    acc0[r][c] = _mm512_fmadd_ps(v, sp, acc0[r][c]);                             \
                 }                                                                                \
             }                                                                                    \
         }                                                                                        \
@@ -322,9 +324,9 @@ INLINE __m512i sidx(int p) {
 #define QDOT_BODY(WBLK, WGRP, IDOT, Q4, R, C) \
     QDOT_BODY_AT(WBLK, WGRP, IDOT, Q4, R, C, QROW_STRIDED, QROW_STRIDED, QPF_STRIDED)
 #define QDOT_BODY_AT(WBLK, WGRP, IDOT, Q4, R, C, ROW, PROW, PFX)                                \
-    __m512 acc0[R][C], acc1[R][C];                                                               \
+    __m512 acc0[R][C];                                                                           \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                          \
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = acc1[r][c] = _mm512_setzero_ps(); \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = _mm512_setzero_ps();    \
     const int64_t nb = n / HR_QK;                                                                \
     int64_t b = 0;                                                                               \
     for (; b + QGRP <= nb; b += QGRP) {                                                          \
@@ -357,7 +359,7 @@ INLINE __m512i sidx(int p) {
     }                                                                                            \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                          \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                                      \
-            y[c * ys + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r][c], acc1[r][c]));
+            y[c * ys + r] = _mm512_reduce_add_ps(acc0[r][c]);
 
 #define QDOT_FUNCS(NAME, WBLK, WGRP, IDOT, Q4)                                                          \
     enum { WBS_##NAME = sizeof(WBLK) };                                                           \
@@ -424,10 +426,10 @@ TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
 }
 
 /* The tile's R weight rows' group against its C tokens: step 0 for every token, then step
- * 1, so only one step's unpacked nibbles and scales are live beside the 2RC accumulators;
+ * 1, so only one step's unpacked nibbles and scales are live beside the RC accumulators;
  * each activation load serves all R rows. */
 INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
-                        __m512 (*acc1)[HR_TILE_C], const int R) {
+                        const int R) {
     const __m512i m = _mm512_set1_epi8(0x0f);
     wgrp wg[4]; /* R <= 4 */
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) w_grp_q4_0(&wg[r], wb[r]);
@@ -446,8 +448,7 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
                 __m512i t = _mm512_dpbusd_epi32(n8, lo[r], q0);
                 t = _mm512_dpbusd_epi32(t, hi[r], q1);
-                __m512 *a = p ? &acc1[r][c] : &acc0[r][c];
-                *a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd[r], ds), *a);
+                acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd[r], ds), acc0[r][c]);
             }
         }
     }
@@ -460,9 +461,9 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
                          size_t ys) {                                                                    \
         const char *W = w, *X = x;                                                                       \
         enum { C = HR_TILE_C };                                                                          \
-        __m512 acc0[R][C], acc1[R][C];                                                                   \
+        __m512 acc0[R][C];                                                                               \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                              \
-            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = acc1[r][c] = _mm512_setzero_ps(); \
+            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = _mm512_setzero_ps();        \
         const int64_t nb = n / HR_QK, nfull = nb / QGRP;                                                 \
         for (int64_t gi = 0; gi < nfull; gi++) {                                                         \
             const char *wb[R];                                                                           \
@@ -470,7 +471,7 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
                 wb[r] = W + r * ws + gi * QGRP * sizeof(BLK);                                            \
                 for (int o = 0; o < QGRP * (int)sizeof(BLK); o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0); \
             }                                                                                            \
-            GRP(wb, X, xs, gi, acc0, acc1, R);                                                              \
+            GRP(wb, X, xs, gi, acc0, R);                                                                    \
         }                                                                                                \
         if (nfull * QGRP < nb) {                                                                         \
             const int64_t b = nfull * QGRP;                                                              \
@@ -481,11 +482,11 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
                 memcpy(pad[r], W + r * ws + b * sizeof(BLK), (size_t)(nb - b) * sizeof pad[0][0]);       \
                 wb[r] = (const char *)pad[r];                                                            \
             }                                                                                            \
-            GRP(wb, X, xs, nfull, acc0, acc1, R);                                                           \
+            GRP(wb, X, xs, nfull, acc0, R);                                                                 \
         }                                                                                                \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                              \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                                          \
-                y[c * ys + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r][c], acc1[r][c]));             \
+                y[c * ys + r] = _mm512_reduce_add_ps(acc0[r][c]);                                        \
     }
 
 TILE_X_DRIVER(tile_x_q4_0, hr_block_q4_0, tx_q4_0_grp, HR_TILE_R)
@@ -525,10 +526,9 @@ TGT static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
 
 /* The tile's R weight rows' group against its C tokens, step by step: each activation load
  * serves all R rows, each unsigned weight quad all C tokens. One accumulator per (row,
- * token), as vec_dot's (acc1 stays zero). */
+ * token), as vec_dot's. */
 INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
-                        __m512 (*acc1)[HR_TILE_C], const int R) {
-    (void)acc1;
+                        const int R) {
     __m256 wd8[4]; /* R <= 4 */
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) wd8[r] = scales8_q8(wb[r]);
