@@ -7,7 +7,8 @@
  *   fused      the same matrices, one pass: per 4 neurons their gate, up, activation, down;
  *   bundled    each neuron's three rows adjacent in one buffer (gate, up, down_t), one pass
  *              as fused: a neuron is one run of 3 x row bytes, which the hardware prefetcher
- *              can follow, where separate rows start a new stream every row.
+ *              can follow, where separate rows start a new stream every row;
+ *   bundled in 3 passes   the bundles, passed over as separate does (rows 3 x row bytes apart).
  * Each call also prefetches the next 4 neurons' rows of its kind (as the engine's kernels
  * do). Random sorted active sets, drawn anew each round; copies of the weights rotate so
  * that nothing is cached; rounds interleave the three ways; medians of GB/s over the bytes
@@ -24,8 +25,8 @@
 #include "backends/cpu/sparse.h"
 
 #define N_FF 11008
-enum { W_SEPARATE, W_FUSED, W_BUNDLED, N_WAYS };
-static const char *const way_name[N_WAYS] = {"separate", "fused", "bundled"};
+enum { W_SEPARATE, W_FUSED, W_BUNDLED, W_BUNDLED_3, N_WAYS };
+static const char *const way_name[N_WAYS] = {"separate", "fused", "bundled", "bundled in 3 passes"};
 
 static double cpu_now(void) {
     struct timespec ts;
@@ -75,15 +76,16 @@ static void act4(ffn_k *k, int64_t i) {
 static void run_way(ffn_k *k, int way, const char *base, const int32_t *idx, int64_t n_idx) {
     const void *w[4], *nx[4];
     memset(k->y, 0, sizeof(float) * (size_t)k->n);
-    if (way == W_SEPARATE) {
+    if (way == W_SEPARATE || way == W_BUNDLED_3) {
+        const int bundled = way == W_BUNDLED_3;
         for (int kind = 0; kind < 2; kind++)
             for (int64_t i = 0; i < n_idx; i += 4) {
-                rows_of(k, base, 0, idx, i, n_idx, kind, w, nx);
+                rows_of(k, base, bundled, idx, i, n_idx, kind, w, nx);
                 k->g4(k->n, w, nx, k->xq, (kind ? k->u : k->g) + i);
             }
         for (int64_t i = 0; i < n_idx; i += 4) act4(k, i);
         for (int64_t i = 0; i < n_idx; i += 4) {
-            rows_of(k, base, 0, idx, i, n_idx, 2, w, nx);
+            rows_of(k, base, bundled, idx, i, n_idx, 2, w, nx);
             k->ax(k->n, 4, w, i + 4 < n_idx ? nx : NULL, k->h + i, 1, k->y, 0);
         }
         return;
@@ -137,7 +139,7 @@ static int bench_type(uint32_t t, double frac, int rounds, int64_t n) {
                 if ((double)(rng(&s) >> 11) * 0x1p-53 < frac) idx[n_idx++] = (int32_t)i;
             n_idx &= ~(int64_t)3;
             if (n_idx < 8) return fprintf(stderr, "fraction %g leaves too few neurons\n", frac), 1;
-            const char *base = (way == W_BUNDLED ? bun : sep) + (size_t)cp * set;
+            const char *base = (way >= W_BUNDLED ? bun : sep) + (size_t)cp * set;
             cp = (cp + 1) % copies;
             const double t0 = cpu_now();
             run_way(&k, way, base, idx, n_idx);

@@ -29,7 +29,7 @@ hr_mat hr_xhot_down(const hr_moe_weights *w) {
      * quantized (or BF16) matrix's blocks run along the row, so its columns are dequantized
      * into F16 rows, which the device's axpy reads */
     const uint32_t t = d->type == HR_F32 || d->type == HR_F16 ? d->type : HR_F16;
-    return (hr_mat){t, d->n_out, d->n_in, hr_row_bytes(t, (uint64_t)d->n_out), NULL};
+    return (hr_mat){.type = t, .n_in = d->n_out, .n_out = d->n_in, .row_bytes = hr_row_bytes(t, (uint64_t)d->n_out)};
 }
 /* One hot neuron's row bytes, and the exact growth of an expert's three allocations from k
  * hot neurons to k + 1 (the rounding of each is paid by the neuron that crosses a step). */

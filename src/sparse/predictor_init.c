@@ -45,7 +45,7 @@ float hr_pred_randn(uint64_t *s) {
 }
 
 int hr_pred_mm(hr_cpu *cpu, const float *W, int64_t n_in, int64_t n_out, const float *X, int64_t n_tok, float *Y, hr_err *e) {
-    hr_mat m = {HR_F32, n_in, n_out, (size_t)n_in * sizeof(float), W};
+    hr_mat m = {.type = HR_F32, .n_in = n_in, .n_out = n_out, .row_bytes = (size_t)n_in * sizeof(float), .data = W};
     return hr_matmul(cpu, &m, X, n_tok, Y, e);
 }
 

@@ -26,7 +26,7 @@ typedef struct train_ws {
 } train_ws;
 
 static int mm(hr_cpu *cpu, uint32_t type, const void *W, int64_t n_in, int64_t n_out, const float *X, int64_t n_tok, float *Y, hr_err *e) {
-    hr_mat m = {type, n_in, n_out, (size_t)hr_row_bytes(type, (uint64_t)n_in), W};
+    hr_mat m = {.type = type, .n_in = n_in, .n_out = n_out, .row_bytes = (size_t)hr_row_bytes(type, (uint64_t)n_in), .data = W};
     return hr_matmul(cpu, &m, X, n_tok, Y, e);
 }
 

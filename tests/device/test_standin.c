@@ -135,7 +135,7 @@ static void test_products(uint32_t type) {
     for (int r = 0; r < NO; r++)
         if (newer) randw_row(type, wq + r * rb, NI, 1.0f, &rng);
         else hr_quant_row(type, wf + r * NI, wq + r * rb, NI);
-    hr_mat W = {type, NI, NO, rb, wq};
+    hr_mat W = {.type = type, .n_in = NI, .n_out = NO, .row_bytes = rb, .data = wq};
     hr_dmat D = {type, NI, NO, rb, alloc(rb * NO)};
     uint64_t X = alloc(NT * NI * 4), Y = alloc(NT * NO * 4), IDX = alloc(NX * 4);
     CHECK(!d->ops->to_dev(d, D.off, wq, rb * NO, &e) && !d->ops->to_dev(d, X, x, NT * NI * 4, &e));

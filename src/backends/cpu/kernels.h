@@ -51,6 +51,10 @@ typedef struct hr_mat {
     int64_t n_out;     /* ne1 */
     size_t row_bytes;  /* hr_row_bytes(type, n_in) */
     const void *data;
+    size_t stride;     /* bytes from a row to the next; 0: row_bytes (rows packed). More when
+                          rows of several matrices interleave (an FFN's neuron bundles). */
 } hr_mat;
+
+static inline size_t hr_mat_stride(const hr_mat *W) { return W->stride ? W->stride : W->row_bytes; }
 
 #endif

@@ -189,7 +189,7 @@ static void mm_panels(const mm_job *j, int64_t n, const char *w, size_t rb, int6
 /* Rows [r0, r1) of Y = X W^T for every token. */
 static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int64_t r1) {
     const int64_t n = W->n_in;
-    const size_t rb = W->row_bytes;
+    const size_t rb = hr_mat_stride(W); /* from a row to the next */
     const char *w = W->data;
     if (j->tile16) {
         for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK)
@@ -223,6 +223,8 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float 
     if (hr_row_bytes(W->type, (uint64_t)W->n_in) != W->row_bytes || W->row_bytes == 0)
         return hr_errf(e, "matmul: row size %zu does not fit %lld %s elements", W->row_bytes,
                        (long long)W->n_in, hr_type_name(W->type));
+    if (W->stride && W->stride < W->row_bytes)
+        return hr_errf(e, "matmul: row stride %zu is under the row size %zu", W->stride, W->row_bytes);
     const hr_kernels_ext *x = hr_kernels_ext_of(c->k);
     mm_job j = {.k = c->k, .rows2 = x->rows2[W->type], .rows4 = x->rows4[W->type],
                 .ts = {.tile = x->tile[W->type], .dot = c->k->vec_dot[W->type]}, .W = W, .X = X,
@@ -289,7 +291,7 @@ int hr_matmul_ep(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, floa
 
 bool hr_matmul_pair_fits(const hr_mat *W0, const hr_mat *W1) {
     return W0 && W1 && W0->data && W1->data && W0->type == W1->type && W0->n_in == W1->n_in && W0->n_out == W1->n_out &&
-           W0->row_bytes == W1->row_bytes;
+           W0->row_bytes == W1->row_bytes && hr_mat_stride(W0) == hr_mat_stride(W1);
 }
 
 int hr_matmul_pair(hr_cpu *c, const hr_mat *W0, const hr_mat *W1, const float *X, int64_t n_tok, float *Y0, float *Y1,

@@ -30,6 +30,8 @@ static int check_mat(const char *op, const hr_mat *W, int64_t n_tok, const int32
     if (hr_row_bytes(W->type, (uint64_t)W->n_in) != W->row_bytes || W->row_bytes == 0)
         return hr_errf(e, "%s: row size %zu does not fit %lld %s elements", op, W->row_bytes,
                        (long long)W->n_in, hr_type_name(W->type) ? hr_type_name(W->type) : "?");
+    if (W->stride && W->stride < W->row_bytes)
+        return hr_errf(e, "%s: row stride %zu is under the row size %zu", op, W->stride, W->row_bytes);
     for (int64_t i = 0; i < n_idx; i++)
         if (idx[i] < 0 || idx[i] >= W->n_out)
             return hr_errf(e, "%s: index %lld is %d, outside %lld rows", op, (long long)i, (int)idx[i],
@@ -116,13 +118,13 @@ static void prefetch_row(const char *p, size_t rb) {
 /* The 4 rows at idx positions p.. (clamped to the chunk), or `cur` past its end. */
 static void gm_rows(const gm_job *j, int64_t p, int64_t i1, const void **out, const void *const *cur) {
     const char *w = j->W->data;
-    for (int r = 0; r < 4; r++) out[r] = p + r < i1 ? w + j->idx[p + r] * j->W->row_bytes : cur[r];
+    for (int r = 0; r < 4; r++) out[r] = p + r < i1 ? w + j->idx[p + r] * hr_mat_stride(j->W) : cur[r];
 }
 
 /* The first rows of a chunk have had no earlier call to fetch them: fetch them at once. */
 static void gm_prologue(const gm_job *j, int64_t i0, int64_t i1) {
     for (int64_t i = i0 + 4; i < i1 && i < i0 + 4 * GM_LEAD; i++)
-        prefetch_row((const char *)j->W->data + j->idx[i] * j->W->row_bytes, j->W->row_bytes);
+        prefetch_row((const char *)j->W->data + j->idx[i] * hr_mat_stride(j->W), j->W->row_bytes);
 }
 
 /* Types with a gather4 kernel: it prefetches the rows 4 x GM_LEAD positions on. */
@@ -166,7 +168,7 @@ static int64_t gm_decode_copy(const gm_job *j, int64_t i0, int64_t i1) {
 
 static void gm_decode(const gm_job *j, int64_t i0, int64_t i1) {
     const hr_mat *W = j->W;
-    const size_t rb = W->row_bytes;
+    const size_t rb = W->row_bytes, st = hr_mat_stride(W);
     const char *w = W->data;
     const int32_t *ix = j->idx;
     hr_vec_dot_fn dot = j->k->vec_dot[W->type];
@@ -177,16 +179,16 @@ static void gm_decode(const gm_job *j, int64_t i0, int64_t i1) {
     for (; j->rows2 && i + 2 <= i1; i += 2) {
         tile_rows(ix + i, 2, &base, &step, &rev);
         float tmp[2];
-        j->rows2(W->n_in, w + base * rb, (size_t)step * rb, j->xq, 0, rev ? tmp : &j->Y[i], 0);
+        j->rows2(W->n_in, w + base * st, (size_t)step * st, j->xq, 0, rev ? tmp : &j->Y[i], 0);
         if (rev) j->Y[i] = tmp[1], j->Y[i + 1] = tmp[0];
     }
-    for (; i < i1; i++) dot(W->n_in, &j->Y[i], w + ix[i] * rb, j->xq);
+    for (; i < i1; i++) dot(W->n_in, &j->Y[i], w + ix[i] * st, j->xq);
 }
 
 /* Rows ix[i..i+HR_TILE_R) against tokens [t, t+HR_TILE_C) with one tile, if they are
  * evenly spaced; returns 0 (nothing done) otherwise. */
 static int gm_tile(const gm_job *j, int64_t i, int64_t t) {
-    const size_t rb = j->W->row_bytes;
+    const size_t rb = hr_mat_stride(j->W); /* from a row to the next */
     int64_t base, step;
     int rev;
     if (!tile_rows(j->idx + i, HR_TILE_R, &base, &step, &rev)) return 0;
@@ -213,7 +215,7 @@ static void gm_task(void *arg, int ith, int nth) {
         return;
     }
     const int64_t n = j->W->n_in, ni = j->n_idx;
-    const size_t rb = j->W->row_bytes;
+    const size_t rb = hr_mat_stride(j->W); /* from a row to the next */
     const char *w = j->W->data;
     hr_vec_dot_fn dot = j->k->vec_dot[j->W->type];
     for (int64_t tb = 0; tb < j->n_tok; tb += TOK_BLOCK) {
@@ -370,7 +372,7 @@ typedef struct {
 static const void *const *next_rows(const ax_job *j, int64_t p, int64_t i1, const void **nx) {
     if (p >= i1) return NULL;
     const char *w = j->Wt->data;
-    for (int r = 0; r < HR_AXPY_ROWS; r++) nx[r] = w + j->idx[p + r < i1 ? p + r : i1 - 1] * j->Wt->row_bytes;
+    for (int r = 0; r < HR_AXPY_ROWS; r++) nx[r] = w + j->idx[p + r < i1 ? p + r : i1 - 1] * hr_mat_stride(j->Wt);
     return nx;
 }
 
@@ -379,7 +381,7 @@ static const void *const *next_rows(const ax_job *j, int64_t p, int64_t i1, cons
  * the next rows' first 16 lines here, 25-33% more GB/s for Q4_0, Q8_0, Q4_K,
  * Q6_K, IQ4_NL at 30% of 11008 rows, one thread, Zen 4; two calls ahead gained nothing. */
 static void ax_decode(const ax_job *j, int64_t i0, int64_t i1, float *out) {
-    const size_t rb = j->Wt->row_bytes;
+    const size_t rb = hr_mat_stride(j->Wt); /* from a row to the next */
     const char *w = j->Wt->data;
     const void *rows[HR_AXPY_ROWS], *nx[HR_AXPY_ROWS];
     float a[HR_AXPY_ROWS];
@@ -400,7 +402,7 @@ static void ax_decode(const ax_job *j, int64_t i0, int64_t i1, float *out) {
  * group's coefficients for it are zero. */
 static void ax_batch(const ax_job *j, int64_t i0, int64_t i1, float *out) {
     const int64_t n = j->Wt->n_in, nt = j->n_tok;
-    const size_t rb = j->Wt->row_bytes;
+    const size_t rb = hr_mat_stride(j->Wt); /* from a row to the next */
     const char *w = j->Wt->data;
     const void *rows[HR_AXPY_ROWS], *nx[HR_AXPY_ROWS];
     float a[AX_TOK_BLOCK * HR_AXPY_ROWS];

@@ -55,7 +55,7 @@ static int mat_view(hr_dev *d, const hr_dmat *W, hr_mat *m, const char *what, hr
                        (long long)W->n_out, (long long)W->n_in, W->row_bytes);
     const void *p = span(d, W->off, (uint64_t)W->n_out * W->row_bytes, what, e);
     if (!p) return -1;
-    *m = (hr_mat){W->type, W->n_in, W->n_out, W->row_bytes, p};
+    *m = (hr_mat){.type = W->type, .n_in = W->n_in, .n_out = W->n_out, .row_bytes = W->row_bytes, .data = p};
     return 0;
 }
 
