@@ -48,6 +48,8 @@ static void help(void) {
            "  --no-mmap, -mmp 0|1     read the model into memory instead of mapping the file (-mmp 0:\n"
            "                          llama-bench's spelling); the copy gets 2 MiB pages where the\n"
            "                          file's cached pages are 4 KiB ones (docs/performance.md)\n"
+           "  -nr, --no-repack        keep the FFN rows as the file has them (default: bundled per\n"
+           "                          neuron for a sparse FFN on the CPU; see hearth run --help)\n"
            "  --ffn MODE              dense, exact, predicted, threshold (default: predicted when the\n"
            "                          file has predictors, else threshold when it has thresholds,\n"
            "                          else dense)\n"
@@ -96,7 +98,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
             continue;
         }
         if (!strcmp(a, "--ffn") || !strcmp(a, "--sparse-threshold") || !strcmp(a, "--ffn-threshold") || !strcmp(a, "--stats") ||
-            !strcmp(a, "--no-mmap") || !strcmp(a, "--mmap") || hr_is_gpu_flag(a)) {
+            !strcmp(a, "--no-mmap") || !strcmp(a, "--mmap") || !strcmp(a, "-nr") || !strcmp(a, "--no-repack") ||
+            hr_is_gpu_flag(a)) {
             if (hr_parse_common_flag(cmd, argc, argv, &i, &o->ffn) < 0) return 2;
             continue;
         }
@@ -273,8 +276,10 @@ static void print_gpu_json(const hearth_gpu_status *g) {
 
 static void report(const bench_opts *o, const hearth_model_info *in, const hearth_ctx_params *cp, int n_threads,
                    int32_t n_ctx, const char *kern, const bench_run *runs, const sparse_bytes *sb,
-                   const hearth_gpu_status *gs, const bench_prof *bp, int64_t huge) {
+                   const hearth_gpu_status *gs, const bench_prof *bp, int64_t huge, const hearth_model *m) {
     int n = (int)o->runs;
+    size_t bundle_bytes = 0;
+    const int32_t bundled = hearth_model_bundled_layers(m, &bundle_bytes);
     double *v = malloc((size_t)n * sizeof *v);
     if (!v) return;
     for (int i = 0; i < n; i++) v[i] = runs[i].prompt_tps;
@@ -312,7 +317,8 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
         printf(",\"weight_bytes_per_token\":%llu,\"kv_bytes_per_token\":%llu,\"bytes_per_token\":%llu,"
                "\"decode_gb_s\":%.3f",
                (unsigned long long)sb->weights, (unsigned long long)kvb, (unsigned long long)bpt, gbs);
-        printf(",\"mmap\":%s,\"huge_page_bytes\":%lld", o->ffn.mp.no_mmap ? "false" : "true", (long long)huge);
+        printf(",\"mmap\":%s,\"huge_page_bytes\":%lld,\"ffn_bundled_layers\":%d", o->ffn.mp.no_mmap ? "false" : "true",
+               (long long)huge, (int)bundled);
         if (sb->moe)
             printf(",\"moe_expert_bytes_per_token\":%llu,\"moe_router_bytes_per_token\":%llu",
                    (unsigned long long)sb->moe_expert, (unsigned long long)sb->moe_router);
@@ -344,6 +350,9 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
         printf("  experts: %.1f MiB of expert rows + %.2f MiB of routers per decoded token (from the routing)\n",
                sb->moe_expert / 1048576.0, sb->moe_router / 1048576.0);
     printf("decode bandwidth  %.2f GB/s\n", gbs);
+    if (bundled)
+        printf("repack  %d of %d layers' FFN rows bundled per neuron (%.1f MiB; -nr keeps the file's layout)\n", (int)bundled,
+               in->n_layer, bundle_bytes / 1048576.0);
     if (huge >= 0)
         printf("pages   %.1f of the file's %.1f MiB in 2 MiB pages%s\n", huge / 1048576.0, in->file_bytes / 1048576.0,
                hr_pages_hint(huge, in->file_bytes));
@@ -397,7 +406,7 @@ static int bench(const bench_opts *o, hearth_model *m) {
             hearth_gpu_status gs;
             hearth_ctx_gpu_status(c, &gs);
             report(o, in, &cp, cp.n_threads ? cp.n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN), hearth_ctx_n_ctx(c),
-                   hearth_ctx_cpu_kernels(c), runs, &sb, &gs, bp, hearth_model_huge_page_bytes(m));
+                   hearth_ctx_cpu_kernels(c), runs, &sb, &gs, bp, hearth_model_huge_page_bytes(m), m);
             if (!o->json && gs.active) hr_print_gpu_plan(c), hr_print_gpu_overlap(c);
             if (cp.ffn_stats) hr_print_ffn_stats(m, c);
         }
@@ -421,6 +430,7 @@ int hr_cmd_bench(int argc, char **argv) {
     mp.sparse_threshold = o.ffn.mp.sparse_threshold;
     mp.has_ffn_threshold = o.ffn.mp.has_ffn_threshold, mp.ffn_threshold = o.ffn.mp.ffn_threshold;
     mp.no_mmap = o.ffn.mp.no_mmap;
+    mp.ffn_bundle = hr_run_opts_bundle(&o.ffn);
     hearth_model *m = hearth_model_load(o.model, &mp, &e);
     if (!m) {
         fprintf(stderr, "hearth bench: %s\n", e.msg);

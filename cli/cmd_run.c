@@ -391,7 +391,9 @@ static int run(run_cli *r) {
     hr_err e = {{0}};
     timing tm = {0};
     double t0 = now_s();
-    hearth_model *m = hearth_model_load(o->model, &o->mp, &e);
+    hearth_model_params mp = o->mp;
+    mp.ffn_bundle = hr_run_opts_bundle(o);
+    hearth_model *m = hearth_model_load(o->model, &mp, &e);
     if (m) hr_print_model_notices("run", m);
     hearth_ctx *c = NULL;
     int rc = 1;

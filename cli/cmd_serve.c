@@ -119,7 +119,9 @@ static int run(serve_opts *o, sigset_t *sigs) {
     o->sp.sp = o->run.sp;
     o->sp.seed_fixed = o->seed_given;
     o->sp.model_id = base_name(o->run.model);
-    hearth_model *m = hearth_model_load(o->run.model, &o->run.mp, &e);
+    hearth_model_params mp = o->run.mp;
+    mp.ffn_bundle = hr_run_opts_bundle(&o->run);
+    hearth_model *m = hearth_model_load(o->run.model, &mp, &e);
     if (m) hr_print_model_notices("serve", m);
     if (m && hr_check_ctx_size("serve", m, &o->run.cp)) {
         hearth_model_free(m);

@@ -27,7 +27,12 @@ typedef struct hr_run_opts {
     int32_t batch_flag, ubatch_flag; /* -b and -ub as given (0: not given); n_batch is the smaller */
     int32_t threads_batch;     /* -tb (0: not given); Hearth has one pool of -t threads */
     int flash_attn;            /* -fa: -1 auto, 0 off, 1 on; accepted, changes nothing (see help) */
+    bool no_repack;            /* -nr/--no-repack: no FFN bundles (hr_run_opts_bundle) */
 } hr_run_opts;
+
+/* Whether to load with ffn_bundle: the FFN rows bundled (hearth_model_params.ffn_bundle) unless --no-repack, the
+ * FFN mode is dense, or layers may go to a GPU (a CUDA build without --gpu off / -ngl 0). */
+bool hr_run_opts_bundle(const hr_run_opts *o);
 
 /* The GBNF of --json-schema / --json-schema-file (malloc'd); NULL with "json schema: ..." in e. */
 char *hr_run_schema_gbnf(const hr_run_opts *o, hr_err *e);

@@ -36,6 +36,12 @@ typedef struct hearth_model_params {
     float ffn_threshold;
     bool mlock;                /* lock the model's pages in RAM (llama.cpp's --mlock); when the
                                   limit (RLIMIT_MEMLOCK) refuses, a notice says so and loading goes on */
+    bool ffn_bundle;           /* files with ffn_down_t: copy each FFN neuron's gate, up and down_t
+                                  rows next to each other at load and release the mapping's pages
+                                  of those tensors (the CPU's sparse decode reads a neuron as one
+                                  run; docs/performance.md). CPU only: a context that would put
+                                  layers on a GPU is refused (auto: the CPU). Ignored with no_mmap
+                                  or mlock. hearth_model_bundled_layers says how many layers. */
 } hearth_model_params;
 
 /* FFN modes: dense computes every neuron; exact computes the gate fully, then only the
@@ -210,9 +216,15 @@ const char *hearth_ffn_mode_name(hearth_ffn_mode m);
 const char *hearth_ctx_cpu_kernels(const hearth_ctx *c);
 float hearth_model_sparse_threshold(const hearth_model *m);
 /* Bytes of the model's file the process has in 2 MiB pages now (they fault in as the weights
- * are first read); -1 where the system does not say. Decode over 4 KiB pages is slower
+ * are first read; bundled FFN rows count for the tensors they hold); -1 where the system does
+ * not say. Decode over 4 KiB pages is slower
  * (docs/performance.md, "2 MiB pages for the mapped weights"). */
 int64_t hearth_model_huge_page_bytes(const hearth_model *m);
+/* Layers whose FFN rows were bundled at load (hearth_model_params.ffn_bundle), and the bytes
+ * of the bundles (*bytes may be NULL). */
+int32_t hearth_model_bundled_layers(const hearth_model *m, size_t *bytes);
+/* True when this build has the CUDA backend (whether a GPU answers is another matter). */
+bool hearth_gpu_built(void);
 /* Layer il's threshold of FFN mode threshold; negative when the model has none. */
 float hearth_model_ffn_threshold(const hearth_model *m, int32_t il);
 bool hearth_model_has_predictors(const hearth_model *m);

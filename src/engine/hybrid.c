@@ -352,6 +352,13 @@ int hr_hybrid_init(hearth_ctx *c, const hearth_ctx_params *p, hr_err *e) {
         snprintf(h->st.reason, sizeof h->st.reason, "calibration runs on the CPU");
         return 0;
     }
+    if (c->m->n_bundled) { /* the device code reads each matrix's rows packed */
+        if (p->gpu != HEARTH_GPU_AUTO)
+            return hr_errf(e, "the model's FFN rows were bundled for the CPU at load (%d layers); load it without "
+                              "bundling (--no-repack) to run layers on a GPU", c->m->n_bundled);
+        snprintf(h->st.reason, sizeof h->st.reason, "the FFN rows are bundled for the CPU (--no-repack keeps them for a GPU)");
+        return 0;
+    }
     hr_err de = {{0}};
     if (!setup(c, h, p, &de)) return 0;
     release(h);
@@ -366,6 +373,8 @@ void hr_hybrid_free(hr_hybrid *h) {
     release(h);
     free(h);
 }
+
+bool hearth_gpu_built(void) { return hr_dev_cuda_built(); }
 
 int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out) {
     if (!c->hy) {

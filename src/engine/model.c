@@ -87,7 +87,16 @@ bool hearth_model_has_predictors(const hearth_model *m) {
 
 float hearth_model_sparse_threshold(const hearth_model *m) { return m->sparse_threshold; }
 
-int64_t hearth_model_huge_page_bytes(const hearth_model *m) { return gguf_huge_bytes(m->file.base, m->file.size); }
+int64_t hearth_model_huge_page_bytes(const hearth_model *m) {
+    const int64_t f = gguf_huge_bytes(m->file.base, m->file.size);
+    const int64_t b = m->ffn_bundle ? gguf_huge_bytes(m->ffn_bundle, m->ffn_bundle_bytes) : 0;
+    return f < 0 || b < 0 ? -1 : f + b; /* the bundles stand in for the tensors they hold */
+}
+
+int32_t hearth_model_bundled_layers(const hearth_model *m, size_t *bytes) {
+    if (bytes) *bytes = m->ffn_bundle_bytes;
+    return m->n_bundled;
+}
 
 int32_t hr_model_pred_blocks(const hearth_model *m) {
     int32_t b = 1;
@@ -117,6 +126,7 @@ hearth_model *hearth_model_load(const char *path, const hearth_model_params *p, 
     if (hr_load_layer_kinds(m, e) || hr_load_tensors(m, e) || hr_tok_from_gguf_warn(&m->tok, &m->file, &m->notes, e) ||
         check_vocab(m, e) || hr_load_ffn_thresholds(m, p, e))
         goto fail;
+    if (p && p->ffn_bundle && !p->no_mmap && !p->mlock && hr_ffn_bundle(m, e)) goto fail;
     if ((m->hp.act == HR_ACT_GELU || m->hp.act == HR_ACT_GEGLU) &&
         !(m->gelu_tab = malloc(sizeof(uint16_t) * HR_GELU_TABLE_SIZE))) {
         hr_errf(e, "out of memory");
@@ -138,6 +148,7 @@ void hearth_model_free(hearth_model *m) {
     free(m->layers);
     free(m->gelu_tab);
     free(m->ffn_thr);
+    hr_ffn_bundle_free(m);
     gguf_close(&m->file);
     free(m);
 }

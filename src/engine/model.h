@@ -119,9 +119,15 @@ struct hearth_model {
     float *ffn_thr;            /* per layer, FFN mode threshold's bound on |act(gate)| (file key
                                   hearth.ffn_threshold or the load override); NULL: none (ffn_threshold.c) */
     const char *ffn_act;       /* activation override from the load parameters (load time only) */
+    void *ffn_bundle;          /* bundled FFN rows (ffn_bundle.c), NULL unless built */
+    size_t ffn_bundle_bytes;
+    int32_t n_bundled;         /* layers whose gate, up and down_t are views of ffn_bundle */
     hr_err notes;              /* load warnings, '\n'-separated (hearth_model_notices) */
 };
 
+/* Bundles each qualifying layer's gate, up and down_t rows per neuron (ffn_bundle.c). */
+int hr_ffn_bundle(hearth_model *m, hr_err *e);
+void hr_ffn_bundle_free(hearth_model *m);
 /* Opens the file as p asks (mapped, or read into memory; optionally locked). */
 int hr_model_open_file(hearth_model *m, const char *path, const hearth_model_params *p, hr_err *e);
 /* A FLOAT32/64 key of the file (absent: *out unchanged); NaN and infinities are refused. */

@@ -121,5 +121,19 @@ sparse_check "dense" dense 1:1 --ffn dense
 sparse_check "exact" exact 0.05:0.95 --ffn exact
 sparse_check "default mode" predicted 0:1
 
+# FFN rows bundled per neuron on the CPU (the PowerInfer file has ffn_down_t): reported, and the
+# same speed-independent fields as with -nr; not for dense files, dense mode, or --no-mmap.
+expect 0 "repack  2 of 2 layers' FFN rows bundled per neuron" -- "$H" bench -m "$P" -t 1 -p 4 -n 2 -r 1 $C
+bundled() { "$H" bench -t 1 -p 4 -n 2 -r 1 --json $C "$@" 2>/dev/null | sed -n 's/.*"ffn_bundled_layers":\([0-9-]*\).*/\1/p'; }
+[ "$(bundled -m "$P")" = 2 ] || { echo "FAIL: ffn_bundled_layers not 2 on the PowerInfer file"; fails=$((fails + 1)); }
+for flags in "-nr" "--no-repack" "--ffn dense" "--no-mmap"; do
+    # shellcheck disable=SC2086
+    [ "$(bundled -m "$P" $flags)" = 0 ] || { echo "FAIL: bundled with $flags"; fails=$((fails + 1)); }
+done
+[ "$(bundled -m "$M")" = 0 ] || { echo "FAIL: a dense file bundled"; fails=$((fails + 1)); }
+"$H" bench -m "$P" -t 1 -p 4 -n 2 -r 1 -nr $C 2>&1 | grep -q "^repack" && { echo "FAIL: -nr still reports a repack"; fails=$((fails + 1)); }
+"$H" run -m "$P" -p hello -n 6 -t 1 --temp 0 $C -s 1 >"$T/r1" 2>/dev/null && "$H" run -m "$P" -p hello -n 6 -t 1 --temp 0 $C -s 1 -nr >"$T/r2" 2>/dev/null &&
+    cmp -s "$T/r1" "$T/r2" || { echo "FAIL: hearth run's text differs with and without -nr"; fails=$((fails + 1)); }
+
 [ "$fails" -eq 0 ] && echo ok
 exit "$fails"
