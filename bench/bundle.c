@@ -23,6 +23,7 @@
 
 #include "backends/cpu/kernels_impl.h"
 #include "backends/cpu/sparse.h"
+#include "bench_util.h"
 
 #define N_FF 11008
 enum { W_SEPARATE, W_FUSED, W_BUNDLED, W_BUNDLED_3, N_WAYS };
@@ -33,21 +34,7 @@ static double cpu_now(void) {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
-static uint64_t rng(uint64_t *s) { /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float unif(uint64_t *s) { return (float)(rng(s) >> 40) * 0x1p-24f - 0.5f; }
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+static float unif(uint64_t *s) { return (float)(bench_rng(s) >> 40) * 0x1p-24f - 0.5f; }
 
 typedef struct {
     hr_gather4_fn g4;
@@ -136,7 +123,7 @@ static int bench_type(uint32_t t, double frac, int rounds, int64_t n) {
         for (int way = 0; way < N_WAYS; way++) {
             int64_t n_idx = 0;
             for (int64_t i = 0; i < N_FF; i++)
-                if ((double)(rng(&s) >> 11) * 0x1p-53 < frac) idx[n_idx++] = (int32_t)i;
+                if ((double)(bench_rng(&s) >> 11) * 0x1p-53 < frac) idx[n_idx++] = (int32_t)i;
             n_idx &= ~(int64_t)3;
             if (n_idx < 8) return fprintf(stderr, "fraction %g leaves too few neurons\n", frac), 1;
             const char *base = (way >= W_BUNDLED ? bun : sep) + (size_t)cp * set;
@@ -151,7 +138,7 @@ static int bench_type(uint32_t t, double frac, int rounds, int64_t n) {
     printf("%-5s %2.0f%% of %d neurons, rows of %lld (%zu bytes), kernels %s / axpy %s:", hr_type_name(t), frac * 100,
            N_FF, (long long)n, k.rb, K->name, hr_axpy_best()->name);
     for (int way = 0; way < N_WAYS; way++) {
-        const double g = median(rate + way * rounds, rounds), q = median(ratio + way * rounds, rounds);
+        const double g = bench_median(rate + way * rounds, rounds), q = bench_median(ratio + way * rounds, rounds);
         printf("  %s %.2f GB/s", way_name[way], g);
         if (way) printf(" (%.2fx)", q);
     }
@@ -169,13 +156,8 @@ int main(int argc, char **argv) {
     const int64_t n = argc > 4 ? atoll(argv[4]) : 4096;
     if (!(frac > 0 && frac <= 1) || rounds < 1 || n < 256 || n % 256)
         return fprintf(stderr, "usage: bench_bundle [types] [fraction in (0,1]] [rounds >= 1] [n_in, a multiple of 256]\n"), 2;
-    FILE *f = fopen("/proc/loadavg", "r");
-    char load[128] = "?\n";
-    if (f) {
-        if (!fgets(load, sizeof load, f)) strcpy(load, "?\n");
-        fclose(f);
-    }
-    printf("median of %d rounds, 1 thread, weights in 2 MiB pages; load average before: %s", rounds, load);
+    printf("median of %d rounds, 1 thread, weights in 2 MiB pages\n", rounds);
+    bench_loadavg("before");
     for (char *tok = strtok(types, ","); tok; tok = strtok(NULL, ",")) {
         const int t = hr_type_from_name(tok);
         if (t < 0) return fprintf(stderr, "unknown type %s\n", tok), 2;

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "backends/cpu/sparse.h"
+#include "bench_util.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -39,32 +40,7 @@ static double clk(clockid_t id) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static uint64_t rng(uint64_t *s) { /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float unif(uint64_t *s) { return (float)(rng(s) >> 40) * 0x1p-24f * 2.0f - 1.0f; }
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static void loadavg(const char *when) {
-    FILE *f = fopen("/proc/loadavg", "r");
-    char buf[128] = "?";
-    if (f) {
-        if (!fgets(buf, sizeof buf, f)) strcpy(buf, "?\n");
-        fclose(f);
-    }
-    printf("load average %s: %s", when, buf);
-}
+static float unif(uint64_t *s) { return (float)(bench_rng(s) >> 40) * 0x1p-24f * 2.0f - 1.0f; }
 
 /* The plain read the kernels are measured against: membw's loop (4 independent AVX2
  * accumulators) over n bytes, on the calling thread. */
@@ -97,7 +73,7 @@ static float read_bytes(const char *p, size_t n) {
 static void pick(int32_t *idx, int64_t k, int64_t n, int unsorted, uint64_t *s, char *mark) {
     memset(mark, 0, (size_t)n);
     for (int64_t i = 0; i < k;) {
-        int64_t r = (int64_t)(rng(s) % (uint64_t)n);
+        int64_t r = (int64_t)(bench_rng(s) % (uint64_t)n);
         if (!mark[r]) mark[r] = 1, i++;
     }
     int64_t m = 0;
@@ -105,7 +81,7 @@ static void pick(int32_t *idx, int64_t k, int64_t n, int unsorted, uint64_t *s, 
         if (mark[r]) idx[m++] = (int32_t)r;
     if (unsorted)
         for (int64_t i = k - 1; i > 0; i--) {
-            int64_t j = (int64_t)(rng(s) % (uint64_t)(i + 1));
+            int64_t j = (int64_t)(bench_rng(s) % (uint64_t)(i + 1));
             int32_t t = idx[i];
             idx[i] = idx[j], idx[j] = t;
         }
@@ -122,12 +98,12 @@ static double paired(const times *tm, int k, int base, int use_cpu) {
     double *t = use_cpu ? tm->cpu : tm->wall, r[tm->reps];
     for (int i = 0; i < tm->reps; i++)
         r[i] = (tm->bytes[k] / t[k * tm->reps + i]) / (tm->bytes[base] / t[base * tm->reps + i]);
-    return median(r, tm->reps);
+    return bench_median(r, tm->reps);
 }
 static double rate(const times *tm, int k, int use_cpu) {
     double v[tm->reps];
     memcpy(v, (use_cpu ? tm->cpu : tm->wall) + k * tm->reps, sizeof v);
-    return tm->bytes[k] / median(v, tm->reps) / 1e9;
+    return tm->bytes[k] / bench_median(v, tm->reps) / 1e9;
 }
 
 static void report(const times *tm, int nth, const char *type, const char *kn, const char *an) {
@@ -227,12 +203,12 @@ int main(int argc, char **argv) {
         return fprintf(stderr, "usage: bench_sparse [types] [reps] [max_threads] [n_in] [unsorted] [huge]\n"), 2;
     printf("%lld x %d, median of %d rounds, %s active rows, %s pages\n", (long long)n_in, N_OUT, reps,
            unsorted ? "unsorted" : "sorted", huge ? "2 MiB" : "4 KiB");
-    loadavg("before");
+    bench_loadavg("before");
     for (char *tok = strtok(types, ","); tok; tok = strtok(NULL, ",")) {
         int t = hr_type_from_name(tok);
         if (t < 0 || !hr_type_is_weight((uint32_t)t)) return fprintf(stderr, "unknown type %s\n", tok), 2;
         if (bench_type((uint32_t)t, reps, max_threads, n_in, unsorted, huge)) return 1;
     }
-    loadavg("after");
+    bench_loadavg("after");
     return 0;
 }

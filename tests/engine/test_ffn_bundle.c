@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "formats/types.h"
+#include "eval_logits.h"
 #include "hearth.h"
 #include "synth/synth.h"
 #include "testutil.h"
@@ -38,23 +39,7 @@ static hearth_model *load(const char *path, bool bundle, bool no_mmap, bool mloc
 static int run(hearth_model *m, hearth_ffn_mode mode, int batch, int threads, float *out) {
     hearth_ctx_params cp = hearth_ctx_default_params();
     cp.n_ctx = 16, cp.n_threads = threads, cp.n_batch = batch, cp.ffn_mode = mode, cp.gpu = HEARTH_GPU_OFF;
-    hr_err e;
-    hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
-    if (!c) return fprintf(stderr, "ctx: %s\n", e.msg), -1;
-    const int nv = hearth_model_get_info(m)->n_vocab;
-    int rc = 0;
-    if (batch > 1) {
-        rc = hearth_eval(c, toks, N_TOK, 0, true, &e);
-        for (int t = 0; !rc && t < N_TOK; t++) memcpy(out + t * nv, hearth_logits(c, t), sizeof(float) * (size_t)nv);
-    } else {
-        for (int t = 0; !rc && t < N_TOK; t++) {
-            rc = hearth_eval(c, &toks[t], 1, t, false, &e);
-            if (!rc) memcpy(out + t * nv, hearth_logits(c, -1), sizeof(float) * (size_t)nv);
-        }
-    }
-    if (rc) fprintf(stderr, "eval: %s\n", e.msg);
-    hearth_ctx_free(c);
-    return rc;
+    return eval_logits(m, &cp, toks, N_TOK, out, NULL);
 }
 
 /* Resident kB of the process (VmRSS). */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "formats/types.h"
 #include "hearth.h"
+#include "eval_logits.h"
 #include "rewrite.h"
 #include "synth/synth.h"
 #include "testutil.h"
@@ -41,23 +42,7 @@ static int run(hearth_model *m, hearth_ffn_mode mode, int batch, float *out, hea
     hearth_ctx_params cp = hearth_ctx_default_params();
     cp.n_ctx = 32, cp.n_threads = 2, cp.n_batch = batch, cp.ffn_mode = mode, cp.kv_k = cp.kv_v = HEARTH_KV_F32;
     cp.ffn_stats = stats0 != NULL, cp.gpu = HEARTH_GPU_OFF; /* the CPU's FFN modes (auto would take a GPU) */
-    hr_err e;
-    hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
-    if (!c) return fprintf(stderr, "ctx: %s\n", e.msg), -1;
-    int nv = hearth_model_get_info(m)->n_vocab, rc = 0;
-    if (batch > 1) {
-        rc = hearth_eval(c, toks, N_TOK, 0, true, &e);
-        for (int t = 0; !rc && t < N_TOK; t++) memcpy(out + t * nv, hearth_logits(c, t), sizeof(float) * (size_t)nv);
-    } else {
-        for (int t = 0; !rc && t < N_TOK; t++) {
-            rc = hearth_eval(c, &toks[t], 1, t, false, &e);
-            if (!rc) memcpy(out + t * nv, hearth_logits(c, -1), sizeof(float) * (size_t)nv);
-        }
-    }
-    if (rc) fprintf(stderr, "eval: %s\n", e.msg);
-    if (stats0) hearth_ctx_ffn_stats(c, 0, stats0);
-    hearth_ctx_free(c);
-    return rc;
+    return eval_logits(m, &cp, toks, N_TOK, out, stats0);
 }
 
 static double maxdiff(const float *a, const float *b, int n) {
