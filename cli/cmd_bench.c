@@ -49,7 +49,7 @@ static void help(void) {
            "                          llama-bench's spelling); the copy gets 2 MiB pages where the\n"
            "                          file's cached pages are 4 KiB ones (docs/performance.md)\n"
            "  -nr, --no-repack        keep the FFN rows as the file has them (default: bundled per\n"
-           "                          neuron for a sparse FFN on the CPU; see hearth run --help)\n"
+           "                          neuron for predicted mode on the CPU; see hearth run --help)\n"
            "  --ffn MODE              dense, exact, predicted, threshold (default: predicted when the\n"
            "                          file has predictors, else threshold when it has thresholds,\n"
            "                          else dense)\n"

@@ -233,7 +233,8 @@ const char *hr_pages_hint(int64_t huge, uint64_t file_bytes) {
 bool hr_run_opts_bundle(const hr_run_opts *o) {
     const bool cpu_only = o->cp.gpu == HEARTH_GPU_OFF || o->ngl_zero ||
                           (o->cp.gpu == HEARTH_GPU_AUTO && !o->gpu_asked && !hearth_gpu_built());
-    return !o->no_repack && cpu_only && o->cp.ffn_mode != HEARTH_FFN_DENSE;
+    const bool predicted = o->cp.ffn_mode == HEARTH_FFN_AUTO || o->cp.ffn_mode == HEARTH_FFN_PREDICTED;
+    return !o->no_repack && cpu_only && predicted;
 }
 
 /* Flags without a value. Returns 1 if a is one, else 0. */
@@ -360,10 +361,10 @@ void hr_print_common_help(void) {
            "                            V.p), never building the batch's full attention matrix\n"
            "  --no-mmap                 read the model into memory instead of mapping the file\n"
            "  --mlock                   lock the model in RAM (a notice when RLIMIT_MEMLOCK refuses)\n"
-           "  -nr, --no-repack          keep the FFN rows as the file has them: by default, for a sparse\n"
-           "                            FFN on the CPU (files with ffn_down_t, mode not dense, no GPU),\n"
-           "                            each neuron's gate, up and down rows are copied side by side at\n"
-           "                            load (not with --no-mmap or --mlock; docs/performance.md)\n"
+           "  -nr, --no-repack          keep the FFN rows as the file has them: by default, for predicted\n"
+           "                            mode on the CPU (files with predictors, no GPU), each neuron's\n"
+           "                            gate, up and down rows are copied side by side at load (not with\n"
+           "                            --no-mmap or --mlock; docs/performance.md)\n"
            "sparse FFN:\n"
            "  --ffn MODE                dense, exact (ReLU-family: skip neurons that are zero), predicted\n"
            "                            (the file's predictors choose), threshold (gated FFNs: skip up and\n"

@@ -30,8 +30,9 @@ typedef struct hr_run_opts {
     bool no_repack;            /* -nr/--no-repack: no FFN bundles (hr_run_opts_bundle) */
 } hr_run_opts;
 
-/* Whether to load with ffn_bundle: the FFN rows bundled (hearth_model_params.ffn_bundle) unless --no-repack, the
- * FFN mode is dense, or layers may go to a GPU (a CUDA build without --gpu off / -ngl 0). */
+/* Whether to load with the FFN rows bundled (hearth_model_params.ffn_bundle): not with
+ * --no-repack, a mode other than auto or predicted, or where layers may go to a GPU (a CUDA
+ * build without --gpu off / -ngl 0). */
 bool hr_run_opts_bundle(const hr_run_opts *o);
 
 /* The GBNF of --json-schema / --json-schema-file (malloc'd); NULL with "json schema: ..." in e. */

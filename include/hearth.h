@@ -36,12 +36,13 @@ typedef struct hearth_model_params {
     float ffn_threshold;
     bool mlock;                /* lock the model's pages in RAM (llama.cpp's --mlock); when the
                                   limit (RLIMIT_MEMLOCK) refuses, a notice says so and loading goes on */
-    bool ffn_bundle;           /* files with ffn_down_t: copy each FFN neuron's gate, up and down_t
-                                  rows next to each other at load and release the mapping's pages
-                                  of those tensors (the CPU's sparse decode reads a neuron as one
-                                  run; docs/performance.md). CPU only: a context that would put
-                                  layers on a GPU is refused (auto: the CPU). Ignored with no_mmap
-                                  or mlock. hearth_model_bundled_layers says how many layers. */
+    bool ffn_bundle;           /* layers with a predictor and ffn_down_t: copy each FFN neuron's
+                                  gate, up and down_t rows next to each other at load and release
+                                  the mapping's pages of those tensors (predicted mode on the CPU
+                                  reads a neuron as one run; docs/performance.md). CPU only: a
+                                  context that would put layers on a GPU is refused (auto: the
+                                  CPU). Ignored with no_mmap or mlock. hearth_model_bundled_layers
+                                  says how many layers. */
 } hearth_model_params;
 
 /* FFN modes: dense computes every neuron; exact computes the gate fully, then only the

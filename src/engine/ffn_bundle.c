@@ -1,4 +1,4 @@
-/* Bundled FFN rows (hearth_model_params.ffn_bundle): in files with ffn_down_t, each neuron's
+/* Bundled FFN rows (hearth_model_params.ffn_bundle): in files with predictors and ffn_down_t, each neuron's
  * gate, up and down_t rows are copied next to each other into one buffer at load, and the
  * layer's three matrices become views of it (hr_mat.stride 3 rows). A sparse decode then
  * reads an active neuron as one run of three rows, which the hardware prefetcher follows,
@@ -15,10 +15,12 @@
 
 #include "model.h"
 
-/* A layer whose three matrices have one type and row size, each row a neuron. */
+/* A layer with a predictor (its default mode is predicted, which reads gate, up and down_t of
+ * the same neurons) whose three matrices have one type and row size, each row a neuron. Modes
+ * that read the whole gate (exact, threshold, dense) read it 0.88-0.92x as fast over bundles. */
 static bool bundles(const hearth_model *m, const hr_ffn_weights *f) {
     const int64_t ff = m->hp.n_ff;
-    if (!f->gate.data || !f->up.data || !f->down_t.data) return false;
+    if (!f->fc1.data || !f->gate.data || !f->up.data || !f->down_t.data) return false;
     if (f->gate.type != f->up.type || f->gate.type != f->down_t.type) return false;
     if (f->gate.row_bytes != f->up.row_bytes || f->gate.row_bytes != f->down_t.row_bytes) return false;
     if (f->gate.stride || f->up.stride || f->down_t.stride) return false;
