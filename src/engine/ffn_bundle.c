@@ -1,10 +1,10 @@
-/* Bundled FFN rows (hearth_model_params.ffn_bundle): in files with predictors and ffn_down_t, each neuron's
- * gate, up and down_t rows are copied next to each other into one buffer at load, and the
- * layer's three matrices become views of it (hr_mat.stride 3 rows). A sparse decode then
- * reads an active neuron as one run of three rows, which the hardware prefetcher follows,
- * instead of three short rows in three matrices: bench_bundle measured 1.07-1.32x the GB/s
- * of the separate layout on 10-30% of 11008 neurons (docs/performance.md). The products'
- * values do not change (hr_mat.stride; tests/cpu/test_mat_stride.c).
+/* Bundled FFN rows (hearth_model_params.ffn_bundle): in layers with a predictor and
+ * ffn_down_t, each neuron's gate, up and down_t rows are copied next to each other into one
+ * buffer at load, and the layer's three matrices become views of it (hr_mat.stride 3 rows).
+ * A sparse decode then reads an active neuron as one run of three rows, which the hardware
+ * prefetcher follows, instead of three short rows in three matrices: bench_bundle measured
+ * 1.03-1.32x the GB/s of the separate layout on 10-30% of 11008 neurons (docs/performance.md).
+ * The products' values do not change (hr_mat.stride; tests/cpu/test_mat_stride.c).
  * Memory: the buffer takes the place of the three tensors' pages in the mapping, which are
  * released (madvise DONTNEED: pages of a file mapping come back from the file should anything
  * read them again), so resident memory stays at the file's size. Not built from a file read
@@ -59,14 +59,13 @@ int hr_ffn_bundle(hearth_model *m, hr_err *e) {
         const hr_mat *src[3] = {&f->gate, &f->up, &f->down_t};
         for (int64_t i = 0; i < m->hp.n_ff; i++)
             for (int k = 0; k < 3; k++) memcpy(at + (size_t)(3 * i + k) * rb, (const char *)src[k]->data + (size_t)i * rb, rb);
-        /* Phi-3's gate and up are halves of one tensor: released together, as two ranges */
+        /* each matrix's own range (Phi-3's gate and up are the two halves of one tensor) */
         for (int k = 0; k < 3; k++) release(m, src[k]->data, bytes);
         view(&f->gate, at, 0, rb), view(&f->up, at, 1, rb), view(&f->down_t, at, 2, rb);
         m->n_bundled++;
         at += 3 * bytes;
     }
-    if (mprotect(buf, total, PROT_READ)) { /* read-only as the mapping was, so a stray write faults */
-    }
+    (void)mprotect(buf, total, PROT_READ); /* read-only as the mapping was: a stray write faults */
     m->ffn_bundle = buf;
     m->ffn_bundle_bytes = total;
     return 0;
