@@ -132,6 +132,7 @@ for flags in "-nr" "--no-repack" "--ffn dense" "--ffn exact" "--no-mmap"; do
 done
 [ "$(bundled -m "$M")" = 0 ] || { echo "FAIL: a dense file bundled"; fails=$((fails + 1)); }
 "$H" bench -m "$P" -t 1 -p 4 -n 2 -r 1 -nr $C 2>&1 | grep -q "^repack" && { echo "FAIL: -nr still reports a repack"; fails=$((fails + 1)); }
+expect 0 "repack: 2 of 2 layers' FFN rows bundled per neuron" -- "$H" run -m "$P" -p hi -n 2 -t 1 -v $C
 "$H" run -m "$P" -p hello -n 6 -t 1 --temp 0 $C -s 1 >"$T/r1" 2>/dev/null && "$H" run -m "$P" -p hello -n 6 -t 1 --temp 0 $C -s 1 -nr >"$T/r2" 2>/dev/null &&
     cmp -s "$T/r1" "$T/r2" || { echo "FAIL: hearth run's text differs with and without -nr"; fails=$((fails + 1)); }
 
