@@ -352,9 +352,23 @@ int hr_sparse_reserve(hr_sparse_ws *ws, const hr_cpu *c, int64_t n_tok, int64_t 
 
 /* ---------------------------------------------------------------- axpy */
 
+/* A fused FFN's coefficients (hr_sparse_ffn_fused), made 4 positions at a time as the axpy
+ * reaches them: gate and up rows as gm_decode computes them (gather4 for a group of 4, vec_dot
+ * otherwise: the same bits), then the activation. */
+typedef struct {
+    const hr_kernels *k;
+    hr_gather4_fn gather4;
+    const hr_mat *gate, *up;
+    const char *xq;
+    float *G, *U, *A;
+    hr_ffn_act_fn act;
+    void *act_arg;
+} ffn_fill;
+
 typedef struct {
     hr_axpy_fn fn;
     const hr_mat *Wt;
+    const ffn_fill *fill; /* NULL: A is given */
     const float *A;      /* the group's first token */
     int64_t n_tok;       /* tokens of this group (<= AX_TOK_BLOCK) */
     int64_t a_stride;    /* floats between tokens' coefficient rows (n_idx) */
@@ -380,6 +394,30 @@ static const void *const *next_rows(const ax_job *j, int64_t p, int64_t i1, cons
  * fetches the next call's rows as it goes, a call ahead: against a burst of prefetches of
  * the next rows' first 16 lines here, 25-33% more GB/s for Q4_0, Q8_0, Q4_K,
  * Q6_K, IQ4_NL at 30% of 11008 rows, one thread, Zen 4; two calls ahead gained nothing. */
+/* Products of W's rows at idx positions [p, q) into out[p..q); gather4 prefetches the rows of
+ * the 4 positions after them. */
+static void fill_rows(const ffn_fill *f, const hr_mat *W, const ax_job *j, int64_t p, int64_t q, float *out) {
+    const size_t st = hr_mat_stride(W);
+    const char *w = W->data;
+    if (q - p < 4) {
+        for (int64_t i = p; i < q; i++) f->k->vec_dot[W->type](W->n_in, out + i, w + j->idx[i] * st, f->xq);
+        return;
+    }
+    const void *rows[4], *nx[4];
+    for (int r = 0; r < 4; r++) {
+        rows[r] = w + j->idx[p + r] * st;
+        nx[r] = w + j->idx[p + 4 + r < j->n_idx ? p + 4 + r : j->n_idx - 1] * st;
+    }
+    f->gather4(W->n_in, rows, nx, f->xq, out + p);
+}
+
+static void fill_at(const ax_job *j, int64_t p, int64_t q) {
+    const ffn_fill *f = j->fill;
+    fill_rows(f, f->gate, j, p, q, f->G);
+    fill_rows(f, f->up, j, p, q, f->U);
+    f->act(f->A + p, f->G + p, f->U + p, q - p, f->act_arg);
+}
+
 static void ax_decode(const ax_job *j, int64_t i0, int64_t i1, float *out) {
     const size_t rb = hr_mat_stride(j->Wt); /* from a row to the next */
     const char *w = j->Wt->data;
@@ -387,6 +425,7 @@ static void ax_decode(const ax_job *j, int64_t i0, int64_t i1, float *out) {
     float a[HR_AXPY_ROWS];
     int g = 0;
     for (int64_t i = i0; i < i1; i++) {
+        if (j->fill && (i - i0) % 4 == 0) fill_at(j, i, i + 4 < i1 ? i + 4 : i1);
         if (j->A[i] == 0.0f) continue;
         rows[g] = w + j->idx[i] * rb;
         a[g] = j->A[i];
@@ -509,6 +548,41 @@ static int axpy_run(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *
     return 0;
 }
 
+static int ffn_fused_run(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *gate, const hr_mat *up, const hr_mat *down_t,
+                         const float *x, const int32_t *idx, int64_t n_idx, hr_ffn_act_fn act, void *act_arg, float *G,
+                         float *U, float *A, float *Y, hr_err *e) {
+    if (!c || !c->pool || !ws || !x || !act || !Y || (n_idx > 0 && (!G || !U || !A)))
+        return hr_errf(e, "sparse_ffn: missing argument");
+    if (!gate || !up || gate->type != up->type || gate->n_in != up->n_in || gate->n_out != up->n_out ||
+        !down_t || down_t->n_out != gate->n_out || !hr_sparse_ffn_fits(c, gate))
+        return hr_errf(e, "sparse_ffn: gate and up must share type and shape, with a gather4 kernel and down_t's rows");
+    if (check_mat("sparse_ffn", gate, 1, idx, n_idx, e) < 0 || check_mat("sparse_ffn", up, 1, idx, n_idx, e) < 0 ||
+        check_mat("sparse_ffn", down_t, 1, idx, n_idx, e) < 0)
+        return -1;
+    if (!ascending(idx, n_idx)) return hr_errf(e, "sparse_ffn: the neuron list must be ascending");
+    if (!ws->ax) ws->ax = hr_axpy_best();
+    if (down_t->type >= HR_TYPE_MAX || !ws->ax->axpy[down_t->type])
+        return hr_errf(e, "sparse_ffn: weight type %u has no axpy kernel", down_t->type);
+    const size_t xs = hr_act_bytes(gate->type, gate->n_in);
+    if (hr_cpu_reserve(c, xs, e) < 0) return -1;
+    c->k->act_prep[gate->type](x, c->scratch, gate->n_in);
+    const int chunks = ax_chunks(hr_pool_threads(c->pool), down_t->n_out);
+    const size_t need = ws_need(chunks, 1, down_t->n_in);
+    if (chunks > 1 && !need) return hr_errf(e, "sparse_ffn: workspace too large");
+    if (ws_grow(ws, need, e) < 0) return -1;
+    const ffn_fill f = {.k = c->k, .gather4 = hr_kernels_ext_of(c->k)->gather4[gate->type], .gate = gate, .up = up,
+                        .xq = c->scratch, .G = G, .U = U, .A = A, .act = act, .act_arg = act_arg};
+    ax_job j = {.fn = ws->ax->axpy[down_t->type], .Wt = down_t, .fill = &f, .A = A, .a_stride = n_idx, .n_tok = 1,
+                .idx = idx, .n_idx = n_idx, .sorted = true, .Y = Y, .part = ws->part, .chunks = chunks};
+    ax_group(c, &j);
+    return 0;
+}
+
+bool hr_sparse_ffn_fits(const hr_cpu *c, const hr_mat *gate) {
+    return c && gate && gate->type < HR_TYPE_MAX && hr_kernels_ext_of(c->k)->gather4[gate->type] &&
+           c->k->vec_dot[gate->type] && c->k->act_prep[gate->type];
+}
+
 /* ---- profiled entry points (prof.h): the work above, timed when c->prof is set ---- */
 
 int hr_gather_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, const int32_t *idx, int64_t n_idx,
@@ -541,6 +615,20 @@ int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float
     const hr_prof_mark m = hr_prof_begin(c->prof);
     const int r = axpy_run(c, ws, Wt, A, n_tok, idx, n_idx, Y, e);
     hr_prof_end(c->prof, m, HR_PROF_AXPY, Wt->type, bytes);
+    return r;
+}
+
+int hr_sparse_ffn_fused(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *gate, const hr_mat *up, const hr_mat *down_t,
+                        const float *x, const int32_t *idx, int64_t n_idx, hr_ffn_act_fn act, void *act_arg, float *G,
+                        float *U, float *A, float *Y, hr_err *e) {
+    if (!c || !c->prof || !gate || !down_t)
+        return ffn_fused_run(c, ws, gate, up, down_t, x, idx, n_idx, act, act_arg, G, U, A, Y, e);
+    const hr_prof_mark m = hr_prof_begin(c->prof);
+    const int r = ffn_fused_run(c, ws, gate, up, down_t, x, idx, n_idx, act, act_arg, G, U, A, Y, e);
+    /* charged as the axpy: gate and up rows of every neuron, down rows of those that count */
+    const uint64_t bytes = (uint64_t)n_idx * 2 * gate->row_bytes + (r ? 0 : axpy_rows_read(A, 1, n_idx)) * down_t->row_bytes +
+                           (uint64_t)(3 * n_idx + 2 * gate->n_in) * 4;
+    hr_prof_end(c->prof, m, HR_PROF_AXPY, down_t->type, bytes);
     return r;
 }
 

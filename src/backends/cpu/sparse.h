@@ -71,4 +71,18 @@ int hr_sparse_reserve(hr_sparse_ws *ws, const hr_cpu *c, int64_t n_tok, int64_t 
  * row once per 16 tokens; rows whose 16 coefficients are all zero are not read. */
 int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *A, int64_t n_tok,
                       const int32_t *idx, int64_t n_idx, float *Y, hr_err *e);
+
+/* One token's gated FFN over the neurons idx[0..n_idx) (ascending) in one pass: per group of 4
+ * neurons, their gate and up products, act, and their down_t rows added, so the three rows of
+ * a neuron are read together (a layout with them adjacent, hr_mat.stride, streams them as one).
+ * G, U, A [n_idx] receive gate·x, up·x and act(G, U); Y [down_t->n_in] = sum A[i] down_t row
+ * idx[i]. Every value is bit for bit what hr_gather_matmul (gate, up), act, and
+ * hr_sparse_axpy_ws give: the same kernels, chunks and order. act must be element-wise; it
+ * runs on the pool's threads, several at once, on disjoint ranges. */
+typedef void (*hr_ffn_act_fn)(float *a, const float *g, const float *u, int64_t n, void *arg);
+int hr_sparse_ffn_fused(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *gate, const hr_mat *up, const hr_mat *down_t,
+                        const float *x, const int32_t *idx, int64_t n_idx, hr_ffn_act_fn act, void *act_arg, float *G,
+                        float *U, float *A, float *Y, hr_err *e);
+/* Whether gate's type has what hr_sparse_ffn_fused needs (a gather4 kernel). */
+bool hr_sparse_ffn_fits(const hr_cpu *c, const hr_mat *gate);
 #endif
