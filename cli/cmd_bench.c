@@ -278,8 +278,6 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
                    int32_t n_ctx, const char *kern, const bench_run *runs, const sparse_bytes *sb,
                    const hearth_gpu_status *gs, const bench_prof *bp, int64_t huge, const hearth_model *m) {
     int n = (int)o->runs;
-    size_t bundle_bytes = 0;
-    const int32_t bundled = hearth_model_bundled_layers(m, &bundle_bytes);
     double *v = malloc((size_t)n * sizeof *v);
     if (!v) return;
     for (int i = 0; i < n; i++) v[i] = runs[i].prompt_tps;
@@ -318,7 +316,7 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
                "\"decode_gb_s\":%.3f",
                (unsigned long long)sb->weights, (unsigned long long)kvb, (unsigned long long)bpt, gbs);
         printf(",\"mmap\":%s,\"huge_page_bytes\":%lld,\"ffn_bundled_layers\":%d", o->ffn.mp.no_mmap ? "false" : "true",
-               (long long)huge, (int)bundled);
+               (long long)huge, (int)hearth_model_bundled_layers(m, NULL));
         if (sb->moe)
             printf(",\"moe_expert_bytes_per_token\":%llu,\"moe_router_bytes_per_token\":%llu",
                    (unsigned long long)sb->moe_expert, (unsigned long long)sb->moe_router);
@@ -350,9 +348,7 @@ static void report(const bench_opts *o, const hearth_model_info *in, const heart
         printf("  experts: %.1f MiB of expert rows + %.2f MiB of routers per decoded token (from the routing)\n",
                sb->moe_expert / 1048576.0, sb->moe_router / 1048576.0);
     printf("decode bandwidth  %.2f GB/s\n", gbs);
-    if (bundled)
-        printf("repack  %d of %d layers' FFN rows bundled per neuron (%.1f MiB; -nr keeps the file's layout)\n", (int)bundled,
-               in->n_layer, bundle_bytes / 1048576.0);
+    hr_print_repack(stdout, "repack  ", m);
     if (huge >= 0)
         printf("pages   %.1f of the file's %.1f MiB in 2 MiB pages%s\n", huge / 1048576.0, in->file_bytes / 1048576.0,
                hr_pages_hint(huge, in->file_bytes));
@@ -425,12 +421,7 @@ int hr_cmd_bench(int argc, char **argv) {
     int r = parse(argc, argv, &o);
     if (r >= 0) return r;
     hr_err e = {{0}};
-    hearth_model_params mp = hearth_model_default_params();
-    mp.has_sparse_threshold = o.ffn.mp.has_sparse_threshold;
-    mp.sparse_threshold = o.ffn.mp.sparse_threshold;
-    mp.has_ffn_threshold = o.ffn.mp.has_ffn_threshold, mp.ffn_threshold = o.ffn.mp.ffn_threshold;
-    mp.no_mmap = o.ffn.mp.no_mmap;
-    mp.ffn_bundle = hr_run_opts_bundle(&o.ffn);
+    const hearth_model_params mp = hr_run_model_params(&o.ffn); /* what the shared parser took */
     hearth_model *m = hearth_model_load(o.model, &mp, &e);
     if (!m) {
         fprintf(stderr, "hearth bench: %s\n", e.msg);

@@ -544,8 +544,7 @@ static void banner(const session *S) {
 static int session_open(session *S, const hr_chat_opts *o, hr_err *e) {
     S->o = o;
     S->intr = &sigint_flag;
-    hearth_model_params mp = o->run.mp;
-    mp.ffn_bundle = hr_run_opts_bundle(&o->run);
+    const hearth_model_params mp = hr_run_model_params(&o->run);
     if (!(S->m = hearth_model_load(o->run.model, &mp, e))) return -1;
     if (!(S->c = hearth_ctx_new(S->m, &o->run.cp, e))) return -1;
     hr_print_model_notices("chat", S->m), (void)hr_gpu_notice(S->c, &o->run);

@@ -93,8 +93,8 @@ int hr_cmd_perplexity(int argc, char **argv) {
     char *text = hr_text_file(o.prompt_file, 0, &got, &fe);
     if (!text) { fprintf(stderr, "hearth perplexity: -f: %s\n", fe.msg); return 1; }
     hr_err e = {{0}};
-    o.mp.ffn_bundle = hr_run_opts_bundle(&o);
-    hearth_model *m = hearth_model_load(o.model, &o.mp, &e);
+    const hearth_model_params mp = hr_run_model_params(&o);
+    hearth_model *m = hearth_model_load(o.model, &mp, &e);
     hearth_ctx *c = m ? hearth_ctx_new(m, &o.cp, &e) : NULL;
     if (c) hr_print_gpu_notice(c, &o.cp);
     int32_t *toks = NULL;

@@ -205,11 +205,7 @@ static void verbose_pages(const hearth_model *m) {
     const hearth_model_info *in = hearth_model_get_info(m);
     fprintf(stderr, "pages: %.1f MiB of the model in 2 MiB pages%s\n", huge / 1048576.0,
             in ? hr_pages_hint(huge, in->file_bytes) : "");
-    size_t bytes = 0;
-    const int32_t bundled = hearth_model_bundled_layers(m, &bytes);
-    if (bundled)
-        fprintf(stderr, "repack: %d of %d layers' FFN rows bundled per neuron (%.1f MiB; -nr keeps the file's layout)\n",
-                (int)bundled, in ? in->n_layer : 0, bytes / 1048576.0);
+    hr_print_repack(stderr, "repack: ", m);
 }
 
 /* Mixture-of-experts models: the experts' bytes, and what the routing made the run read
@@ -396,8 +392,7 @@ static int run(run_cli *r) {
     hr_err e = {{0}};
     timing tm = {0};
     double t0 = now_s();
-    hearth_model_params mp = o->mp;
-    mp.ffn_bundle = hr_run_opts_bundle(o);
+    const hearth_model_params mp = hr_run_model_params(o);
     hearth_model *m = hearth_model_load(o->model, &mp, &e);
     if (m) hr_print_model_notices("run", m);
     hearth_ctx *c = NULL;

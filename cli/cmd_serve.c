@@ -119,8 +119,7 @@ static int run(serve_opts *o, sigset_t *sigs) {
     o->sp.sp = o->run.sp;
     o->sp.seed_fixed = o->seed_given;
     o->sp.model_id = base_name(o->run.model);
-    hearth_model_params mp = o->run.mp;
-    mp.ffn_bundle = hr_run_opts_bundle(&o->run);
+    const hearth_model_params mp = hr_run_model_params(&o->run);
     hearth_model *m = hearth_model_load(o->run.model, &mp, &e);
     if (m) hr_print_model_notices("serve", m);
     if (m && hr_check_ctx_size("serve", m, &o->run.cp)) {

@@ -230,11 +230,21 @@ const char *hr_pages_hint(int64_t huge, uint64_t file_bytes) {
                : "";
 }
 
-bool hr_run_opts_bundle(const hr_run_opts *o) {
+hearth_model_params hr_run_model_params(const hr_run_opts *o) {
     const bool cpu_only = o->cp.gpu == HEARTH_GPU_OFF || o->ngl_zero ||
                           (o->cp.gpu == HEARTH_GPU_AUTO && !o->gpu_asked && !hearth_gpu_built());
     const bool predicted = o->cp.ffn_mode == HEARTH_FFN_AUTO || o->cp.ffn_mode == HEARTH_FFN_PREDICTED;
-    return !o->no_repack && cpu_only && predicted;
+    hearth_model_params mp = o->mp;
+    mp.ffn_bundle = !o->no_repack && cpu_only && predicted;
+    return mp;
+}
+
+void hr_print_repack(FILE *f, const char *label, const hearth_model *m) {
+    size_t bytes = 0;
+    const int32_t bundled = hearth_model_bundled_layers(m, &bytes);
+    if (bundled)
+        fprintf(f, "%s%d of %d layers' FFN rows bundled per neuron (%.1f MiB; -nr keeps the file's layout)\n", label,
+                (int)bundled, hearth_model_get_info(m)->n_layer, bytes / 1048576.0);
 }
 
 /* Flags without a value. Returns 1 if a is one, else 0. */

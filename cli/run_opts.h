@@ -1,6 +1,8 @@
 /* Options shared by commands that load a model and generate (run, later chat/serve). */
 #ifndef HR_RUN_OPTS_H
 #define HR_RUN_OPTS_H
+#include <stdio.h>
+
 #include "hearth.h"
 #include "sampler/sampler.h"
 
@@ -27,13 +29,15 @@ typedef struct hr_run_opts {
     int32_t batch_flag, ubatch_flag; /* -b and -ub as given (0: not given); n_batch is the smaller */
     int32_t threads_batch;     /* -tb (0: not given); Hearth has one pool of -t threads */
     int flash_attn;            /* -fa: -1 auto, 0 off, 1 on; accepted, changes nothing (see help) */
-    bool no_repack;            /* -nr/--no-repack: no FFN bundles (hr_run_opts_bundle) */
+    bool no_repack;            /* -nr/--no-repack: no FFN bundles (hr_run_model_params) */
 } hr_run_opts;
 
-/* Whether to load with the FFN rows bundled (hearth_model_params.ffn_bundle): not with
+/* The load parameters o asks for: o->mp, with the FFN rows bundled (ffn_bundle) unless
  * --no-repack, a mode other than auto or predicted, or where layers may go to a GPU (a CUDA
  * build without --gpu off / -ngl 0). */
-bool hr_run_opts_bundle(const hr_run_opts *o);
+hearth_model_params hr_run_model_params(const hr_run_opts *o);
+/* "LABEL N of L layers' FFN rows bundled ..." on f when the model has bundles (run -v, bench). */
+void hr_print_repack(FILE *f, const char *label, const hearth_model *m);
 
 /* The GBNF of --json-schema / --json-schema-file (malloc'd); NULL with "json schema: ..." in e. */
 char *hr_run_schema_gbnf(const hr_run_opts *o, hr_err *e);

@@ -218,8 +218,8 @@ const char *hearth_ctx_cpu_kernels(const hearth_ctx *c);
 float hearth_model_sparse_threshold(const hearth_model *m);
 /* Bytes of the model's file the process has in 2 MiB pages now (they fault in as the weights
  * are first read; bundled FFN rows count for the tensors they hold); -1 where the system does
- * not say. Decode over 4 KiB pages is slower
- * (docs/performance.md, "2 MiB pages for the mapped weights"). */
+ * not say. Decode over 4 KiB pages is slower (docs/performance.md, "2 MiB pages for the
+ * mapped weights"). */
 int64_t hearth_model_huge_page_bytes(const hearth_model *m);
 /* Layers whose FFN rows were bundled at load (hearth_model_params.ffn_bundle), and the bytes
  * of the bundles (*bytes may be NULL). */

@@ -390,10 +390,6 @@ static const void *const *next_rows(const ax_job *j, int64_t p, int64_t i1, cons
     return nx;
 }
 
-/* One token: rows with a non-zero coefficient, HR_AXPY_ROWS per kernel call. The kernel
- * fetches the next call's rows as it goes, a call ahead: against a burst of prefetches of
- * the next rows' first 16 lines here, 25-33% more GB/s for Q4_0, Q8_0, Q4_K,
- * Q6_K, IQ4_NL at 30% of 11008 rows, one thread, Zen 4; two calls ahead gained nothing. */
 /* Products of W's rows at idx positions [p, q) into out[p..q); gather4 prefetches the rows of
  * the 4 positions after them. */
 static void fill_rows(const ffn_fill *f, const hr_mat *W, const ax_job *j, int64_t p, int64_t q, float *out) {
@@ -418,6 +414,10 @@ static void fill_at(const ax_job *j, int64_t p, int64_t q) {
     f->act(f->A + p, f->G + p, f->U + p, q - p, f->act_arg);
 }
 
+/* One token: rows with a non-zero coefficient, HR_AXPY_ROWS per kernel call. The kernel
+ * fetches the next call's rows as it goes, a call ahead: against a burst of prefetches of
+ * the next rows' first 16 lines here, 25-33% more GB/s for Q4_0, Q8_0, Q4_K,
+ * Q6_K, IQ4_NL at 30% of 11008 rows, one thread, Zen 4; two calls ahead gained nothing. */
 static void ax_decode(const ax_job *j, int64_t i0, int64_t i1, float *out) {
     const size_t rb = hr_mat_stride(j->Wt); /* from a row to the next */
     const char *w = j->Wt->data;
@@ -556,8 +556,9 @@ static int ffn_fused_run(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *gate, const 
     if (!gate || !up || gate->type != up->type || gate->n_in != up->n_in || gate->n_out != up->n_out ||
         !down_t || down_t->n_out != gate->n_out || !hr_sparse_ffn_fits(c, gate))
         return hr_errf(e, "sparse_ffn: gate and up must share type and shape, with a gather4 kernel and down_t's rows");
-    if (check_mat("sparse_ffn", gate, 1, idx, n_idx, e) < 0 || check_mat("sparse_ffn", up, 1, idx, n_idx, e) < 0 ||
-        check_mat("sparse_ffn", down_t, 1, idx, n_idx, e) < 0)
+    /* the three share n_out: the neuron list is checked once */
+    if (check_mat("sparse_ffn", gate, 1, idx, n_idx, e) < 0 || check_mat("sparse_ffn", up, 1, NULL, 0, e) < 0 ||
+        check_mat("sparse_ffn", down_t, 1, NULL, 0, e) < 0)
         return -1;
     if (!ascending(idx, n_idx)) return hr_errf(e, "sparse_ffn: the neuron list must be ascending");
     if (!ws->ax) ws->ax = hr_axpy_best();
