@@ -58,6 +58,7 @@ static void help(void) {
            "  --chat-template NAME      the chat's template (with -cnv; hearth chat --help lists them)\n"
            "  -v, --verbose             print model, memory, kernel and GPU plan details to stderr\n"
            "  --version                 print the version and build and exit\n"
+           "  --list-devices            list the GPUs this build can use and exit\n"
            "  --dump FILE               write prompt tokens, generated tokens and each step's logits as JSON\n"
            "                            (MoE models: and the step's smallest router margin)\n"
            "  --force-tokens \"ID ...\"   teacher forcing: after each step feed these token ids in turn instead of\n"
@@ -75,13 +76,14 @@ static bool is(const char *a, const char *x, const char *y) { return !strcmp(a, 
 static void chat_push(run_cli *r, const char *a) { r->chat_argv[r->chat_argc++] = (char *)a; }
 
 /* Flags of hearth run alone. Returns 1 consumed, 0 not one of them, 2 usage error, 3 --help
- * or --version printed. */
+ * or --version / --list-devices printed. */
 static int run_flag(int argc, char **argv, int *i, run_cli *r) {
     const char *a = argv[*i];
     hr_run_opts *o = &r->o;
     long l;
     if (is(a, "-h", "--help")) return help(), 3;
     if (is(a, "--version", NULL)) return hr_print_version(), 3;
+    if (is(a, "--list-devices", NULL)) return hr_list_devices(), 3;
     if (is(a, "--ignore-eos", NULL)) o->ignore_eos = true, r->cnv_bad = r->cnv_bad ? r->cnv_bad : a;
     else if (is(a, "--verbose", "-v")) o->verbose = true, chat_push(r, "--verbose");
     else if (is(a, "--no-display-prompt", NULL)) r->no_echo = true;

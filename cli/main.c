@@ -26,7 +26,7 @@ static const subcommand cmds[] = {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: hearth <command> [flags]   (hearth <command> --help for its flags; hearth --version)\n\ncommands:\n");
+    fprintf(f, "usage: hearth <command> [flags]   (hearth <command> --help for its flags; hearth --version; hearth --list-devices)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) fprintf(f, "  %-11s %s\n", cmds[i].name, cmds[i].help);
 }
 
@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
         hr_print_version();
         return 0;
     }
+    if (!strcmp(argv[1], "--list-devices")) return hr_list_devices();
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

@@ -231,8 +231,10 @@ const char *hr_pages_hint(int64_t huge, uint64_t file_bytes) {
 }
 
 hearth_model_params hr_run_model_params(const hr_run_opts *o) {
+    /* auto mode with no device answering runs on the CPU: ask the driver before loading,
+     * since bundles and device placement exclude each other */
     const bool cpu_only = o->cp.gpu == HEARTH_GPU_OFF || o->ngl_zero ||
-                          (o->cp.gpu == HEARTH_GPU_AUTO && !o->gpu_asked && !hearth_gpu_built());
+                          (o->cp.gpu == HEARTH_GPU_AUTO && !o->gpu_asked && hearth_gpu_count(NULL) == 0);
     const bool predicted = o->cp.ffn_mode == HEARTH_FFN_AUTO || o->cp.ffn_mode == HEARTH_FFN_PREDICTED;
     hearth_model_params mp = o->mp;
     mp.ffn_bundle = !o->no_repack && cpu_only && predicted;
@@ -598,6 +600,24 @@ void hr_print_version(void) {
 }
 
 static double mib(uint64_t b) { return b / 1048576.0; }
+
+/* llama.cpp's --list-devices; the CPU is always there, so only GPUs are listed */
+int hr_list_devices(void) {
+    hr_err e = {0};
+    const int32_t n = hearth_gpu_count(&e);
+    printf("Available devices:\n");
+    if (n == 0) printf("  none: %s\n", e.msg);
+    for (int32_t i = 0; i < n; i++) {
+        hearth_gpu_info g;
+        if (hearth_gpu_info_get(i, &g, &e)) {
+            printf("  CUDA%d: %s\n", (int)i, e.msg);
+            continue;
+        }
+        printf("  CUDA%d: %s (compute %d.%d, %.0f MiB, %.0f MiB free)\n", (int)i, g.name, (int)g.cc_major, (int)g.cc_minor,
+               mib(g.total_bytes), mib(g.free_bytes));
+    }
+    return 0;
+}
 
 void hr_print_gpu_plan(const hearth_ctx *c) {
     hearth_gpu_status s;

@@ -70,6 +70,8 @@ void hr_print_model_notices(const char *cmd, const hearth_model *m);
 int hr_check_ctx_size(const char *cmd, const hearth_model *m, const hearth_ctx_params *cp);
 /* hearth run/chat/serve --version, hearth --version */
 void hr_print_version(void);
+/* Prints the GPUs a context could use (or why there are none); returns the exit code. */
+int hr_list_devices(void);
 /* The GPU plan (bytes per category, layers, FFN and activation shares) to stderr. */
 /* On stderr, when HEARTH_KERNELS names a table the context did not get (unknown, or the CPU
  * lacks it): which one runs instead. */

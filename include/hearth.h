@@ -226,6 +226,17 @@ int64_t hearth_model_huge_page_bytes(const hearth_model *m);
 int32_t hearth_model_bundled_layers(const hearth_model *m, size_t *bytes);
 /* True when this build has the CUDA backend (whether a GPU answers is another matter). */
 bool hearth_gpu_built(void);
+/* CUDA devices a context could use, asked of the driver without creating a context on
+ * any; 0 with the reason in e when there are none. */
+int32_t hearth_gpu_count(hr_err *e);
+/* CUDA device `index` (< hearth_gpu_count): name, memory, compute capability. Reading its
+ * free memory creates the device's primary context. */
+typedef struct hearth_gpu_info {
+    char name[128];
+    uint64_t total_bytes, free_bytes;
+    int32_t cc_major, cc_minor;
+} hearth_gpu_info;
+int hearth_gpu_info_get(int32_t index, hearth_gpu_info *out, hr_err *e);
 /* Layer il's threshold of FFN mode threshold; negative when the model has none. */
 float hearth_model_ffn_threshold(const hearth_model *m, int32_t il);
 bool hearth_model_has_predictors(const hearth_model *m);

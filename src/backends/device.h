@@ -139,6 +139,17 @@ static inline uint64_t hr_dev_round(uint64_t n) { return (n + HR_DEV_ALIGN - 1) 
 /* The CUDA device `index`, or NULL with a message in e when CUDA is not compiled in,
  * no driver or GPU is present, or the index is out of range. */
 hr_dev *hr_dev_cuda_open(int index, hr_err *e);
+/* CUDA devices present, without opening one; 0 with the reason in e when there are none
+ * (no CUDA backend in this build, no driver, no GPU). */
+int hr_dev_cuda_count(hr_err *e);
+/* What `hearth --list-devices` prints of CUDA device `index` (< hr_dev_cuda_count). Free
+ * memory is read through the device's primary context, which this creates. */
+typedef struct hr_dev_desc {
+    char name[128];
+    uint64_t total, free_b;
+    int cc_major, cc_minor;
+} hr_dev_desc;
+int hr_dev_cuda_describe(int index, hr_dev_desc *out, hr_err *e);
 /* The CPU standing in for a device: same operations, synchronous, host memory; its
  * mem_info reports `capacity` bytes (tests set small budgets). */
 hr_dev *hr_dev_standin_open(uint64_t capacity, int n_threads, hr_err *e);

@@ -356,7 +356,9 @@ int hr_hybrid_init(hearth_ctx *c, const hearth_ctx_params *p, hr_err *e) {
         if (p->gpu != HEARTH_GPU_AUTO)
             return hr_errf(e, "the model's FFN rows were bundled for the CPU at load (%d layers); load it without "
                               "bundling (--no-repack) to run layers on a GPU", c->m->n_bundled);
-        snprintf(h->st.reason, sizeof h->st.reason, "the FFN rows are bundled for the CPU (--no-repack keeps them for a GPU)");
+        hr_err de = {{0}}; /* no device at all is the better reason to give */
+        if (hr_dev_cuda_count(&de) == 0) snprintf(h->st.reason, sizeof h->st.reason, "%.250s", de.msg);
+        else snprintf(h->st.reason, sizeof h->st.reason, "the FFN rows are bundled for the CPU (--no-repack keeps them for a GPU)");
         return 0;
     }
     hr_err de = {{0}};
@@ -375,6 +377,16 @@ void hr_hybrid_free(hr_hybrid *h) {
 }
 
 bool hearth_gpu_built(void) { return hr_dev_cuda_built(); }
+int32_t hearth_gpu_count(hr_err *e) { return hr_dev_cuda_count(e); }
+
+int hearth_gpu_info_get(int32_t index, hearth_gpu_info *out, hr_err *e) {
+    hr_dev_desc d;
+    if (hr_dev_cuda_describe(index, &d, e)) return -1;
+    memset(out, 0, sizeof *out);
+    memcpy(out->name, d.name, sizeof out->name);
+    out->total_bytes = d.total, out->free_bytes = d.free_b, out->cc_major = d.cc_major, out->cc_minor = d.cc_minor;
+    return 0;
+}
 
 int hearth_ctx_gpu_status(const hearth_ctx *c, hearth_gpu_status *out) {
     if (!c->hy) {

@@ -131,6 +131,10 @@ for flags in "-nr" "--no-repack" "--ffn dense" "--ffn exact" "--no-mmap"; do
     [ "$(bundled -m "$P" $flags)" = 0 ] || { echo "FAIL: bundled with $flags"; fails=$((fails + 1)); }
 done
 [ "$(bundled -m "$M")" = 0 ] || { echo "FAIL: a dense file bundled"; fails=$((fails + 1)); }
+# --gpu auto bundles exactly when no GPU answers (this build may have CUDA and a machine without one)
+"$H" --list-devices >"$T/dev" 2>&1 || { echo "FAIL: --list-devices exit status"; fails=$((fails + 1)); }
+want=0 && grep -q "^  none: " "$T/dev" && want=2
+[ "$(bundled -m "$P" --gpu auto)" = "$want" ] || { echo "FAIL: --gpu auto: want $want bundled layers ($(sed -n 2p "$T/dev"))"; fails=$((fails + 1)); }
 "$H" bench -m "$P" -t 1 -p 4 -n 2 -r 1 -nr $C 2>&1 | grep -q "^repack" && { echo "FAIL: -nr still reports a repack"; fails=$((fails + 1)); }
 expect 0 "repack: 2 of 2 layers' FFN rows bundled per neuron" -- "$H" run -m "$P" -p hi -n 2 -t 1 -v $C
 "$H" run -m "$P" -p hello -n 6 -t 1 --temp 0 $C -s 1 >"$T/r1" 2>/dev/null && "$H" run -m "$P" -p hello -n 6 -t 1 --temp 0 $C -s 1 -nr >"$T/r2" 2>/dev/null &&

@@ -29,6 +29,16 @@ expect 0 "^hearth: no usable GPU (no CUDA device" -- "$H" run -m "$P" $R -ngl 1
 "$H" run -m "$P" $R >/dev/null 2>"$T/err"
 grep -q "no usable GPU" "$T/err" && { echo "FAIL: --gpu auto, nothing asked: the notice is not quiet"; fails=$((fails + 1)); }
 
+# --list-devices (llama.cpp's flag) and FFN bundles: --gpu auto asks the driver before loading,
+# so with no device a predicted file's rows are bundled; with one they stay as the file has
+# them, for the GPU plan.
+expect 0 "^  none: no CUDA device" -- "$H" --list-devices
+expect 0 "repack: 2 of 2 layers' FFN rows bundled" -- "$H" run -m "$P" $R -v
+expect 0 "^  CUDA0: Hearth CUDA emulator (compute 9.0, 1024 MiB, 724 MiB free)" -- env HEARTH_CUDAEMU_VRAM=1G "$H" --list-devices
+expect 0 "^  CUDA0: Hearth CUDA emulator" -- env HEARTH_CUDAEMU_VRAM=1G "$H" run --list-devices
+expect 0 "gpu: cuda:0" -- env HEARTH_CUDAEMU_VRAM=1G "$H" run -m "$P" $R -v
+grep -q "^repack" "$T/out" && { echo "FAIL: bundled with a device present in --gpu auto"; fails=$((fails + 1)); }
+
 export HEARTH_CUDAEMU_VRAM=1G
 expect 1 "compute capability 7.0; Hearth needs 7.5" -- env HEARTH_CUDAEMU_CC=70 "$H" run -m "$P" $R --gpu cuda
 expect 1 "CUDA device 1 does not exist (1 device)" -- "$H" run -m "$P" $R --gpu cuda --gpu-device 1

@@ -110,6 +110,12 @@ struct cudaFuncAttributes {
     size_t sharedSizeBytes, constSizeBytes, localSizeBytes;
     int maxThreadsPerBlock, numRegs, ptxVersion, binaryVersion;
 };
+/* The fields the backend reads; the real struct has many more. */
+struct cudaDeviceProp {
+    char name[256];
+    size_t totalGlobalMem;
+    int major, minor, multiProcessorCount;
+};
 #define cudaStreamDefault 0u
 #define cudaStreamNonBlocking 1u
 #define cudaHostAllocDefault 0u
@@ -120,6 +126,7 @@ cudaError_t cudaGetDeviceCount(int *n);
 cudaError_t cudaSetDevice(int index);
 cudaError_t cudaDriverGetVersion(int *v);
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int index);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int index);
 cudaError_t cudaDeviceGetLimit(size_t *v, cudaLimit limit);
 cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t v);
 cudaError_t cudaGetLastError(void);

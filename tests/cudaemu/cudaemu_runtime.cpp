@@ -125,6 +125,17 @@ cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr attr, int index) {
     return cudaSuccess;
 }
 
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int index) {
+    const cudaError_t e = enter();
+    if (e != cudaSuccess) return e;
+    if (index != 0) return err(cudaErrorInvalidDevice);
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "Hearth CUDA emulator");
+    prop->totalGlobalMem = g.total;
+    prop->major = g.cc / 10, prop->minor = g.cc % 10, prop->multiProcessorCount = 8;
+    return cudaSuccess;
+}
+
 cudaError_t cudaDeviceGetLimit(size_t *v, cudaLimit limit) {
     const cudaError_t e = enter();
     if (e != cudaSuccess) return e;

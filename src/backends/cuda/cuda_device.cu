@@ -1,6 +1,8 @@
 /* The CUDA device: opening, memory (arena, pinned host buffers), transfers, sync, and the
  * operation table. Kernels live in the other .cu files of this folder. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_internal.h"
 
@@ -283,6 +285,32 @@ static void cu_no_device(cudaError_t st, hr_err *e) {
                 drv % 1000 / 10, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
     else
         hr_errf(e, "no CUDA device: cudaGetDeviceCount: %s", cudaGetErrorString(st));
+}
+
+extern "C" int hr_dev_cuda_count(hr_err *e) {
+    int n = 0;
+    const cudaError_t st = cudaGetDeviceCount(&n);
+    if (st != cudaSuccess) {
+        (void)cudaGetLastError();
+        cu_no_device(st, e);
+        return 0;
+    }
+    if (n <= 0) hr_errf(e, "no CUDA device: cudaGetDeviceCount found none");
+    return n > 0 ? n : 0;
+}
+
+extern "C" int hr_dev_cuda_describe(int index, hr_dev_desc *out, hr_err *e) {
+    cudaDeviceProp prop;
+    cudaError_t st = cudaGetDeviceProperties(&prop, index);
+    if (st != cudaSuccess) return hr_cu_fail(e, "cudaGetDeviceProperties", st);
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%.127s", prop.name);
+    out->total = prop.totalGlobalMem, out->cc_major = prop.major, out->cc_minor = prop.minor;
+    size_t f = 0, t = 0;
+    if ((st = cudaSetDevice(index)) != cudaSuccess) return hr_cu_fail(e, "cudaSetDevice", st);
+    if ((st = cudaMemGetInfo(&f, &t)) != cudaSuccess) return hr_cu_fail(e, "cudaMemGetInfo", st);
+    out->free_b = f;
+    return 0;
 }
 
 extern "C" hr_dev *hr_dev_cuda_open(int index, hr_err *e) {

@@ -12,6 +12,16 @@ hr_dev *hr_dev_cuda_open(int index, hr_err *e) {
     hr_errf(e, "this build has no CUDA backend (nvcc was not found when it was built)");
     return NULL;
 }
+
+int hr_dev_cuda_count(hr_err *e) {
+    hr_errf(e, "this build has no CUDA backend (nvcc was not found when it was built)");
+    return 0;
+}
+
+int hr_dev_cuda_describe(int index, hr_dev_desc *out, hr_err *e) {
+    (void)index, (void)out;
+    return hr_errf(e, "this build has no CUDA backend (nvcc was not found when it was built)");
+}
 #endif
 
 bool hr_dev_cuda_built(void) {
