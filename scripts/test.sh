@@ -11,7 +11,8 @@ cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 # Sanitizer pass: the same tests minus the llama.cpp conformance and fuzz runs (the fuzzers
 # are built with ASan/UBSan already) and the shipped models' quality bounds (label quality:
-# long perplexity runs over code the other tests cover), with a Debug build. Its CUDA backend
+# long perplexity runs over code the other tests cover), with a Debug build (at -O1, as ASan
+# advises: CMakeLists.txt); engine.test_quant_mix compares only its small shapes there. Its CUDA backend
 # (where nvcc is found) is built for one architecture: the Release build above already compiles
 # the device code for every shipped one, and nvcc's time grows with their number.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHEARTH_SANITIZE=ON -DCMAKE_CUDA_ARCHITECTURES=75 >/dev/null

@@ -13,5 +13,8 @@ endif()
 # engine.test_quant_mix (registered by tests/CMakeLists.txt): Hearth's mixes against the tool.
 set_property(TEST engine.test_quant_mix APPEND PROPERTY ENVIRONMENT
   "HEARTH_QREF=$<TARGET_FILE:llama-quantize-ref>")
+if(HEARTH_SANITIZE) # the small shapes only (ragged rows, tied output): see the test's wanted()
+  set_property(TEST engine.test_quant_mix APPEND PROPERTY ENVIRONMENT "HEARTH_QMIX_MODELS=llama-tied-4l,llama-odd-rows")
+endif()
 set_tests_properties(engine.test_quant_mix PROPERTIES
   FIXTURES_REQUIRED llama_ref SKIP_RETURN_CODE 77 TIMEOUT 600 COST 50)
