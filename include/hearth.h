@@ -190,10 +190,10 @@ int hearth_ctx_moe_pred_stats(const hearth_ctx *c, int32_t il, uint64_t *predict
  * operation kind (and weight type for products): exclusive wall seconds, calls, bytes read and
  * written. Row order is fixed (the same index is the same operation in every read), rows
  * never used have calls == 0; the last row, "other", is the forward time no operation claimed. */
-#define HEARTH_PROFILE_ROWS 448
+#define HEARTH_PROFILE_ROWS 512
 typedef struct hearth_profile_row {
-    const char *op;   /* "matvec", "gemm", "gather", "axpy", "predictor", "attention", "norm", "rope",
-                         "elementwise", "moe_route", "sync", "other" */
+    const char *op;   /* "matvec", "gemm", "gather", "axpy", "sparse_ffn", "predictor", "attention",
+                         "norm", "rope", "elementwise", "moe_route", "sync", "other" */
     const char *type; /* weight type of products ("q4_0", ...), else "" */
     double seconds;
     uint64_t calls, bytes;

@@ -30,7 +30,8 @@ int hearth_ctx_profile_read(const hearth_ctx *c, hearth_profile *out) {
     for (int op = 0; op < HR_PROF_OPS; op++)
         for (uint32_t t = 0; t < HR_TYPE_MAX; t++) {
             const hr_prof_slot *s = &p->slot[op][t];
-            const bool typed = op == HR_PROF_MATVEC || op == HR_PROF_GEMM || op == HR_PROF_GATHER || op == HR_PROF_AXPY;
+            const bool typed = op == HR_PROF_MATVEC || op == HR_PROF_GEMM || op == HR_PROF_GATHER || op == HR_PROF_AXPY ||
+                               op == HR_PROF_FFN;
             const char *tn = typed ? hr_type_name(t) : "";
             out->rows[n++] = (hearth_profile_row){hr_prof_op_name((hr_prof_op)op), tn ? tn : "?", (double)s->ns * 1e-9,
                                                   op == HR_PROF_SYNC && !t ? p->forwards : s->calls, s->bytes};

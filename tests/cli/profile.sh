@@ -47,6 +47,21 @@ for ph in decode prompt; do
 done
 grep -q '"gb_s":[0-9]' "$T/j" || { echo "FAIL: no gb_s"; fails=$((fails + 1)); }
 grep -qi 'nan\|inf' "$T/j" && { echo "FAIL: non-finite JSON"; fails=$((fails + 1)); }
+# predicted mode on a PowerInfer file: with its FFN rows bundled a decoded token's FFN is one
+# fused operation (sparse_ffn); with -nr, gathers and the axpy
+P="$T/p.gguf"
+"$H" synth -q -o "$P" --powerinfer --act reglu --pred-rank 16 --n-embd 64 --n-layer 2 --n-head 4 --n-ff 256 \
+    --n-vocab 400 --seed 3 >/dev/null 2>&1 || { echo "FAIL: synth --powerinfer"; exit 1; }
+for nr in "" "-nr"; do
+    # shellcheck disable=SC2086
+    "$H" bench -m "$P" -t 2 -p 4 -n 6 -r 1 --profile --sparse-threshold 0 $nr $C >"$T/txt" 2>"$T/err" || { echo "FAIL: bench --profile $nr"; cat "$T/err"; exit 1; }
+    rows decode >"$T/dec"
+    if [ -z "$nr" ]; then want="sparse_ffn" gone="axpy"; else want="axpy" gone="sparse_ffn"; fi
+    grep -q "^ *$want " "$T/dec" || { echo "FAIL: predicted decode ${nr:-bundled}: no $want row"; cat "$T/dec"; fails=$((fails + 1)); }
+    grep -q "^ *$gone " "$T/dec" && { echo "FAIL: predicted decode ${nr:-bundled}: a $gone row"; fails=$((fails + 1)); }
+    awk -v op="$want" '$1 == op { if (!($NF > 0)) { print "FAIL: " op " GB/s " $NF; exit 1 } }' "$T/dec" || fails=$((fails + 1))
+done
+
 # without --profile: no profile member
 "$H" bench -m "$M" -t 1 -p 4 -n 2 -r 1 --json $C | grep -q '"profile"' && { echo "FAIL: profile without --profile"; fails=$((fails + 1)); }
 [ "$fails" -eq 0 ] && echo "profile: all passed"

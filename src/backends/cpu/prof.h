@@ -16,6 +16,8 @@ typedef enum hr_prof_op {
     HR_PROF_GEMM,      /* dense product, several tokens (per weight type) */
     HR_PROF_GATHER,    /* gathered rows (per weight type) */
     HR_PROF_AXPY,      /* sparse axpy over ffn_down_t rows (per weight type) */
+    HR_PROF_FFN,       /* one token's fused sparse FFN over bundled rows: each active neuron's
+                          gate, up and down_t rows (per weight type) */
     HR_PROF_PREDICTOR, /* predictor fc1/fc2 products and the threshold test */
     HR_PROF_ATTN,      /* KV store, scores, softmax, weighted sum of V */
     HR_PROF_NORM,      /* RMSNorm / LayerNorm of the residual stream, q/k head norms */

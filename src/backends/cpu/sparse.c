@@ -626,10 +626,10 @@ int hr_sparse_ffn_fused(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *gate, const h
         return ffn_fused_run(c, ws, gate, up, down_t, x, idx, n_idx, act, act_arg, G, U, A, Y, e);
     const hr_prof_mark m = hr_prof_begin(c->prof);
     const int r = ffn_fused_run(c, ws, gate, up, down_t, x, idx, n_idx, act, act_arg, G, U, A, Y, e);
-    /* charged as the axpy: gate and up rows of every neuron, down rows of those that count */
+    /* gate and up rows of every neuron, down rows of those that count */
     const uint64_t bytes = (uint64_t)n_idx * 2 * gate->row_bytes + (r ? 0 : axpy_rows_read(A, 1, n_idx)) * down_t->row_bytes +
                            (uint64_t)(3 * n_idx + 2 * gate->n_in) * 4;
-    hr_prof_end(c->prof, m, HR_PROF_AXPY, down_t->type, bytes);
+    hr_prof_end(c->prof, m, HR_PROF_FFN, down_t->type, bytes);
     return r;
 }
 
