@@ -48,6 +48,7 @@ static void help(void) {
            "  --no-mmap, -mmp 0|1     read the model into memory instead of mapping the file (-mmp 0:\n"
            "                          llama-bench's spelling); the copy gets 2 MiB pages where the\n"
            "                          file's cached pages are 4 KiB ones (docs/performance.md)\n"
+           "  --mlock                 lock the model's pages in RAM (as hearth run; no FFN bundles)\n"
            "  -nr, --no-repack        keep the FFN rows as the file has them (default: bundled per\n"
            "                          neuron for predicted mode on the CPU; see hearth run --help)\n"
            "  --ffn MODE              dense, exact, predicted, threshold (default: predicted when the\n"
@@ -98,7 +99,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
             continue;
         }
         if (!strcmp(a, "--ffn") || !strcmp(a, "--sparse-threshold") || !strcmp(a, "--ffn-threshold") || !strcmp(a, "--stats") ||
-            !strcmp(a, "--no-mmap") || !strcmp(a, "--mmap") || !strcmp(a, "-nr") || !strcmp(a, "--no-repack") ||
+            !strcmp(a, "--no-mmap") || !strcmp(a, "--mmap") || !strcmp(a, "--mlock") || !strcmp(a, "-nr") ||
+            !strcmp(a, "--no-repack") ||
             hr_is_gpu_flag(a)) {
             if (hr_parse_common_flag(cmd, argc, argv, &i, &o->ffn) < 0) return 2;
             continue;

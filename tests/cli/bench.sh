@@ -122,11 +122,11 @@ sparse_check "exact" exact 0.05:0.95 --ffn exact
 sparse_check "default mode" predicted 0:1
 
 # FFN rows bundled per neuron for predicted mode on the CPU (the PowerInfer file has predictors
-# and ffn_down_t): reported; not with -nr, other modes, --no-mmap, or for dense files.
+# and ffn_down_t): reported; not with -nr, other modes, --no-mmap, --mlock, or for dense files.
 expect 0 "repack  2 of 2 layers' FFN rows bundled per neuron" -- "$H" bench -m "$P" -t 1 -p 4 -n 2 -r 1 $C
 bundled() { "$H" bench -t 1 -p 4 -n 2 -r 1 --json $C "$@" 2>/dev/null | sed -n 's/.*"ffn_bundled_layers":\([0-9-]*\).*/\1/p'; }
 [ "$(bundled -m "$P")" = 2 ] || { echo "FAIL: ffn_bundled_layers not 2 on the PowerInfer file"; fails=$((fails + 1)); }
-for flags in "-nr" "--no-repack" "--ffn dense" "--ffn exact" "--no-mmap"; do
+for flags in "-nr" "--no-repack" "--ffn dense" "--ffn exact" "--no-mmap" "--mlock"; do
     # shellcheck disable=SC2086
     [ "$(bundled -m "$P" $flags)" = 0 ] || { echo "FAIL: bundled with $flags"; fails=$((fails + 1)); }
 done
