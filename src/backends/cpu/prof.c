@@ -4,10 +4,10 @@
 #include <string.h>
 
 static const char *const op_names[HR_PROF_OPS] = {
-    [HR_PROF_MATVEC] = "matvec",       [HR_PROF_GEMM] = "gemm",   [HR_PROF_GATHER] = "gather",
-    [HR_PROF_AXPY] = "axpy",           [HR_PROF_FFN] = "sparse_ffn", [HR_PROF_PREDICTOR] = "predictor", [HR_PROF_ATTN] = "attention",
-    [HR_PROF_NORM] = "norm",           [HR_PROF_ROPE] = "rope",   [HR_PROF_ELEM] = "elementwise",
-    [HR_PROF_MOE_ROUTE] = "moe_route", [HR_PROF_SYNC] = "sync",
+    [HR_PROF_MATVEC] = "matvec",       [HR_PROF_GEMM] = "gemm",       [HR_PROF_GATHER] = "gather",
+    [HR_PROF_AXPY] = "axpy",           [HR_PROF_FFN] = "sparse_ffn",  [HR_PROF_PREDICTOR] = "predictor",
+    [HR_PROF_ATTN] = "attention",      [HR_PROF_NORM] = "norm",       [HR_PROF_ROPE] = "rope",
+    [HR_PROF_ELEM] = "elementwise",    [HR_PROF_MOE_ROUTE] = "moe_route", [HR_PROF_SYNC] = "sync",
 };
 
 const char *hr_prof_op_name(hr_prof_op op) { return op >= 0 && op < HR_PROF_OPS ? op_names[op] : "?"; }
