@@ -1,6 +1,7 @@
 #include "strmap.h"
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* FNV-1a, then a multiplicative finalizer: FNV's low bits (the slot index) mix poorly on
  * its own, which made probe runs long on 500k-merge vocabularies. */
@@ -14,8 +15,17 @@ static uint64_t hash(const char *s, size_t n) {
 
 int hr_strmap_init(hr_strmap *m, size_t expected) {
     size_t cap = 16;
+    if (expected > SIZE_MAX / (4 * sizeof *m->slot)) return -1;
     while (cap < expected * 2 + 2) cap *= 2;
-    m->slot = calloc(cap, sizeof *m->slot);
+    /* A 128k-token vocabulary's merges fill a 16 MiB table whose every page is touched at
+     * random: in 4 KiB pages that was 4096 page faults per load, about 40% of `hearth
+     * tokenize`'s time on the project's 2-core machine; in 2 MiB pages it took 0.25 s, not 0.44 s. */
+    const size_t bytes = cap * sizeof *m->slot, huge = (size_t)2 << 20;
+    if (bytes >= 2 * huge) {
+        m->slot = aligned_alloc(huge, (bytes + huge - 1) & ~(huge - 1));
+        if (m->slot) (void)madvise(m->slot, bytes, MADV_HUGEPAGE), memset(m->slot, 0, bytes);
+    } else
+        m->slot = calloc(cap, sizeof *m->slot);
     m->cap = cap;
     m->n = 0;
     return m->slot ? 0 : -1;
