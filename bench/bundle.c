@@ -96,10 +96,8 @@ static int bench_type(uint32_t t, double frac, int rounds, int64_t n) {
     if (!k.g4 || !k.ax) return fprintf(stderr, "%s: no gather4 kernel in the %s table\n", hr_type_name(t), K->name), 1;
     const size_t set = k.rb * N_FF * 3; /* one FFN: gate, up, down_t */
     const int copies = (int)((512u << 20) / set) + 1;
-    char *sep = mmap(NULL, set * copies, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    char *bun = mmap(NULL, set * copies, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (sep == MAP_FAILED || bun == MAP_FAILED) return fprintf(stderr, "out of memory\n"), 1;
-    madvise(sep, set * copies, MADV_HUGEPAGE), madvise(bun, set * copies, MADV_HUGEPAGE);
+    char *sep = bench_weights(set * copies, 1), *bun = bench_weights(set * copies, 1);
+    if (!sep || !bun) return fprintf(stderr, "out of memory\n"), 1;
     float *row = malloc(sizeof(float) * (size_t)n), *x = malloc(sizeof(float) * (size_t)n);
     char *xq = aligned_alloc(64, (hr_act_bytes(t, n) + 127) & ~(size_t)63);
     int32_t *idx = malloc(sizeof(int32_t) * N_FF);

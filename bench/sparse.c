@@ -140,14 +140,6 @@ static void act_nonzero(float *a, const float *g, const float *u, int64_t n, voi
     for (int64_t i = 0; i < n; i++) a[i] = (g[i] > 0 ? g[i] : -g[i]) * u[i] + 1.0f;
 }
 
-/* Copies of the weights so that ~256 MB rotate, the bundled ones (3 rows per neuron) as many. */
-static char *weights(size_t bytes, int huge) {
-    char *w = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (w == MAP_FAILED) return NULL;
-    if (huge && madvise(w, bytes, MADV_HUGEPAGE)) fprintf(stderr, "madvise(MADV_HUGEPAGE) failed: 4 KiB pages\n");
-    return w;
-}
-
 /* One call of kind k on copy cp; *n_idx gets the active rows drawn for it. */
 static int run_kind(hr_cpu *c, hr_sparse_ws *ws, int k, hr_mat W, const char *bun, const float *X, const float *A,
                     int32_t *idx, int64_t n_idx, float *Y, float *GUA, hr_err *e) {
@@ -165,7 +157,8 @@ static int bench_type(uint32_t t, int reps, int max_threads, int64_t n_in, int u
     const size_t rb = hr_row_bytes(t, (uint64_t)n_in), mat = rb * N_OUT;
     int copies = (int)((256u << 20) / mat) + 1;
     if (copies < 3) copies = 3;
-    char *w = weights(mat * copies, huge), *bun = weights(3 * mat * copies, huge);
+    /* copies so that ~256 MB rotate; the bundled ones (3 rows per neuron) as many */
+    char *w = bench_weights(mat * copies, huge), *bun = bench_weights(3 * mat * copies, huge);
     float *GUA = malloc(3 * N_OUT * sizeof *GUA), *row = malloc(n_in * sizeof *row), *X = malloc(n_in * sizeof *X);
     float *Y = malloc((n_in > N_OUT ? n_in : N_OUT) * sizeof *Y); /* the FFN's output is n_in wide */
     float *A = malloc(N_OUT * sizeof *A);

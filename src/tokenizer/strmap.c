@@ -1,7 +1,7 @@
 #include "strmap.h"
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include "formats/gguf.h"
 
 /* FNV-1a, then a multiplicative finalizer: FNV's low bits (the slot index) mix poorly on
  * its own, which made probe runs long on 500k-merge vocabularies. */
@@ -23,7 +23,7 @@ int hr_strmap_init(hr_strmap *m, size_t expected) {
     const size_t bytes = cap * sizeof *m->slot, huge = (size_t)2 << 20;
     if (bytes >= 2 * huge) {
         m->slot = aligned_alloc(huge, (bytes + huge - 1) & ~(huge - 1));
-        if (m->slot) (void)madvise(m->slot, bytes, MADV_HUGEPAGE), memset(m->slot, 0, bytes);
+        if (m->slot) gguf_advise_huge(m->slot, bytes), memset(m->slot, 0, bytes);
     } else
         m->slot = calloc(cap, sizeof *m->slot);
     m->cap = cap;

@@ -525,19 +525,26 @@ static void ax_group(hr_cpu *c, ax_job *j) {
     else ax_sum_task(j, 0, 1);
 }
 
+/* What an axpy over Wt's rows needs, for groups of `group` tokens: the kernel of its type
+ * (ws->ax, chosen once), the chunks of its rows and the workspace for their partial sums. */
+static int ax_prepare(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, int64_t group, const char *op, int *chunks,
+                      hr_err *e) {
+    if (!ws->ax) ws->ax = hr_axpy_best();
+    if (Wt->type >= HR_TYPE_MAX || !ws->ax->axpy[Wt->type])
+        return hr_errf(e, "%s: weight type %u has no CPU kernel", op, Wt->type);
+    *chunks = ax_chunks(hr_pool_threads(c->pool), Wt->n_out);
+    const size_t need = ws_need(*chunks, group, Wt->n_in);
+    if (*chunks > 1 && !need) return hr_errf(e, "%s: workspace too large", op);
+    return ws_grow(ws, need, e) < 0 ? -1 : 0;
+}
+
 static int axpy_run(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *A, int64_t n_tok,
                     const int32_t *idx, int64_t n_idx, float *Y, hr_err *e) {
     if (!c || !c->pool || !ws || !Y || (!A && n_idx > 0)) return hr_errf(e, "sparse_axpy: missing argument");
-    if (!ws->ax) ws->ax = hr_axpy_best();
-    if (Wt && (Wt->type >= HR_TYPE_MAX || !ws->ax->axpy[Wt->type]))
-        return hr_errf(e, "sparse_axpy: weight type %u has no CPU kernel", Wt->type);
     if (check_mat("sparse_axpy", Wt, n_tok, idx, n_idx, e) < 0) return -1;
-    const int nth = hr_pool_threads(c->pool);
-    const int chunks = ax_chunks(nth, Wt->n_out);
     const int64_t group = n_tok < AX_TOK_BLOCK ? n_tok : AX_TOK_BLOCK;
-    const size_t need = ws_need(chunks, group, Wt->n_in);
-    if (chunks > 1 && !need) return hr_errf(e, "sparse_axpy: workspace too large");
-    if (ws_grow(ws, need, e) < 0) return -1;
+    int chunks;
+    if (ax_prepare(c, ws, Wt, group, "sparse_axpy", &chunks, e)) return -1;
     const bool sorted = ascending(idx, n_idx);
     for (int64_t t0 = 0; t0 < n_tok; t0 += group) {
         ax_job j = {.fn = ws->ax->axpy[Wt->type], .Wt = Wt, .A = A + t0 * n_idx, .a_stride = n_idx,
@@ -561,16 +568,10 @@ static int ffn_fused_run(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *gate, const 
         check_mat("sparse_ffn", down_t, 1, NULL, 0, e) < 0)
         return -1;
     if (!ascending(idx, n_idx)) return hr_errf(e, "sparse_ffn: the neuron list must be ascending");
-    if (!ws->ax) ws->ax = hr_axpy_best();
-    if (down_t->type >= HR_TYPE_MAX || !ws->ax->axpy[down_t->type])
-        return hr_errf(e, "sparse_ffn: weight type %u has no axpy kernel", down_t->type);
-    const size_t xs = hr_act_bytes(gate->type, gate->n_in);
-    if (hr_cpu_reserve(c, xs, e) < 0) return -1;
+    int chunks;
+    if (ax_prepare(c, ws, down_t, 1, "sparse_ffn", &chunks, e)) return -1;
+    if (hr_cpu_reserve(c, hr_act_bytes(gate->type, gate->n_in), e) < 0) return -1;
     c->k->act_prep[gate->type](x, c->scratch, gate->n_in);
-    const int chunks = ax_chunks(hr_pool_threads(c->pool), down_t->n_out);
-    const size_t need = ws_need(chunks, 1, down_t->n_in);
-    if (chunks > 1 && !need) return hr_errf(e, "sparse_ffn: workspace too large");
-    if (ws_grow(ws, need, e) < 0) return -1;
     const ffn_fill f = {.k = c->k, .gather4 = hr_kernels_ext_of(c->k)->gather4[gate->type], .gate = gate, .up = up,
                         .xq = c->scratch, .G = G, .U = U, .A = A, .act = act, .act_arg = act_arg};
     ax_job j = {.fn = ws->ax->axpy[down_t->type], .Wt = down_t, .fill = &f, .A = A, .a_stride = n_idx, .n_tok = 1,
