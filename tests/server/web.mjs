@@ -334,7 +334,7 @@ run(() => withServer(['--api-key', KEY, '--parallel', '2'], async (server) => {
             // the meter's "/ n_ctx" comes from /props, fetched after the model's name: let it land
             // (the check below still requires the same text)
             await page.waitForFunction((t) => document.getElementById('context-text').textContent === t, meterBefore,
-                {timeout: 5000}).catch(() => {});
+                { timeout: 10000 }).catch(() => {});
             eq(await page.locator('#messages .msg').count(), 2, 'messages after reload');
             eq(await page.locator('#messages .msg.user .content').textContent(), question, 'user message after reload');
             eq((await saved(page)).cur.messages[1].content, firstReply, 'reply after reload');
