@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu_plan.h"
+#include "util/size.h"
 #include "moe.h"
 #include "sparse/trace_cache.h"
 
-#define GIB 1073741824.0
 
 const char *hearth_gpu_cat_name(hearth_gpu_cat c) {
     static const char *const n[HEARTH_GPU_CAT_COUNT] = {"scratch", "attention", "KV cache",   "predictors",
@@ -148,8 +148,9 @@ static int place_whole_layers(planner *q, int32_t want, hr_err *e) {
         if (!fits(q, whole_bytes(q, il))) {
             uint64_t need = q->used;
             for (int k = il; k < n; k++) need += whole_bytes(q, k);
-            return hr_errf(e, "-ngl %d needs %llu bytes of GPU memory but the budget is %llu bytes (%.3f GiB); it holds %d whole layers",
-                           want, (unsigned long long)need, (unsigned long long)q->in->budget, q->in->budget / GIB, il);
+            char sz[HR_SIZE_STR];
+            return hr_errf(e, "-ngl %d needs %llu bytes of GPU memory but the budget is %llu bytes (%s); it holds %d whole layers",
+                           want, (unsigned long long)need, (unsigned long long)q->in->budget, hr_size_str(q->in->budget, sz), il);
         }
         if (take_whole(q, il, e)) return -1;
     }
@@ -468,9 +469,10 @@ static int place_slots(planner *q, hr_err *e) {
     need = per * (uint64_t)n;
     if (!fits(q, need)) {
         const uint64_t left = q->in->budget - q->used;
+        char sz[HR_SIZE_STR];
         return hr_errf(e, "--moe-cache %d needs %llu bytes of GPU memory for %d expert slots in each of %d layers, but the "
-                          "budget leaves %llu bytes (%.3f GiB) after scratch, attention and output: it holds %llu slots per layer",
-                       q->in->moe_cache, (unsigned long long)need, n, layers, (unsigned long long)left, left / GIB,
+                          "budget leaves %llu bytes (%s) after scratch, attention and output: it holds %llu slots per layer",
+                       q->in->moe_cache, (unsigned long long)need, n, layers, (unsigned long long)left, hr_size_str(left, sz),
                        (unsigned long long)(left / per));
     }
     uint64_t *freq = malloc(sizeof *freq * (size_t)ne);
@@ -573,8 +575,9 @@ static int place_moe_ngl(planner *q, hr_err *e) {
         if (take_attn(q, il)) continue;
         uint64_t need = q->used;
         for (int k = il; k < nl && k < ngl; k++) need += attn_bytes(q, k) + kv_bytes(q, k + 1) - kv_bytes(q, k);
-        return hr_errf(e, "-ngl %d needs %llu bytes of GPU memory for attention and KV cache but the budget is %llu bytes (%.3f GiB); it holds %d layers' attention",
-                       ngl, (unsigned long long)need, (unsigned long long)q->in->budget, q->in->budget / GIB, il);
+        char sz[HR_SIZE_STR];
+        return hr_errf(e, "-ngl %d needs %llu bytes of GPU memory for attention and KV cache but the budget is %llu bytes (%s); it holds %d layers' attention",
+                       ngl, (unsigned long long)need, (unsigned long long)q->in->budget, hr_size_str(q->in->budget, sz), il);
     }
     if (ngl > nl) place_output(q);
     return q->in->moe_cache > 0 ? place_slots(q, e) : place_experts_neurons(q, e);
@@ -655,10 +658,11 @@ int hr_gpu_plan_make_indexed(const hr_gpu_plan_in *in, const hr_moeidx *x, hr_gp
     q.emask_on = q.moe_on && in->mode == HEARTH_FFN_PREDICTED && in->moe_cache <= 0 && hr_moe_has_predictors(m);
     q.used = scratch_layout(m, in->n_batch, q.moe_on, q.emask_on, &p->sc);
     p->expert_masks = q.emask_on;
+    char sz[HR_SIZE_STR];
     if (q.used > in->budget)
-        return hr_errf(e, "GPU budget too small: it leaves %llu bytes (%.3f GiB) beyond the device's own overhead, and "
+        return hr_errf(e, "GPU budget too small: it leaves %llu bytes (%s) beyond the device's own overhead, and "
                           "device scratch for %d tokens needs %llu bytes (raise --vram-budget or lower -b)",
-                       (unsigned long long)in->budget, in->budget / GIB, in->n_batch, (unsigned long long)q.used);
+                       (unsigned long long)in->budget, hr_size_str(in->budget, sz), in->n_batch, (unsigned long long)q.used);
     if (place(&q, e) || layout(&q, e)) return -1;
     for (int il = 0; il < m->hp.n_layer; il++) p->layers[il].step = step_of(&p->layers[il], &m->layers[il]);
     return 0;

@@ -43,11 +43,11 @@ static int budget(hr_hybrid *h, const hearth_ctx_params *p, uint64_t *out, hr_er
     if (p->vram_budget_gib > 0) {
         const uint64_t b = hr_hybrid_budget_bytes(p->vram_budget_gib);
         if (b <= over)
-            return hr_errf(e, "--vram-budget %.3f GiB (%llu bytes) is too small: the device itself takes %llu bytes "
+            return hr_errf(e, "--vram-budget %g GiB (%llu bytes) is too small: the device itself takes %llu bytes "
                               "(context, local memory, scratch) before any weight",
                            p->vram_budget_gib, (unsigned long long)b, (unsigned long long)over);
         if (b - over > free_b)
-            return hr_errf(e, "--vram-budget %.3f GiB (%llu bytes) is more than the device can give: %llu bytes beyond "
+            return hr_errf(e, "--vram-budget %g GiB (%llu bytes) is more than the device can give: %llu bytes beyond "
                               "its own %llu, and %llu are free",
                            p->vram_budget_gib, (unsigned long long)b, (unsigned long long)(b - over),
                            (unsigned long long)over, (unsigned long long)free_b);

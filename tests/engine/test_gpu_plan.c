@@ -8,6 +8,7 @@
 #include "formats/types.h"
 #include "synth/synth.h"
 #include "testutil.h"
+#include "util/size.h"
 
 enum { EMBD = 64, LAYERS = 3, FF = 128, VOCAB = 320, HEADS = 4, KVH = 2, RANK = 32, CTX = 48, SEQ = 2, BATCH = 8 };
 
@@ -121,6 +122,9 @@ static void test_sweep(uint32_t type) {
     char want[64];
     snprintf(want, sizeof want, "needs %llu bytes", (unsigned long long)S);
     CHECKF(strstr(e.msg, want) && strstr(e.msg, "leaves"), "%s (want '%s')", e.msg, want);
+    /* the budget also in a readable unit: a few MiB, not "0.000 GiB" */
+    char sz[HR_SIZE_STR];
+    CHECKF(strstr(e.msg, hr_size_str(S - 1, sz)) && !strstr(e.msg, "0.000 GiB"), "%s (want '%s')", e.msg, sz);
     hr_gpu_plan_free(&p);
     CHECK(plan(m, 0, 0, &idx, HEARTH_FFN_PREDICTED, &p, &e) == -1);
     hr_gpu_plan_free(&p);
@@ -334,7 +338,19 @@ static void test_attn_vectors(void) {
     remove(bp), remove(fp), remove(q2), remove(q3), remove(gp);
 }
 
+/* hr_size_str: the unit changes at 1 KiB, 1 MiB and 1 GiB */
+static void test_size_str(void) {
+    const struct { uint64_t b; const char *want; } c[] = {
+        {0, "0 bytes"}, {1023, "1023 bytes"}, {1024, "1.0 KiB"}, {1536, "1.5 KiB"}, {(1ull << 20) - 1, "1024.0 KiB"},
+        {5ull << 20, "5.0 MiB"}, {(1ull << 30) + (1ull << 28), "1.25 GiB"}, {3ull << 40, "3072.00 GiB"}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char out[HR_SIZE_STR];
+        CHECKF(!strcmp(hr_size_str(c[i].b, out), c[i].want), "%llu: '%s', want '%s'", (unsigned long long)c[i].b, out, c[i].want);
+    }
+}
+
 int main(void) {
+    test_size_str();
     test_attn_vectors();
     test_sweep(HR_F32);
     test_sweep(HR_Q4_0);
