@@ -2,6 +2,7 @@
  * `-cnv`, as llama-cli's conversation mode). */
 #ifndef HR_CHAT_CLI_H
 #define HR_CHAT_CLI_H
+#include <stdbool.h>
 #include "run_opts.h"
 
 #define HR_CHAT_MAX_REVERSE 16
@@ -16,6 +17,8 @@ typedef struct hr_chat_opts {
     const char *reverse[HR_CHAT_MAX_REVERSE + 1]; /* extra stop texts (-r), NULL-terminated */
     const char *dump_prompt;     /* tests: each turn's rendered prompt is written here */
     int color;                   /* -1 auto (a terminal without NO_COLOR), 0 off, 1 on */
+    const char *history_file;    /* --history-file, or NULL: $XDG_STATE_HOME/hearth/chat_history */
+    bool no_history;             /* --no-history: the typed lines are not kept across chats */
 } hr_chat_opts;
 
 /* Defaults: -n 256, a random seed, the library's model, context and sampler defaults. */

@@ -96,6 +96,10 @@ static void help(void) {
            "                            never more than the context leaves after the prompt\n"
            "  -co, --color [on|off|auto]\n"
            "                            colour the typed text (default auto: on a terminal unless NO_COLOR is set)\n"
+           "  --history-file FILE       where the typed lines are kept across chats on a terminal (Up recalls\n"
+           "                            them); default $XDG_STATE_HOME/hearth/chat_history, else\n"
+           "                            ~/.local/state/hearth/chat_history\n"
+           "  --no-history              keep the typed lines of this chat only\n"
            "  --verbose                 per turn: prompt tokens, tokens reused from the cache, speed\n",
            commands_help, hr_chat_names(), HR_CHAT_MAX_REVERSE);
     hr_print_common_help();
@@ -117,16 +121,20 @@ static int parse(int argc, char **argv, hr_chat_opts *o) {
         long l;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { help(); return 0; }
         else if (!strcmp(a, "--verbose")) o->run.verbose = true;
+        else if (!strcmp(a, "--no-history")) o->no_history = true;
         else if ((!strcmp(a, "-co") || !strcmp(a, "--color")) && (i + 1 >= argc || parse_color(argv[i + 1]) == -2))
             o->color = 1; /* llama.cpp's older flag took no value */
         else if (!strcmp(a, "--chat-template") || !strcmp(a, "--system") || !strcmp(a, "-sys") ||
                  !strcmp(a, "--system-prompt") || !strcmp(a, "--dump-prompt") || !strcmp(a, "-n") ||
                  !strcmp(a, "--n-predict") || !strcmp(a, "-co") || !strcmp(a, "--color") || !strcmp(a, "-p") ||
                  !strcmp(a, "--prompt") || !strcmp(a, "-r") || !strcmp(a, "--reverse-prompt") || !strcmp(a, "-f") ||
-                 !strcmp(a, "--file") || !strcmp(a, "-sysf") || !strcmp(a, "--system-prompt-file")) {
+                 !strcmp(a, "--file") || !strcmp(a, "-sysf") || !strcmp(a, "--system-prompt-file") ||
+                 !strcmp(a, "--history-file")) {
             if (!hr_arg_need("chat", argc, argv, i)) return 2;
             const char *v = argv[++i];
             if (!strcmp(a, "--chat-template")) o->tmpl_name = v;
+            else if (!strcmp(a, "--history-file") && !*v) return hr_usage_error("chat", "%s: the path is empty", a);
+            else if (!strcmp(a, "--history-file")) o->history_file = v;
             else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->first_file = v;
             else if (!strcmp(a, "-sysf") || !strcmp(a, "--system-prompt-file")) o->system_file = v;
             else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->first_message = v;
@@ -520,6 +528,26 @@ static bool want_color(const hr_chat_opts *o, int fd) {
     return isatty(fd) && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
 }
 
+/* The history file: --history-file, else under $XDG_STATE_HOME (an absolute path, as the XDG
+ * specification wants), else under ~/.local/state; none without either. */
+static const char *history_path(const hr_chat_opts *o, char *buf, size_t cap) {
+    if (o->history_file) return o->history_file;
+    const char *x = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    if (x && x[0] == '/') snprintf(buf, cap, "%s/hearth/chat_history", x);
+    else if (home && *home) snprintf(buf, cap, "%s/.local/state/hearth/chat_history", home);
+    else return NULL;
+    return buf;
+}
+
+/* The editor's history read from and kept in the history file; a file that cannot be used is
+ * said once, and the chat goes on with the history in memory. */
+static void keep_history(session *S) {
+    char buf[4096], err[512];
+    const char *path = history_path(S->o, buf, sizeof buf);
+    if (path && hr_le_history_persist(&S->le, path, err, sizeof err))
+        fprintf(stderr, "hearth chat: history: %s; this chat's lines are not kept\n", err);
+}
+
 /* The input side: a terminal gets the line editor (drawing on stdout, or on stderr when only
  * that is a terminal), unless TERM=dumb. */
 static void setup_input(session *S) {
@@ -529,6 +557,7 @@ static void setup_input(session *S) {
     S->edit = S->interactive && out >= 0 && !(term && !strcmp(term, "dumb"));
     hr_le_init(&S->le, STDIN_FILENO, out);
     if (S->edit && want_color(S->o, out)) S->le.color = "\x1b[1;32m", S->le.color_end = "\x1b[0m";
+    if (S->edit && !S->o->no_history) keep_history(S);
 }
 
 static void banner(const session *S) {

@@ -303,13 +303,15 @@ int hr_le_history_add(hr_lineedit *le, const char *line) {
     char *s = strdup(line);
     if (!s) return -1;
     le->hist[le->n_hist++] = s;
+    (void)hr_le_history_append(le, line); /* a file that went away mid-chat costs only its copy */
     return 0;
 }
 
 void hr_le_free(hr_lineedit *le) {
     for (size_t i = 0; i < le->n_hist; i++) free(le->hist[i]);
     free(le->hist);
-    le->hist = NULL, le->n_hist = le->cap_hist = 0;
+    free(le->hist_path);
+    le->hist = NULL, le->hist_path = NULL, le->n_hist = le->cap_hist = 0;
 }
 
 /* Browsing: index hi into the history, n_hist meaning the line being edited (kept in *saved). */

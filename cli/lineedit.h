@@ -27,6 +27,7 @@ typedef struct hr_lineedit {
     const char *color, *color_end; /* SGR sequences around the typed text ("" for none) */
     char **hist;                   /* oldest first */
     size_t n_hist, cap_hist;
+    char *hist_path;               /* the file the history persists in (hr_le_history_persist), or NULL */
     bool in_paste;                 /* inside a bracketed paste (it can span several lines) */
     bool skip_lf;                  /* a '\r' ended the last line: drop a '\n' right after it */
     bool raw;                      /* the terminal is in raw mode; saved: its settings before */
@@ -46,6 +47,13 @@ void hr_le_init(hr_lineedit *le, int in, int out);
 int hr_le_read(hr_lineedit *le, const char *prompt, char **line, size_t *len);
 /* Appends a line to the history unless it is empty or repeats the newest entry. 0 or -1. */
 int hr_le_history_add(hr_lineedit *le, const char *line);
+/* Keeps the history in the file at path across sessions (lineedit_history.c): reads its newest
+ * HR_LE_HISTORY_MAX entries now, and from then on appends each line the history takes. The
+ * file and missing directories above it are created for the owner only. 0, or -1 with a
+ * message in err (the history then stays in memory). */
+int hr_le_history_persist(hr_lineedit *le, const char *path, char *err, size_t cap);
+/* Appends line to the history's file, if it has one. 0 or -1. */
+int hr_le_history_append(const hr_lineedit *le, const char *line);
 void hr_le_free(hr_lineedit *le);
 /* Columns a UTF-8 string takes on a terminal (wide characters 2, combining marks 0). */
 size_t hr_le_columns(const char *s, size_t len);

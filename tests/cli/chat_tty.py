@@ -7,11 +7,13 @@ shipped model, greedy, and checks what a user sees and what the model was sent (
 - Ctrl-D exits 0; the banner;
 - the line editor in raw mode: Up recalls the previous line, Ctrl-A / Left edit it;
 - a bracketed paste is one multi-line message;
+- the typed lines persist: Up in a new chat recalls the last chat's line (--history-file, or
+  $XDG_STATE_HOME/hearth/chat_history, made for the owner only); --no-history keeps none;
 - the typed text is coloured, and with NO_COLOR there is no colour code at all;
 - a SIGTERM at the prompt ends the chat by that signal with the terminal back in its normal
   mode (the test holds the terminal's other end open to read its settings afterwards).
 Environment: HEARTH_BIN (the hearth binary), HEARTH_SRC (the source tree)."""
-import fcntl, os, pty, re, select, signal, struct, sys, tempfile, termios, time
+import fcntl, os, pty, re, select, shutil, signal, struct, sys, tempfile, termios, time
 
 H = os.environ["HEARTH_BIN"]
 M = os.path.join(os.environ["HEARTH_SRC"], "models", "bible-drelu.gguf")
@@ -31,7 +33,7 @@ class Chat:
     """One hearth chat on a pseudo-terminal of 200 columns."""
 
     def __init__(self, *flags, env=None):
-        e = dict(os.environ, TERM="xterm")
+        e = dict(os.environ, TERM="xterm", XDG_STATE_HOME=os.path.join(TMP, "state"))
         e.pop("NO_COLOR", None)
         e.update(env or {})
         argv = [H, "chat", "-m", M, "--temp", "0", "-t", "2", "--gpu", "off", "--verbose",
@@ -177,6 +179,45 @@ def editing():
         c.kill()
 
 
+def one_line(flags, keys, what, env=None):
+    """A chat that sends keys at its first prompt, waits for the reply and quits with Ctrl-D;
+    returns the user messages it sent."""
+    c = Chat("-n", "2", *flags, env=env)
+    try:
+        c.expect(PROMPT, what + ": prompt")
+        c.send(keys)
+        c.expect(VERBOSE, what + ": reply")
+        c.expect(PROMPT, what + ": prompt after the reply")
+        c.send(b"\x04")
+        if c.wait(what) != 0:
+            fail(what + ": Ctrl-D did not end the chat with status 0")
+        return re.findall(rb"<\|im_start\|>user\n(.*?)<\|im_end\|>", prompt_text(), re.S)
+    except TimeoutError:
+        c.kill()
+        return None
+
+
+def history():
+    """Lines typed in one chat come back with Up in the next; --no-history keeps none."""
+    h = os.path.join(TMP, "hist", "chat_history")
+    one_line(["--history-file", h], b"In the beginning God\r", "history, first chat")
+    if not os.path.exists(h) or os.stat(h).st_mode & 0o777 != 0o600:
+        fail("history: %s missing or not 0600" % h)
+    users = one_line(["--history-file", h], b"\x1b[A\r", "history, second chat")
+    if users != [b"In the beginning God"]:
+        fail("history: Up in a new chat sent %r, want the last chat's line" % users)
+    one_line(["--history-file", h, "--no-history"], b"created the heaven\r", "--no-history")
+    kept = open(h, "rb").read() if os.path.exists(h) else None
+    if kept != b"In the beginning God\n":
+        fail("history: the file holds %r after a recall and a --no-history chat" % kept)
+    # the default place: $XDG_STATE_HOME/hearth/chat_history
+    x = os.path.join(TMP, "xdg")
+    one_line([], b"and the earth\r", "history in XDG_STATE_HOME", env={"XDG_STATE_HOME": x})
+    d = os.path.join(x, "hearth", "chat_history")
+    if not os.path.exists(d) or open(d, "rb").read() != b"and the earth\n":
+        fail("history: nothing kept in %s" % d)
+
+
 def no_color():
     c = Chat("-n", "4", env={"NO_COLOR": "1"})
     try:
@@ -204,10 +245,9 @@ def no_color():
 t0 = time.time()
 ctrl_c()
 editing()
+history()
 no_color()
-for f in os.listdir(TMP):
-    os.unlink(os.path.join(TMP, f))
-os.rmdir(TMP)
+shutil.rmtree(TMP, ignore_errors=True)
 if fails:
     print("%d failure(s)" % fails)
     sys.exit(1)

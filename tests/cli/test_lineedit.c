@@ -3,6 +3,8 @@
  * lines are written out by hand from what each key means. The terminal side (raw mode, a
  * real pseudo-terminal) is tests/cli/chat_tty.py. */
 #include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -167,11 +169,72 @@ static void drawing(void) {
     hr_le_free(&le);
 }
 
+/* The history kept in a file: lines typed in one editor come back in the next (escaped text
+ * included), the file is the owner's only, missing directories are made, only the newest
+ * entries are read and a long file is rewritten with them; an unusable path is an error. */
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *b = calloc(1, 1 << 16);
+    if (f && b) (void)!fread(b, 1, (1 << 16) - 1, f);
+    if (f) fclose(f);
+    return b;
+}
+
+static void persisted(void) {
+    char dir[256], path[300], err[256];
+    hr_test_tmp(dir, sizeof dir, "lineedit_hist");
+    snprintf(path, sizeof path, "%s/state/hearth/chat_history", dir);
+    feed f;
+    static const char typed[] = "first\r" "a \\ b\r" "tab\there\r";
+    feed_open(&f, typed, sizeof typed - 1);
+    CHECKF(!hr_le_history_persist(&f.le, path, err, sizeof err), "%s", err);
+    CHECK(f.le.n_hist == 0);
+    expect_line(&f, HR_LE_LINE, "first", __LINE__);
+    expect_line(&f, HR_LE_LINE, "a \\ b", __LINE__);
+    expect_line(&f, HR_LE_LINE, "tab\there", __LINE__);
+    feed_close(&f);
+    char *text = slurp(path);
+    CHECKF(text && !strcmp(text, "first\na \\\\ b\ntab\\x09here\n"), "file holds '%s'", text ? text : "");
+    free(text);
+    struct stat st;
+    CHECK(!stat(path, &st) && (st.st_mode & 0777) == 0600);
+    /* a second editor: Up recalls the first one's lines, newest first */
+    static const char up[] = "\x1b[A\x1b[A\r";
+    feed_open(&f, up, sizeof up - 1);
+    CHECKF(!hr_le_history_persist(&f.le, path, err, sizeof err), "%s", err);
+    CHECK(f.le.n_hist == 3 && !strcmp(f.le.hist[2], "tab\there"));
+    expect_line(&f, HR_LE_LINE, "a \\ b", __LINE__);
+    feed_close(&f);
+    /* a file of 3 x HR_LE_HISTORY_MAX lines: the newest are read and the file is cut to them */
+    FILE *w = fopen(path, "w");
+    for (int i = 0; w && i < 3 * HR_LE_HISTORY_MAX; i++) fprintf(w, "line %d\n", i);
+    if (w) fclose(w);
+    hr_lineedit le;
+    hr_le_init(&le, -1, -1);
+    CHECKF(!hr_le_history_persist(&le, path, err, sizeof err), "%s", err);
+    CHECK(le.n_hist == HR_LE_HISTORY_MAX && !strcmp(le.hist[0], "line 512") && !strcmp(le.hist[HR_LE_HISTORY_MAX - 1], "line 767"));
+    hr_le_free(&le);
+    text = slurp(path);
+    int lines = 0;
+    for (const char *p = text; p && *p; p++) lines += *p == '\n';
+    CHECKF(lines == HR_LE_HISTORY_MAX && !strncmp(text, "line 512\n", 9), "%d lines after the rewrite", lines);
+    free(text);
+    /* a path under a regular file cannot be made: an error naming it, the history in memory */
+    char bad[400];
+    snprintf(bad, sizeof bad, "%s/chat_history/below", path);
+    hr_le_init(&le, -1, -1);
+    CHECK(hr_le_history_persist(&le, bad, err, sizeof err) == -1 && strstr(err, path) && !le.hist_path);
+    CHECK(!hr_le_history_add(&le, "kept in memory") && le.n_hist == 1);
+    hr_le_free(&le);
+    unlink(path);
+}
+
 int main(void) {
     editing_keys();
     utf8();
     control();
     history();
     drawing();
+    persisted();
     return TEST_END();
 }
