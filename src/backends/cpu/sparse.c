@@ -367,6 +367,7 @@ typedef struct {
 
 typedef struct {
     hr_axpy_fn fn;
+    hr_axpy_panel_fn panel; /* batches: the table's panel kernel, or NULL (then fn) */
     const hr_mat *Wt;
     const ffn_fill *fill; /* NULL: A is given */
     const float *A;      /* the group's first token */
@@ -462,6 +463,37 @@ static void ax_batch(const ax_job *j, int64_t i0, int64_t i1, float *out) {
     if (g) j->fn(n, g, rows, NULL, a, nt, out, (size_t)n);
 }
 
+/* Several tokens over panels of rows (the table's panel kernel): the rows with a non-zero
+ * coefficient for any token, up to AX_PANEL rows or about AX_PANEL_BYTES of them (the panel
+ * is swept once per block of outputs, so it should stay in L2), with their coefficients per
+ * token. Same terms in the same order as ax_batch. */
+#define AX_PANEL 256
+#define AX_PANEL_BYTES (512 * 1024)
+static void ax_batch_panel(const ax_job *j, int64_t i0, int64_t i1, float *out) {
+    const int64_t n = j->Wt->n_in, nt = j->n_tok;
+    const size_t rb = hr_mat_stride(j->Wt);
+    const char *w = j->Wt->data;
+    const size_t fit = AX_PANEL_BYTES / j->Wt->row_bytes;
+    const int P = fit >= AX_PANEL ? AX_PANEL : fit < 16 ? 16 : (int)fit;
+    const void *rows[AX_PANEL];
+    float a[AX_TOK_BLOCK * AX_PANEL];
+    int g = 0;
+    for (int64_t i = i0; i < i1; i++) {
+        int any = 0;
+        for (int64_t t = 0; t < nt; t++) {
+            a[t * P + g] = j->A[t * j->a_stride + i];
+            any |= j->A[t * j->a_stride + i] != 0.0f;
+        }
+        if (!any) continue;
+        rows[g] = w + j->idx[i] * rb;
+        if (++g == P) {
+            j->panel(n, g, rows, a, (size_t)P, nt, out, (size_t)n);
+            g = 0;
+        }
+    }
+    if (g) j->panel(n, g, rows, a, (size_t)P, nt, out, (size_t)n);
+}
+
 /* First position in idx[lo..hi) whose row is >= row (idx ascending). */
 static int64_t lower_bound(const int32_t *idx, int64_t lo, int64_t hi, int64_t row) {
     while (lo < hi) {
@@ -493,6 +525,7 @@ static void ax_task(void *arg, int ith, int nth) {
     int64_t i0, i1;
     ax_range(j, ith, nth, &i0, &i1);
     if (j->n_tok == 1) ax_decode(j, i0, i1, out);
+    else if (j->panel) ax_batch_panel(j, i0, i1, out);
     else ax_batch(j, i0, i1, out);
 }
 
@@ -547,7 +580,8 @@ static int axpy_run(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *
     if (ax_prepare(c, ws, Wt, group, "sparse_axpy", &chunks, e)) return -1;
     const bool sorted = ascending(idx, n_idx);
     for (int64_t t0 = 0; t0 < n_tok; t0 += group) {
-        ax_job j = {.fn = ws->ax->axpy[Wt->type], .Wt = Wt, .A = A + t0 * n_idx, .a_stride = n_idx,
+        ax_job j = {.fn = ws->ax->axpy[Wt->type], .panel = Wt->n_in % 32 ? NULL : ws->ax->panel[Wt->type],
+                    .Wt = Wt, .A = A + t0 * n_idx, .a_stride = n_idx,
                     .n_tok = n_tok - t0 < group ? n_tok - t0 : group, .idx = idx, .n_idx = n_idx,
                     .sorted = sorted, .Y = Y + t0 * Wt->n_in, .part = ws->part, .chunks = chunks};
         ax_group(c, &j);

@@ -36,9 +36,20 @@ int hr_sparse_axpy(hr_cpu *c, const hr_mat *Wt, const float *A, int64_t n_tok, c
 typedef void (*hr_axpy_fn)(int64_t n, int n_rows, const void *const *w, const void *const *next, const float *a,
                            int64_t n_tok, float *y, size_t ys);
 
+/* A batch's panel of rows at once: for t < n_tok and k < n (a multiple of 32), then r < n_rows
+ * in that order, skipping a == 0:
+ *   y[t*ys + k] += a[t*as + r] * dequant(w[r])[k].
+ * The terms and their order are hr_axpy_fn's, so the results equal n_rows / HR_AXPY_ROWS calls
+ * of the type's axpy bit for bit; but a block of outputs of several tokens stays in registers
+ * over all n_rows rows, where the axpy reads and writes the outputs once per HR_AXPY_ROWS rows
+ * (a prompt's ffn_down_t product spent most of its time on that traffic). */
+typedef void (*hr_axpy_panel_fn)(int64_t n, int n_rows, const void *const *w, const float *a, size_t as, int64_t n_tok,
+                                 float *y, size_t ys);
+
 typedef struct hr_axpy_kernels {
     const char *name;             /* "scalar", "avx2", "avx512" */
     hr_axpy_fn axpy[HR_TYPE_MAX]; /* every weight type (hr_type_is_weight) */
+    hr_axpy_panel_fn panel[HR_TYPE_MAX]; /* NULL where the table has none: batches take axpy */
 } hr_axpy_kernels;
 
 const hr_axpy_kernels *hr_axpy_scalar(void);

@@ -413,6 +413,67 @@ INLINE void pf_sb(const void *row, int64_t s, int64_t ns, size_t bb) {
     } while (0)
 
 
+/* ---- a batch's panel of rows (hr_axpy_panel_fn) ----
+ * Per block of 32 outputs and T tokens, 2T accumulators stay in registers while every row of
+ * the panel adds its term (the block decoded once for the T tokens), so the outputs are read
+ * and written once per panel instead of once per HR_AXPY_ROWS rows. A zero coefficient's
+ * term is masked off, as AXPY_TN skips it. While reading block b of a row, the line PANEL_PF
+ * bytes on is fetched into L2: the next blocks' sweep finds it there. */
+#define PANEL_T 8
+#define PANEL_PF 256
+#define AXPY_PANEL_BODY(DQ, BS, T)                                                                  \
+    do {                                                                                            \
+        const int64_t nb = n / BLK;                                                                 \
+        const size_t rbytes = (size_t)nb * BS;                                                      \
+        for (int64_t b = 0; b < nb; b++) {                                                          \
+            __m512 acc[T][NV];                                                                      \
+            _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                     \
+                _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                                \
+                    acc[t][j] = _mm512_loadu_ps(y + t * ys + b * BLK + 16 * j);                     \
+            const size_t pf = (size_t)b * BS + PANEL_PF;                                            \
+            for (int r = 0; r < n_rows; r++) {                                                      \
+                __m512 v[NV];                                                                       \
+                if (pf < rbytes) _mm_prefetch((const char *)w[r] + pf, _MM_HINT_T1);                \
+                DQ(w[r], b, v);                                                                     \
+                _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                               \
+                    const __m512 c = _mm512_set1_ps(a[t * as + r]);                                 \
+                    const __mmask16 m = _mm512_cmpneq_ps_mask(c, _mm512_setzero_ps());              \
+                    _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                            \
+                        acc[t][j] = _mm512_mask3_fmadd_ps(v[j], c, acc[t][j], m);                   \
+                }                                                                                   \
+            }                                                                                       \
+            _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                     \
+                _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                                \
+                    _mm512_storeu_ps(y + t * ys + b * BLK + 16 * j, acc[t][j]);                     \
+        }                                                                                           \
+    } while (0)
+
+/* The rows' first lines at once: the first sweep over the panel would meet them cold. */
+INLINE void panel_prefetch(const void *const *w, int n_rows, size_t rbytes) {
+    for (int r = 0; r < n_rows; r++)
+        for (size_t o = 0; o < rbytes && o < PANEL_PF; o += 64) _mm_prefetch((const char *)w[r] + o, _MM_HINT_T1);
+}
+
+#define AXPY_PANEL(NAME, DQ, BS)                                                                    \
+    INLINE void panel_##NAME##_t(int64_t n, int n_rows, const void *const *w, const float *a, size_t as, \
+                                 float *y, size_t ys, const int T) {                                \
+        switch (T) {                                                                                \
+        case 8: AXPY_PANEL_BODY(DQ, BS, 8); break;                                                  \
+        case 4: AXPY_PANEL_BODY(DQ, BS, 4); break;                                                  \
+        case 2: AXPY_PANEL_BODY(DQ, BS, 2); break;                                                  \
+        default: AXPY_PANEL_BODY(DQ, BS, 1); break;                                                 \
+        }                                                                                           \
+    }                                                                                               \
+    static void panel_##NAME(int64_t n, int n_rows, const void *const *w, const float *a, size_t as,  \
+                             int64_t n_tok, float *y, size_t ys) {                                  \
+        panel_prefetch(w, n_rows, (size_t)(n / BLK) * BS);                                          \
+        for (int64_t t = 0; t < n_tok;) {                                                           \
+            const int T = n_tok - t >= 8 ? 8 : n_tok - t >= 4 ? 4 : n_tok - t >= 2 ? 2 : 1;         \
+            panel_##NAME##_t(n, n_rows, w, a + t * as, as, y + t * ys, ys, T);                      \
+            t += T;                                                                                 \
+        }                                                                                           \
+    }
+
 AXPY_FUNCS(f32, dq_f32, sc_f32, 128)
 AXPY_FUNCS(f16, dq_f16, sc_f16, 64)
 AXPY_FUNCS(bf16, dq_bf16, sc_bf16, 64)
@@ -429,6 +490,16 @@ AXPY_K_FUNCS(q4_K)
 AXPY_K_FUNCS(q5_K)
 AXPY_K_FUNCS(q6_K)
 AXPY_K_FUNCS(iq4_xs)
+AXPY_PANEL(f32, dq_f32, 128)
+AXPY_PANEL(f16, dq_f16, 64)
+AXPY_PANEL(bf16, dq_bf16, 64)
+AXPY_PANEL(q8_0, dq_q8_0, sizeof(hr_block_q8_0))
+AXPY_PANEL(q4_0, dq_q4_0, sizeof(hr_block_q4_0))
+AXPY_PANEL(q4_1, dq5_q4_1, sizeof(hr_block_q4_1))
+AXPY_PANEL(q5_0, dq5_q5_0, sizeof(hr_block_q5_0))
+AXPY_PANEL(q5_1, dq5_q5_1, sizeof(hr_block_q5_1))
+AXPY_PANEL(iq4_nl, dq5_iq4_nl, sizeof(hr_block_iq4_nl))
+AXPY_PANEL(mxfp4, dq5_mxfp4, sizeof(hr_block_mxfp4))
 
 static const hr_axpy_kernels ax_avx512 = {
     .name = "avx512",
@@ -436,6 +507,9 @@ static const hr_axpy_kernels ax_avx512 = {
              [HR_Q4_0] = axpy_q4_0, [HR_Q4_1] = axpy_q4_1, [HR_Q5_0] = axpy_q5_0, [HR_Q5_1] = axpy_q5_1,
              [HR_IQ4_NL] = axpy_iq4_nl, [HR_MXFP4] = axpy_mxfp4, [HR_Q2_K] = axpy_q2_K, [HR_Q3_K] = axpy_q3_K,
              [HR_Q4_K] = axpy_q4_K, [HR_Q5_K] = axpy_q5_K, [HR_Q6_K] = axpy_q6_K, [HR_IQ4_XS] = axpy_iq4_xs},
+    .panel = {[HR_F32] = panel_f32, [HR_F16] = panel_f16, [HR_BF16] = panel_bf16, [HR_Q8_0] = panel_q8_0,
+              [HR_Q4_0] = panel_q4_0, [HR_Q4_1] = panel_q4_1, [HR_Q5_0] = panel_q5_0, [HR_Q5_1] = panel_q5_1,
+              [HR_IQ4_NL] = panel_iq4_nl, [HR_MXFP4] = panel_mxfp4},
 };
 
 const hr_axpy_kernels *hr_axpy_table_avx512(void) { return &ax_avx512; }
