@@ -103,15 +103,16 @@ static bool fused(const ffn_job *j, int64_t nu) {
            hr_sparse_ffn_fits(&j->c->cpu, &f->gate);
 }
 
-/* Computes the masked FFN given c->ffn.mask. */
+static void masked_act_rows(void *arg, int64_t r0, int64_t r1);
+static int dense_products(const ffn_job *j, void (*act)(void *, int64_t, int64_t), float *out, hr_err *e);
+
+/* Computes the masked FFN given c->ffn.mask. Past HR_UNION_DENSE_SHARE of the neurons the
+ * batch's union takes the dense products, the masks applied in their chunks. */
 static int ffn_masked(const ffn_job *j, float *out, hr_err *e) {
     hearth_ctx *c = j->c;
     int64_t nu = mask_union(j);
     const int32_t *idx = c->ffn.idx;
-    if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) {
-        idx = c->ffn.all;
-        nu = j->ff;
-    }
+    if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) return dense_products(j, masked_act_rows, out, e);
     if (fused(j, nu)) {
         const hr_ffn_weights *f = j->f;
         if (hr_sparse_ffn_fused(&c->cpu, &c->sparse_ws, &f->gate, &f->up, &f->down_t, j->xn, idx, nu, act_rows,
@@ -141,12 +142,24 @@ static void dense_act_rows(void *arg, int64_t r0, int64_t r1) {
     }
 }
 
+/* dense_act_rows, then each token's neurons outside its mask zeroed: a masked batch whose
+ * union took the dense products, with activate's values, in the products' chunks. */
+static void masked_act_rows(void *arg, int64_t r0, int64_t r1) {
+    const ffn_job *j = arg;
+    dense_act_rows(arg, r0, r1);
+    const uint8_t *mk = j->c->ffn.mask;
+    float *a = j->c->ffn.a;
+    for (int32_t t = 0; t < j->n; t++)
+        for (int64_t i = r0; i < r1; i++)
+            if (!mk[t * j->ff + i]) a[t * j->ff + i] = 0.0f;
+}
+
 /* Gate and up in one pool run where their types and shapes agree (one activation prep),
- * the activation in that run's chunks; then down. */
-static int ffn_dense(const ffn_job *j, float *out, hr_err *e) {
+ * the activation (act: dense_act_rows or masked_act_rows) in that run's chunks; then down. */
+static int dense_products(const ffn_job *j, void (*act)(void *, int64_t, int64_t), float *out, hr_err *e) {
     hearth_ctx *c = j->c;
     const hr_ffn_weights *f = j->f;
-    const hr_mm_epi ep = {dense_act_rows, (void *)j};
+    const hr_mm_epi ep = {act, (void *)j};
     int r;
     if (f->gate.data && hr_matmul_pair_fits(&f->gate, &f->up))
         r = hr_matmul_pair(&c->cpu, &f->gate, &f->up, j->xn, j->n, c->sc.g, c->sc.u, &ep, e);
@@ -155,6 +168,8 @@ static int ffn_dense(const ffn_job *j, float *out, hr_err *e) {
             hr_matmul_ep(&c->cpu, &f->up, j->xn, j->n, c->sc.u, &ep, e);
     return r ? -1 : project_down(j, c->ffn.a, c->ffn.all, j->ff, out, e);
 }
+
+static int ffn_dense(const ffn_job *j, float *out, hr_err *e) { return dense_products(j, dense_act_rows, out, e); }
 
 /* Exact: the first product decides which neurons fire (gate > 0, or up > 0 without a gate). */
 static int ffn_exact(const ffn_job *j, float *out, hr_err *e) {
