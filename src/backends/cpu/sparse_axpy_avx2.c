@@ -258,6 +258,52 @@ INLINE void pf_sb(const void *row, int64_t s, int64_t ns, size_t bb) {
     } while (0)
 
 
+/* ---- a batch's panel of rows (hr_axpy_panel_fn), as the AVX-512 file's ----
+ * Sixteen registers hold a block of 32 outputs for 2 tokens (8), the decoded block (4) and a
+ * coefficient; zero coefficients are skipped as AXPY_TN skips them. */
+#define PANEL_PF 256
+#define AXPY_PANEL_BODY(DQ, BS, A, Y, T)                                                                \
+    do {                                                                                            \
+        const int64_t nb = n / BLK;                                                                 \
+        const size_t rbytes = (size_t)nb * BS;                                                      \
+        for (int64_t b = 0; b < nb; b++) {                                                          \
+            __m256 acc[T][4];                                                                       \
+            _Pragma("GCC unroll 2") for (int t = 0; t < T; t++)                                     \
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)                                 \
+                    acc[t][j] = _mm256_loadu_ps((Y) + t * ys + b * BLK + 8 * j);                      \
+            const size_t pf = (size_t)b * BS + PANEL_PF;                                            \
+            for (int r = 0; r < n_rows; r++) {                                                      \
+                __m256 v[4];                                                                        \
+                if (pf < rbytes) _mm_prefetch((const char *)w[r] + pf, _MM_HINT_T1);                \
+                DQ(w[r], b, v);                                                                     \
+                _Pragma("GCC unroll 2") for (int t = 0; t < T; t++) {                               \
+                    const float c = (A)[t * as + r];                                                  \
+                    if (c == 0.0f) continue;                                                        \
+                    const __m256 cv = _mm256_set1_ps(c);                                            \
+                    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)                             \
+                        acc[t][j] = _mm256_fmadd_ps(v[j], cv, acc[t][j]);                           \
+                }                                                                                   \
+            }                                                                                       \
+            _Pragma("GCC unroll 2") for (int t = 0; t < T; t++)                                     \
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)                                 \
+                    _mm256_storeu_ps((Y) + t * ys + b * BLK + 8 * j, acc[t][j]);                      \
+        }                                                                                           \
+    } while (0)
+
+#define AXPY_PANEL(NAME, DQ, BS)                                                                    \
+    static void panel_##NAME(int64_t n, int n_rows, const void *const *w, const float *a, size_t as,  \
+                             int64_t n_tok, float *y, size_t ys) {                                  \
+        for (int r = 0; r < n_rows; r++)                                                            \
+            for (size_t o = 0; o < (size_t)(n / BLK) * BS && o < PANEL_PF; o += 64)                 \
+                _mm_prefetch((const char *)w[r] + o, _MM_HINT_T1);                                  \
+        for (int64_t t0 = 0; t0 < n_tok; t0 += 2) {                                                \
+            const float *a0 = a + t0 * as;                                                          \
+            float *y0 = y + t0 * ys;                                                                \
+            if (t0 + 2 <= n_tok) AXPY_PANEL_BODY(DQ, BS, a0, y0, 2);                                \
+            else AXPY_PANEL_BODY(DQ, BS, a0, y0, 1);                                                \
+        }                                                                                           \
+    }
+
 AXPY_FUNCS(f32, dq_f32, sc_f32, 128)
 AXPY_FUNCS(f16, dq_f16, sc_f16, 64)
 AXPY_FUNCS(bf16, dq_bf16, sc_bf16, 64)
@@ -274,6 +320,16 @@ AXPY_K_FUNCS(q4_K)
 AXPY_K_FUNCS(q5_K)
 AXPY_K_FUNCS(q6_K)
 AXPY_K_FUNCS(iq4_xs)
+AXPY_PANEL(f32, dq_f32, 128)
+AXPY_PANEL(f16, dq_f16, 64)
+AXPY_PANEL(bf16, dq_bf16, 64)
+AXPY_PANEL(q8_0, dq_q8_0, sizeof(hr_block_q8_0))
+AXPY_PANEL(q4_0, dq_q4_0, sizeof(hr_block_q4_0))
+AXPY_PANEL(q4_1, dqk_q4_1, sizeof(hr_block_q4_1))
+AXPY_PANEL(q5_0, dqk_q5_0, sizeof(hr_block_q5_0))
+AXPY_PANEL(q5_1, dqk_q5_1, sizeof(hr_block_q5_1))
+AXPY_PANEL(iq4_nl, dqk_iq4_nl, sizeof(hr_block_iq4_nl))
+AXPY_PANEL(mxfp4, dqk_mxfp4, sizeof(hr_block_mxfp4))
 
 static const hr_axpy_kernels ax_avx2 = {
     .name = "avx2",
@@ -281,6 +337,9 @@ static const hr_axpy_kernels ax_avx2 = {
              [HR_Q4_0] = axpy_q4_0, [HR_Q4_1] = axpy_q4_1, [HR_Q5_0] = axpy_q5_0, [HR_Q5_1] = axpy_q5_1,
              [HR_IQ4_NL] = axpy_iq4_nl, [HR_MXFP4] = axpy_mxfp4, [HR_Q2_K] = axpy_q2_K, [HR_Q3_K] = axpy_q3_K,
              [HR_Q4_K] = axpy_q4_K, [HR_Q5_K] = axpy_q5_K, [HR_Q6_K] = axpy_q6_K, [HR_IQ4_XS] = axpy_iq4_xs},
+    .panel = {[HR_F32] = panel_f32, [HR_F16] = panel_f16, [HR_BF16] = panel_bf16, [HR_Q8_0] = panel_q8_0,
+              [HR_Q4_0] = panel_q4_0, [HR_Q4_1] = panel_q4_1, [HR_Q5_0] = panel_q5_0, [HR_Q5_1] = panel_q5_1,
+              [HR_IQ4_NL] = panel_iq4_nl, [HR_MXFP4] = panel_mxfp4},
 };
 
 const hr_axpy_kernels *hr_axpy_table_avx2(void) { return &ax_avx2; }
