@@ -1,7 +1,9 @@
 /* hr_sparse_axpy with an ascending index list: a token's output is bit-identical whether
  * it runs alone or in a batch with other tokens, and whether the list holds only its
  * active rows or a superset whose extra rows have zero coefficients (the union a batch
- * computes) — for every weight type, 1..3 threads, batches crossing the 16-token group. */
+ * computes) — for every weight type, 1..3 threads, batches crossing the 16-token group, with
+ * each kernel table this CPU has (a batch takes the table's panel kernel where it has one, a
+ * token alone its axpy: they must agree). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +19,7 @@
 /* Block types: random bytes with finite moderate scales (tests/randw.h). */
 static void fill_weights(uint32_t type, uint8_t *w, size_t rb, hr_rng *r) { randw_mat(type, w, rb, N_IN, N_OUT, r); }
 
-static void check_type(uint32_t type, int nth) {
+static void check_type(const hr_axpy_kernels *ax, uint32_t type, int nth) {
     hr_rng r = {7 + type};
     const size_t rb = hr_row_bytes(type, N_IN);
     uint8_t *w = malloc(rb * N_OUT);
@@ -42,6 +44,7 @@ static void check_type(uint32_t type, int nth) {
     CHECK(hr_cpu_init(&c, nth, &e) == 0);
     hr_sparse_ws ws;
     hr_sparse_ws_init(&ws);
+    ws.ax = ax;
     CHECK(hr_sparse_axpy_ws(&c, &ws, &Wt, A_union, N_TOK, uni, nu, Y_batch, &e) == 0);
     int bad = 0;
     for (int t = 0; t < N_TOK; t++) {
@@ -51,7 +54,8 @@ static void check_type(uint32_t type, int nth) {
         CHECK(hr_sparse_axpy_ws(&c, &ws, &Wt, A_own, 1, own, n, Y_alone, &e) == 0);
         bad += memcmp(Y_alone, Y_batch + t * N_IN, sizeof Y_alone) != 0;
     }
-    CHECKF(bad == 0, "%s, %d threads: %d of %d tokens differ between alone and batched", hr_type_name(type), nth, bad, N_TOK);
+    CHECKF(bad == 0, "%s %s, %d threads: %d of %d tokens differ between alone and batched", ax->name, hr_type_name(type), nth,
+           bad, N_TOK);
     hr_sparse_ws_free(&ws);
     hr_cpu_free(&c);
     free(w);
@@ -60,7 +64,9 @@ static void check_type(uint32_t type, int nth) {
 int main(void) {
     const uint32_t types[] = {HR_F32,   HR_F16,  HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0, HR_Q5_1,
                               HR_IQ4_NL, HR_MXFP4, HR_Q2_K, HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS};
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-        for (int nth = 1; nth <= 3; nth++) check_type(types[i], nth);
+    const hr_axpy_kernels *tables[] = {hr_axpy_scalar(), hr_axpy_avx2(), hr_axpy_avx512()};
+    for (size_t k = 0; k < sizeof tables / sizeof tables[0]; k++)
+        for (size_t i = 0; tables[k] && i < sizeof types / sizeof types[0]; i++)
+            for (int nth = 1; nth <= 3; nth++) check_type(tables[k], types[i], nth);
     TEST_END();
 }
