@@ -19,7 +19,7 @@
 # usage: bench/sparse.sh [--quick] [--layers N] [--threads 1,2] [--runs R] [--gen N]
 #                        [--prompt N] [--fractions 0.10,0.25,0.50] [--thresholds T1,T2,..]
 #                        [--no-llama] [--powerinfer PATH [--pi-types q4_0,f16] [--pi-f16-layers N]
-#                        [--pi-only] [--pi-f16-thresholds T1,..]]
+#                        [--pi-only] [--pi-f16-thresholds T1,..] [--pi-prompt TEXT]]
 #                        [--hearth BIN] [--membw BIN] [--dir CACHE]
 #   --quick      1 round, 16 decoded tokens, threads 1 only (llama.cpp included)
 #   --layers N   layers of the models (default 32, fewer when RAM or disk cannot hold the
@@ -40,6 +40,8 @@
 #                (the thresholds are still searched on the Q4_0 file unless given)
 #   --pi-f16-thresholds  the F16 file's thresholds (one per fraction); searched on it otherwise
 #                (its predictor is not the Q4_0 file's: the same threshold gives another share)
+#   --pi-prompt TEXT  the side by side's prompt (default one short sentence, ~10 tokens): a long
+#                one makes its prompt tok/s columns a prompt-processing comparison
 #   --swiglu     (first flag) the SwiGLU section instead: FFN mode threshold at 25/40/50%
 #                sparsity on a 7B-shaped SwiGLU file, Q4_0 and Q4_K_M (bench/sparse-swiglu.sh;
 #                the other flags are its own: bench/sparse.sh --swiglu --help)
@@ -47,15 +49,14 @@
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 threads=1,2 rounds=3 n_gen=32 n_prompt=8 layers= llama=1 fractions=0.10,0.25,0.50 thresholds=
+pi_prompt="The history of the city begins with a market"
 hearth=${HEARTH_BIN:-} membw= cache=${HEARTH_BENCH_DIR:-$root/build-bench}
 pinf= pi_types=q4_0,f16 pi_f16_layers= pi_only=0 pi_f16_thresholds=
 E=4096 FF=11008 HEADS=32 VOCAB=32000 RANK=512 SEED=1
 [ "${1:-}" = --swiglu ] && { shift; exec bash "$root/bench/sparse-swiglu.sh" "$@"; }
 
-die() { echo "sparse.sh: $*" >&2; exit 2; }
-log() { echo "[sparse.sh $(date +%H:%M:%S)] $*" >&2; }
-need() { [ $# -ge 2 ] || die "$1 needs a value"; }
-posint() { [[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1: '$2' is not a positive integer"; }
+me=sparse.sh
+. "$root/bench/lib.sh" # die, log, need, posint, bench_evict, jnum, median, fmt
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -73,6 +74,7 @@ while [ $# -gt 0 ]; do
     --pi-f16-layers) need "$@"; posint "$1" "$2"; pi_f16_layers=$2; shift ;;
     --pi-only) pi_only=1 llama=0 ;;
     --pi-f16-thresholds) need "$@"; pi_f16_thresholds=$2; shift ;;
+    --pi-prompt) need "$@"; [ -n "$2" ] || die "--pi-prompt: the text is empty"; pi_prompt=$2; shift ;;
     --hearth) need "$@"; hearth=$2; shift ;;
     --membw) need "$@"; membw=$2; shift ;;
     --dir) need "$@"; cache=$2; shift ;;
@@ -123,12 +125,8 @@ if [ "$llama" = 1 ]; then
     fi
 fi
 
-# --- helpers -------------------------------------------------------------------------------
-jnum() { grep -o "\"$2\":[-0-9.eE+]*" "$1" | head -n 1 | cut -d: -f2; }
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END {
-    if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# --- helpers (the rest are bench/lib.sh's) ---------------------------------------------------
 calc() { awk "BEGIN { $1 }" </dev/null; }   # calc 'print ...' with -v-free literals only
-fmt() { awk -v a="$1" -v d="${2:-1}" 'BEGIN { if (a == "") print "-"; else printf "%.*f", d, a }'; }
 
 # --- sizes, and the number of layers RAM and disk allow --------------------------------------
 # Q4_0: 18 bytes per 32 weights. Per layer: attention 4 E^2; FFN 3 E FF; predictor E R + R FF.
@@ -257,8 +255,7 @@ log "thresholds: ${thr_list[*]} for fractions ${frac_list[*]}"
 # One text prompt for both. PowerInfer's main tokenizes it with special tokens parsed, which in
 # its llama.cpp (late 2023) also drops SPM's dummy leading space; Hearth adds it as llama.cpp does
 # today. So PowerInfer gets the prompt with a leading space, and the token ids are compared.
-pi_prompt="The history of the city begins with a market"
-pi_ctx=$((n_gen + 64))
+pi_ctx=$((n_gen + 64 + ${#pi_prompt} / 2)) # a token per 2 characters at most, for a margin
 pi_dir=$cache/powerinfer-run # its main writes main.log files into the working folder
 declare -A sbs_check sbs_frac sbs_bpt sbs_thr
 hearth_run() { # model threshold threads [extra flags...]
