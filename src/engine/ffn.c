@@ -199,14 +199,31 @@ static int ffn_exact(const ffn_job *j, float *out, hr_err *e) {
     return project_down(j, c->ffn.a, c->ffn.idx, nu, out, e);
 }
 
+/* The dense switch of thr_up_down, run by each chunk of the up product on its rows: the gate
+ * products from c->ffn.s into c->sc.g, up's bias, the activation and each token's mask, with
+ * the copy loop's and activate's values. */
+static void thr_act_rows(void *arg, int64_t r0, int64_t r1) {
+    const ffn_job *j = arg;
+    hearth_ctx *c = j->c;
+    for (int32_t t = 0; t < j->n; t++) {
+        const int64_t o = t * j->ff + r0;
+        memcpy(c->sc.g + o, c->ffn.s + o, sizeof(float) * (size_t)(r1 - r0));
+    }
+    masked_act_rows(arg, r0, r1);
+}
+
 /* Up and down for the neurons of c->ffn.mask, their gate products in c->ffn.s ([n][ff]; read
  * only where the mask is set); past HR_UNION_DENSE_SHARE of the batch's union, up is one
- * dense product. */
+ * dense product, the activation in its chunks. */
 static int thr_up_down(const ffn_job *j, float *out, hr_err *e) {
     hearth_ctx *c = j->c;
     int64_t nu = mask_union(j);
     const int32_t *idx = c->ffn.idx;
-    if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) idx = c->ffn.all, nu = j->ff;
+    if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) {
+        const hr_mm_epi ep = {thr_act_rows, (void *)j};
+        if (hr_matmul_ep(&c->cpu, &j->f->up, j->xn, j->n, c->sc.u, &ep, e)) return -1;
+        return project_down(j, c->ffn.a, c->ffn.all, j->ff, out, e);
+    }
     if (gate_up(j, idx, nu, false, e)) return -1;
     for (int32_t t = 0; t < j->n; t++)
         for (int64_t i = 0; i < nu; i++) c->sc.g[t * nu + i] = c->ffn.s[t * j->ff + idx[i]];
@@ -218,13 +235,23 @@ static int thr_up_down(const ffn_job *j, float *out, hr_err *e) {
  * and down. Past HR_UNION_DENSE_SHARE of the batch's union, up is one dense product (the
  * gathered rows' values bit for bit), so threshold 0 equals dense exactly for SwiGLU; a
  * token's result never depends on the other tokens of its batch (sparse.h). */
+/* |act(gate)| of rows [r0, r1) of every token against the layer's bound, into the mask (ffn_a
+ * is free until the activation): run by each chunk of the gate product on its rows. */
+static void thr_mask_rows(void *arg, int64_t r0, int64_t r1) {
+    const ffn_job *j = arg;
+    hearth_ctx *c = j->c;
+    const float thr = c->m->ffn_thr[j->il];
+    for (int32_t t = 0; t < j->n; t++) {
+        const int64_t o = t * j->ff + r0;
+        hr_ffn_gate_mag(c->ffn.a + o, c->ffn.s + o, r1 - r0, c->m->hp.act, c->m->gelu_tab);
+        for (int64_t i = o; i < o + (r1 - r0); i++) c->ffn.mask[i] = c->ffn.a[i] > thr;
+    }
+}
+
 static int ffn_threshold(const ffn_job *j, float *out, hr_err *e) {
     hearth_ctx *c = j->c;
-    const int64_t nf = j->n * j->ff;
-    const float thr = c->m->ffn_thr[j->il];
-    if (hr_matmul(&c->cpu, &j->f->gate, j->xn, j->n, c->ffn.s, e)) return -1;
-    hr_ffn_gate_mag(c->ffn.a, c->ffn.s, nf, c->m->hp.act, c->m->gelu_tab); /* ffn_a is free until activate */
-    for (int64_t i = 0; i < nf; i++) c->ffn.mask[i] = c->ffn.a[i] > thr;
+    const hr_mm_epi ep = {thr_mask_rows, (void *)j};
+    if (hr_matmul_ep(&c->cpu, &j->f->gate, j->xn, j->n, c->ffn.s, &ep, e)) return -1;
     return thr_up_down(j, out, e);
 }
 
