@@ -467,7 +467,7 @@ static void ax_batch(const ax_job *j, int64_t i0, int64_t i1, float *out) {
  * coefficient for any token, up to AX_PANEL rows or about AX_PANEL_BYTES of them (the panel
  * is swept once per block of outputs, so it should stay in L2), with their coefficients per
  * token. Same terms in the same order as ax_batch. */
-#define AX_PANEL 256
+#define AX_PANEL HR_AXPY_PANEL_MAX
 #define AX_PANEL_BYTES (512 * 1024)
 static void ax_batch_panel(const ax_job *j, int64_t i0, int64_t i1, float *out) {
     const int64_t n = j->Wt->n_in, nt = j->n_tok;

@@ -45,6 +45,7 @@ typedef void (*hr_axpy_fn)(int64_t n, int n_rows, const void *const *w, const vo
  * (a prompt's ffn_down_t product spent most of its time on that traffic). */
 typedef void (*hr_axpy_panel_fn)(int64_t n, int n_rows, const void *const *w, const float *a, size_t as, int64_t n_tok,
                                  float *y, size_t ys);
+#define HR_AXPY_PANEL_MAX 256 /* n_rows of a panel call at most */
 
 typedef struct hr_axpy_kernels {
     const char *name;             /* "scalar", "avx2", "avx512" */

@@ -484,6 +484,57 @@ AXPY_FUNCS(q5_0, dq5_q5_0, sc_none, sizeof(hr_block_q5_0))
 AXPY_FUNCS(q5_1, dq5_q5_1, sc_none, sizeof(hr_block_q5_1))
 AXPY_FUNCS(iq4_nl, dq5_iq4_nl, sc_none, sizeof(hr_block_iq4_nl))
 AXPY_FUNCS(mxfp4, dq5_mxfp4, sc_none, sizeof(hr_block_mxfp4))
+/* The 256-element types' panel: each row's super-block header decoded once for the panel
+ * (dqs_prep_*, into st), then per sub-block the 32-element panel body over the decoded rows. */
+#define AXPY_K_PANEL_BODY(TYPE, T)                                                                  \
+    _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {                                        \
+        __m512 acc[T][NV];                                                                          \
+        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                         \
+            _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                                    \
+                acc[t][j] = _mm512_loadu_ps(y + t * ys + 32 * sb + 16 * j);                         \
+        for (int r = 0; r < n_rows; r++) {                                                          \
+            __m512 v[NV];                                                                           \
+            dqs_##TYPE(&st[r], sb, v);                                                              \
+            _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                                   \
+                const __m512 c = _mm512_set1_ps(a[t * as + r]);                                     \
+                const __mmask16 m = _mm512_cmpneq_ps_mask(c, _mm512_setzero_ps());                  \
+                _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                                \
+                    acc[t][j] = _mm512_mask3_fmadd_ps(v[j], c, acc[t][j], m);                       \
+            }                                                                                       \
+        }                                                                                           \
+        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                         \
+            _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                                    \
+                _mm512_storeu_ps(y + t * ys + 32 * sb + 16 * j, acc[t][j]);                         \
+    }
+
+#define AXPY_K_PANEL(TYPE)                                                                          \
+    INLINE void panel_##TYPE##_t(const dq_sb *st, int n_rows, const float *a, size_t as, float *y,  \
+                                 size_t ys, const int T) {                                          \
+        switch (T) {                                                                                \
+        case 8: { AXPY_K_PANEL_BODY(TYPE, 8) } break;                                               \
+        case 4: { AXPY_K_PANEL_BODY(TYPE, 4) } break;                                               \
+        case 2: { AXPY_K_PANEL_BODY(TYPE, 2) } break;                                               \
+        default: { AXPY_K_PANEL_BODY(TYPE, 1) } break;                                              \
+        }                                                                                           \
+    }                                                                                               \
+    static void panel_##TYPE(int64_t n, int n_rows, const void *const *w, const float *a, size_t as, \
+                             int64_t n_tok, float *y, size_t ys) {                                  \
+        const int64_t ns = n / HR_QK_K;                                                             \
+        const size_t bb = sizeof(hr_block_##TYPE);                                                  \
+        dq_sb st[HR_AXPY_PANEL_MAX];                                                                      \
+        for (int64_t s = 0; s < ns; s++) {                                                          \
+            for (int r = 0; r < n_rows; r++) {                                                      \
+                pf_sb(w[r], s, ns, bb);                                                             \
+                dqs_prep_##TYPE((const char *)w[r] + s * bb, &st[r]);                               \
+            }                                                                                       \
+            for (int64_t t = 0; t < n_tok;) {                                                       \
+                const int T = n_tok - t >= 8 ? 8 : n_tok - t >= 4 ? 4 : n_tok - t >= 2 ? 2 : 1;     \
+                panel_##TYPE##_t(st, n_rows, a + t * as, as, y + t * ys + s * HR_QK_K, ys, T);      \
+                t += T;                                                                             \
+            }                                                                                       \
+        }                                                                                           \
+    }
+
 AXPY_K_FUNCS(q2_K)
 AXPY_K_FUNCS(q3_K)
 AXPY_K_FUNCS(q4_K)
@@ -500,6 +551,12 @@ AXPY_PANEL(q5_0, dq5_q5_0, sizeof(hr_block_q5_0))
 AXPY_PANEL(q5_1, dq5_q5_1, sizeof(hr_block_q5_1))
 AXPY_PANEL(iq4_nl, dq5_iq4_nl, sizeof(hr_block_iq4_nl))
 AXPY_PANEL(mxfp4, dq5_mxfp4, sizeof(hr_block_mxfp4))
+AXPY_K_PANEL(q2_K)
+AXPY_K_PANEL(q3_K)
+AXPY_K_PANEL(q4_K)
+AXPY_K_PANEL(q5_K)
+AXPY_K_PANEL(q6_K)
+AXPY_K_PANEL(iq4_xs)
 
 static const hr_axpy_kernels ax_avx512 = {
     .name = "avx512",
@@ -509,7 +566,8 @@ static const hr_axpy_kernels ax_avx512 = {
              [HR_Q4_K] = axpy_q4_K, [HR_Q5_K] = axpy_q5_K, [HR_Q6_K] = axpy_q6_K, [HR_IQ4_XS] = axpy_iq4_xs},
     .panel = {[HR_F32] = panel_f32, [HR_F16] = panel_f16, [HR_BF16] = panel_bf16, [HR_Q8_0] = panel_q8_0,
               [HR_Q4_0] = panel_q4_0, [HR_Q4_1] = panel_q4_1, [HR_Q5_0] = panel_q5_0, [HR_Q5_1] = panel_q5_1,
-              [HR_IQ4_NL] = panel_iq4_nl, [HR_MXFP4] = panel_mxfp4},
+              [HR_IQ4_NL] = panel_iq4_nl, [HR_MXFP4] = panel_mxfp4, [HR_Q2_K] = panel_q2_K, [HR_Q3_K] = panel_q3_K,
+              [HR_Q4_K] = panel_q4_K, [HR_Q5_K] = panel_q5_K, [HR_Q6_K] = panel_q6_K, [HR_IQ4_XS] = panel_iq4_xs},
 };
 
 const hr_axpy_kernels *hr_axpy_table_avx512(void) { return &ax_avx512; }
