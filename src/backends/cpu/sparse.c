@@ -438,44 +438,26 @@ static void ax_decode(const ax_job *j, int64_t i0, int64_t i1, float *out) {
     if (g) j->fn(j->Wt->n_in, g, rows, NULL, a, 1, out, 0);
 }
 
-/* Several tokens (one group): each row is visited once, and skipped if all of the
- * group's coefficients for it are zero. */
+/* Several tokens (one group): each row is visited once, and skipped if all of the group's
+ * coefficients for it are zero. The rows go to the kernel in groups with their coefficients
+ * per token (a[t * P + g]): HR_AXPY_ROWS at a time to the axpy, which fetches the next group
+ * as it goes, or, where the table has a panel kernel, up to AX_PANEL rows or about
+ * AX_PANEL_BYTES of them (the panel is swept once per block of outputs, so it should stay in
+ * L2). Either way every output gets its terms in row order. */
+#define AX_PANEL HR_AXPY_PANEL_MAX
+#define AX_PANEL_BYTES (512 * 1024)
+static int ax_group_rows(const ax_job *j) {
+    if (!j->panel) return HR_AXPY_ROWS;
+    const size_t fit = AX_PANEL_BYTES / j->Wt->row_bytes;
+    return fit >= AX_PANEL ? AX_PANEL : fit < 16 ? 16 : (int)fit;
+}
+
 static void ax_batch(const ax_job *j, int64_t i0, int64_t i1, float *out) {
     const int64_t n = j->Wt->n_in, nt = j->n_tok;
     const size_t rb = hr_mat_stride(j->Wt); /* from a row to the next */
     const char *w = j->Wt->data;
-    const void *rows[HR_AXPY_ROWS], *nx[HR_AXPY_ROWS];
-    float a[AX_TOK_BLOCK * HR_AXPY_ROWS];
-    int g = 0;
-    for (int64_t i = i0; i < i1; i++) {
-        int any = 0;
-        for (int64_t t = 0; t < nt; t++) {
-            a[t * HR_AXPY_ROWS + g] = j->A[t * j->a_stride + i];
-            any |= j->A[t * j->a_stride + i] != 0.0f;
-        }
-        if (!any) continue;
-        rows[g] = w + j->idx[i] * rb;
-        if (++g == HR_AXPY_ROWS) {
-            j->fn(n, g, rows, next_rows(j, i + 1, i1, nx), a, nt, out, (size_t)n);
-            g = 0;
-        }
-    }
-    if (g) j->fn(n, g, rows, NULL, a, nt, out, (size_t)n);
-}
-
-/* Several tokens over panels of rows (the table's panel kernel): the rows with a non-zero
- * coefficient for any token, up to AX_PANEL rows or about AX_PANEL_BYTES of them (the panel
- * is swept once per block of outputs, so it should stay in L2), with their coefficients per
- * token. Same terms in the same order as ax_batch. */
-#define AX_PANEL HR_AXPY_PANEL_MAX
-#define AX_PANEL_BYTES (512 * 1024)
-static void ax_batch_panel(const ax_job *j, int64_t i0, int64_t i1, float *out) {
-    const int64_t n = j->Wt->n_in, nt = j->n_tok;
-    const size_t rb = hr_mat_stride(j->Wt);
-    const char *w = j->Wt->data;
-    const size_t fit = AX_PANEL_BYTES / j->Wt->row_bytes;
-    const int P = fit >= AX_PANEL ? AX_PANEL : fit < 16 ? 16 : (int)fit;
-    const void *rows[AX_PANEL];
+    const int P = ax_group_rows(j);
+    const void *rows[AX_PANEL], *nx[HR_AXPY_ROWS];
     float a[AX_TOK_BLOCK * AX_PANEL];
     int g = 0;
     for (int64_t i = i0; i < i1; i++) {
@@ -486,12 +468,13 @@ static void ax_batch_panel(const ax_job *j, int64_t i0, int64_t i1, float *out) 
         }
         if (!any) continue;
         rows[g] = w + j->idx[i] * rb;
-        if (++g == P) {
-            j->panel(n, g, rows, a, (size_t)P, nt, out, (size_t)n);
-            g = 0;
-        }
+        if (++g < P) continue;
+        if (j->panel) j->panel(n, g, rows, a, (size_t)P, nt, out, (size_t)n);
+        else j->fn(n, g, rows, next_rows(j, i + 1, i1, nx), a, nt, out, (size_t)n);
+        g = 0;
     }
-    if (g) j->panel(n, g, rows, a, (size_t)P, nt, out, (size_t)n);
+    if (g && j->panel) j->panel(n, g, rows, a, (size_t)P, nt, out, (size_t)n);
+    else if (g) j->fn(n, g, rows, NULL, a, nt, out, (size_t)n);
 }
 
 /* First position in idx[lo..hi) whose row is >= row (idx ascending). */
@@ -525,7 +508,6 @@ static void ax_task(void *arg, int ith, int nth) {
     int64_t i0, i1;
     ax_range(j, ith, nth, &i0, &i1);
     if (j->n_tok == 1) ax_decode(j, i0, i1, out);
-    else if (j->panel) ax_batch_panel(j, i0, i1, out);
     else ax_batch(j, i0, i1, out);
 }
 

@@ -421,30 +421,38 @@ INLINE void pf_sb(const void *row, int64_t s, int64_t ns, size_t bb) {
  * bytes on is fetched into L2: the next blocks' sweep finds it there. */
 #define PANEL_T 8
 #define PANEL_PF 256
+/* The T tokens' accumulators of one block of 32 outputs (y: the first token's). */
+INLINE void panel_ld(__m512 acc[][NV], const float *y, size_t ys, const int T) {
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)
+        _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) acc[t][j] = _mm512_loadu_ps(y + t * ys + 16 * j);
+}
+INLINE void panel_st(__m512 acc[][NV], float *y, size_t ys, const int T) {
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)
+        _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) _mm512_storeu_ps(y + t * ys + 16 * j, acc[t][j]);
+}
+/* One row's decoded block v times each token's coefficient a[t * as], added where non-zero. */
+INLINE void panel_add(__m512 acc[][NV], const __m512 v[NV], const float *a, size_t as, const int T) {
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
+        const __m512 c = _mm512_set1_ps(a[t * as]);
+        const __mmask16 m = _mm512_cmpneq_ps_mask(c, _mm512_setzero_ps());
+        _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++) acc[t][j] = _mm512_mask3_fmadd_ps(v[j], c, acc[t][j], m);
+    }
+}
 #define AXPY_PANEL_BODY(DQ, BS, T)                                                                  \
     do {                                                                                            \
         const int64_t nb = n / BLK;                                                                 \
         const size_t rbytes = (size_t)nb * BS;                                                      \
         for (int64_t b = 0; b < nb; b++) {                                                          \
             __m512 acc[T][NV];                                                                      \
-            _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                     \
-                _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                                \
-                    acc[t][j] = _mm512_loadu_ps(y + t * ys + b * BLK + 16 * j);                     \
+            panel_ld(acc, y + b * BLK, ys, T);                                                      \
             const size_t pf = (size_t)b * BS + PANEL_PF;                                            \
             for (int r = 0; r < n_rows; r++) {                                                      \
                 __m512 v[NV];                                                                       \
                 if (pf < rbytes) _mm_prefetch((const char *)w[r] + pf, _MM_HINT_T1);                \
                 DQ(w[r], b, v);                                                                     \
-                _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                               \
-                    const __m512 c = _mm512_set1_ps(a[t * as + r]);                                 \
-                    const __mmask16 m = _mm512_cmpneq_ps_mask(c, _mm512_setzero_ps());              \
-                    _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                            \
-                        acc[t][j] = _mm512_mask3_fmadd_ps(v[j], c, acc[t][j], m);                   \
-                }                                                                                   \
+                panel_add(acc, v, a + r, as, T);                                                    \
             }                                                                                       \
-            _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                     \
-                _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                                \
-                    _mm512_storeu_ps(y + t * ys + b * BLK + 16 * j, acc[t][j]);                     \
+            panel_st(acc, y + b * BLK, ys, T);                                                      \
         }                                                                                           \
     } while (0)
 
@@ -489,22 +497,13 @@ AXPY_FUNCS(mxfp4, dq5_mxfp4, sc_none, sizeof(hr_block_mxfp4))
 #define AXPY_K_PANEL_BODY(TYPE, T)                                                                  \
     _Pragma("GCC unroll 8") for (int sb = 0; sb < 8; sb++) {                                        \
         __m512 acc[T][NV];                                                                          \
-        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                         \
-            _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                                    \
-                acc[t][j] = _mm512_loadu_ps(y + t * ys + 32 * sb + 16 * j);                         \
+        panel_ld(acc, y + 32 * sb, ys, T);                                                          \
         for (int r = 0; r < n_rows; r++) {                                                          \
             __m512 v[NV];                                                                           \
             dqs_##TYPE(&st[r], sb, v);                                                              \
-            _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                                   \
-                const __m512 c = _mm512_set1_ps(a[t * as + r]);                                     \
-                const __mmask16 m = _mm512_cmpneq_ps_mask(c, _mm512_setzero_ps());                  \
-                _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                                \
-                    acc[t][j] = _mm512_mask3_fmadd_ps(v[j], c, acc[t][j], m);                       \
-            }                                                                                       \
+            panel_add(acc, v, a + r, as, T);                                                        \
         }                                                                                           \
-        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                         \
-            _Pragma("GCC unroll 2") for (int j = 0; j < NV; j++)                                    \
-                _mm512_storeu_ps(y + t * ys + 32 * sb + 16 * j, acc[t][j]);                         \
+        panel_st(acc, y + 32 * sb, ys, T);                                                          \
     }
 
 #define AXPY_K_PANEL(TYPE)                                                                          \
