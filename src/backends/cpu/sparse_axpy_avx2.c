@@ -260,33 +260,44 @@ INLINE void pf_sb(const void *row, int64_t s, int64_t ns, size_t bb) {
 
 /* ---- a batch's panel of rows (hr_axpy_panel_fn), as the AVX-512 file's ----
  * Sixteen registers hold a block of 32 outputs for 2 tokens (8), the decoded block (4) and a
- * coefficient; zero coefficients are skipped as AXPY_TN skips them. */
+ * coefficient; zero coefficients are skipped as AXPY_TN skips them. The 256-element types
+ * keep AXPY_K_TN: their sub-block decode (a conversion and a multiply per 8 weights) shared by
+ * 2 tokens instead of 16 cost more than the outputs' traffic it saves (a 4-layer 7B-shaped
+ * Q4_K file's prompt axpy 14.0-16.0 -> 21.6-23.3 ms per token, 1 thread). */
 #define PANEL_PF 256
-#define AXPY_PANEL_BODY(DQ, BS, A, Y, T)                                                                \
+/* The T tokens' accumulators of one block of 32 outputs (y: the first token's). */
+INLINE void panel_ld(__m256 acc[][4], const float *y, size_t ys, const int T) {
+    _Pragma("GCC unroll 2") for (int t = 0; t < T; t++)
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) acc[t][j] = _mm256_loadu_ps(y + t * ys + 8 * j);
+}
+INLINE void panel_st(__m256 acc[][4], float *y, size_t ys, const int T) {
+    _Pragma("GCC unroll 2") for (int t = 0; t < T; t++)
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) _mm256_storeu_ps(y + t * ys + 8 * j, acc[t][j]);
+}
+/* One row's decoded block v times each token's coefficient a[t * as], skipped where zero. */
+INLINE void panel_add(__m256 acc[][4], const __m256 v[4], const float *a, size_t as, const int T) {
+    _Pragma("GCC unroll 2") for (int t = 0; t < T; t++) {
+        const float c = a[t * as];
+        if (c == 0.0f) continue;
+        const __m256 cv = _mm256_set1_ps(c);
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) acc[t][j] = _mm256_fmadd_ps(v[j], cv, acc[t][j]);
+    }
+}
+#define AXPY_PANEL_BODY(DQ, BS, A, Y, T)                                                            \
     do {                                                                                            \
         const int64_t nb = n / BLK;                                                                 \
         const size_t rbytes = (size_t)nb * BS;                                                      \
         for (int64_t b = 0; b < nb; b++) {                                                          \
             __m256 acc[T][4];                                                                       \
-            _Pragma("GCC unroll 2") for (int t = 0; t < T; t++)                                     \
-                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)                                 \
-                    acc[t][j] = _mm256_loadu_ps((Y) + t * ys + b * BLK + 8 * j);                      \
+            panel_ld(acc, (Y) + b * BLK, ys, T);                                                    \
             const size_t pf = (size_t)b * BS + PANEL_PF;                                            \
             for (int r = 0; r < n_rows; r++) {                                                      \
                 __m256 v[4];                                                                        \
                 if (pf < rbytes) _mm_prefetch((const char *)w[r] + pf, _MM_HINT_T1);                \
                 DQ(w[r], b, v);                                                                     \
-                _Pragma("GCC unroll 2") for (int t = 0; t < T; t++) {                               \
-                    const float c = (A)[t * as + r];                                                  \
-                    if (c == 0.0f) continue;                                                        \
-                    const __m256 cv = _mm256_set1_ps(c);                                            \
-                    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)                             \
-                        acc[t][j] = _mm256_fmadd_ps(v[j], cv, acc[t][j]);                           \
-                }                                                                                   \
+                panel_add(acc, v, (A) + r, as, T);                                                  \
             }                                                                                       \
-            _Pragma("GCC unroll 2") for (int t = 0; t < T; t++)                                     \
-                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)                                 \
-                    _mm256_storeu_ps((Y) + t * ys + b * BLK + 8 * j, acc[t][j]);                      \
+            panel_st(acc, (Y) + b * BLK, ys, T);                                                    \
         }                                                                                           \
     } while (0)
 
