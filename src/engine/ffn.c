@@ -231,10 +231,6 @@ static int thr_up_down(const ffn_job *j, float *out, hr_err *e) {
     return project_down(j, c->ffn.a, idx, nu, out, e);
 }
 
-/* Threshold: the gate fully; neurons whose |act(gate)| is above the layer's bound get up
- * and down. Past HR_UNION_DENSE_SHARE of the batch's union, up is one dense product (the
- * gathered rows' values bit for bit), so threshold 0 equals dense exactly for SwiGLU; a
- * token's result never depends on the other tokens of its batch (sparse.h). */
 /* |act(gate)| of rows [r0, r1) of every token against the layer's bound, into the mask (ffn_a
  * is free until the activation): run by each chunk of the gate product on its rows. */
 static void thr_mask_rows(void *arg, int64_t r0, int64_t r1) {
@@ -248,6 +244,10 @@ static void thr_mask_rows(void *arg, int64_t r0, int64_t r1) {
     }
 }
 
+/* Threshold: the gate fully; neurons whose |act(gate)| is above the layer's bound get up
+ * and down. Past HR_UNION_DENSE_SHARE of the batch's union, up is one dense product (the
+ * gathered rows' values bit for bit), so threshold 0 equals dense exactly for SwiGLU; a
+ * token's result never depends on the other tokens of its batch (sparse.h). */
 static int ffn_threshold(const ffn_job *j, float *out, hr_err *e) {
     hearth_ctx *c = j->c;
     const hr_mm_epi ep = {thr_mask_rows, (void *)j};
