@@ -32,6 +32,7 @@ typedef struct run_cli {
     bool no_echo;          /* --no-display-prompt */
     bool cnv;              /* -i / -cnv: hand over to hearth chat */
     const char *system, *chat_template;
+    const char *chat_only; /* a chat flag (--history-file, --no-history) given, for the error without -cnv */
     const char *cnv_bad;   /* a flag of plain completion, refused with -cnv */
     const char *dump_routing; /* --dump-routing FILE: the MoE routing trace */
     char **chat_argv;      /* the arguments hearth chat gets with -cnv */
@@ -56,6 +57,8 @@ static void help(void) {
            "  -sys, --system-prompt TEXT  the chat's system message (with -cnv)\n"
            "  -sysf, --system-prompt-file FILE  the chat's system message from a file (with -cnv)\n"
            "  --chat-template NAME      the chat's template (with -cnv; hearth chat --help lists them)\n"
+           "  --history-file FILE, --no-history  where the chat keeps the typed lines, or not at all (with\n"
+           "                            -cnv; hearth chat --help)\n"
            "  -v, --verbose             print model, memory, kernel and GPU plan details to stderr\n"
            "  --version                 print the version and build and exit\n"
            "  --list-devices            list the GPUs this build can use and exit\n"
@@ -90,9 +93,11 @@ static int run_flag(int argc, char **argv, int *i, run_cli *r) {
     else if (is(a, "--display-prompt", NULL)) r->no_echo = false;
     else if (is(a, "-i", "--interactive") || is(a, "-cnv", "--conversation") || is(a, "-if", "--interactive-first")) r->cnv = true;
     else if (is(a, "-no-cnv", "--no-conversation")) r->cnv = false;
+    else if (is(a, "--no-history", NULL)) r->chat_only = a, chat_push(r, a);
     else if (is(a, "-p", "--prompt") || is(a, "-f", "--file") || is(a, "--dump", "--force-tokens") ||
              is(a, "-n", "--n-predict") || is(a, "--predict", NULL) || is(a, "-r", "--reverse-prompt") ||
-             is(a, "-sys", "--system-prompt") || is(a, "-sysf", "--system-prompt-file") || is(a, "--chat-template", NULL) || is(a, "--dump-routing", NULL)) {
+             is(a, "-sys", "--system-prompt") || is(a, "-sysf", "--system-prompt-file") || is(a, "--chat-template", NULL) ||
+             is(a, "--dump-routing", NULL) || is(a, "--history-file", NULL)) {
         if (!hr_arg_need("run", argc, argv, *i)) return 2;
         const char *v = argv[++*i];
         if (is(a, "-n", "--n-predict") || is(a, "--predict", NULL)) {
@@ -107,6 +112,8 @@ static int run_flag(int argc, char **argv, int *i, run_cli *r) {
             r->system = v, chat_push(r, "-sysf"), chat_push(r, v);
         } else if (is(a, "--chat-template", NULL)) {
             r->chat_template = v, chat_push(r, a), chat_push(r, v);
+        } else if (is(a, "--history-file", NULL)) {
+            r->chat_only = a, chat_push(r, a), chat_push(r, v);
         } else if (is(a, "-p", "--prompt")) {
             o->prompt = v, chat_push(r, "-p"), chat_push(r, v); /* with -cnv: the first message */
         } else if (is(a, "-f", "--file")) {
@@ -147,8 +154,9 @@ static int parse(int argc, char **argv, run_cli *r) {
                                   r->cnv_bad);
         return -1;
     }
-    if (r->system || r->chat_template)
-        return hr_usage_error("run", "%s needs a chat: add -cnv (or use hearth chat)", r->system ? "-sys" : "--chat-template");
+    if (r->system || r->chat_template || r->chat_only)
+        return hr_usage_error("run", "%s needs a chat: add -cnv (or use hearth chat)",
+                              r->system ? "-sys" : r->chat_template ? "--chat-template" : r->chat_only);
     if (!o->prompt && !o->prompt_file) return hr_usage_error("run", "a prompt is required (-p TEXT or -f FILE)");
     if (o->prompt && o->prompt_file) return hr_usage_error("run", "give either -p or -f, not both");
     return -1;

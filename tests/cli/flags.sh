@@ -77,6 +77,11 @@ expect 2 "--jinja: Hearth renders chat templates by family" -- "$H" serve -m "$M
 expect 2 "-nocb: the slots are always decoded in one batch" -- "$H" serve -m "$M" -nocb
 expect 2 "--numa: " -- "$H" chat -m "$M" --numa distribute
 expect 2 "-sys needs a chat: add -cnv" -- "$H" run $R -p hi -sys "be brief"
+expect 2 "--no-history needs a chat: add -cnv" -- "$H" run $R -p hi --no-history
+expect 2 "--history-file needs a chat: add -cnv" -- "$H" run $R -p hi --history-file /tmp/x
+expect 0 "--history-file FILE, --no-history" -- "$H" run --help
+expect 0 "--no-history " -- "$H" chat --help
+expect 2 "--history-file: the path is empty" -- "$H" chat -m "$M" --history-file ""
 expect 2 "--dump is for plain completion" -- "$H" run $R -cnv --dump "$T/cnv.json"
 expect 2 "--dump is for plain completion" -- "$H" run $R --dump "$T/d.json" -i
 
