@@ -86,12 +86,13 @@ static int load(hr_lineedit *le, FILE *f, size_t *lines) {
     return 0;
 }
 
-/* path rewritten with the history's entries (a temporary file renamed over it). */
+/* path rewritten with the history's entries (a temporary file renamed over it, so a reader
+ * sees the old file or the new one, never a part). */
 static int rewrite(const hr_lineedit *le, const char *path) {
-    const size_t n = strlen(path) + 8;
+    const size_t n = strlen(path) + 32;
     char *tmp = malloc(n);
     if (!tmp) return -1;
-    snprintf(tmp, n, "%s.tmp", path);
+    snprintf(tmp, n, "%s.%ld.tmp", path, (long)getpid()); /* two chats starting at once: each its own */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600), ok = fd >= 0;
     for (size_t i = 0; ok && i < le->n_hist; i++) {
         char *e = encode(le->hist[i]);
