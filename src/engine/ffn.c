@@ -103,29 +103,6 @@ static bool fused(const ffn_job *j, int64_t nu) {
            hr_sparse_ffn_fits(&j->c->cpu, &f->gate);
 }
 
-static void masked_act_rows(void *arg, int64_t r0, int64_t r1);
-static int dense_products(const ffn_job *j, void (*act)(void *, int64_t, int64_t), float *out, hr_err *e);
-
-/* Computes the masked FFN given c->ffn.mask. Past HR_UNION_DENSE_SHARE of the neurons the
- * batch's union takes the dense products, the masks applied in their chunks. */
-static int ffn_masked(const ffn_job *j, float *out, hr_err *e) {
-    hearth_ctx *c = j->c;
-    int64_t nu = mask_union(j);
-    const int32_t *idx = c->ffn.idx;
-    if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) return dense_products(j, masked_act_rows, out, e);
-    if (fused(j, nu)) {
-        const hr_ffn_weights *f = j->f;
-        if (hr_sparse_ffn_fused(&c->cpu, &c->sparse_ws, &f->gate, &f->up, &f->down_t, j->xn, idx, nu, act_rows,
-                                (void *)c->m, c->sc.g, c->sc.u, c->ffn.a, out, e))
-            return -1;
-        add_bias(out, f->b_down, 1, c->m->hp.n_embd);
-        return 0;
-    }
-    if (gate_up(j, idx, nu, true, e)) return -1;
-    activate(j, idx, nu, c->ffn.a);
-    return project_down(j, c->ffn.a, idx, nu, out, e);
-}
-
 /* Up's bias and the activation of neurons [r0, r1) of every token, into ffn_a: run by each
  * chunk of the dense up (or gate and up) product on the rows it has just computed, so the
  * element-wise work is spread over the pool. Per element it is gate_up's bias add and
@@ -170,6 +147,26 @@ static int dense_products(const ffn_job *j, void (*act)(void *, int64_t, int64_t
 }
 
 static int ffn_dense(const ffn_job *j, float *out, hr_err *e) { return dense_products(j, dense_act_rows, out, e); }
+
+/* Computes the masked FFN given c->ffn.mask. Past HR_UNION_DENSE_SHARE of the neurons the
+ * batch's union takes the dense products, the masks applied in their chunks. */
+static int ffn_masked(const ffn_job *j, float *out, hr_err *e) {
+    hearth_ctx *c = j->c;
+    int64_t nu = mask_union(j);
+    const int32_t *idx = c->ffn.idx;
+    if (nu > HR_UNION_DENSE_SHARE * (double)j->ff) return dense_products(j, masked_act_rows, out, e);
+    if (fused(j, nu)) {
+        const hr_ffn_weights *f = j->f;
+        if (hr_sparse_ffn_fused(&c->cpu, &c->sparse_ws, &f->gate, &f->up, &f->down_t, j->xn, idx, nu, act_rows,
+                                (void *)c->m, c->sc.g, c->sc.u, c->ffn.a, out, e))
+            return -1;
+        add_bias(out, f->b_down, 1, c->m->hp.n_embd);
+        return 0;
+    }
+    if (gate_up(j, idx, nu, true, e)) return -1;
+    activate(j, idx, nu, c->ffn.a);
+    return project_down(j, c->ffn.a, idx, nu, out, e);
+}
 
 /* Exact: the first product decides which neurons fire (gate > 0, or up > 0 without a gate). */
 static int ffn_exact(const ffn_job *j, float *out, hr_err *e) {

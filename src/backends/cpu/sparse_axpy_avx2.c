@@ -283,6 +283,11 @@ INLINE void panel_add(__m256 acc[][4], const __m256 v[4], const float *a, size_t
         _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) acc[t][j] = _mm256_fmadd_ps(v[j], cv, acc[t][j]);
     }
 }
+/* The rows' first lines at once: the first sweep over the panel would meet them cold. */
+INLINE void panel_prefetch(const void *const *w, int n_rows, size_t rbytes) {
+    for (int r = 0; r < n_rows; r++)
+        for (size_t o = 0; o < rbytes && o < PANEL_PF; o += 64) _mm_prefetch((const char *)w[r] + o, _MM_HINT_T1);
+}
 #define AXPY_PANEL_BODY(DQ, BS, A, Y, T)                                                            \
     do {                                                                                            \
         const int64_t nb = n / BLK;                                                                 \
@@ -304,9 +309,7 @@ INLINE void panel_add(__m256 acc[][4], const __m256 v[4], const float *a, size_t
 #define AXPY_PANEL(NAME, DQ, BS)                                                                    \
     static void panel_##NAME(int64_t n, int n_rows, const void *const *w, const float *a, size_t as,  \
                              int64_t n_tok, float *y, size_t ys) {                                  \
-        for (int r = 0; r < n_rows; r++)                                                            \
-            for (size_t o = 0; o < (size_t)(n / BLK) * BS && o < PANEL_PF; o += 64)                 \
-                _mm_prefetch((const char *)w[r] + o, _MM_HINT_T1);                                  \
+        panel_prefetch(w, n_rows, (size_t)(n / BLK) * BS);                                          \
         for (int64_t t0 = 0; t0 < n_tok; t0 += 2) {                                                \
             const float *a0 = a + t0 * as;                                                          \
             float *y0 = y + t0 * ys;                                                                \
