@@ -23,8 +23,23 @@
 /* Weights renormalised to sum 1 never divide by less than this (llama.cpp's clamp). */
 #define HR_MOE_MIN_WSUM 6.103515625e-5f
 
+/* One expert of a wave (run_wave): its matrices, its rows in the wave's buffers, and the
+ * epilogues that finish them inside the products' pool runs. */
+typedef struct moe_item {
+    const hearth_ctx *c;
+    hr_mat gate, up, down;
+    const float *gb, *ub, *db; /* the expert's biases, or NULL */
+    float *g, *u, *a;          /* [cnt][ff] */
+    float *y;                  /* [cnt][d] */
+    const int32_t *slot;       /* its cnt (token, rank) slots */
+    int32_t x, cnt;            /* the expert, its tokens */
+    hr_mm_epi act, scatter;
+} moe_item;
+
 struct hr_moe_ws {
     int32_t k, ne, ff, d;
+    moe_item *items;       /* [n_expert] a wave's experts */
+    hr_mm_item *mm;        /* [n_expert] their products */
     float *logits;         /* [n_batch][n_expert] router scores, then probabilities */
     int32_t *sel;          /* [n_batch][k] chosen experts, rank order */
     float *w;              /* [n_batch][k] their weights */
@@ -105,6 +120,8 @@ int hr_moe_ctx_init(hearth_ctx *c, hr_err *e) {
         c->scratch_bytes += bytes[i];
     }
     for (size_t j = 0; j < ff; j++) w->all[j] = (int32_t)j;
+    if (!(w->items = calloc(ne, sizeof *w->items)) || !(w->mm = calloc(ne, sizeof *w->mm)))
+        return hr_errf(e, "out of memory allocating expert buffers");
     w->expert_bytes = hr_moe_expert_bytes(&c->m->layers[0].moe);
     uint64_t router = 0;
     for (int il = 0; il < hp->n_layer; il++) {
@@ -123,7 +140,7 @@ void hr_moe_ctx_free(hearth_ctx *c) {
     free(w->logits), free(w->sel), free(w->w), free(w->count), free(w->start), free(w->slot);
     free(w->xg), free(w->g), free(w->u), free(w->a), free(w->y), free(w->ys);
     free(w->gc), free(w->idx), free(w->all), free(w->routed_n), free(w->fire_n), free(w->dr0), free(w->dn);
-    free(w->xr0), free(w->xn), free(w->raw);
+    free(w->xr0), free(w->xn), free(w->raw), free(w->items), free(w->mm);
     free(w->ph), free(w->ps), free(w->pred_n), free(w->xpm), free(w->xmasked);
     if (w->trace) fclose(w->trace);
     free(w);
@@ -652,6 +669,87 @@ static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *
     return hr_ecache_end(c, il, w->count, e); /* hits counted, refills chosen and enqueued */
 }
 
+/* run_expert's bias and activation on rows [r0, r1) of an expert's gate and up. */
+static void ep_act(void *arg, int64_t r0, int64_t r1) {
+    const moe_item *it = arg;
+    const size_t ff = (size_t)it->c->moe->ff;
+    for (int32_t i = 0; i < it->cnt; i++) {
+        float *g = it->g + (size_t)i * ff, *u = it->u + (size_t)i * ff;
+        for (int64_t j = r0; it->gb && j < r1; j++) g[j] += it->gb[j];
+        for (int64_t j = r0; it->ub && j < r1; j++) u[j] += it->ub[j];
+        expert_act(it->c, it->a + (size_t)i * ff + (size_t)r0, g + r0, u + r0, r1 - r0);
+    }
+}
+
+/* run_expert's bias and weighting on outputs [r0, r1) of an expert's down product, into ys. */
+static void ep_scatter(void *arg, int64_t r0, int64_t r1) {
+    const moe_item *it = arg;
+    const struct hr_moe_ws *w = it->c->moe;
+    const size_t d = (size_t)w->d;
+    for (int32_t i = 0; i < it->cnt; i++) {
+        float *y = it->y + (size_t)i * d, *dst = w->ys + (size_t)it->slot[i] * d;
+        const float wt = w->w[it->slot[i]];
+        for (int64_t j = r0; it->db && j < r1; j++) y[j] += it->db[j];
+        for (int64_t j = r0; j < r1; j++) dst[j] = y[j] * wt;
+    }
+}
+
+/* Dense experts over a batch can run in waves (run_wave): not the sparse modes, nor where
+ * per-expert counts are taken from the buffers (--stats, calibration's neuron counts). */
+static bool waves_fit(const hearth_ctx *c, const hr_moe_weights *mw, int32_t n) {
+    const struct hr_moe_ws *w = c->moe;
+    if (n < 2 || c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED) return false;
+    if (mw->down_t.data || w->fire_n || c->ffn.stats_on) return false;
+    const hr_mat g = hr_moe_expert(&mw->gate, 0), u = hr_moe_expert(&mw->up, 0);
+    return hr_matmul_pair_fits(&g, &u);
+}
+
+/* Expert x's place in a wave: its tokens' inputs at row `row` of xg, its products' items. */
+static void wave_add(hearth_ctx *c, const hr_moe_weights *mw, int32_t x, int32_t row, const float *xn, int q) {
+    struct hr_moe_ws *w = c->moe;
+    const size_t d = (size_t)w->d, ff = (size_t)w->ff, r = (size_t)row;
+    moe_item *it = &w->items[q];
+    *it = (moe_item){.c = c, .gate = hr_moe_expert(&mw->gate, x), .up = hr_moe_expert(&mw->up, x),
+                     .down = hr_moe_expert(&mw->down, x), .gb = mw->gate_b ? mw->gate_b + (size_t)x * ff : NULL,
+                     .ub = mw->up_b ? mw->up_b + (size_t)x * ff : NULL, .db = mw->down_b ? mw->down_b + (size_t)x * d : NULL,
+                     .g = w->g + r * ff, .u = w->u + r * ff, .a = w->a + r * ff, .y = w->y + r * d,
+                     .slot = w->slot + w->start[x], .x = x, .cnt = w->count[x]};
+    it->act = (hr_mm_epi){ep_act, it}, it->scatter = (hr_mm_epi){ep_scatter, it};
+    for (int32_t i = 0; i < it->cnt; i++)
+        memcpy(w->xg + (r + (size_t)i) * d, xn + (size_t)(it->slot[i] / w->k) * d, d * sizeof(float));
+    w->mm[q] = (hr_mm_item){.W = &it->gate, .W1 = &it->up, .X = w->xg + r * d, .n_tok = it->cnt, .Y = it->g, .Y1 = it->u,
+                            .ep = &it->act};
+}
+
+/* Dense experts of a batch, as many at a time as n_batch rows hold: the gate and up of all
+ * of them with their activations in one pool run, then their down products with the
+ * weighting into ys in another. run_expert takes three runs per expert, and a prompt spreads
+ * over many experts (64 tokens over 128 experts: four tokens each), so hand-offs had been
+ * most of those products' time. The values are run_expert's. */
+static int run_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const float *xn, uint64_t *read, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    for (int32_t x = 0; x < w->ne;) {
+        int n = 0;
+        int32_t rows = 0;
+        for (; x < w->ne && rows + w->count[x] <= c->n_batch; x++) {
+            if (!w->count[x]) continue;
+            wave_add(c, mw, x, rows, xn, n++);
+            rows += w->count[x];
+        }
+        if (hr_matmul_group(&c->cpu, w->mm, n, e)) return -1;
+        for (int q = 0; q < n; q++) {
+            const moe_item *it = &w->items[q];
+            if (w->obs) w->obs(w->obs_ud, il, it->x, it->cnt, w->mm[q].X, it->a);
+            count_expert(c, il, it->x, it->cnt, false, it->gate.n_out, NULL);
+            w->mm[q] = (hr_mm_item){.W = &it->down, .X = it->a, .n_tok = it->cnt, .Y = it->y, .ep = &it->scatter};
+            *read += (uint64_t)it->gate.row_bytes * (uint64_t)it->gate.n_out + (uint64_t)it->up.row_bytes * (uint64_t)it->up.n_out +
+                     (uint64_t)it->down.row_bytes * (uint64_t)it->down.n_out;
+        }
+        if (hr_matmul_group(&c->cpu, w->mm, n, e)) return -1;
+    }
+    return 0;
+}
+
 int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     if (route(c, L, xn, n, e)) return -1;
@@ -661,6 +759,8 @@ int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_
     /* the host counts firing neurons (calibration) only of experts it computes */
     if (hr_hybrid_step(c, il) == HR_STEP_SPLIT_MOE && !w->fire_n) {
         if (split_experts(c, L, il, xn, &read, e)) return -1;
+    } else if (waves_fit(c, &L->moe, n)) {
+        if (run_waves(c, &L->moe, il, xn, &read, e)) return -1;
     } else
         for (int32_t x = 0; x < w->ne; x++)
             if (w->count[x] && run_expert(c, &L->moe, il, x, xn, &read, e)) return -1;

@@ -1,7 +1,7 @@
 /* hr_matmul against a double-precision product of the dequantized weights and the
  * prepared activations, for several batch sizes and thread counts; results repeat
  * exactly, and (by design) do not depend on thread count or batch position; the paired
- * product and the per-chunk epilogue against plain calls. */
+ * product, the per-chunk epilogue and a group of products in one run against plain calls. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,8 +138,79 @@ static void test_pair_epilogue(shape s, hr_rng *r) {
     free(w0), free(w1), free(X), free(buf), free(count);
 }
 
+/* hr_matmul_group: items of several types, batch sizes (decode, tiles, 16-token panels) and
+ * shapes, some pairs, some with epilogues, in one call: each item's values those of its own
+ * hr_matmul (pair) call bit for bit, its epilogue given each of its rows once after they are
+ * final, at 1-3 threads; a bad item is an error. */
+enum { G_ITEMS = 7, G_MAXT = 33 };
+static void test_group(hr_rng *r) {
+    const uint32_t types[G_ITEMS] = {HR_Q4_K, HR_Q4_K, HR_Q4_0, HR_F16, HR_Q8_0, HR_Q4_K, HR_F32};
+    const int64_t n_in[G_ITEMS] = {256, 256, 96, 64, 512, 768, 33}, n_out[G_ITEMS] = {70, 70, 37, 300, 18, 16, 9};
+    const int64_t toks[G_ITEMS] = {4, 1, 17, 2, 33, 16, 3};
+    const int pair[G_ITEMS] = {1, 1, 0, 1, 0, 0, 1}, epi[G_ITEMS] = {1, 0, 1, 1, 0, 1, 1};
+    hr_mat W[G_ITEMS][2];
+    float *X[G_ITEMS], *Y[G_ITEMS][2], *R[G_ITEMS][2], *S[G_ITEMS][2];
+    int *count[G_ITEMS];
+    epi_log logs[G_ITEMS];
+    hr_mm_epi eps[G_ITEMS];
+    hr_mm_item items[G_ITEMS];
+    for (int i = 0; i < G_ITEMS; i++) {
+        const size_t rb = hr_row_bytes(types[i], (uint64_t)n_in[i]), ny = (size_t)(toks[i] * n_out[i]);
+        for (int m = 0; m < 2; m++) {
+            char *w = malloc(rb * (size_t)n_out[i]);
+            for (int64_t o = 0; o < n_out[i]; o++) kt_weight_row(r, types[i], w + o * rb, n_in[i]);
+            W[i][m] = (hr_mat){.type = types[i], .n_in = n_in[i], .n_out = n_out[i], .row_bytes = rb, .data = w};
+            Y[i][m] = malloc(sizeof(float) * ny), R[i][m] = malloc(sizeof(float) * ny), S[i][m] = malloc(sizeof(float) * ny);
+        }
+        X[i] = malloc(sizeof(float) * (size_t)(toks[i] * n_in[i]));
+        for (int64_t k = 0; k < toks[i] * n_in[i]; k++) X[i][k] = hr_rng_normal(r);
+        count[i] = malloc(sizeof(int) * (size_t)n_out[i]);
+        logs[i] = (epi_log){Y[i][0], pair[i] ? Y[i][1] : NULL, S[i][0], S[i][1], count[i], n_out[i], toks[i]};
+        eps[i] = (hr_mm_epi){log_rows, &logs[i]};
+        items[i] = (hr_mm_item){.W = &W[i][0], .W1 = pair[i] ? &W[i][1] : NULL, .X = X[i], .n_tok = toks[i],
+                                .Y = Y[i][0], .Y1 = pair[i] ? Y[i][1] : NULL, .ep = epi[i] ? &eps[i] : NULL};
+    }
+    for (int nth = 1; nth <= 3; nth++) {
+        hr_cpu c;
+        hr_err e = {{0}};
+        CHECK(hr_cpu_init(&c, nth, &e) == 0);
+        for (int i = 0; i < G_ITEMS; i++) {
+            CHECK(hr_matmul(&c, &W[i][0], X[i], toks[i], R[i][0], &e) == 0);
+            CHECK(hr_matmul(&c, &W[i][1], X[i], toks[i], R[i][1], &e) == 0);
+            memset(count[i], 0, sizeof(int) * (size_t)n_out[i]);
+            memset(S[i][0], 0xff, sizeof(float) * (size_t)(toks[i] * n_out[i]));
+            memset(S[i][1], 0xff, sizeof(float) * (size_t)(toks[i] * n_out[i]));
+        }
+        CHECKF(hr_matmul_group(&c, items, G_ITEMS, &e) == 0, "%s", e.msg);
+        for (int i = 0; i < G_ITEMS; i++) {
+            const size_t bytes = sizeof(float) * (size_t)(toks[i] * n_out[i]);
+            CHECKF(memcmp(Y[i][0], R[i][0], bytes) == 0, "group item %d (%s, %lld tokens) nth %d: differs from hr_matmul", i,
+                   hr_type_name(types[i]), (long long)toks[i], nth);
+            if (pair[i]) CHECKF(memcmp(Y[i][1], R[i][1], bytes) == 0, "group item %d nth %d: second product differs", i, nth);
+            if (!epi[i]) continue;
+            int once = 1;
+            for (int64_t o = 0; o < n_out[i]; o++) once &= count[i][o] == 1;
+            CHECKF(once, "group item %d nth %d: a row not handed to its epilogue exactly once", i, nth);
+            CHECKF(memcmp(S[i][0], Y[i][0], bytes) == 0, "group item %d nth %d: epilogue saw unfinished rows", i, nth);
+        }
+        CHECK(hr_matmul_group(&c, items, 0, &e) == 0);
+        hr_mm_item bad[2] = {items[0], items[2]};
+        hr_mat short_w = W[2][0];
+        short_w.row_bytes += 2;
+        bad[1].W = &short_w;
+        e.msg[0] = 0;
+        CHECK(hr_matmul_group(&c, bad, 2, &e) < 0 && e.msg[0]);
+        hr_cpu_free(&c);
+    }
+    for (int i = 0; i < G_ITEMS; i++) {
+        for (int m = 0; m < 2; m++) free((void *)W[i][m].data), free(Y[i][m]), free(R[i][m]), free(S[i][m]);
+        free(X[i]), free(count[i]);
+    }
+}
+
 int main(void) {
     hr_rng r = {5};
+    test_group(&r);
     test_pair_epilogue((shape){HR_Q4_0, 96, 37}, &r);
     test_pair_epilogue((shape){HR_Q4_K, 256, 70}, &r);
     test_pair_epilogue((shape){HR_F16, 64, 300}, &r);

@@ -213,8 +213,10 @@ static void mm_task(void *arg, int ith, int nth) {
     if (j->ep && r0 < r1) j->ep->fn(j->ep->arg, r0, r1);
 }
 
-static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float *X, int64_t n_tok, float *Y, float *Y1,
-                      const hr_mm_epi *ep, hr_err *e) {
+/* Checks one product (W1: a pair's second matrix, or NULL) and picks its kernels into *j;
+ * *need: the scratch bytes its prepared activations take (hr_matmul's paths, in order). */
+static int mm_setup(const hr_cpu *c, mm_job *j, const hr_mat *W, const hr_mat *W1, const float *X, int64_t n_tok, float *Y,
+                    float *Y1, const hr_mm_epi *ep, size_t *need, hr_err *e) {
     if (!c || !c->pool || !W || !W->data || !X || !Y) return hr_errf(e, "matmul: missing argument");
     if (W1 && (!hr_matmul_pair_fits(W, W1) || !Y1)) return hr_errf(e, "matmul: the pair's matrices differ in type or shape");
     if (W->type >= HR_TYPE_MAX || !c->k->vec_dot[W->type] || !c->k->act_prep[W->type])
@@ -226,46 +228,154 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float 
     if (W->stride && W->stride < W->row_bytes)
         return hr_errf(e, "matmul: row stride %zu is under the row size %zu", W->stride, W->row_bytes);
     const hr_kernels_ext *x = hr_kernels_ext_of(c->k);
-    mm_job j = {.k = c->k, .rows2 = x->rows2[W->type], .rows4 = x->rows4[W->type],
-                .ts = {.tile = x->tile[W->type], .dot = c->k->vec_dot[W->type]}, .W = W, .X = X,
-                .n_tok = n_tok, .Y = Y, .W1 = W1, .Y1 = Y1, .ep = ep, .align = ROW_ALIGN};
-    tile_src *s = &j.ts;
+    *j = (mm_job){.k = c->k, .rows2 = x->rows2[W->type], .rows4 = x->rows4[W->type],
+                  .ts = {.tile = x->tile[W->type], .dot = c->k->vec_dot[W->type]}, .W = W, .X = X,
+                  .n_tok = n_tok, .Y = Y, .W1 = W1, .Y1 = Y1, .ep = ep, .align = ROW_ALIGN};
+    tile_src *s = &j->ts;
+    *need = 0;
     if (W->type == HR_F32) {
         s->xq = (const char *)X;
         s->xs = (size_t)W->n_in * sizeof(float);
-    } else {
-        s->xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
-        size_t panel_bytes = 0;
-        if (n_tok > 1 && x->tile16[W->type]) { /* panels of 16 tokens */
-            j.tile16 = x->tile16[W->type], j.t16prep = x->tile16_prep[W->type], j.align = 16;
-            j.pb = (x->tile16_bytes[W->type](W->n_in) + 63) & ~(size_t)63;
-            if ((uint64_t)n_tok > SIZE_MAX / 4 / j.pb) return hr_errf(e, "matmul: batch too large");
-            panel_bytes = (size_t)(n_tok + 15) / 16 * j.pb;
-        } else if (n_tok >= HR_TILE_C && x->tile_x[W->type] && s->tile) { /* rows re-laid once here */
-            use_relaid(s, x, W->type);
-            j.xprep = x->tile_xprep[W->type];
-            s->xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
-        } else if (n_tok == 1 && x->rows16[W->type]) { /* decode 16 rows at a time */
-            j.rows16 = x->rows16[W->type], j.align = 16;
-        } else if (n_tok == 1 && x->rows4_x[W->type] && x->tile_xprep[W->type]) { /* decode over the re-laid row */
-            j.rows4 = x->rows4_x[W->type];
-            j.xprep = x->tile_xprep[W->type];
-            s->xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
-        }
-        if ((uint64_t)n_tok > SIZE_MAX / 2 / (s->xs + s->xts)) return hr_errf(e, "matmul: batch too large");
-        if (hr_cpu_reserve(c, (s->xs + s->xts) * (size_t)n_tok + panel_bytes, e) < 0) return -1;
-        s->xq = c->scratch;
-        s->xt = (const char *)c->scratch + s->xs * (size_t)n_tok;
-        j.panels = (char *)c->scratch + (s->xs + s->xts) * (size_t)n_tok; /* 64-byte aligned: xs is */
+        return 0;
+    }
+    s->xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
+    size_t panel_bytes = 0;
+    if (n_tok > 1 && x->tile16[W->type]) { /* panels of 16 tokens */
+        j->tile16 = x->tile16[W->type], j->t16prep = x->tile16_prep[W->type], j->align = 16;
+        j->pb = (x->tile16_bytes[W->type](W->n_in) + 63) & ~(size_t)63;
+        if ((uint64_t)n_tok > SIZE_MAX / 4 / j->pb) return hr_errf(e, "matmul: batch too large");
+        panel_bytes = (size_t)(n_tok + 15) / 16 * j->pb;
+    } else if (n_tok >= HR_TILE_C && x->tile_x[W->type] && s->tile) { /* rows re-laid once here */
+        use_relaid(s, x, W->type);
+        j->xprep = x->tile_xprep[W->type];
+        s->xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
+    } else if (n_tok == 1 && x->rows16[W->type]) { /* decode 16 rows at a time */
+        j->rows16 = x->rows16[W->type], j->align = 16;
+    } else if (n_tok == 1 && x->rows4_x[W->type] && x->tile_xprep[W->type]) { /* decode over the re-laid row */
+        j->rows4 = x->rows4_x[W->type];
+        j->xprep = x->tile_xprep[W->type];
+        s->xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
+    }
+    if ((uint64_t)n_tok > SIZE_MAX / 2 / (s->xs + s->xts)) return hr_errf(e, "matmul: batch too large");
+    *need = (s->xs + s->xts) * (size_t)n_tok + panel_bytes; /* a multiple of 64: xs, xts and pb are */
+    return 0;
+}
+
+/* The job's prepared rows in base (mm_setup's need bytes, 64-byte aligned). */
+static void mm_bind(mm_job *j, char *base) {
+    if (j->W->type == HR_F32) return;
+    tile_src *s = &j->ts;
+    s->xq = base;
+    s->xt = base + s->xs * (size_t)j->n_tok;
+    j->panels = base + (s->xs + s->xts) * (size_t)j->n_tok;
+}
+
+/* Pieces of the job's rows for nth threads. */
+static int mm_chunks(const mm_job *j, int nth) {
+    int64_t chunks = nth == 1 ? 1 : (int64_t)nth * CHUNKS_PER_THREAD;
+    int64_t max_chunks = (j->W->n_out + MIN_CHUNK_ROWS - 1) / MIN_CHUNK_ROWS;
+    return (int)(chunks > max_chunks ? max_chunks : chunks);
+}
+
+static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float *X, int64_t n_tok, float *Y, float *Y1,
+                      const hr_mm_epi *ep, hr_err *e) {
+    mm_job j;
+    size_t need;
+    if (mm_setup(c, &j, W, W1, X, n_tok, Y, Y1, ep, &need, e)) return -1;
+    if (W->type != HR_F32) {
+        if (hr_cpu_reserve(c, need, e) < 0) return -1;
+        mm_bind(&j, c->scratch);
         if (n_tok * W->n_in >= PAR_PREP_ELEMS && n_tok > 1) hr_pool_run(c->pool, prep_task, &j);
         else prep_task(&j, 0, 1);
     }
-    int nth = hr_pool_threads(c->pool);
-    int64_t chunks = nth == 1 ? 1 : (int64_t)nth * CHUNKS_PER_THREAD;
-    int64_t max_chunks = (W->n_out + MIN_CHUNK_ROWS - 1) / MIN_CHUNK_ROWS;
-    if (chunks > max_chunks) chunks = max_chunks;
-    hr_pool_run_chunks(c->pool, mm_task, &j, (int)chunks);
+    hr_pool_run_chunks(c->pool, mm_task, &j, mm_chunks(&j, hr_pool_threads(c->pool)));
     return 0;
+}
+
+/* hr_matmul_group's run: item i's chunks are the pool's indices [first[i], first[i + 1]). */
+typedef struct {
+    mm_job *jobs;
+    int *first;
+    int n;
+} mm_group;
+
+static void grp_prep_task(void *arg, int ith, int nth) {
+    (void)nth;
+    const mm_group *g = arg;
+    if (g->jobs[ith].W->type != HR_F32) prep_task(&g->jobs[ith], 0, 1);
+}
+
+static void grp_task(void *arg, int ith, int nth) {
+    (void)nth;
+    const mm_group *g = arg;
+    int lo = 0, hi = g->n - 1; /* the item whose chunks hold ith */
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (g->first[mid] <= ith) lo = mid;
+        else hi = mid - 1;
+    }
+    mm_task(&g->jobs[lo], ith - g->first[lo], g->first[lo + 1] - g->first[lo]);
+}
+
+/* Chunks per item: about CHUNKS_PER_THREAD per thread over the whole group, each item's
+ * share by its work (rows x tokens), at least one and at most mm_chunks' count. */
+static void grp_chunks(mm_group *g, int nth) {
+    double total = 0;
+    for (int i = 0; i < g->n; i++) total += (double)g->jobs[i].W->n_out * (double)g->jobs[i].n_tok;
+    g->first[0] = 0;
+    for (int i = 0; i < g->n; i++) {
+        const mm_job *j = &g->jobs[i];
+        int k = nth == 1 ? 1 : (int)((double)nth * CHUNKS_PER_THREAD * (double)j->W->n_out * (double)j->n_tok / total + 0.5);
+        const int most = mm_chunks(j, nth);
+        k = k < 1 ? 1 : k > most ? most : k;
+        g->first[i + 1] = g->first[i] + k;
+    }
+}
+
+static int group_run(hr_cpu *c, const hr_mm_item *items, int n, uint64_t *bytes, hr_err *e) {
+    mm_group g = {.jobs = malloc(sizeof(mm_job) * (size_t)n), .first = malloc(sizeof(int) * (size_t)(n + 1)), .n = n};
+    size_t *need = malloc(sizeof(size_t) * (size_t)n), total = 0;
+    int r = -1;
+    if (!g.jobs || !g.first || !need) {
+        hr_errf(e, "out of memory for a group of %d products", n);
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        const hr_mm_item *it = &items[i];
+        if (mm_setup(c, &g.jobs[i], it->W, it->W1, it->X, it->n_tok, it->Y, it->Y1, it->ep, &need[i], e)) goto done;
+        total += need[i];
+        const uint64_t mats = it->W1 ? 2 : 1;
+        *bytes += mats * ((uint64_t)it->W->n_out * it->W->row_bytes + (uint64_t)it->n_tok * (uint64_t)it->W->n_out * 4) +
+                  (uint64_t)it->n_tok * (uint64_t)it->W->n_in * 4;
+    }
+    if (hr_cpu_reserve(c, total, e) < 0) goto done;
+    size_t off = 0;
+    for (int i = 0; i < n; i++) mm_bind(&g.jobs[i], (char *)c->scratch + off), off += need[i];
+    const int nth = hr_pool_threads(c->pool);
+    if (nth > 1) hr_pool_run_chunks(c->pool, grp_prep_task, &g, n);
+    else
+        for (int i = 0; i < n; i++) grp_prep_task(&g, i, n);
+    grp_chunks(&g, nth);
+    if (g.first[n] > 65535) {
+        hr_errf(e, "matmul: a group of %d chunks (at most 65535)", g.first[n]);
+        goto done;
+    }
+    hr_pool_run_chunks(c->pool, grp_task, &g, g.first[n]);
+    r = 0;
+done:
+    free(g.jobs), free(g.first), free(need);
+    return r;
+}
+
+int hr_matmul_group(hr_cpu *c, const hr_mm_item *items, int n_items, hr_err *e) {
+    if (n_items < 0 || (n_items && !items)) return hr_errf(e, "matmul: missing argument");
+    if (!n_items) return 0;
+    uint64_t bytes = 0;
+    if (!c || !c->prof || !items[0].W) return group_run(c, items, n_items, &bytes, e);
+    const hr_prof_mark m = hr_prof_begin(c->prof);
+    const int r = group_run(c, items, n_items, &bytes, e);
+    hr_prof_end(c->prof, m, HR_PROF_GEMM, items[0].W->type, bytes);
+    return r;
 }
 
 /* One product (W1 NULL) or a pair, timed as a product (epilogue included) when profiling. */

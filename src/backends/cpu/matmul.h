@@ -53,4 +53,19 @@ bool hr_matmul_pair_fits(const hr_mat *W0, const hr_mat *W1);
 int hr_matmul_pair(hr_cpu *c, const hr_mat *W0, const hr_mat *W1, const float *X, int64_t n_tok, float *Y0, float *Y1,
                    const hr_mm_epi *ep, hr_err *e);
 
+/* One product of hr_matmul_group: Y = X W^T over n_tok activation rows and, where W1 is set,
+ * Y1 = X W1^T as hr_matmul_pair; then ep (NULL: none) on each chunk of its rows. */
+typedef struct hr_mm_item {
+    const hr_mat *W, *W1;
+    const float *X;
+    int64_t n_tok;
+    float *Y, *Y1;
+    const hr_mm_epi *ep;
+} hr_mm_item;
+/* Several products in one pool run (a mixture of experts' products over their tokens): every
+ * item's activations prepared, then all their rows in chunks that any thread claims, so many
+ * small products pay one hand-off instead of one each. Every value equals the item's
+ * hr_matmul (hr_matmul_pair) result bit for bit; items must not write each other's inputs. */
+int hr_matmul_group(hr_cpu *c, const hr_mm_item *items, int n_items, hr_err *e);
+
 #endif
