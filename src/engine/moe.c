@@ -694,11 +694,11 @@ static void ep_scatter(void *arg, int64_t r0, int64_t r1) {
     }
 }
 
-/* Dense experts over a batch can run in waves (run_wave): not the sparse modes, nor where
- * per-expert counts are taken from the buffers (--stats, calibration's neuron counts). */
-static bool waves_fit(const hearth_ctx *c, const hr_moe_weights *mw, int32_t n) {
+/* Dense experts can run in waves (run_waves): not the sparse modes, nor where per-expert
+ * counts are taken from the buffers (--stats, calibration's neuron counts). */
+static bool waves_fit(const hearth_ctx *c, const hr_moe_weights *mw) {
     const struct hr_moe_ws *w = c->moe;
-    if (n < 2 || c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED) return false;
+    if (c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED) return false;
     if (mw->down_t.data || w->fire_n || c->ffn.stats_on) return false;
     const hr_mat g = hr_moe_expert(&mw->gate, 0), u = hr_moe_expert(&mw->up, 0);
     return hr_matmul_pair_fits(&g, &u);
@@ -721,11 +721,12 @@ static void wave_add(hearth_ctx *c, const hr_moe_weights *mw, int32_t x, int32_t
                             .ep = &it->act};
 }
 
-/* Dense experts of a batch, as many at a time as n_batch rows hold: the gate and up of all
- * of them with their activations in one pool run, then their down products with the
- * weighting into ys in another. run_expert takes three runs per expert, and a prompt spreads
- * over many experts (64 tokens over 128 experts: four tokens each), so hand-offs had been
- * most of those products' time. The values are run_expert's. */
+/* Dense experts, as many at a time as n_batch rows hold: the gate and up of all of them with
+ * their activations in one pool run, then their down products with the weighting into ys in
+ * another. run_expert takes three runs per expert: a decoded token's k experts are small
+ * products (hand-offs were 10-12% of a qwen3moe-shaped decode at 2 threads), and a prompt
+ * spreads over many experts (64 tokens over 128 experts: four tokens each). The values are
+ * run_expert's. */
 static int run_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const float *xn, uint64_t *read, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     for (int32_t x = 0; x < w->ne;) {
@@ -759,7 +760,7 @@ int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_
     /* the host counts firing neurons (calibration) only of experts it computes */
     if (hr_hybrid_step(c, il) == HR_STEP_SPLIT_MOE && !w->fire_n) {
         if (split_experts(c, L, il, xn, &read, e)) return -1;
-    } else if (waves_fit(c, &L->moe, n)) {
+    } else if (waves_fit(c, &L->moe)) {
         if (run_waves(c, &L->moe, il, xn, &read, e)) return -1;
     } else
         for (int32_t x = 0; x < w->ne; x++)

@@ -372,9 +372,11 @@ int hr_matmul_group(hr_cpu *c, const hr_mm_item *items, int n_items, hr_err *e) 
     if (!n_items) return 0;
     uint64_t bytes = 0;
     if (!c || !c->prof || !items[0].W) return group_run(c, items, n_items, &bytes, e);
+    bool decode = true; /* all items one token: timed as matrix-vector products */
+    for (int i = 0; i < n_items; i++) decode &= items[i].n_tok == 1;
     const hr_prof_mark m = hr_prof_begin(c->prof);
     const int r = group_run(c, items, n_items, &bytes, e);
-    hr_prof_end(c->prof, m, HR_PROF_GEMM, items[0].W->type, bytes);
+    hr_prof_end(c->prof, m, decode ? HR_PROF_MATVEC : HR_PROF_GEMM, items[0].W->type, bytes);
     return r;
 }
 
