@@ -52,6 +52,7 @@ struct hr_moe_ws {
     uint64_t *routed_n;    /* [n_layer][n_expert] tokens routed to each expert */
     uint32_t *fire_n;      /* NULL, or (hr_moe_count_neurons) [n_layer][n_expert][ff] tokens each neuron fired on */
     bool routed;           /* logits hold this layer's scores already (hr_moe_route_early) */
+    uint64_t gate_on;      /* exact mode: the last gate_union's firing (token, neuron) pairs */
     uint64_t expert_bytes; /* one expert's three matrices */
     int32_t *dr0, *dn;     /* [n_expert] split MoE: first row and rows of each device expert in h_xe */
     int32_t *xr0, *xn;     /* [n_expert] the same for the layer's host experts with hot neurons (xhot) */
@@ -262,14 +263,24 @@ static int route_run(hearth_ctx *c, const hr_layer *L, const float *xn, int32_t 
 }
 
 /* Union over the group's cnt tokens of the neurons whose gate fires (g [cnt][ff]) into
- * w->idx; returns its size. */
-static int64_t gate_union(const struct hr_moe_ws *w, int32_t cnt) {
-    int64_t nu = 0;
-    for (int32_t j = 0; j < w->ff; j++) {
-        bool any = false;
-        for (int32_t i = 0; i < cnt && !any; i++) any = w->g[(size_t)i * (size_t)w->ff + (size_t)j] > 0;
-        if (any) w->idx[nu++] = j;
+ * w->idx; returns its size. w->gate_on: the (token, neuron) pairs that fire, which is what
+ * exact mode computes (count_expert). The rows are read in order, idx holding the marks
+ * first and then, in place, the union. */
+static int64_t gate_union(struct hr_moe_ws *w, int32_t cnt) {
+    const size_t ff = (size_t)w->ff;
+    memset(w->idx, 0, sizeof(int32_t) * ff);
+    uint64_t on = 0;
+    for (size_t i = 0; i < (size_t)cnt; i++) {
+        const float *g = w->g + i * ff;
+        for (size_t j = 0; j < ff; j++) {
+            const bool f = g[j] > 0;
+            w->idx[j] |= f, on += f;
+        }
     }
+    int64_t nu = 0;
+    for (int32_t j = 0; j < w->ff; j++)
+        if (w->idx[j]) w->idx[nu++] = j;
+    w->gate_on = on;
     return nu;
 }
 
@@ -396,7 +407,8 @@ static void count_expert(hearth_ctx *c, int il, int32_t x, int32_t cnt, bool exa
     const size_t ff = (size_t)w->ff;
     uint32_t *fn = w->fire_n && relu ? w->fire_n + ((size_t)il * (size_t)w->ne + (size_t)x) * ff : NULL;
     if (!exact) s->computed += (uint64_t)cnt * ff;
-    if (!relu || (!exact && !c->ffn.stats_on && !fn)) return;
+    if (exact && !c->ffn.stats_on && !fn) s->computed += w->gate_on; /* gate_union counted them */
+    if (!relu || (!c->ffn.stats_on && !fn)) return;
     const int32_t *idx = exact && nu < (int64_t)ff ? w->idx : w->all;
     const int64_t n_up = exact ? nu : (int64_t)ff;
     uint64_t gate_on = 0, fired = 0;

@@ -286,13 +286,13 @@ static void check_refusals(hearth_model *m) {
 /* Logits of a 24-token prompt in mode, as one batch (batch) or token by token, into out
  * [24][n_vocab]; ffn (per layer) and moe counters after it. */
 enum { NP = 24 };
-static int run_prompt(hearth_model *m, hearth_ffn_mode mode, bool batch, float *out, hearth_ffn_stats *ffn, hearth_moe_stats *ms,
-                      uint64_t *routed0) {
+static int run_prompt(hearth_model *m, hearth_ffn_mode mode, bool batch, bool stats, float *out, hearth_ffn_stats *ffn,
+                      hearth_moe_stats *ms, uint64_t *routed0) {
     int32_t toks[NP];
     for (int i = 0; i < NP; i++) toks[i] = (int32_t)((i * 53 + 5) % 300);
     hearth_ctx_params cp = hearth_ctx_default_params();
     cp.n_ctx = 64, cp.n_threads = 2, cp.gpu = HEARTH_GPU_OFF, cp.kv_k = cp.kv_v = HEARTH_KV_F32, cp.ffn_mode = mode;
-    cp.ffn_stats = true;
+    cp.ffn_stats = stats;
     hr_err e = {{0}};
     hearth_ctx *c = hearth_ctx_new(m, &cp, &e);
     if (!c) return fprintf(stderr, "ctx (%s): %s\n", hearth_ffn_mode_name(mode), e.msg), -1;
@@ -329,9 +329,10 @@ static void check_exact(hearth_model *m, const char *tag, double tol) {
     hearth_moe_stats md, me, mx, mdd;
     uint64_t routed[64] = {0};
     CHECK(nl <= 8 && hp->n_expert <= 64);
-    if (!dense || !ex || !exd || !dd || nl > 8 || hp->n_expert > 64 || run_prompt(m, HEARTH_FFN_DENSE, true, dense, fd, &md, NULL) ||
-        run_prompt(m, HEARTH_FFN_EXACT, true, ex, fe, &me, routed) || run_prompt(m, HEARTH_FFN_EXACT, false, exd, fx, &mx, NULL) ||
-        run_prompt(m, HEARTH_FFN_DENSE, false, dd, fdd, &mdd, NULL)) {
+    if (!dense || !ex || !exd || !dd || nl > 8 || hp->n_expert > 64 || run_prompt(m, HEARTH_FFN_DENSE, true, true, dense, fd, &md, NULL) ||
+        run_prompt(m, HEARTH_FFN_EXACT, true, true, ex, fe, &me, routed) ||
+        run_prompt(m, HEARTH_FFN_EXACT, false, false, exd, fx, &mx, NULL) ||
+        run_prompt(m, HEARTH_FFN_DENSE, false, false, dd, fdd, &mdd, NULL)) {
         CHECKF(0, "%s: exact-mode runs failed", tag);
         free(dense), free(ex), free(exd), free(dd);
         return;
@@ -357,10 +358,13 @@ static void check_exact(hearth_model *m, const char *tag, double tol) {
                "%s layer %d exact: computed %llu of %llu neurons, %llu fired, %llu of them computed", tag, il,
                (unsigned long long)fe[il].computed, (unsigned long long)slots, (unsigned long long)fe[il].fired,
                (unsigned long long)fe[il].fired_computed);
-        /* the same neurons fire in dense mode, and decoding computes the same ones */
+        /* the same neurons fire in dense mode, and decoding (its runs without --stats, where
+         * the counts come another way) computes the same ones; dense decoding all of them */
         CHECKF(fd[il].fired == fe[il].fired && fx[il].computed == fe[il].computed, "%s layer %d: fired dense %llu exact %llu; computed batch %llu decoded %llu",
                tag, il, (unsigned long long)fd[il].fired, (unsigned long long)fe[il].fired,
                (unsigned long long)fe[il].computed, (unsigned long long)fx[il].computed);
+        CHECKF(fdd[il].computed == slots, "%s layer %d: dense decoding computed %llu of %llu neurons", tag, il,
+               (unsigned long long)fdd[il].computed, (unsigned long long)slots);
         ce += fe[il].computed, fired += fe[il].fired;
     }
     for (int32_t x = 0; x < hp->n_expert; x++) rsum += routed[x];
@@ -408,7 +412,8 @@ static void check_down_bytes(hearth_model *m, hearth_model *t, const char *tag) 
     float *a = malloc(sizeof(float) * nlog), *b = malloc(sizeof(float) * nlog);
     hearth_ffn_stats fa[8], fb[8];
     hearth_moe_stats ma, mb;
-    if (!a || !b || nl > 8 || run_prompt(m, HEARTH_FFN_EXACT, false, a, fa, &ma, NULL) || run_prompt(t, HEARTH_FFN_EXACT, false, b, fb, &mb, NULL)) {
+    if (!a || !b || nl > 8 || run_prompt(m, HEARTH_FFN_EXACT, false, true, a, fa, &ma, NULL) ||
+        run_prompt(t, HEARTH_FFN_EXACT, false, true, b, fb, &mb, NULL)) {
         CHECKF(0, "%s: runs failed", tag);
         free(a), free(b);
         return;
