@@ -208,9 +208,36 @@ static void test_group(hr_rng *r) {
     }
 }
 
+/* More items than hr_matmul_group keeps on its stack: each one still its own hr_matmul's. */
+static void test_group_many(hr_rng *r) {
+    enum { N = 21, NI = 96, NO = 37, MT = 3 };
+    const size_t rb = hr_row_bytes(HR_Q4_0, NI);
+    char *w = malloc(rb * NO * N);
+    float *X = malloc(sizeof(float) * N * MT * NI), *Y = malloc(sizeof(float) * N * MT * NO), *R = malloc(sizeof(float) * MT * NO);
+    hr_mat W[N];
+    hr_mm_item it[N];
+    for (int i = 0; i < N * NO; i++) kt_weight_row(r, HR_Q4_0, w + (size_t)i * rb, NI);
+    for (int i = 0; i < N * MT * NI; i++) X[i] = hr_rng_normal(r);
+    for (int i = 0; i < N; i++) {
+        W[i] = (hr_mat){.type = HR_Q4_0, .n_in = NI, .n_out = NO, .row_bytes = rb, .data = w + (size_t)i * NO * rb};
+        it[i] = (hr_mm_item){.W = &W[i], .X = X + (size_t)i * MT * NI, .n_tok = 1 + i % MT, .Y = Y + (size_t)i * MT * NO};
+    }
+    hr_cpu c;
+    hr_err e = {{0}};
+    CHECK(hr_cpu_init(&c, 2, &e) == 0);
+    CHECKF(hr_matmul_group(&c, it, N, &e) == 0, "%s", e.msg);
+    for (int i = 0; i < N; i++) {
+        CHECK(hr_matmul(&c, &W[i], it[i].X, it[i].n_tok, R, &e) == 0);
+        CHECKF(memcmp(R, it[i].Y, sizeof(float) * (size_t)(it[i].n_tok * NO)) == 0, "group of %d: item %d differs", N, i);
+    }
+    hr_cpu_free(&c);
+    free(w), free(X), free(Y), free(R);
+}
+
 int main(void) {
     hr_rng r = {5};
     test_group(&r);
+    test_group_many(&r);
     test_pair_epilogue((shape){HR_Q4_0, 96, 37}, &r);
     test_pair_epilogue((shape){HR_Q4_K, 256, 70}, &r);
     test_pair_epilogue((shape){HR_F16, 64, 300}, &r);

@@ -332,9 +332,17 @@ static void grp_chunks(mm_group *g, int nth) {
     }
 }
 
+/* Groups up to this size (a decoded token's experts) keep their jobs on the stack: decode allocates nothing. */
+#define GRP_STACK 16
+
 static int group_run(hr_cpu *c, const hr_mm_item *items, int n, uint64_t *bytes, hr_err *e) {
-    mm_group g = {.jobs = malloc(sizeof(mm_job) * (size_t)n), .first = malloc(sizeof(int) * (size_t)(n + 1)), .n = n};
-    size_t *need = malloc(sizeof(size_t) * (size_t)n), total = 0;
+    mm_job jobs_s[GRP_STACK];
+    int first_s[GRP_STACK + 1];
+    size_t need_s[GRP_STACK], total = 0;
+    const bool heap = n > GRP_STACK;
+    mm_group g = {.jobs = heap ? malloc(sizeof(mm_job) * (size_t)n) : jobs_s,
+                  .first = heap ? malloc(sizeof(int) * (size_t)(n + 1)) : first_s, .n = n};
+    size_t *need = heap ? malloc(sizeof(size_t) * (size_t)n) : need_s;
     int r = -1;
     if (!g.jobs || !g.first || !need) {
         hr_errf(e, "out of memory for a group of %d products", n);
@@ -363,12 +371,13 @@ static int group_run(hr_cpu *c, const hr_mm_item *items, int n, uint64_t *bytes,
     hr_pool_run_chunks(c->pool, grp_task, &g, g.first[n]);
     r = 0;
 done:
-    free(g.jobs), free(g.first), free(need);
+    if (heap) free(g.jobs), free(g.first), free(need);
     return r;
 }
 
 int hr_matmul_group(hr_cpu *c, const hr_mm_item *items, int n_items, hr_err *e) {
     if (n_items < 0 || (n_items && !items)) return hr_errf(e, "matmul: missing argument");
+    if (n_items > 65535) return hr_errf(e, "matmul: a group of %d products (at most 65535)", n_items);
     if (!n_items) return 0;
     uint64_t bytes = 0;
     if (!c || !c->prof || !items[0].W) return group_run(c, items, n_items, &bytes, e);
