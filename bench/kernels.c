@@ -8,7 +8,9 @@
  * (one row after the other), rows4 (and rows4_x over the re-laid row, where the type has it) of Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, Q4_1, Q8_0, F16, BF16, F32 (or the
  * comma-separated TYPES) over ~256 rows of 4096 (in L2) and over MB of rows (default 256, out
  * of cache), with llama.cpp's ggml_vec_dot_<type>[_<act type>] on the same bytes when LIB is
- * one of its libggml-cpu-*.so (it needs libggml-base.so on LD_LIBRARY_PATH; LIB "" for none). */
+ * one of its libggml-cpu-*.so (it needs libggml-base.so on LD_LIBRARY_PATH; LIB "" for none).
+ * bench_kernels kq MB LIB TYPES N_IN: rows of N_IN (a multiple of 256) instead of 4096: the
+ * short rows of a mixture of experts (Qwen3-30B-A3B's down rows are 768 long). */
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -173,7 +175,11 @@ static int kq_main(int argc, char **argv) {
                            "ggml_vec_dot_iq4_xs_q8_K", "ggml_vec_dot_q4_0_q8_0", "ggml_vec_dot_q4_1_q8_1",
                            "ggml_vec_dot_q8_0_q8_0", "ggml_vec_dot_f16", "ggml_vec_dot_bf16", "ggml_vec_dot_f32"};
     const char *kname[KQ_KINDS] = {"hearth vec_dot", "hearth rows4", "hearth rows4_x", "llama vec_dot"};
-    const int64_t n_in = 4096;
+    const int64_t n_in = argc > 5 ? atoll(argv[5]) : 4096;
+    if (n_in < 256 || n_in % 256) {
+        fprintf(stderr, "bench_kernels kq: N_IN must be a multiple of 256 (got %s)\n", argv[5]);
+        return 2;
+    }
     printf("kernels: %s, 1 thread, n_in %lld; GB/s of weight rows per CPU second (median of the passes), ns per 256 weights\n",
            k->name, (long long)n_in);
     float *x = malloc(n_in * sizeof *x);
