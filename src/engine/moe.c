@@ -23,7 +23,7 @@
 /* Weights renormalised to sum 1 never divide by less than this (llama.cpp's clamp). */
 #define HR_MOE_MIN_WSUM 6.103515625e-5f
 
-/* One expert of a wave (run_wave): its matrices, its rows in the wave's buffers, and the
+/* One expert of a wave (run_waves): its matrices, its rows in the wave's buffers, and the
  * epilogues that finish them inside the products' pool runs. */
 typedef struct moe_item {
     const hearth_ctx *c;
