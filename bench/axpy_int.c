@@ -344,6 +344,25 @@ int main(int argc, char **argv) {
                100 * fr[f], (long long)n, gb / m0, rel_err(y0, ref, n_in), gb / m1, rel_err(y1, ref, n_in), gb / m2,
                rel_err(y2, ref, n_in), m0 / m1, m0 / m2);
     }
+    /* The read alone (the pre-pass) for 10% of the rows picked in runs of R adjacent rows: what
+     * putting co-active neurons side by side could give the sparse operators. */
+    printf("the pre-pass's read of 10%% of the rows in runs of R adjacent rows (GB/s, median):");
+    for (int R = 1; R <= 32; R *= 2) {
+        int64_t n = 0;
+        for (int64_t r0 = 0; r0 + R <= n_out; r0 += R)
+            if ((double)(bench_rng(&seed) >> 11) / 9007199254740992.0 < 0.10)
+                for (int q = 0; q < R; q++) idx[n++] = (int32_t)(r0 + q);
+        double tp[64];
+        for (int rd = 0; rd < rounds; rd++) {
+            const char *base = w + (size_t)(rd % nc) * mat;
+            for (int64_t i = 0; i < n; i++) rows[i] = base + (size_t)idx[i] * rb;
+            double t = now();
+            for (int64_t i = 0; i < n; i += CHUNK_ROWS / 8) prepass(&ws, rows + i, a, n - i < CHUNK_ROWS / 8 ? n - i : CHUNK_ROWS / 8);
+            tp[rd] = now() - t;
+        }
+        printf("  R=%d %.1f", R, (double)n * (double)rb / 1e9 / bench_median(tp, rounds));
+    }
+    printf("\n");
     const double all = 0.0 + (double)rounds * (double)rb * (double)n_all / 1e9;
     printf("8-row path, all rounds: pre-pass %.1f ms (%.1f GB/s: the rows' read), limbs %.1f ms, groups %.1f ms (%.1f GB/s from L2)\n",
            ws.t_pre * 1e3, all / ws.t_pre, ws.t_limbs * 1e3, ws.t_group * 1e3, all / ws.t_group);
