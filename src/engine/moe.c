@@ -354,11 +354,11 @@ static void count_pred(hearth_ctx *c, int il, int32_t x, int32_t cnt, float thr,
  * *rows: gate rows read; pc[0]: token-neuron pairs predicted (with --stats pc[1], pc[2]:
  * count_pred). */
 static int expert_gate_predicted(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x, const hr_mat *gate, int32_t cnt,
-                                 int64_t *rows, uint64_t *pc, hr_err *e) {
+                                 bool scored, int64_t *rows, uint64_t *pc, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     const size_t ff = (size_t)w->ff;
     const float thr = c->m->sparse_threshold;
-    if (expert_scores(c, mw, x, cnt, e)) return -1;
+    if (!scored && expert_scores(c, mw, x, cnt, e)) return -1;
     int64_t nu = 0;
     uint64_t np = 0;
     for (size_t j = 0; j < ff; j++) {
@@ -452,13 +452,15 @@ static int down_sparse(hearth_ctx *c, const hr_mat *down_t, int32_t cnt, bool ex
 }
 
 /* Expert x over its cnt tokens: gather their inputs, gate/up, activation, down, each output
- * row times its weight into ys; adds the bytes of the expert's weights it read to *read. */
-static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x, const float *xn, uint64_t *read,
+ * row times its weight into ys; adds the bytes of the expert's weights it read to *read.
+ * pre (sparse_waves): the inputs are in xg already, and the gate in g, or for an expert with
+ * a predictor its scores in ps. */
+static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x, const float *xn, bool pre, uint64_t *read,
                       hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     const int32_t cnt = w->count[x], *slot = w->slot + w->start[x];
     const size_t d = (size_t)w->d;
-    for (int32_t i = 0; i < cnt; i++) memcpy(w->xg + i * d, xn + (size_t)(slot[i] / w->k) * d, d * sizeof(float));
+    for (int32_t i = 0; !pre && i < cnt; i++) memcpy(w->xg + i * d, xn + (size_t)(slot[i] / w->k) * d, d * sizeof(float));
     const hr_mat gate = hr_moe_expert(&mw->gate, x), up = hr_moe_expert(&mw->up, x), down = hr_moe_expert(&mw->down, x);
     const hr_mat down_t = hr_moe_expert(&mw->down_t, x);
     /* predicted mode: experts without a predictor (calibrate skipped them) run exact */
@@ -467,7 +469,8 @@ static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x
     int64_t up_rows = up.n_out, down_rows = 0, gate_rows = gate.n_out;
     uint64_t pc[3] = {0, 0, 0};
     const size_t ffo = (size_t)x * (size_t)w->ff;
-    if (pred ? expert_gate_predicted(c, mw, il, x, &gate, cnt, &gate_rows, pc, e) : hr_matmul(&c->cpu, &gate, w->xg, cnt, w->g, e))
+    if (pred ? expert_gate_predicted(c, mw, il, x, &gate, cnt, pre, &gate_rows, pc, e)
+             : !pre && hr_matmul(&c->cpu, &gate, w->xg, cnt, w->g, e))
         return -1;
     if (mw->gate_b) add_rows(w->g, mw->gate_b + ffo, cnt, w->ff);
     if (pred) *read += (uint64_t)mw->pred[x].row_bytes * (uint64_t)mw->pred[x].n_out +
@@ -636,7 +639,7 @@ static int run_host_experts(hearth_ctx *c, const hr_layer *L, int il, const hr_g
         if (!w->count[x] || (g->exp_local && g->exp_local[x] >= 0)) continue;
         const int32_t xi = g->xhot_local ? g->xhot_local[x] : -1;
         const uint8_t *pm = xi >= 0 && xmask && xmask[xi] ? w->xpm + (size_t)w->xr0[xi] * (size_t)w->ff : NULL;
-        if (xi >= 0 ? run_cold_expert(c, &L->moe, il, x, &g->xhot[xi], pm, xn, read, e) : run_expert(c, &L->moe, il, x, xn, read, e))
+        if (xi >= 0 ? run_cold_expert(c, &L->moe, il, x, &g->xhot[xi], pm, xn, read, e) : run_expert(c, &L->moe, il, x, xn, false, read, e))
             return -1;
     }
     return 0;
@@ -763,6 +766,77 @@ static int run_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const floa
     return 0;
 }
 
+/* ReLU of rows [r0, r1) of an expert's predictor hidden units, as expert_scores does. */
+static void ep_relu(void *arg, int64_t r0, int64_t r1) {
+    const moe_item *it = arg;
+    const int64_t rank = it->gate.n_out; /* sparse_waves keeps fc1 in gate */
+    for (int32_t i = 0; i < it->cnt; i++)
+        for (int64_t j = r0; j < r1; j++) {
+            float *v = it->g + (size_t)i * (size_t)rank + (size_t)j;
+            *v = *v > 0 ? *v : 0.0f;
+        }
+}
+
+/* Group q products of kind k of a sparse wave (0: gates of experts without a predictor, 1:
+ * fc1 with its ReLU, 2: fc2) in one pool run; predictor products are charged to it. */
+static int sparse_group(hearth_ctx *c, int n, int kind, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    int m = 0;
+    for (int q = 0; q < n; q++) {
+        moe_item *it = &w->items[q];
+        const bool pred = it->up.data != NULL; /* sparse_waves: fc2 in up marks an expert with a predictor */
+        if ((kind == 0) == pred) continue;
+        if (kind == 0) w->mm[m++] = (hr_mm_item){.W = &it->gate, .X = it->a, .n_tok = it->cnt, .Y = it->g};
+        else if (kind == 1) w->mm[m++] = (hr_mm_item){.W = &it->gate, .X = it->a, .n_tok = it->cnt, .Y = it->g, .ep = &it->act};
+        else w->mm[m++] = (hr_mm_item){.W = &it->up, .X = it->g, .n_tok = it->cnt, .Y = it->u};
+    }
+    if (!m) return 0;
+    if (kind == 0 || !c->cpu.prof) return hr_matmul_group(&c->cpu, w->mm, m, e);
+    const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
+    c->cpu.prof->scope = HR_PROF_PREDICTOR;
+    return pred_done(c, pm, hr_matmul_group(&c->cpu, w->mm, m, e));
+}
+
+/* Exact and predicted mode, as many experts at a time as n_batch rows hold: their inputs
+ * gathered, then in one pool run each the gates of the experts without a predictor, and the
+ * fc1 (with ReLU) and fc2 of those with one, where run_expert made one or two runs per expert;
+ * then each expert's own work, its rows moved to the front of the buffers where run_expert
+ * reads them (a wave's later experts lie further on, so the moves clobber only what was used). */
+static int sparse_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const float *xn, uint64_t *read, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    const size_t d = (size_t)w->d, ff = (size_t)w->ff, rk = (size_t)w->max_rank;
+    for (int32_t x0 = 0, x = 0; x0 < w->ne; x0 = x) {
+        int n = 0;
+        int32_t rows = 0;
+        for (; x < w->ne && rows + w->count[x] <= c->n_batch; x++) {
+            if (!w->count[x]) continue;
+            const bool pred = c->ffn.mode == HEARTH_FFN_PREDICTED && mw->pred && mw->pred[x].data;
+            moe_item *it = &w->items[n++];
+            const size_t r = (size_t)rows;
+            /* pred: gate holds fc1, up fc2, a the inputs, g the hidden units, u the scores */
+            *it = (moe_item){.c = c, .gate = pred ? mw->pred[x] : hr_moe_expert(&mw->gate, x), .a = w->xg + r * d,
+                             .g = pred ? w->ph + r * rk : w->g + r * ff, .u = pred ? w->ps + r * ff : NULL,
+                             .slot = w->slot + w->start[x], .x = x, .cnt = w->count[x]};
+            if (pred) it->up = mw->pred[w->ne + x];
+            it->act = (hr_mm_epi){ep_relu, it};
+            for (int32_t i = 0; i < it->cnt; i++)
+                memcpy(it->a + (size_t)i * d, xn + (size_t)(it->slot[i] / w->k) * d, d * sizeof(float));
+            rows += it->cnt;
+        }
+        for (int kind = 0; kind < 3; kind++)
+            if (sparse_group(c, n, kind, e)) return -1;
+        for (int q = 0; q < n; q++) {
+            const moe_item *it = &w->items[q];
+            const size_t cnt = (size_t)it->cnt;
+            memmove(w->xg, it->a, sizeof(float) * cnt * d);
+            if (it->up.data) memmove(w->ps, it->u, sizeof(float) * cnt * ff);
+            else memmove(w->g, it->g, sizeof(float) * cnt * ff);
+            if (run_expert(c, mw, il, it->x, xn, true, read, e)) return -1;
+        }
+    }
+    return 0;
+}
+
 int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     if (route(c, L, xn, n, e)) return -1;
@@ -774,9 +848,11 @@ int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_
         if (split_experts(c, L, il, xn, &read, e)) return -1;
     } else if (waves_fit(c, &L->moe)) {
         if (run_waves(c, &L->moe, il, xn, &read, e)) return -1;
+    } else if (c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED) {
+        if (sparse_waves(c, &L->moe, il, xn, &read, e)) return -1;
     } else
         for (int32_t x = 0; x < w->ne; x++)
-            if (w->count[x] && run_expert(c, &L->moe, il, x, xn, &read, e)) return -1;
+            if (w->count[x] && run_expert(c, &L->moe, il, x, xn, false, &read, e)) return -1;
     const size_t d = (size_t)w->d;
     for (int32_t t = 0; t < n; t++) { /* rank order, as llama.cpp adds the expert views */
         const float *ys = w->ys + (size_t)t * (size_t)w->k * d;
