@@ -33,6 +33,8 @@ typedef struct moe_item {
     float *y;                  /* [cnt][d] */
     const int32_t *slot;       /* its cnt (token, rank) slots */
     int32_t x, cnt;            /* the expert, its tokens */
+    bool pred;                 /* sparse_waves: an expert with a predictor, whose fc1 and fc2
+                                  gate and up hold, its hidden units g and its scores u */
     hr_mm_epi act, scatter;
 } moe_item;
 
@@ -769,7 +771,7 @@ static int run_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const floa
 /* ReLU of rows [r0, r1) of an expert's predictor hidden units, as expert_scores does. */
 static void ep_relu(void *arg, int64_t r0, int64_t r1) {
     const moe_item *it = arg;
-    const int64_t rank = it->gate.n_out; /* sparse_waves keeps fc1 in gate */
+    const int64_t rank = it->gate.n_out; /* fc1's */
     for (int32_t i = 0; i < it->cnt; i++)
         for (int64_t j = r0; j < r1; j++) {
             float *v = it->g + (size_t)i * (size_t)rank + (size_t)j;
@@ -777,15 +779,15 @@ static void ep_relu(void *arg, int64_t r0, int64_t r1) {
         }
 }
 
-/* Group q products of kind k of a sparse wave (0: gates of experts without a predictor, 1:
- * fc1 with its ReLU, 2: fc2) in one pool run; predictor products are charged to it. */
+/* The products of one kind of a sparse wave's n experts in one pool run (0: the gates of the
+ * experts without a predictor, 1: fc1 with its ReLU, 2: fc2); the predictors' are profiled as
+ * the predictor's. The inputs are each item's a. */
 static int sparse_group(hearth_ctx *c, int n, int kind, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     int m = 0;
     for (int q = 0; q < n; q++) {
         moe_item *it = &w->items[q];
-        const bool pred = it->up.data != NULL; /* sparse_waves: fc2 in up marks an expert with a predictor */
-        if ((kind == 0) == pred) continue;
+        if ((kind == 0) == it->pred) continue;
         if (kind == 0) w->mm[m++] = (hr_mm_item){.W = &it->gate, .X = it->a, .n_tok = it->cnt, .Y = it->g};
         else if (kind == 1) w->mm[m++] = (hr_mm_item){.W = &it->gate, .X = it->a, .n_tok = it->cnt, .Y = it->g, .ep = &it->act};
         else w->mm[m++] = (hr_mm_item){.W = &it->up, .X = it->g, .n_tok = it->cnt, .Y = it->u};
@@ -813,10 +815,9 @@ static int sparse_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const f
             const bool pred = c->ffn.mode == HEARTH_FFN_PREDICTED && mw->pred && mw->pred[x].data;
             moe_item *it = &w->items[n++];
             const size_t r = (size_t)rows;
-            /* pred: gate holds fc1, up fc2, a the inputs, g the hidden units, u the scores */
             *it = (moe_item){.c = c, .gate = pred ? mw->pred[x] : hr_moe_expert(&mw->gate, x), .a = w->xg + r * d,
                              .g = pred ? w->ph + r * rk : w->g + r * ff, .u = pred ? w->ps + r * ff : NULL,
-                             .slot = w->slot + w->start[x], .x = x, .cnt = w->count[x]};
+                             .slot = w->slot + w->start[x], .x = x, .cnt = w->count[x], .pred = pred};
             if (pred) it->up = mw->pred[w->ne + x];
             it->act = (hr_mm_epi){ep_relu, it};
             for (int32_t i = 0; i < it->cnt; i++)
@@ -829,7 +830,7 @@ static int sparse_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const f
             const moe_item *it = &w->items[q];
             const size_t cnt = (size_t)it->cnt;
             memmove(w->xg, it->a, sizeof(float) * cnt * d);
-            if (it->up.data) memmove(w->ps, it->u, sizeof(float) * cnt * ff);
+            if (it->pred) memmove(w->ps, it->u, sizeof(float) * cnt * ff);
             else memmove(w->g, it->g, sizeof(float) * cnt * ff);
             if (run_expert(c, mw, il, it->x, xn, true, read, e)) return -1;
         }
