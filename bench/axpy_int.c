@@ -153,16 +153,22 @@ TGT static void group4(iws *ws, const char *const *w, __m512i idx) {
     }
 }
 
+/* Rows g.. of a chunk's n for a group of R: their pointers, and their coefficient rows (NULL
+ * past the chunk's end, where the first row stands in with coefficients of zero). */
+static void group_rows(const iws *ws, const char *const *rows, int64_t n, int64_t g, int R, const char **w, const float **c) {
+    for (int r = 0; r < R; r++) {
+        w[r] = rows[g + r < n ? g + r : g];
+        c[r] = g + r < n ? ws->c + (g + r) * ws->nb : NULL;
+    }
+}
+
 /* One chunk of rows: the pre-pass, the groups, then y += s * (sum - 8 * sum k) per output. */
 TGT static void chunk_int(iws *ws, const char *const *rows, const float *a, int64_t n, float *y, __m512i idx) {
     prepass(ws, rows, a, n);
     for (int64_t g = 0; g < n; g += 4) {
         const char *w[4];
         const float *c[4];
-        for (int r = 0; r < 4; r++) {
-            w[r] = rows[g + r < n ? g + r : g];
-            c[r] = g + r < n ? ws->c + (g + r) * ws->nb : NULL;
-        }
+        group_rows(ws, rows, n, g, 4, w, c);
         limbs4(ws, c, 1, 0);
         group4(ws, w, idx);
     }
@@ -212,10 +218,7 @@ TGT static void chunk_int8(iws *ws, const char *const *rows, const float *a, int
     for (int64_t g = 0; g < n; g += 8) {
         const char *w[8];
         const float *c[8];
-        for (int r = 0; r < 8; r++) {
-            w[r] = rows[g + r < n ? g + r : g];
-            c[r] = g + r < n ? ws->c + (g + r) * ws->nb : NULL;
-        }
+        group_rows(ws, rows, n, g, 8, w, c);
         double t1 = now();
         limbs4(ws, c, 2, 0);
         limbs4(ws, c + 4, 2, 1);
