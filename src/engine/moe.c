@@ -633,57 +633,9 @@ static void add_expert_neurons(hearth_ctx *c, const hr_gpu_layer *g, int il) {
     }
 }
 
-/* Layer il's host experts: whole on the CPU, or its cold part where the device holds hot neurons. */
-static int run_host_experts(hearth_ctx *c, const hr_layer *L, int il, const hr_gpu_layer *g, const uint8_t *xmask,
-                            const float *xn, uint64_t *read, hr_err *e) {
-    struct hr_moe_ws *w = c->moe;
-    for (int32_t x = 0; x < w->ne; x++) {
-        if (!w->count[x] || (g->exp_local && g->exp_local[x] >= 0)) continue;
-        const int32_t xi = g->xhot_local ? g->xhot_local[x] : -1;
-        const uint8_t *pm = xi >= 0 && xmask && xmask[xi] ? w->xpm + (size_t)w->xr0[xi] * (size_t)w->ff : NULL;
-        if (xi >= 0 ? run_cold_expert(c, &L->moe, il, x, &g->xhot[xi], pm, xn, read, e) : run_expert(c, &L->moe, il, x, xn, false, read, e))
-            return -1;
-    }
-    return 0;
-}
-
-/* Split MoE: the device experts enqueued, the host experts computed meanwhile, then the
- * device outputs weighted into ys like the host's (the sum over ranks follows, unchanged). */
-static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *xn, uint64_t *read, hr_err *e) {
-    struct hr_moe_ws *w = c->moe;
-    hr_hybrid *h = c->hy;
-    const hr_gpu_layer *g = hr_hybrid_layer(c, il);
-    const double t0 = now_s();
-    if (hr_ecache_begin(c, il, e)) return -1; /* refilled slots whose copies landed join */
-    const int32_t rows = gather_device_rows(c, g, xn);
-    /* predicted mode: the split experts' predictors first, so the device masks their hot part */
-    const uint8_t *xmask = h->plan.expert_masks && c->ffn.mode == HEARTH_FFN_PREDICTED && w->xmasked ? w->xmasked : NULL;
-    if (xmask && predict_split(c, &L->moe, g, read, e)) return -1;
-    if (hr_hybrid_experts(c, il, w->dr0, w->dn, w->xr0, w->xn, xmask, rows, e)) return -1;
-    const double t1 = now_s();
-    if (run_host_experts(c, L, il, g, xmask, xn, read, e)) {
-        hr_err ignored;
-        hr_hy_sync(h, &ignored); /* pinned buffers stay in use until the device is done */
-        return -1;
-    }
-    const double t2 = now_s();
-    if (rows && hr_hy_sync(h, e)) return -1;
-    h->st.ffn_splits++, h->st.enqueue_s += t1 - t0, h->st.cold_s += t2 - t1, h->st.wait_s += now_s() - t2;
-    const size_t d = (size_t)w->d;
-    for (int32_t i = 0; i < g->n_exp; i++) {
-        if (!w->dn[i]) continue;
-        const int32_t *slot = w->slot + w->start[g->exps[i].id];
-        for (int32_t j = 0; j < w->dn[i]; j++) {
-            const float wt = w->w[slot[j]], *y = h->h_ye + (size_t)(w->dr0[i] + j) * d;
-            float *dst = w->ys + (size_t)slot[j] * d;
-            for (size_t q = 0; q < d; q++) dst[q] = y[q] * wt;
-        }
-        const uint64_t evals = (uint64_t)w->dn[i];
-        c->ffn.stats[il].computed += evals * (uint64_t)w->ff, h->st.act_device += evals * (uint64_t)w->ff;
-        h->st.expert_evals_device += evals;
-    }
-    add_expert_neurons(c, g, il);
-    return hr_ecache_end(c, il, w->count, e); /* hits counted, refills chosen and enqueued */
+/* Expert x of split layer g runs whole on the host: neither on the device nor split by hot neurons. */
+static bool host_whole(const hr_gpu_layer *g, int32_t x) {
+    return !(g->exp_local && g->exp_local[x] >= 0) && !(g->xhot_local && g->xhot_local[x] >= 0);
 }
 
 /* run_expert's bias and activation on rows [r0, r1) of an expert's gate and up. */
@@ -738,19 +690,20 @@ static void wave_add(hearth_ctx *c, const hr_moe_weights *mw, int32_t x, int32_t
                             .ep = &it->act};
 }
 
-/* Dense experts, as many at a time as n_batch rows hold: the gate and up of all of them with
- * their activations in one pool run, then their down products with the weighting into ys in
- * another. run_expert takes three runs per expert: a decoded token's k experts are small
+/* Dense experts (of a split layer, g: those the host computes whole), as many at a time as
+ * n_batch rows hold: the gate and up of all of them with their activations in one pool run,
+ * then their down products with the weighting into ys in another. run_expert takes three runs per expert: a decoded token's k experts are small
  * products (hand-offs were 10-12% of a qwen3moe-shaped decode at 2 threads), and a prompt
  * spreads over many experts (64 tokens over 128 experts: four tokens each). The values are
  * run_expert's. */
-static int run_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const float *xn, uint64_t *read, hr_err *e) {
+static int run_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const hr_gpu_layer *g, const float *xn, uint64_t *read,
+                     hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     for (int32_t x = 0; x < w->ne;) {
         int n = 0;
         int32_t rows = 0;
         for (; x < w->ne && rows + w->count[x] <= c->n_batch; x++) {
-            if (!w->count[x]) continue;
+            if (!w->count[x] || (g && !host_whole(g, x))) continue;
             wave_add(c, mw, x, rows, xn, n++);
             rows += w->count[x];
         }
@@ -766,6 +719,62 @@ static int run_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const floa
         if (hr_matmul_group(&c->cpu, w->mm, n, e)) return -1;
     }
     return 0;
+}
+
+/* Layer il's host experts: whole on the CPU (in waves where they fit), or its cold part where
+ * the device holds hot neurons. */
+static int run_host_experts(hearth_ctx *c, const hr_layer *L, int il, const hr_gpu_layer *g, const uint8_t *xmask,
+                            const float *xn, uint64_t *read, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    const bool waves = waves_fit(c, &L->moe);
+    if (waves && run_waves(c, &L->moe, il, g, xn, read, e)) return -1;
+    for (int32_t x = 0; x < w->ne; x++) {
+        if (!w->count[x] || (g->exp_local && g->exp_local[x] >= 0) || (waves && host_whole(g, x))) continue;
+        const int32_t xi = g->xhot_local ? g->xhot_local[x] : -1;
+        const uint8_t *pm = xi >= 0 && xmask && xmask[xi] ? w->xpm + (size_t)w->xr0[xi] * (size_t)w->ff : NULL;
+        if (xi >= 0 ? run_cold_expert(c, &L->moe, il, x, &g->xhot[xi], pm, xn, read, e) : run_expert(c, &L->moe, il, x, xn, false, read, e))
+            return -1;
+    }
+    return 0;
+}
+
+/* Split MoE: the device experts enqueued, the host experts computed meanwhile, then the
+ * device outputs weighted into ys like the host's (the sum over ranks follows, unchanged). */
+static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *xn, uint64_t *read, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    hr_hybrid *h = c->hy;
+    const hr_gpu_layer *g = hr_hybrid_layer(c, il);
+    const double t0 = now_s();
+    if (hr_ecache_begin(c, il, e)) return -1; /* refilled slots whose copies landed join */
+    const int32_t rows = gather_device_rows(c, g, xn);
+    /* predicted mode: the split experts' predictors first, so the device masks their hot part */
+    const uint8_t *xmask = h->plan.expert_masks && c->ffn.mode == HEARTH_FFN_PREDICTED && w->xmasked ? w->xmasked : NULL;
+    if (xmask && predict_split(c, &L->moe, g, read, e)) return -1;
+    if (hr_hybrid_experts(c, il, w->dr0, w->dn, w->xr0, w->xn, xmask, rows, e)) return -1;
+    const double t1 = now_s();
+    if (run_host_experts(c, L, il, g, xmask, xn, read, e)) {
+        hr_err ignored;
+        hr_hy_sync(h, &ignored); /* pinned buffers stay in use until the device is done */
+        return -1;
+    }
+    const double t2 = now_s();
+    if (rows && hr_hy_sync(h, e)) return -1;
+    h->st.ffn_splits++, h->st.enqueue_s += t1 - t0, h->st.cold_s += t2 - t1, h->st.wait_s += now_s() - t2;
+    const size_t d = (size_t)w->d;
+    for (int32_t i = 0; i < g->n_exp; i++) {
+        if (!w->dn[i]) continue;
+        const int32_t *slot = w->slot + w->start[g->exps[i].id];
+        for (int32_t j = 0; j < w->dn[i]; j++) {
+            const float wt = w->w[slot[j]], *y = h->h_ye + (size_t)(w->dr0[i] + j) * d;
+            float *dst = w->ys + (size_t)slot[j] * d;
+            for (size_t q = 0; q < d; q++) dst[q] = y[q] * wt;
+        }
+        const uint64_t evals = (uint64_t)w->dn[i];
+        c->ffn.stats[il].computed += evals * (uint64_t)w->ff, h->st.act_device += evals * (uint64_t)w->ff;
+        h->st.expert_evals_device += evals;
+    }
+    add_expert_neurons(c, g, il);
+    return hr_ecache_end(c, il, w->count, e); /* hits counted, refills chosen and enqueued */
 }
 
 /* ReLU of rows [r0, r1) of an expert's predictor hidden units, as expert_scores does. */
@@ -848,7 +857,7 @@ int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_
     if (hr_hybrid_step(c, il) == HR_STEP_SPLIT_MOE && !w->fire_n) {
         if (split_experts(c, L, il, xn, &read, e)) return -1;
     } else if (waves_fit(c, &L->moe)) {
-        if (run_waves(c, &L->moe, il, xn, &read, e)) return -1;
+        if (run_waves(c, &L->moe, il, NULL, xn, &read, e)) return -1;
     } else if (c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED) {
         if (sparse_waves(c, &L->moe, il, xn, &read, e)) return -1;
     } else

@@ -58,8 +58,10 @@ static hearth_ctx *ctx(hearth_model *m, const setup *s, hearth_ffn_mode mode, hr
 }
 
 /* NP tokens over two sequences in one batch, then one token of each in another: the
- * logits of all NP + 2 into out [NP + 2][n_vocab]. */
-static int run(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out, hearth_gpu_status *st, hr_err *e) {
+ * logits of all NP + 2 into out [NP + 2][n_vocab]; *computed (if asked): the layers' FFN
+ * neurons computed, host and device together. */
+static int run_n(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out, hearth_gpu_status *st, uint64_t *computed,
+                 hr_err *e) {
     const int nv = m->hp.n_vocab;
     int32_t toks[NP];
     for (int i = 0; i < NP; i++) toks[i] = (i * 37 + 5) % nv;
@@ -68,8 +70,16 @@ static int run(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out
     const int32_t t2[2] = {7, 91};
     const int rc = hr_test_eval_two_seqs(c, NP, toks, t2, nv, out, e);
     if (st) hearth_ctx_gpu_status(c, st);
+    for (int il = 0; computed && il < m->hp.n_layer; il++) {
+        hearth_ffn_stats f = {0};
+        hearth_ctx_ffn_stats(c, il, &f);
+        *computed += f.computed;
+    }
     hearth_ctx_free(c);
     return rc;
+}
+static int run(hearth_model *m, const setup *s, hearth_ffn_mode mode, float *out, hearth_gpu_status *st, hr_err *e) {
+    return run_n(m, s, mode, out, st, NULL, e);
 }
 
 /* The context's plan for a given arena: total bytes, expert bytes, one expert's bytes. */
@@ -113,10 +123,15 @@ static void check_model(hearth_model *m, const char *tag, hearth_ffn_mode mode) 
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         hearth_gpu_status st = {0};
-        if (run(m, &cases[k].s, mode, got, &st, &e)) {
+        uint64_t computed = 0;
+        if (run_n(m, &cases[k].s, mode, got, &st, &computed, &e)) {
             CHECKF(0, "%s %s: %s", tag, cases[k].what, e.msg);
             continue;
         }
+        /* dense experts: each (token, expert) once, on the host or the device, never both */
+        const uint64_t every = (uint64_t)(NP + 2) * K * (uint64_t)m->hp.n_ff_exp * LAYERS;
+        CHECKF(mode != HEARTH_FFN_DENSE || computed == every, "%s %s: %llu neurons computed, %llu routed", tag, cases[k].what,
+               (unsigned long long)computed, (unsigned long long)every);
         const double d = hr_test_max_diff(ref, got, n);
         printf("%s, %s: %d of %d experts on the device, %llu of %llu expert evaluations there; max |logit - cpu| %.2e\n",
                tag, cases[k].what, st.experts_device, st.experts_total, (unsigned long long)st.expert_evals_device,
