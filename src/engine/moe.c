@@ -692,10 +692,10 @@ static void wave_add(hearth_ctx *c, const hr_moe_weights *mw, int32_t x, int32_t
 
 /* Dense experts (of a split layer, g: those the host computes whole), as many at a time as
  * n_batch rows hold: the gate and up of all of them with their activations in one pool run,
- * then their down products with the weighting into ys in another. run_expert takes three runs per expert: a decoded token's k experts are small
- * products (hand-offs were 10-12% of a qwen3moe-shaped decode at 2 threads), and a prompt
- * spreads over many experts (64 tokens over 128 experts: four tokens each). The values are
- * run_expert's. */
+ * then their down products with the weighting into ys in another. run_expert takes three
+ * runs per expert: a decoded token's k experts are small products (hand-offs were 10-12% of a
+ * qwen3moe-shaped decode at 2 threads), and a prompt spreads over many experts (64 tokens over
+ * 128 experts: four tokens each). The values are run_expert's. */
 static int run_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const hr_gpu_layer *g, const float *xn, uint64_t *read,
                      hr_err *e) {
     struct hr_moe_ws *w = c->moe;
