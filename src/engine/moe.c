@@ -721,13 +721,87 @@ static int run_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const hr_g
     return 0;
 }
 
+/* ReLU of rows [r0, r1) of an expert's predictor hidden units, as expert_scores does. */
+static void ep_relu(void *arg, int64_t r0, int64_t r1) {
+    const moe_item *it = arg;
+    const int64_t rank = it->gate.n_out; /* fc1's */
+    for (int32_t i = 0; i < it->cnt; i++)
+        for (int64_t j = r0; j < r1; j++) {
+            float *v = it->g + (size_t)i * (size_t)rank + (size_t)j;
+            *v = *v > 0 ? *v : 0.0f;
+        }
+}
+
+/* The products of one kind of a sparse wave's n experts in one pool run (0: the gates of the
+ * experts without a predictor, 1: fc1 with its ReLU, 2: fc2); the predictors' are profiled as
+ * the predictor's. The inputs are each item's a. */
+static int sparse_group(hearth_ctx *c, int n, int kind, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    int m = 0;
+    for (int q = 0; q < n; q++) {
+        moe_item *it = &w->items[q];
+        if ((kind == 0) == it->pred) continue;
+        if (kind == 0) w->mm[m++] = (hr_mm_item){.W = &it->gate, .X = it->a, .n_tok = it->cnt, .Y = it->g};
+        else if (kind == 1) w->mm[m++] = (hr_mm_item){.W = &it->gate, .X = it->a, .n_tok = it->cnt, .Y = it->g, .ep = &it->act};
+        else w->mm[m++] = (hr_mm_item){.W = &it->up, .X = it->g, .n_tok = it->cnt, .Y = it->u};
+    }
+    if (!m) return 0;
+    if (kind == 0 || !c->cpu.prof) return hr_matmul_group(&c->cpu, w->mm, m, e);
+    const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
+    c->cpu.prof->scope = HR_PROF_PREDICTOR;
+    return pred_done(c, pm, hr_matmul_group(&c->cpu, w->mm, m, e));
+}
+
+/* Exact and predicted mode (of a split layer, g: the experts the host computes whole), as many
+ * experts at a time as n_batch rows hold: their inputs
+ * gathered, then in one pool run each the gates of the experts without a predictor, and the
+ * fc1 (with ReLU) and fc2 of those with one, where run_expert made one or two runs per expert;
+ * then each expert's own work, its rows moved to the front of the buffers where run_expert
+ * reads them (a wave's later experts lie further on, so the moves clobber only what was used). */
+static int sparse_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const hr_gpu_layer *g, const float *xn, uint64_t *read,
+                        hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    const size_t d = (size_t)w->d, ff = (size_t)w->ff, rk = (size_t)w->max_rank;
+    for (int32_t x0 = 0, x = 0; x0 < w->ne; x0 = x) {
+        int n = 0;
+        int32_t rows = 0;
+        for (; x < w->ne && rows + w->count[x] <= c->n_batch; x++) {
+            if (!w->count[x] || (g && !host_whole(g, x))) continue;
+            const bool pred = c->ffn.mode == HEARTH_FFN_PREDICTED && mw->pred && mw->pred[x].data;
+            moe_item *it = &w->items[n++];
+            const size_t r = (size_t)rows;
+            *it = (moe_item){.c = c, .gate = pred ? mw->pred[x] : hr_moe_expert(&mw->gate, x), .a = w->xg + r * d,
+                             .g = pred ? w->ph + r * rk : w->g + r * ff, .u = pred ? w->ps + r * ff : NULL,
+                             .slot = w->slot + w->start[x], .x = x, .cnt = w->count[x], .pred = pred};
+            if (pred) it->up = mw->pred[w->ne + x];
+            it->act = (hr_mm_epi){ep_relu, it};
+            for (int32_t i = 0; i < it->cnt; i++)
+                memcpy(it->a + (size_t)i * d, xn + (size_t)(it->slot[i] / w->k) * d, d * sizeof(float));
+            rows += it->cnt;
+        }
+        for (int kind = 0; kind < 3; kind++)
+            if (sparse_group(c, n, kind, e)) return -1;
+        for (int q = 0; q < n; q++) {
+            const moe_item *it = &w->items[q];
+            const size_t cnt = (size_t)it->cnt;
+            memmove(w->xg, it->a, sizeof(float) * cnt * d);
+            if (it->pred) memmove(w->ps, it->u, sizeof(float) * cnt * ff);
+            else memmove(w->g, it->g, sizeof(float) * cnt * ff);
+            if (run_expert(c, mw, il, it->x, xn, true, read, e)) return -1;
+        }
+    }
+    return 0;
+}
+
 /* Layer il's host experts: whole on the CPU (in waves where they fit), or its cold part where
  * the device holds hot neurons. */
 static int run_host_experts(hearth_ctx *c, const hr_layer *L, int il, const hr_gpu_layer *g, const uint8_t *xmask,
                             const float *xn, uint64_t *read, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
-    const bool waves = waves_fit(c, &L->moe);
-    if (waves && run_waves(c, &L->moe, il, g, xn, read, e)) return -1;
+    const bool dense = waves_fit(c, &L->moe);
+    const bool sparse = c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED, waves = dense || sparse;
+    if (dense && run_waves(c, &L->moe, il, g, xn, read, e)) return -1;
+    if (sparse && sparse_waves(c, &L->moe, il, g, xn, read, e)) return -1;
     for (int32_t x = 0; x < w->ne; x++) {
         if (!w->count[x] || (g->exp_local && g->exp_local[x] >= 0) || (waves && host_whole(g, x))) continue;
         const int32_t xi = g->xhot_local ? g->xhot_local[x] : -1;
@@ -777,76 +851,6 @@ static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *
     return hr_ecache_end(c, il, w->count, e); /* hits counted, refills chosen and enqueued */
 }
 
-/* ReLU of rows [r0, r1) of an expert's predictor hidden units, as expert_scores does. */
-static void ep_relu(void *arg, int64_t r0, int64_t r1) {
-    const moe_item *it = arg;
-    const int64_t rank = it->gate.n_out; /* fc1's */
-    for (int32_t i = 0; i < it->cnt; i++)
-        for (int64_t j = r0; j < r1; j++) {
-            float *v = it->g + (size_t)i * (size_t)rank + (size_t)j;
-            *v = *v > 0 ? *v : 0.0f;
-        }
-}
-
-/* The products of one kind of a sparse wave's n experts in one pool run (0: the gates of the
- * experts without a predictor, 1: fc1 with its ReLU, 2: fc2); the predictors' are profiled as
- * the predictor's. The inputs are each item's a. */
-static int sparse_group(hearth_ctx *c, int n, int kind, hr_err *e) {
-    struct hr_moe_ws *w = c->moe;
-    int m = 0;
-    for (int q = 0; q < n; q++) {
-        moe_item *it = &w->items[q];
-        if ((kind == 0) == it->pred) continue;
-        if (kind == 0) w->mm[m++] = (hr_mm_item){.W = &it->gate, .X = it->a, .n_tok = it->cnt, .Y = it->g};
-        else if (kind == 1) w->mm[m++] = (hr_mm_item){.W = &it->gate, .X = it->a, .n_tok = it->cnt, .Y = it->g, .ep = &it->act};
-        else w->mm[m++] = (hr_mm_item){.W = &it->up, .X = it->g, .n_tok = it->cnt, .Y = it->u};
-    }
-    if (!m) return 0;
-    if (kind == 0 || !c->cpu.prof) return hr_matmul_group(&c->cpu, w->mm, m, e);
-    const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
-    c->cpu.prof->scope = HR_PROF_PREDICTOR;
-    return pred_done(c, pm, hr_matmul_group(&c->cpu, w->mm, m, e));
-}
-
-/* Exact and predicted mode, as many experts at a time as n_batch rows hold: their inputs
- * gathered, then in one pool run each the gates of the experts without a predictor, and the
- * fc1 (with ReLU) and fc2 of those with one, where run_expert made one or two runs per expert;
- * then each expert's own work, its rows moved to the front of the buffers where run_expert
- * reads them (a wave's later experts lie further on, so the moves clobber only what was used). */
-static int sparse_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const float *xn, uint64_t *read, hr_err *e) {
-    struct hr_moe_ws *w = c->moe;
-    const size_t d = (size_t)w->d, ff = (size_t)w->ff, rk = (size_t)w->max_rank;
-    for (int32_t x0 = 0, x = 0; x0 < w->ne; x0 = x) {
-        int n = 0;
-        int32_t rows = 0;
-        for (; x < w->ne && rows + w->count[x] <= c->n_batch; x++) {
-            if (!w->count[x]) continue;
-            const bool pred = c->ffn.mode == HEARTH_FFN_PREDICTED && mw->pred && mw->pred[x].data;
-            moe_item *it = &w->items[n++];
-            const size_t r = (size_t)rows;
-            *it = (moe_item){.c = c, .gate = pred ? mw->pred[x] : hr_moe_expert(&mw->gate, x), .a = w->xg + r * d,
-                             .g = pred ? w->ph + r * rk : w->g + r * ff, .u = pred ? w->ps + r * ff : NULL,
-                             .slot = w->slot + w->start[x], .x = x, .cnt = w->count[x], .pred = pred};
-            if (pred) it->up = mw->pred[w->ne + x];
-            it->act = (hr_mm_epi){ep_relu, it};
-            for (int32_t i = 0; i < it->cnt; i++)
-                memcpy(it->a + (size_t)i * d, xn + (size_t)(it->slot[i] / w->k) * d, d * sizeof(float));
-            rows += it->cnt;
-        }
-        for (int kind = 0; kind < 3; kind++)
-            if (sparse_group(c, n, kind, e)) return -1;
-        for (int q = 0; q < n; q++) {
-            const moe_item *it = &w->items[q];
-            const size_t cnt = (size_t)it->cnt;
-            memmove(w->xg, it->a, sizeof(float) * cnt * d);
-            if (it->pred) memmove(w->ps, it->u, sizeof(float) * cnt * ff);
-            else memmove(w->g, it->g, sizeof(float) * cnt * ff);
-            if (run_expert(c, mw, il, it->x, xn, true, read, e)) return -1;
-        }
-    }
-    return 0;
-}
-
 int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_t n, float *out, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     if (route(c, L, xn, n, e)) return -1;
@@ -859,7 +863,7 @@ int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_
     } else if (waves_fit(c, &L->moe)) {
         if (run_waves(c, &L->moe, il, NULL, xn, &read, e)) return -1;
     } else if (c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED) {
-        if (sparse_waves(c, &L->moe, il, xn, &read, e)) return -1;
+        if (sparse_waves(c, &L->moe, il, NULL, xn, &read, e)) return -1;
     } else
         for (int32_t x = 0; x < w->ne; x++)
             if (w->count[x] && run_expert(c, &L->moe, il, x, xn, false, &read, e)) return -1;
