@@ -453,6 +453,9 @@ static int down_sparse(hearth_ctx *c, const hr_mat *down_t, int32_t cnt, bool ex
     return hr_sparse_axpy_ws(&c->cpu, &c->sparse_ws, down_t, A, cnt, idx, n_idx, w->y, e);
 }
 
+/* Exact and predicted mode: up and down only for some neurons of each expert. */
+static bool sparse_mode(const hearth_ctx *c) { return c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED; }
+
 /* Expert x over its cnt tokens: gather their inputs, gate/up, activation, down, each output
  * row times its weight into ys; adds the bytes of the expert's weights it read to *read.
  * pre (sparse_waves): the inputs are in xg already, and the gate in g, or for an expert with
@@ -467,7 +470,7 @@ static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x
     const hr_mat down_t = hr_moe_expert(&mw->down_t, x);
     /* predicted mode: experts without a predictor (calibrate skipped them) run exact */
     const bool pred = c->ffn.mode == HEARTH_FFN_PREDICTED && mw->pred && mw->pred[x].data;
-    const bool exact = c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED, sparse_down = mw->down_t.data != NULL;
+    const bool exact = sparse_mode(c), sparse_down = mw->down_t.data != NULL;
     int64_t up_rows = up.n_out, down_rows = 0, gate_rows = gate.n_out;
     uint64_t pc[3] = {0, 0, 0};
     const size_t ffo = (size_t)x * (size_t)w->ff;
@@ -667,7 +670,7 @@ static void ep_scatter(void *arg, int64_t r0, int64_t r1) {
  * counts are taken from the buffers (--stats, calibration's neuron counts). */
 static bool waves_fit(const hearth_ctx *c, const hr_moe_weights *mw) {
     const struct hr_moe_ws *w = c->moe;
-    if (c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED) return false;
+    if (sparse_mode(c)) return false;
     if (mw->down_t.data || w->fire_n || c->ffn.stats_on) return false;
     const hr_mat g = hr_moe_expert(&mw->gate, 0), u = hr_moe_expert(&mw->up, 0);
     return hr_matmul_pair_fits(&g, &u);
@@ -753,16 +756,16 @@ static int sparse_group(hearth_ctx *c, int n, int kind, hr_err *e) {
 }
 
 /* Exact and predicted mode (of a split layer, g: the experts the host computes whole), as many
- * experts at a time as n_batch rows hold: their inputs
- * gathered, then in one pool run each the gates of the experts without a predictor, and the
- * fc1 (with ReLU) and fc2 of those with one, where run_expert made one or two runs per expert;
- * then each expert's own work, its rows moved to the front of the buffers where run_expert
- * reads them (a wave's later experts lie further on, so the moves clobber only what was used). */
+ * experts at a time as n_batch rows hold: their inputs gathered, then in one pool run each the
+ * gates of the experts without a predictor, and the fc1 (with ReLU) and fc2 of those with
+ * one, where run_expert made one or two runs per expert; then each expert's own work, its
+ * rows moved to the front of the buffers where run_expert reads them (a wave's later experts
+ * lie further on, so the moves clobber only what was used). */
 static int sparse_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const hr_gpu_layer *g, const float *xn, uint64_t *read,
                         hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     const size_t d = (size_t)w->d, ff = (size_t)w->ff, rk = (size_t)w->max_rank;
-    for (int32_t x0 = 0, x = 0; x0 < w->ne; x0 = x) {
+    for (int32_t x = 0; x < w->ne;) {
         int n = 0;
         int32_t rows = 0;
         for (; x < w->ne && rows + w->count[x] <= c->n_batch; x++) {
@@ -793,15 +796,24 @@ static int sparse_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const h
     return 0;
 }
 
+/* The experts the host computes whole (g NULL: every routed one) in waves, dense or sparse as
+ * the mode is; *done false where neither fits (nothing done: run_expert one by one). */
+static int host_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const hr_gpu_layer *g, const float *xn, bool *done,
+                      uint64_t *read, hr_err *e) {
+    *done = true;
+    if (waves_fit(c, mw)) return run_waves(c, mw, il, g, xn, read, e);
+    if (sparse_mode(c)) return sparse_waves(c, mw, il, g, xn, read, e);
+    *done = false;
+    return 0;
+}
+
 /* Layer il's host experts: whole on the CPU (in waves where they fit), or its cold part where
  * the device holds hot neurons. */
 static int run_host_experts(hearth_ctx *c, const hr_layer *L, int il, const hr_gpu_layer *g, const uint8_t *xmask,
                             const float *xn, uint64_t *read, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
-    const bool dense = waves_fit(c, &L->moe);
-    const bool sparse = c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED, waves = dense || sparse;
-    if (dense && run_waves(c, &L->moe, il, g, xn, read, e)) return -1;
-    if (sparse && sparse_waves(c, &L->moe, il, g, xn, read, e)) return -1;
+    bool waves;
+    if (host_waves(c, &L->moe, il, g, xn, &waves, read, e)) return -1;
     for (int32_t x = 0; x < w->ne; x++) {
         if (!w->count[x] || (g->exp_local && g->exp_local[x] >= 0) || (waves && host_whole(g, x))) continue;
         const int32_t xi = g->xhot_local ? g->xhot_local[x] : -1;
@@ -860,13 +872,12 @@ int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_
     /* the host counts firing neurons (calibration) only of experts it computes */
     if (hr_hybrid_step(c, il) == HR_STEP_SPLIT_MOE && !w->fire_n) {
         if (split_experts(c, L, il, xn, &read, e)) return -1;
-    } else if (waves_fit(c, &L->moe)) {
-        if (run_waves(c, &L->moe, il, NULL, xn, &read, e)) return -1;
-    } else if (c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED) {
-        if (sparse_waves(c, &L->moe, il, NULL, xn, &read, e)) return -1;
-    } else
-        for (int32_t x = 0; x < w->ne; x++)
+    } else {
+        bool waves;
+        if (host_waves(c, &L->moe, il, NULL, xn, &waves, &read, e)) return -1;
+        for (int32_t x = 0; !waves && x < w->ne; x++)
             if (w->count[x] && run_expert(c, &L->moe, il, x, xn, false, &read, e)) return -1;
+    }
     const size_t d = (size_t)w->d;
     for (int32_t t = 0; t < n; t++) { /* rank order, as llama.cpp adds the expert views */
         const float *ys = w->ys + (size_t)t * (size_t)w->k * d;

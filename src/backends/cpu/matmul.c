@@ -270,6 +270,14 @@ static void mm_bind(mm_job *j, char *base) {
     j->panels = base + (s->xs + s->xts) * (size_t)j->n_tok;
 }
 
+/* Bytes a product (W1: a pair's second matrix, or NULL) moves, for the profile: weights,
+ * outputs and activations. */
+static uint64_t mm_bytes(const hr_mat *W, const hr_mat *W1, int64_t n_tok) {
+    const uint64_t mats = W1 ? 2 : 1;
+    return mats * ((uint64_t)W->n_out * W->row_bytes + (uint64_t)n_tok * (uint64_t)W->n_out * 4) +
+           (uint64_t)n_tok * (uint64_t)W->n_in * 4;
+}
+
 /* Pieces of the job's rows for nth threads. */
 static int mm_chunks(const mm_job *j, int nth) {
     int64_t chunks = nth == 1 ? 1 : (int64_t)nth * CHUNKS_PER_THREAD;
@@ -352,9 +360,7 @@ static int group_run(hr_cpu *c, const hr_mm_item *items, int n, uint64_t *bytes,
         const hr_mm_item *it = &items[i];
         if (mm_setup(c, &g.jobs[i], it->W, it->W1, it->X, it->n_tok, it->Y, it->Y1, it->ep, &need[i], e)) goto done;
         total += need[i];
-        const uint64_t mats = it->W1 ? 2 : 1;
-        *bytes += mats * ((uint64_t)it->W->n_out * it->W->row_bytes + (uint64_t)it->n_tok * (uint64_t)it->W->n_out * 4) +
-                  (uint64_t)it->n_tok * (uint64_t)it->W->n_in * 4;
+        *bytes += mm_bytes(it->W, it->W1, it->n_tok);
     }
     if (hr_cpu_reserve(c, total, e) < 0) goto done;
     size_t off = 0;
@@ -395,10 +401,7 @@ static int matmul_prof(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float
     if (!c || !c->prof || !W) return matmul_run(c, W, W1, X, n_tok, Y, Y1, ep, e);
     const hr_prof_mark m = hr_prof_begin(c->prof);
     const int r = matmul_run(c, W, W1, X, n_tok, Y, Y1, ep, e);
-    const uint64_t mats = W1 ? 2 : 1;
-    const uint64_t bytes = mats * ((uint64_t)W->n_out * W->row_bytes + (uint64_t)n_tok * (uint64_t)W->n_out * 4) +
-                           (uint64_t)n_tok * (uint64_t)W->n_in * 4;
-    hr_prof_end(c->prof, m, n_tok == 1 ? HR_PROF_MATVEC : HR_PROF_GEMM, W->type, bytes);
+    hr_prof_end(c->prof, m, n_tok == 1 ? HR_PROF_MATVEC : HR_PROF_GEMM, W->type, mm_bytes(W, W1, n_tok));
     return r;
 }
 
