@@ -232,32 +232,113 @@ static void gm_task(void *arg, int ith, int nth) {
     }
 }
 
-static int gather_run(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, const int32_t *idx, int64_t n_idx,
-                      float *Y, hr_err *e) {
-    if (!c || !c->pool || !X || (!Y && n_idx > 0)) return hr_errf(e, "gather_matmul: missing argument");
+/* Item it's job, all but its prepared activations; *need: the scratch bytes they take. */
+static int gm_setup(const hr_cpu *c, gm_job *j, const hr_gather_item *it, size_t *need, hr_err *e) {
+    const hr_mat *W = it->W;
+    if (!it->X || (!it->Y && it->n_idx > 0)) return hr_errf(e, "gather_matmul: missing argument");
     if (W && (W->type >= HR_TYPE_MAX || !c->k->vec_dot[W->type] || !c->k->act_prep[W->type]))
         return hr_errf(e, "gather_matmul: weight type %u has no CPU kernel", W->type);
-    if (check_mat("gather_matmul", W, n_tok, idx, n_idx, e) < 0) return -1;
-    if (n_idx == 0) return 0;
-    gm_job j = {.k = c->k, .tile = hr_kernels_ext_of(c->k)->tile[W->type],
-                .rows2 = hr_kernels_ext_of(c->k)->rows2[W->type], .W = W, .X = X,
-                .rows4 = hr_kernels_ext_of(c->k)->rows4[W->type], .gather4 = hr_kernels_ext_of(c->k)->gather4[W->type],
-                .n_tok = n_tok, .idx = idx, .n_idx = n_idx, .Y = Y};
+    if (check_mat("gather_matmul", W, it->n_tok, it->idx, it->n_idx, e) < 0) return -1;
+    const hr_kernels_ext *x = hr_kernels_ext_of(c->k);
+    *j = (gm_job){.k = c->k, .tile = x->tile[W->type], .rows2 = x->rows2[W->type], .rows4 = x->rows4[W->type],
+                  .gather4 = x->gather4[W->type], .W = W, .X = it->X, .n_tok = it->n_tok, .idx = it->idx,
+                  .n_idx = it->n_idx, .Y = it->Y};
+    *need = 0;
+    if (!it->n_idx) return 0; /* nothing to compute: nothing prepared */
     if (W->type == HR_F32) {
-        j.xq = (const char *)X;
-        j.xs = (size_t)W->n_in * sizeof(float);
-    } else {
-        j.xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
-        if ((uint64_t)n_tok > SIZE_MAX / j.xs) return hr_errf(e, "gather_matmul: batch too large");
-        if (hr_cpu_reserve(c, j.xs * (size_t)n_tok, e) < 0) return -1;
-        j.xq = c->scratch;
-        if (n_tok * W->n_in >= PAR_PREP_ELEMS && n_tok > 1) hr_pool_run(c->pool, gm_prep_task, &j);
-        else gm_prep_task(&j, 0, 1);
+        j->xq = (const char *)it->X;
+        j->xs = (size_t)W->n_in * sizeof(float);
+        return 0;
     }
-    int chunks = n_chunks(hr_pool_threads(c->pool), n_idx, CHUNKS_PER_THREAD);
-    if (chunks == 1) gm_task(&j, 0, 1);
-    else hr_pool_run_chunks(c->pool, gm_task, &j, chunks);
+    j->xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
+    if ((uint64_t)it->n_tok > SIZE_MAX / 2 / j->xs) return hr_errf(e, "gather_matmul: batch too large");
+    *need = j->xs * (size_t)it->n_tok;
     return 0;
+}
+
+/* A group's run: item i's chunks are the pool's indices [first[i], first[i + 1]). Each output
+ * is one dot product whichever chunk computes it, so the split changes no value. */
+typedef struct {
+    gm_job *jobs;
+    int *first;
+    int n;
+} gm_group;
+
+/* The item whose chunks [first[i], first[i + 1]) hold chunk ith. */
+static int grp_item(const int *first, int n, int ith) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (first[mid] <= ith) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+static void gm_grp_task(void *arg, int ith, int nth) {
+    (void)nth;
+    const gm_group *g = arg;
+    const int i = grp_item(g->first, g->n, ith);
+    gm_task(&g->jobs[i], ith - g->first[i], g->first[i + 1] - g->first[i]);
+}
+
+/* About CHUNKS_PER_THREAD chunks per thread over the group, each item's share by its work. */
+static void gm_grp_chunks(gm_group *g, int nth) {
+    double total = 0;
+    for (int i = 0; i < g->n; i++) total += (double)g->jobs[i].n_idx * (double)g->jobs[i].n_tok;
+    g->first[0] = 0;
+    for (int i = 0; i < g->n; i++) {
+        const gm_job *j = &g->jobs[i];
+        const double share = total > 0 ? (double)j->n_idx * (double)j->n_tok / total : 0;
+        int k = (int)((double)nth * CHUNKS_PER_THREAD * share + 0.5);
+        const int most = n_chunks(nth, j->n_idx, CHUNKS_PER_THREAD);
+        g->first[i + 1] = g->first[i] + (k < 1 ? 1 : k > most ? most : k);
+    }
+}
+
+/* Groups up to this size (a decoded token's experts) keep their jobs on the stack. */
+#define GRP_STACK 16
+
+static int gather_run(hr_cpu *c, const hr_gather_item *items, int n, hr_err *e) {
+    gm_job jobs_s[GRP_STACK];
+    int first_s[GRP_STACK + 1];
+    size_t need_s[GRP_STACK], total = 0;
+    const bool heap = n > GRP_STACK;
+    gm_group g = {.jobs = heap ? malloc(sizeof(gm_job) * (size_t)n) : jobs_s,
+                  .first = heap ? malloc(sizeof(int) * (size_t)(n + 1)) : first_s, .n = n};
+    size_t *need = heap ? malloc(sizeof(size_t) * (size_t)n) : need_s;
+    int r = -1;
+    if (!g.jobs || !g.first || !need) {
+        hr_errf(e, "out of memory for a group of %d gathered products", n);
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        if (gm_setup(c, &g.jobs[i], &items[i], &need[i], e)) goto done;
+        if (total > SIZE_MAX / 2 - need[i]) {
+            hr_errf(e, "gather_matmul: batch too large");
+            goto done;
+        }
+        total += need[i];
+    }
+    if (total && hr_cpu_reserve(c, total, e) < 0) goto done;
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        gm_job *j = &g.jobs[i];
+        if (!need[i]) continue; /* F32 reads X itself; an empty item reads nothing */
+        j->xq = (const char *)c->scratch + off, off += need[i];
+        if (j->n_tok * j->W->n_in >= PAR_PREP_ELEMS && j->n_tok > 1) hr_pool_run(c->pool, gm_prep_task, j);
+        else gm_prep_task(j, 0, 1);
+    }
+    gm_grp_chunks(&g, hr_pool_threads(c->pool));
+    if (g.first[n] > 65535) {
+        hr_errf(e, "gather_matmul: a group of %d chunks (at most 65535)", g.first[n]);
+        goto done;
+    }
+    hr_pool_run_chunks(c->pool, gm_grp_task, &g, g.first[n]);
+    r = 0;
+done:
+    if (heap) free(g.jobs), free(g.first), free(need);
+    return r;
 }
 
 /* ---------------------------------------------------------------- axpy kernel choice */
@@ -571,6 +652,110 @@ static int axpy_run(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *
     return 0;
 }
 
+/* hr_sparse_axpy_group's run: its items' token groups as ax_jobs, each with the chunks and
+ * order its own hr_sparse_axpy_ws call gives it; a round's jobs' chunks are the pool's indices
+ * [first[i], first[i + 1]), then their partials are added, job by job, in chunk order. */
+typedef struct {
+    ax_job *jobs;
+    int *first;
+    int n;
+} ax_round;
+
+static void ax_grp_task(void *arg, int ith, int nth) {
+    (void)nth;
+    const ax_round *g = arg;
+    const int i = grp_item(g->first, g->n, ith);
+    ax_task(&g->jobs[i], ith - g->first[i], g->first[i + 1] - g->first[i]);
+}
+
+static void ax_grp_sum_task(void *arg, int ith, int nth) {
+    const ax_round *g = arg;
+    for (int i = 0; i < g->n; i++)
+        if (g->jobs[i].chunks > 1) ax_sum_task(&g->jobs[i], ith, nth);
+}
+
+/* A round's partials at most, in floats, unless one job needs more (a batch of 16 tokens over a
+ * wide matrix); a decoded token's experts take a few thousand. */
+#define AX_ROUND_FLOATS (1u << 20)
+
+/* Jobs [0, n) in rounds whose partials fit the workspace: each round one pool run for the
+ * chunks and one (or the caller) for the sums. */
+static int ax_rounds(hr_cpu *c, hr_sparse_ws *ws, ax_job *jobs, int *first, int n, hr_err *e) {
+    size_t most = AX_ROUND_FLOATS;
+    for (int i = 0; i < n; i++) {
+        const size_t need = ws_need(jobs[i].chunks, jobs[i].n_tok, jobs[i].Wt->n_in);
+        most = need > most ? need : most;
+    }
+    for (int i0 = 0; i0 < n;) {
+        size_t used = 0, sum = 0;
+        int i1 = i0;
+        for (; i1 < n; i1++) {
+            const size_t need = ws_need(jobs[i1].chunks, jobs[i1].n_tok, jobs[i1].Wt->n_in);
+            if (i1 > i0 && used + need > most) break;
+            used += need;
+            if (jobs[i1].chunks > 1) sum += (size_t)jobs[i1].n_tok * (size_t)jobs[i1].Wt->n_in;
+        }
+        if (ws_grow(ws, used, e) < 0) return -1;
+        ax_round g = {.jobs = jobs + i0, .first = first, .n = i1 - i0};
+        size_t off = 0;
+        first[0] = 0;
+        for (int i = 0; i < g.n; i++) {
+            ax_job *j = &g.jobs[i];
+            j->part = ws->part + off;
+            off += ws_need(j->chunks, j->n_tok, j->Wt->n_in);
+            first[i + 1] = first[i] + j->chunks;
+        }
+        if (first[g.n] > 65535) return hr_errf(e, "sparse_axpy: a group of %d chunks (at most 65535)", first[g.n]);
+        hr_pool_run_chunks(c->pool, ax_grp_task, &g, first[g.n]);
+        if (sum >= PAR_SUM_FLOATS) hr_pool_run(c->pool, ax_grp_sum_task, &g);
+        else if (sum) ax_grp_sum_task(&g, 0, 1);
+        i0 = i1;
+    }
+    return 0;
+}
+
+/* Item it's token groups appended to jobs[*n..). */
+static int ax_item_jobs(hr_cpu *c, hr_sparse_ws *ws, const hr_axpy_item *it, ax_job *jobs, int *n, hr_err *e) {
+    if (!it->Y || (!it->A && it->n_idx > 0)) return hr_errf(e, "sparse_axpy: missing argument");
+    if (check_mat("sparse_axpy", it->Wt, it->n_tok, it->idx, it->n_idx, e) < 0) return -1;
+    const hr_mat *Wt = it->Wt;
+    if (Wt->type >= HR_TYPE_MAX || !ws->ax->axpy[Wt->type])
+        return hr_errf(e, "sparse_axpy: weight type %u has no CPU kernel", Wt->type);
+    const int chunks = ax_chunks(hr_pool_threads(c->pool), Wt->n_out);
+    const int64_t group = it->n_tok < AX_TOK_BLOCK ? it->n_tok : AX_TOK_BLOCK;
+    if (chunks > 1 && !ws_need(chunks, group, Wt->n_in)) return hr_errf(e, "sparse_axpy: workspace too large");
+    const bool sorted = ascending(it->idx, it->n_idx);
+    for (int64_t t0 = 0; t0 < it->n_tok; t0 += group)
+        jobs[(*n)++] = (ax_job){.fn = ws->ax->axpy[Wt->type], .panel = Wt->n_in % 32 ? NULL : ws->ax->panel[Wt->type],
+                                .Wt = Wt, .A = it->A + t0 * it->n_idx, .a_stride = it->n_idx,
+                                .n_tok = it->n_tok - t0 < group ? it->n_tok - t0 : group, .idx = it->idx,
+                                .n_idx = it->n_idx, .sorted = sorted, .Y = it->Y + t0 * Wt->n_in, .chunks = chunks};
+    return 0;
+}
+
+static int axpy_group_run(hr_cpu *c, hr_sparse_ws *ws, const hr_axpy_item *items, int n, hr_err *e) {
+    if (!ws->ax) ws->ax = hr_axpy_best();
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        if (!items[i].Wt || items[i].n_tok < 1) return hr_errf(e, "sparse_axpy: missing matrix or tokens");
+        total += (items[i].n_tok + AX_TOK_BLOCK - 1) / AX_TOK_BLOCK;
+    }
+    if (total > 65535) return hr_errf(e, "sparse_axpy: a group of %lld token groups (at most 65535)", (long long)total);
+    ax_job jobs_s[GRP_STACK];
+    int first_s[GRP_STACK + 1];
+    const bool heap = total > GRP_STACK;
+    ax_job *jobs = heap ? malloc(sizeof(ax_job) * (size_t)total) : jobs_s;
+    int *first = heap ? malloc(sizeof(int) * (size_t)(total + 1)) : first_s, nj = 0, r = -1;
+    if (!jobs || !first) hr_errf(e, "out of memory for a group of %d axpys", n);
+    else {
+        r = 0;
+        for (int i = 0; i < n && !r; i++) r = ax_item_jobs(c, ws, &items[i], jobs, &nj, e);
+        if (!r) r = ax_rounds(c, ws, jobs, first, nj, e);
+    }
+    if (heap) free(jobs), free(first);
+    return r;
+}
+
 static int ffn_fused_run(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *gate, const hr_mat *up, const hr_mat *down_t,
                          const float *x, const int32_t *idx, int64_t n_idx, hr_ffn_act_fn act, void *act_arg, float *G,
                          float *U, float *A, float *Y, hr_err *e) {
@@ -603,14 +788,27 @@ bool hr_sparse_ffn_fits(const hr_cpu *c, const hr_mat *gate) {
 
 /* ---- profiled entry points (prof.h): the work above, timed when c->prof is set ---- */
 
+/* Bytes a gathered product moves: its rows, its activations and outputs. */
+static uint64_t gm_bytes(const hr_gather_item *it) {
+    return (uint64_t)it->n_idx * it->W->row_bytes + (uint64_t)it->n_tok * (uint64_t)(it->W->n_in + it->n_idx) * 4;
+}
+
+int hr_gather_group(hr_cpu *c, const hr_gather_item *items, int n_items, hr_err *e) {
+    if (!c || !c->pool || n_items < 0 || (n_items && !items)) return hr_errf(e, "gather_matmul: missing argument");
+    if (n_items > 65535) return hr_errf(e, "gather_matmul: a group of %d products (at most 65535)", n_items);
+    if (!c->prof || !n_items || !items[0].W) return gather_run(c, items, n_items, e);
+    uint64_t bytes = 0;
+    for (int i = 0; i < n_items; i++) bytes += items[i].W ? gm_bytes(&items[i]) : 0;
+    const hr_prof_mark m = hr_prof_begin(c->prof);
+    const int r = gather_run(c, items, n_items, e);
+    hr_prof_end(c->prof, m, HR_PROF_GATHER, items[0].W->type, bytes);
+    return r;
+}
+
 int hr_gather_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, const int32_t *idx, int64_t n_idx,
                      float *Y, hr_err *e) {
-    if (!c || !c->prof || !W) return gather_run(c, W, X, n_tok, idx, n_idx, Y, e);
-    const hr_prof_mark m = hr_prof_begin(c->prof);
-    const int r = gather_run(c, W, X, n_tok, idx, n_idx, Y, e);
-    const uint64_t bytes = (uint64_t)n_idx * W->row_bytes + (uint64_t)n_tok * (uint64_t)(W->n_in + n_idx) * 4;
-    hr_prof_end(c->prof, m, HR_PROF_GATHER, W->type, bytes);
-    return r;
+    const hr_gather_item it = {.W = W, .X = X, .n_tok = n_tok, .idx = idx, .n_idx = n_idx, .Y = Y};
+    return hr_gather_group(c, &it, 1, e);
 }
 
 /* Rows the axpy really reads: those with a non-zero coefficient in a group of tokens. */
@@ -633,6 +831,23 @@ int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float
     const hr_prof_mark m = hr_prof_begin(c->prof);
     const int r = axpy_run(c, ws, Wt, A, n_tok, idx, n_idx, Y, e);
     hr_prof_end(c->prof, m, HR_PROF_AXPY, Wt->type, bytes);
+    return r;
+}
+
+int hr_sparse_axpy_group(hr_cpu *c, hr_sparse_ws *ws, const hr_axpy_item *items, int n_items, hr_err *e) {
+    if (!c || !c->pool || !ws || n_items < 0 || (n_items && !items)) return hr_errf(e, "sparse_axpy: missing argument");
+    if (n_items > 65535) return hr_errf(e, "sparse_axpy: a group of %d products (at most 65535)", n_items);
+    if (!c->prof || !n_items || !items[0].Wt || !items[0].A) return axpy_group_run(c, ws, items, n_items, e);
+    uint64_t bytes = 0; /* counted before the clock starts, as for one axpy */
+    for (int i = 0; i < n_items; i++) {
+        const hr_axpy_item *it = &items[i];
+        if (it->Wt && it->A && it->n_tok > 0)
+            bytes += axpy_rows_read(it->A, it->n_tok, it->n_idx) * it->Wt->row_bytes +
+                     (uint64_t)it->n_tok * (uint64_t)(it->n_idx + it->Wt->n_in) * 4;
+    }
+    const hr_prof_mark m = hr_prof_begin(c->prof);
+    const int r = axpy_group_run(c, ws, items, n_items, e);
+    hr_prof_end(c->prof, m, HR_PROF_AXPY, items[0].Wt->type, bytes);
     return r;
 }
 
