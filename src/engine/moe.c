@@ -23,8 +23,17 @@
 /* Weights renormalised to sum 1 never divide by less than this (llama.cpp's clamp). */
 #define HR_MOE_MIN_WSUM 6.103515625e-5f
 
-/* One expert of a wave (run_waves): its matrices, its rows in the wave's buffers, and the
- * epilogues that finish them inside the products' pool runs. */
+/* One expert group's rows of the per-group buffers (struct hr_moe_ws): all of them for an
+ * expert run alone (base_buf), or its share of a wave's (wave_buf), so that the steps of a
+ * wave's experts can run side by side, each step's products in one pool run. */
+typedef struct moe_buf {
+    float *xg, *g, *u, *a, *gc, *y; /* inputs [cnt][d]; gate, up, act [cnt][ff] (u, gc: [cnt][nu]); outputs [cnt][d] */
+    float *ps;                      /* predicted mode: scores [cnt][ff] */
+    int32_t *idx;                   /* [ff] the group's union of neurons */
+} moe_buf;
+
+/* One expert of a wave (run_waves, sparse_waves): its matrices, its rows in the wave's buffers,
+ * and the epilogues that finish them inside the products' pool runs. */
 typedef struct moe_item {
     const hearth_ctx *c;
     hr_mat gate, up, down;
@@ -36,12 +45,21 @@ typedef struct moe_item {
     bool pred;                 /* sparse_waves: an expert with a predictor, whose fc1 and fc2
                                   gate and up hold, its hidden units g and its scores u */
     hr_mm_epi act, scatter;
+    /* sparse_experts' state: */
+    moe_buf b;                 /* its rows of the buffers */
+    const int32_t *uidx;       /* the neurons up and down are computed for: b.idx, or all */
+    int64_t nu;                /* their count (predicted mode's gate step: its union's) */
+    int64_t gate_rows, down_rows; /* rows read */
+    uint64_t pc[3], gate_on;   /* predicted mode's counts (count_expert); exact mode's firing pairs */
+    bool full;                 /* predicted mode: the gate's full product */
 } moe_item;
 
 struct hr_moe_ws {
     int32_t k, ne, ff, d;
     moe_item *items;       /* [n_expert] a wave's experts */
     hr_mm_item *mm;        /* [n_expert] their products */
+    hr_gather_item *gi;    /* [n_expert] their gathered products */
+    hr_axpy_item *ai;      /* [n_expert] their sparse axpys */
     float *logits;         /* [n_batch][n_expert] router scores, then probabilities */
     int32_t *sel;          /* [n_batch][k] chosen experts, rank order */
     float *w;              /* [n_batch][k] their weights */
@@ -50,11 +68,10 @@ struct hr_moe_ws {
     float *xg, *g, *u, *a, *y; /* one expert's group: inputs [n][d], gate/up/act [n][ff], outputs [n][d] */
     float *ys;             /* [n_batch][k][d] weighted expert outputs */
     float *gc;             /* exact mode: [n][nu] gate values of the group's union */
-    int32_t *idx, *all;    /* exact mode: [ff] the group's union of firing neurons; 0..ff-1 */
+    int32_t *idx, *all;    /* exact mode: [min(n_expert, n)][ff] each wave expert's union of firing neurons; 0..ff-1 */
     uint64_t *routed_n;    /* [n_layer][n_expert] tokens routed to each expert */
     uint32_t *fire_n;      /* NULL, or (hr_moe_count_neurons) [n_layer][n_expert][ff] tokens each neuron fired on */
     bool routed;           /* logits hold this layer's scores already (hr_moe_route_early) */
-    uint64_t gate_on;      /* exact mode: the last gate_union's firing (token, neuron) pairs */
     uint64_t expert_bytes; /* one expert's three matrices */
     int32_t *dr0, *dn;     /* [n_expert] split MoE: first row and rows of each device expert in h_xe */
     int32_t *xr0, *xn;     /* [n_expert] the same for the layer's host experts with hot neurons (xhot) */
@@ -111,9 +128,10 @@ int hr_moe_ctx_init(hearth_ctx *c, hr_err *e) {
     const size_t d = (size_t)hp->n_embd, ff = (size_t)hp->n_ff_exp;
     w->k = (int32_t)k, w->ne = (int32_t)ne, w->ff = (int32_t)ff, w->d = (int32_t)d;
     const size_t nl = (size_t)hp->n_layer;
-    const size_t bytes[] = {nb * ne * 4, nb * k * 4, nb * k * 4, ne * 4, ne * 4, nb * k * 4, nb * d * 4, nb * ff * 4,
-                            nb * ff * 4, nb * ff * 4, nb * d * 4, nb * k * d * 4, nb * ff * 4, ff * 4, ff * 4, nl * ne * 8,
-                            ne * 4, ne * 4, ne * 4, ne * 4, ne * 4};
+    const size_t nw = nb < ne ? nb : ne; /* a wave's experts at most */
+    const size_t bytes[] = {nb * ne * 4, nb * k * 4, nb * k * 4, ne * 4,      ne * 4,      nb * k * 4, nb * d * 4,
+                            nb * ff * 4, nb * ff * 4, nb * ff * 4, nb * d * 4, nb * k * d * 4, nb * ff * 4, nw * ff * 4,
+                            ff * 4,      nl * ne * 8, ne * 4,      ne * 4,     ne * 4,      ne * 4,      ne * 4};
     void **bufs[] = {(void **)&w->logits, (void **)&w->sel, (void **)&w->w, (void **)&w->count, (void **)&w->start,
                      (void **)&w->slot, (void **)&w->xg, (void **)&w->g, (void **)&w->u, (void **)&w->a,
                      (void **)&w->y, (void **)&w->ys, (void **)&w->gc, (void **)&w->idx, (void **)&w->all,
@@ -123,7 +141,8 @@ int hr_moe_ctx_init(hearth_ctx *c, hr_err *e) {
         c->scratch_bytes += bytes[i];
     }
     for (size_t j = 0; j < ff; j++) w->all[j] = (int32_t)j;
-    if (!(w->items = calloc(ne, sizeof *w->items)) || !(w->mm = calloc(ne, sizeof *w->mm)))
+    if (!(w->items = calloc(ne, sizeof *w->items)) || !(w->mm = calloc(ne, sizeof *w->mm)) ||
+        !(w->gi = calloc(ne, sizeof *w->gi)) || !(w->ai = calloc(ne, sizeof *w->ai)))
         return hr_errf(e, "out of memory allocating expert buffers");
     w->expert_bytes = hr_moe_expert_bytes(&c->m->layers[0].moe);
     uint64_t router = 0;
@@ -143,7 +162,7 @@ void hr_moe_ctx_free(hearth_ctx *c) {
     free(w->logits), free(w->sel), free(w->w), free(w->count), free(w->start), free(w->slot);
     free(w->xg), free(w->g), free(w->u), free(w->a), free(w->y), free(w->ys);
     free(w->gc), free(w->idx), free(w->all), free(w->routed_n), free(w->fire_n), free(w->dr0), free(w->dn);
-    free(w->xr0), free(w->xn), free(w->raw), free(w->items), free(w->mm);
+    free(w->xr0), free(w->xn), free(w->raw), free(w->items), free(w->mm), free(w->gi), free(w->ai);
     free(w->ph), free(w->ps), free(w->pred_n), free(w->xpm), free(w->xmasked);
     if (w->trace) fclose(w->trace);
     free(w);
@@ -264,51 +283,79 @@ static int route_run(hearth_ctx *c, const hr_layer *L, const float *xn, int32_t 
     return 0;
 }
 
-/* Union over the group's cnt tokens of the neurons whose gate fires (g [cnt][ff]) into
- * w->idx; returns its size. w->gate_on: the (token, neuron) pairs that fire, which is what
+static moe_buf base_buf(struct hr_moe_ws *w) {
+    return (moe_buf){.xg = w->xg, .g = w->g, .u = w->u, .a = w->a, .gc = w->gc, .y = w->y, .ps = w->ps, .idx = w->idx};
+}
+
+/* The rows from row r of each buffer for the wave's q-th expert, and its own index list. */
+static moe_buf wave_buf(struct hr_moe_ws *w, size_t r, int q) {
+    const size_t ff = (size_t)w->ff, d = (size_t)w->d;
+    return (moe_buf){.xg = w->xg + r * d, .g = w->g + r * ff, .u = w->u + r * ff, .a = w->a + r * ff, .gc = w->gc + r * ff,
+                     .y = w->y + r * d, .ps = w->ps ? w->ps + r * ff : NULL, .idx = w->idx + (size_t)q * ff};
+}
+
+/* Union over the group's cnt tokens of the neurons whose gate fires (b->g [cnt][ff]) into
+ * b->idx; returns its size. *gate_on: the (token, neuron) pairs that fire, which is what
  * exact mode computes (count_expert). The rows are read in order, idx holding the marks
  * first and then, in place, the union. */
-static int64_t gate_union(struct hr_moe_ws *w, int32_t cnt) {
+static int64_t gate_union(const struct hr_moe_ws *w, const moe_buf *b, int32_t cnt, uint64_t *gate_on) {
     const size_t ff = (size_t)w->ff;
-    memset(w->idx, 0, sizeof(int32_t) * ff);
+    memset(b->idx, 0, sizeof(int32_t) * ff);
     uint64_t on = 0;
     for (size_t i = 0; i < (size_t)cnt; i++) {
-        const float *g = w->g + i * ff;
+        const float *g = b->g + i * ff;
         for (size_t j = 0; j < ff; j++) {
             const bool f = g[j] > 0;
-            w->idx[j] |= f, on += f;
+            b->idx[j] |= f, on += f;
         }
     }
     int64_t nu = 0;
     for (int32_t j = 0; j < w->ff; j++)
-        if (w->idx[j]) w->idx[nu++] = j;
-    w->gate_on = on;
+        if (b->idx[j]) b->idx[nu++] = j;
+    *gate_on = on;
     return nu;
 }
 
 /* Exact mode (ReGLU/dReLU experts): relu(gate) is zero unless gate > 0, so up is computed only
- * for the union of firing neurons and every other activation is zero. ffn_down_exps holds
- * n_embd rows of n_ff_exp: the activations go back into full rows (zeros elsewhere) for the
- * dense down product, which then sees the same values dense mode gives it (relu(g) * u is a
- * zero there too), so the output equals dense mode's. *rows: the up rows it read. */
-static int expert_exact(hearth_ctx *c, const hr_mat *up, int32_t cnt, bool scatter, int64_t *rows, hr_err *e) {
+ * for the union of firing neurons and every other activation is zero. Its first step: the
+ * union (every neuron past HR_MOE_UNION_DENSE_SHARE of them, where the full up product beats
+ * gathered rows; hr_gather_matmul equals hr_matmul row for row, so the choice never changes a
+ * result), whose up rows the caller gathers into b.u. With scatter (no ffn_down_exps_t),
+ * the activations go back into full rows of b.a, zeros elsewhere, for the dense down
+ * product, which then sees the values dense mode gives it (relu(g) * u is a zero there too). */
+static void exact_union(const hearth_ctx *c, moe_item *it, bool scatter) {
     struct hr_moe_ws *w = c->moe;
     const size_t ff = (size_t)w->ff;
-    int64_t nu = gate_union(w, cnt);
-    const int32_t *idx = w->idx;
-    if (nu > HR_MOE_UNION_DENSE_SHARE * (double)ff) idx = w->all, nu = (int64_t)ff;
-    *rows = nu;
-    if (scatter) memset(w->a, 0, sizeof(float) * (size_t)cnt * ff);
-    if (!nu) return 0;
-    if (hr_gather_matmul(&c->cpu, up, w->xg, cnt, idx, nu, w->u, e)) return -1;
-    for (int32_t i = 0; i < cnt; i++)
-        for (int64_t q = 0; q < nu; q++) w->gc[(size_t)i * (size_t)nu + (size_t)q] = w->g[(size_t)i * ff + (size_t)idx[q]];
-    hr_ffn_act(w->gc, w->gc, w->u, (int64_t)cnt * nu, c->m->hp.act); /* element-wise: in place is fine */
-    for (int32_t i = 0; scatter && i < cnt; i++)
-        for (int64_t q = 0; q < nu; q++) {
-            const size_t at = (size_t)i * ff + (size_t)idx[q];
-            if (w->g[at] > 0) w->a[at] = w->gc[(size_t)i * (size_t)nu + (size_t)q];
+    it->nu = gate_union(w, &it->b, it->cnt, &it->gate_on);
+    it->uidx = it->b.idx;
+    if (it->nu > HR_MOE_UNION_DENSE_SHARE * (double)ff) it->uidx = w->all, it->nu = (int64_t)ff;
+    if (scatter) memset(it->b.a, 0, sizeof(float) * (size_t)it->cnt * ff);
+}
+
+/* Its second, after up: act(gate, up) over the union into b.gc [cnt][nu], and with scatter
+ * into b.a's full rows. */
+static void exact_act(const hearth_ctx *c, const moe_item *it, bool scatter) {
+    const size_t ff = (size_t)c->moe->ff, nu = (size_t)it->nu;
+    const moe_buf *b = &it->b;
+    for (size_t i = 0; i < (size_t)it->cnt; i++)
+        for (size_t q = 0; q < nu; q++) b->gc[i * nu + q] = b->g[i * ff + (size_t)it->uidx[q]];
+    hr_ffn_act(b->gc, b->gc, b->u, (int64_t)it->cnt * it->nu, c->m->hp.act); /* element-wise: in place is fine */
+    for (size_t i = 0; scatter && i < (size_t)it->cnt; i++)
+        for (size_t q = 0; q < nu; q++) {
+            const size_t at = i * ff + (size_t)it->uidx[q];
+            if (b->g[at] > 0) b->a[at] = b->gc[i * nu + q];
         }
+}
+
+/* Exact mode's up and activation for one expert group over the base buffers, its products on
+ * their own (run_cold_expert); *rows: up rows read, *gate_on: firing pairs. */
+static int expert_exact(hearth_ctx *c, const hr_mat *up, int32_t cnt, bool scatter, int64_t *rows, uint64_t *gate_on,
+                        hr_err *e) {
+    moe_item it = {.b = base_buf(c->moe), .cnt = cnt};
+    exact_union(c, &it, scatter);
+    *rows = it.nu, *gate_on = it.gate_on;
+    if (it.nu && hr_gather_matmul(&c->cpu, up, it.b.xg, cnt, it.uidx, it.nu, it.b.u, e)) return -1;
+    exact_act(c, &it, scatter);
     return 0;
 }
 
@@ -333,71 +380,74 @@ static int expert_scores(hearth_ctx *c, const hr_moe_weights *mw, int32_t x, int
     return pred_done(c, pm, hr_matmul(&c->cpu, f2, w->ph, cnt, w->ps, e));
 }
 
-/* --stats in predicted mode: the group's neurons firing (the full gate in w->g, computed
+/* --stats in predicted mode: the group's neurons firing (the full gate in b.g, computed
  * for the count: gate > 0) and firing and predicted into pc[1], pc[2]; the expert's totals
  * of pc[0..2] (predicted, fired, both). */
-static void count_pred(hearth_ctx *c, int il, int32_t x, int32_t cnt, float thr, uint64_t *pc) {
+static void count_pred(hearth_ctx *c, int il, moe_item *it, float thr) {
     struct hr_moe_ws *w = c->moe;
-    uint64_t *pn = w->pred_n + ((size_t)il * (size_t)w->ne + (size_t)x) * 3;
-    const size_t n = (size_t)cnt * (size_t)w->ff;
+    uint64_t *pn = w->pred_n + ((size_t)il * (size_t)w->ne + (size_t)it->x) * 3, *pc = it->pc;
+    const size_t n = (size_t)it->cnt * (size_t)w->ff;
     for (size_t i = 0; i < n; i++) {
-        const bool f = w->g[i] > 0;
-        pc[1] += f, pc[2] += f && w->ps[i] >= thr;
+        const bool f = it->b.g[i] > 0;
+        pc[1] += f, pc[2] += f && it->b.ps[i] >= thr;
     }
     pn[0] += pc[0], pn[1] += pc[1], pn[2] += pc[2];
 }
 
-/* Predicted mode, expert x: the gate only for the union of its tokens' predicted neurons
- * (gathered rows, equal row for row to the full product; past HR_MOE_UNION_DENSE_SHARE, or
- * with --stats, the full product), then w->g holds each token's gate value where its own
- * predictor marked the neuron and 0 elsewhere, so the exact path that follows computes up
- * and down only for predicted neurons whose gate fires, and a token's result never depends
- * on its batch. A predictor marking every neuron gives exact mode's output bit for bit.
- * *rows: gate rows read; pc[0]: token-neuron pairs predicted (with --stats pc[1], pc[2]:
- * count_pred). */
-static int expert_gate_predicted(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x, const hr_mat *gate, int32_t cnt,
-                                 bool scored, int64_t *rows, uint64_t *pc, hr_err *e) {
-    struct hr_moe_ws *w = c->moe;
-    const size_t ff = (size_t)w->ff;
+/* Predicted mode: the gate only for the union of the group's predicted neurons (gathered
+ * rows into b.gc, equal row for row to the full product; past HR_MOE_UNION_DENSE_SHARE, or
+ * with --stats, the full product into b.g: it->full), then (pred_mask) b.g holds each token's
+ * gate value where its own predictor marked the neuron and 0 elsewhere, so the exact steps
+ * that follow compute up and down only for predicted neurons whose gate fires, and a token's
+ * result never depends on its batch. A predictor marking every neuron gives exact mode's
+ * output bit for bit. First step: the union (scores in b.ps) into b.idx, it->nu its size,
+ * pc[0] the token-neuron pairs predicted, gate_rows what the mode reads. */
+static void pred_union(const hearth_ctx *c, moe_item *it) {
+    const size_t ff = (size_t)c->moe->ff;
     const float thr = c->m->sparse_threshold;
-    if (!scored && expert_scores(c, mw, x, cnt, e)) return -1;
     int64_t nu = 0;
     uint64_t np = 0;
     for (size_t j = 0; j < ff; j++) {
         bool any = false;
-        for (int32_t i = 0; i < cnt; i++) {
-            const bool p = w->ps[(size_t)i * ff + j] >= thr;
+        for (int32_t i = 0; i < it->cnt; i++) {
+            const bool p = it->b.ps[(size_t)i * ff + j] >= thr;
             any |= p, np += p;
         }
-        if (any) w->idx[nu++] = (int32_t)j;
+        if (any) it->b.idx[nu++] = (int32_t)j;
     }
-    pc[0] = np;
-    const bool dense = nu > HR_MOE_UNION_DENSE_SHARE * (double)ff, full = dense || c->ffn.stats_on;
-    *rows = dense ? (int64_t)ff : nu; /* --stats' full product is for the counts: bytes stay what the mode reads */
-    if (full) {
-        if (hr_matmul(&c->cpu, gate, w->xg, cnt, w->g, e)) return -1;
-        if (w->pred_n) count_pred(c, il, x, cnt, thr, pc);
-        for (size_t i = 0; i < (size_t)cnt * ff; i++)
-            if (!(w->ps[i] >= thr)) w->g[i] = 0.0f;
-        return 0;
+    it->nu = nu, it->pc[0] = np, it->pc[1] = it->pc[2] = 0;
+    const bool dense = nu > HR_MOE_UNION_DENSE_SHARE * (double)ff;
+    it->full = dense || c->ffn.stats_on;
+    it->gate_rows = dense ? (int64_t)ff : nu; /* --stats' full product is for the counts: bytes stay what the mode reads */
+}
+
+/* Second step, after the gate's product: b.g masked by the predictions. */
+static void pred_mask(hearth_ctx *c, int il, moe_item *it) {
+    const size_t ff = (size_t)c->moe->ff, n = (size_t)it->cnt * ff, nu = (size_t)it->nu;
+    const float thr = c->m->sparse_threshold;
+    const moe_buf *b = &it->b;
+    if (it->full) {
+        if (c->moe->pred_n) count_pred(c, il, it, thr);
+        for (size_t i = 0; i < n; i++)
+            if (!(b->ps[i] >= thr)) b->g[i] = 0.0f;
+        return;
     }
-    memset(w->g, 0, sizeof(float) * (size_t)cnt * ff);
-    if (!nu) return 0;
-    if (hr_gather_matmul(&c->cpu, gate, w->xg, cnt, w->idx, nu, w->gc, e)) return -1;
-    for (int32_t i = 0; i < cnt; i++)
-        for (int64_t q = 0; q < nu; q++) {
-            const size_t at = (size_t)i * ff + (size_t)w->idx[q];
-            if (w->ps[at] >= thr) w->g[at] = w->gc[(size_t)i * (size_t)nu + (size_t)q];
+    memset(b->g, 0, sizeof(float) * n);
+    for (size_t i = 0; i < (size_t)it->cnt; i++)
+        for (size_t q = 0; q < nu; q++) {
+            const size_t at = i * ff + (size_t)b->idx[q];
+            if (b->ps[at] >= thr) b->g[at] = b->gc[i * nu + q];
         }
-    return 0;
 }
 
 /* FFN counters of one expert's group: neurons computed (exact: gate > 0) and, with --stats,
- * those that fire (gate > 0, and up > 0 for dReLU). g holds the full gate; up values are in
- * w->u, [cnt][ff] in dense mode or [cnt][nu] over w->idx (w->all when nu == ff) in exact mode.
- * Predicted experts (pc: expert_gate_predicted's counts): computed counts the predicted
- * neurons; fired and fired_computed the gate's firing and the predicted among it. */
-static void count_expert(hearth_ctx *c, int il, int32_t x, int32_t cnt, bool exact, int64_t nu, const uint64_t *pc) {
+ * those that fire (gate > 0, and up > 0 for dReLU). b->g holds the full gate; up values are in
+ * b->u, [cnt][ff] in dense mode or [cnt][nu] over b->idx (all when nu == ff) in exact mode,
+ * where gate_on is gate_union's count. Predicted experts (pc: pred_union's and count_pred's
+ * counts): computed counts the predicted neurons; fired and fired_computed the gate's firing
+ * and the predicted among it. */
+static void count_expert(hearth_ctx *c, int il, int32_t x, int32_t cnt, bool exact, int64_t nu, const uint64_t *pc,
+                         uint64_t gate_on, const moe_buf *b) {
     struct hr_moe_ws *w = c->moe;
     hearth_ffn_stats *s = &c->ffn.stats[il];
     if (pc) {
@@ -409,20 +459,20 @@ static void count_expert(hearth_ctx *c, int il, int32_t x, int32_t cnt, bool exa
     const size_t ff = (size_t)w->ff;
     uint32_t *fn = w->fire_n && relu ? w->fire_n + ((size_t)il * (size_t)w->ne + (size_t)x) * ff : NULL;
     if (!exact) s->computed += (uint64_t)cnt * ff;
-    if (exact && !c->ffn.stats_on && !fn) s->computed += w->gate_on; /* gate_union counted them */
+    if (exact && !c->ffn.stats_on && !fn) s->computed += gate_on; /* gate_union counted them */
     if (!relu || (!c->ffn.stats_on && !fn)) return;
-    const int32_t *idx = exact && nu < (int64_t)ff ? w->idx : w->all;
+    const int32_t *idx = exact && nu < (int64_t)ff ? b->idx : w->all;
     const int64_t n_up = exact ? nu : (int64_t)ff;
-    uint64_t gate_on = 0, fired = 0;
+    uint64_t on_n = 0, fired = 0;
     for (int32_t i = 0; i < cnt; i++) {
-        const float *g = w->g + (size_t)i * ff, *u = w->u + (size_t)i * (size_t)n_up;
+        const float *g = b->g + (size_t)i * ff, *u = b->u + (size_t)i * (size_t)n_up;
         for (int64_t q = 0; q < n_up; q++) {
             const bool on = g[idx[q]] > 0, f = on && (!drelu || u[q] > 0);
-            gate_on += on, fired += f;
+            on_n += on, fired += f;
             if (fn && f) fn[idx[q]]++;
         }
     }
-    if (exact) s->computed += gate_on;
+    if (exact) s->computed += on_n;
     if (c->ffn.stats_on) s->fired += fired, s->fired_computed += fired; /* both modes compute every firing neuron */
 }
 
@@ -456,49 +506,114 @@ static int down_sparse(hearth_ctx *c, const hr_mat *down_t, int32_t cnt, bool ex
 /* Exact and predicted mode: up and down only for some neurons of each expert. */
 static bool sparse_mode(const hearth_ctx *c) { return c->ffn.mode == HEARTH_FFN_EXACT || c->ffn.mode == HEARTH_FFN_PREDICTED; }
 
+/* Expert output rows y times their routing weights into their rank slots of ys. */
+static void weigh_into_ys(struct hr_moe_ws *w, const int32_t *slot, int32_t cnt, const float *y) {
+    const size_t d = (size_t)w->d;
+    for (int32_t i = 0; i < cnt; i++) {
+        const float wt = w->w[slot[i]], *yi = y + (size_t)i * d;
+        float *dst = w->ys + (size_t)slot[i] * d;
+        for (size_t j = 0; j < d; j++) dst[j] = yi[j] * wt;
+    }
+}
+
+/* A gathered product's item over an expert group's rows of X. */
+static hr_gather_item gather_of(const hr_mat *W, const moe_item *it, const int32_t *idx, int64_t n, float *Y) {
+    return (hr_gather_item){.W = W, .X = it->b.xg, .n_tok = it->cnt, .idx = idx, .n_idx = n, .Y = Y};
+}
+
+/* Exact and predicted mode for the n expert groups items (their inputs in b.xg; the gate in
+ * b.g, or for an expert with a predictor (pred) its scores in b.ps): the predicted gates, then
+ * up over each union of firing neurons, then down, each step's products of all n in one pool
+ * run (hr_matmul_group, hr_gather_group, hr_sparse_axpy_group: every value the single
+ * product's), the serial work of each step between them; outputs weighted into ys. */
+static int sparse_experts(hearth_ctx *c, const hr_moe_weights *mw, int il, moe_item *items, int n, uint64_t *read, hr_err *e) {
+    struct hr_moe_ws *w = c->moe;
+    const bool sparse_down = mw->down_t.data != NULL;
+    int nm = 0, ng = 0, na = 0;
+    for (int q = 0; q < n; q++) { /* the predicted experts' gates: full, or the union's rows */
+        moe_item *it = &items[q];
+        it->gate = hr_moe_expert(&mw->gate, it->x), it->up = hr_moe_expert(&mw->up, it->x);
+        it->down = hr_moe_expert(sparse_down ? &mw->down_t : &mw->down, it->x);
+        it->gate_rows = it->gate.n_out;
+        if (!it->pred) continue;
+        pred_union(c, it);
+        if (it->full) w->mm[nm++] = (hr_mm_item){.W = &it->gate, .X = it->b.xg, .n_tok = it->cnt, .Y = it->b.g};
+        else if (it->nu) w->gi[ng++] = gather_of(&it->gate, it, it->b.idx, it->nu, it->b.gc);
+    }
+    if (hr_matmul_group(&c->cpu, w->mm, nm, e) || hr_gather_group(&c->cpu, w->gi, ng, e)) return -1;
+    ng = 0;
+    for (int q = 0; q < n; q++) { /* up over each union of firing neurons */
+        moe_item *it = &items[q];
+        if (it->pred) pred_mask(c, il, it);
+        if (mw->gate_b) add_rows(it->b.g, mw->gate_b + (size_t)it->x * (size_t)w->ff, it->cnt, w->ff);
+        exact_union(c, it, !sparse_down);
+        if (it->nu) w->gi[ng++] = gather_of(&it->up, it, it->uidx, it->nu, it->b.u);
+    }
+    if (hr_gather_group(&c->cpu, w->gi, ng, e)) return -1;
+    nm = 0;
+    for (int q = 0; q < n; q++) { /* down: the axpy over the union's ffn_down_exps_t rows, or the full product */
+        moe_item *it = &items[q];
+        exact_act(c, it, !sparse_down);
+        count_expert(c, il, it->x, it->cnt, true, it->nu, it->pred ? it->pc : NULL, it->gate_on, &it->b);
+        if (!sparse_down) {
+            it->down_rows = it->down.n_out;
+            w->mm[nm++] = (hr_mm_item){.W = &it->down, .X = it->b.a, .n_tok = it->cnt, .Y = it->b.y};
+            continue;
+        }
+        it->down_rows = it->nu ? rows_needed(it->b.gc, it->cnt, it->nu) : 0;
+        if (!it->nu) memset(it->b.y, 0, sizeof(float) * (size_t)it->cnt * (size_t)w->d);
+        else
+            w->ai[na++] = (hr_axpy_item){.Wt = &it->down, .A = it->b.gc, .n_tok = it->cnt, .idx = it->uidx, .n_idx = it->nu,
+                                         .Y = it->b.y};
+    }
+    if (hr_matmul_group(&c->cpu, w->mm, nm, e) || hr_sparse_axpy_group(&c->cpu, &c->sparse_ws, w->ai, na, e)) return -1;
+    for (int q = 0; q < n; q++) {
+        const moe_item *it = &items[q];
+        if (mw->down_b) add_rows(it->b.y, mw->down_b + (size_t)it->x * (size_t)w->d, it->cnt, w->d);
+        if (it->pred)
+            *read += (uint64_t)mw->pred[it->x].row_bytes * (uint64_t)mw->pred[it->x].n_out +
+                     (uint64_t)mw->pred[w->ne + it->x].row_bytes * (uint64_t)mw->pred[w->ne + it->x].n_out;
+        *read += (uint64_t)it->gate.row_bytes * (uint64_t)it->gate_rows + (uint64_t)it->up.row_bytes * (uint64_t)it->nu +
+                 (uint64_t)it->down.row_bytes * (uint64_t)it->down_rows;
+        weigh_into_ys(w, it->slot, it->cnt, it->b.y);
+    }
+    return 0;
+}
+
 /* Expert x over its cnt tokens: gather their inputs, gate/up, activation, down, each output
  * row times its weight into ys; adds the bytes of the expert's weights it read to *read.
- * pre (sparse_waves): the inputs are in xg already, and the gate in g, or for an expert with
- * a predictor its scores in ps. */
-static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x, const float *xn, bool pre, uint64_t *read,
-                      hr_err *e) {
+ * In exact and predicted mode, sparse_experts' steps for this one expert. */
+static int run_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int32_t x, const float *xn, uint64_t *read, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     const int32_t cnt = w->count[x], *slot = w->slot + w->start[x];
     const size_t d = (size_t)w->d;
-    for (int32_t i = 0; !pre && i < cnt; i++) memcpy(w->xg + i * d, xn + (size_t)(slot[i] / w->k) * d, d * sizeof(float));
+    for (int32_t i = 0; i < cnt; i++) memcpy(w->xg + i * d, xn + (size_t)(slot[i] / w->k) * d, d * sizeof(float));
     const hr_mat gate = hr_moe_expert(&mw->gate, x), up = hr_moe_expert(&mw->up, x), down = hr_moe_expert(&mw->down, x);
-    const hr_mat down_t = hr_moe_expert(&mw->down_t, x);
-    /* predicted mode: experts without a predictor (calibrate skipped them) run exact */
-    const bool pred = c->ffn.mode == HEARTH_FFN_PREDICTED && mw->pred && mw->pred[x].data;
-    const bool exact = sparse_mode(c), sparse_down = mw->down_t.data != NULL;
-    int64_t up_rows = up.n_out, down_rows = 0, gate_rows = gate.n_out;
-    uint64_t pc[3] = {0, 0, 0};
-    const size_t ffo = (size_t)x * (size_t)w->ff;
-    if (pred ? expert_gate_predicted(c, mw, il, x, &gate, cnt, pre, &gate_rows, pc, e)
-             : !pre && hr_matmul(&c->cpu, &gate, w->xg, cnt, w->g, e))
-        return -1;
-    if (mw->gate_b) add_rows(w->g, mw->gate_b + ffo, cnt, w->ff);
-    if (pred) *read += (uint64_t)mw->pred[x].row_bytes * (uint64_t)mw->pred[x].n_out +
-                       (uint64_t)mw->pred[w->ne + x].row_bytes * (uint64_t)mw->pred[w->ne + x].n_out;
-    if (exact) { /* ReLU-family experts only, which have no biases */
-        if (expert_exact(c, &up, cnt, !sparse_down, &up_rows, e)) return -1;
-    } else {
-        if (hr_matmul(&c->cpu, &up, w->xg, cnt, w->u, e)) return -1;
-        if (mw->up_b) add_rows(w->u, mw->up_b + ffo, cnt, w->ff);
-        expert_act(c, w->a, w->g, w->u, (int64_t)cnt * w->ff);
+    if (sparse_mode(c)) {
+        /* predicted mode: experts without a predictor (calibrate skipped them) run exact */
+        const bool pred = c->ffn.mode == HEARTH_FFN_PREDICTED && mw->pred && mw->pred[x].data;
+        if (pred ? expert_scores(c, mw, x, cnt, e) : hr_matmul(&c->cpu, &gate, w->xg, cnt, w->g, e)) return -1;
+        moe_item it = {.c = c, .b = base_buf(w), .slot = slot, .x = x, .cnt = cnt, .pred = pred};
+        return sparse_experts(c, mw, il, &it, 1, read, e);
     }
-    if (w->obs && !exact) w->obs(w->obs_ud, il, x, cnt, w->xg, w->a);
-    count_expert(c, il, x, cnt, exact, up_rows, pred ? pc : NULL);
-    if (sparse_down ? down_sparse(c, &down_t, cnt, exact, up_rows, &down_rows, e) : hr_matmul(&c->cpu, &down, w->a, cnt, w->y, e))
+    const hr_mat down_t = hr_moe_expert(&mw->down_t, x);
+    const bool sparse_down = mw->down_t.data != NULL;
+    int64_t down_rows = 0;
+    const size_t ffo = (size_t)x * (size_t)w->ff;
+    if (hr_matmul(&c->cpu, &gate, w->xg, cnt, w->g, e)) return -1;
+    if (mw->gate_b) add_rows(w->g, mw->gate_b + ffo, cnt, w->ff);
+    if (hr_matmul(&c->cpu, &up, w->xg, cnt, w->u, e)) return -1;
+    if (mw->up_b) add_rows(w->u, mw->up_b + ffo, cnt, w->ff);
+    expert_act(c, w->a, w->g, w->u, (int64_t)cnt * w->ff);
+    if (w->obs) w->obs(w->obs_ud, il, x, cnt, w->xg, w->a);
+    const moe_buf b = base_buf(w);
+    count_expert(c, il, x, cnt, false, up.n_out, NULL, 0, &b);
+    if (sparse_down ? down_sparse(c, &down_t, cnt, false, up.n_out, &down_rows, e) : hr_matmul(&c->cpu, &down, w->a, cnt, w->y, e))
         return -1;
     if (mw->down_b) add_rows(w->y, mw->down_b + (size_t)x * d, cnt, w->d);
-    *read += (uint64_t)gate.row_bytes * (uint64_t)gate_rows + (uint64_t)up.row_bytes * (uint64_t)up_rows +
+    *read += (uint64_t)gate.row_bytes * (uint64_t)gate.n_out + (uint64_t)up.row_bytes * (uint64_t)up.n_out +
              (sparse_down ? (uint64_t)down_t.row_bytes * (uint64_t)down_rows : (uint64_t)down.row_bytes * (uint64_t)down.n_out);
-    for (int32_t i = 0; i < cnt; i++) {
-        const float wt = w->w[slot[i]], *y = w->y + i * d;
-        float *dst = w->ys + (size_t)slot[i] * d;
-        for (size_t j = 0; j < d; j++) dst[j] = y[j] * wt;
-    }
+    weigh_into_ys(w, slot, cnt, w->y);
     return 0;
 }
 
@@ -603,8 +718,10 @@ static int run_cold_expert(hearth_ctx *c, const hr_moe_weights *mw, int il, int3
         }
     /* without ffn_down_exps_t the activations go back into full rows (zero at the hot
      * neurons, whose gate is zero here) for the dense down product, as exact mode does */
-    if (expert_exact(c, &up, cnt, !sparse_down, &up_rows, e)) return -1;
-    count_expert(c, il, x, cnt, true, up_rows, pm ? pc : NULL);
+    uint64_t gate_on = 0;
+    if (expert_exact(c, &up, cnt, !sparse_down, &up_rows, &gate_on, e)) return -1;
+    const moe_buf b = base_buf(w);
+    count_expert(c, il, x, cnt, true, up_rows, pm ? pc : NULL, gate_on, &b);
     if (sparse_down ? down_sparse(c, &down_t, cnt, true, up_rows, &down_rows, e) : hr_matmul(&c->cpu, &down, w->a, cnt, w->y, e))
         return -1;
     *read += (uint64_t)gate.row_bytes * (uint64_t)nc + (uint64_t)up.row_bytes * (uint64_t)up_rows +
@@ -671,7 +788,7 @@ static void ep_scatter(void *arg, int64_t r0, int64_t r1) {
 static bool waves_fit(const hearth_ctx *c, const hr_moe_weights *mw) {
     const struct hr_moe_ws *w = c->moe;
     if (sparse_mode(c)) return false;
-    if (mw->down_t.data || w->fire_n || c->ffn.stats_on) return false;
+    if (w->fire_n || c->ffn.stats_on) return false;
     const hr_mat g = hr_moe_expert(&mw->gate, 0), u = hr_moe_expert(&mw->up, 0);
     return hr_matmul_pair_fits(&g, &u);
 }
@@ -682,7 +799,8 @@ static void wave_add(hearth_ctx *c, const hr_moe_weights *mw, int32_t x, int32_t
     const size_t d = (size_t)w->d, ff = (size_t)w->ff, r = (size_t)row;
     moe_item *it = &w->items[q];
     *it = (moe_item){.c = c, .gate = hr_moe_expert(&mw->gate, x), .up = hr_moe_expert(&mw->up, x),
-                     .down = hr_moe_expert(&mw->down, x), .gb = mw->gate_b ? mw->gate_b + (size_t)x * ff : NULL,
+                     .down = hr_moe_expert(mw->down_t.data ? &mw->down_t : &mw->down, x),
+                     .gb = mw->gate_b ? mw->gate_b + (size_t)x * ff : NULL,
                      .ub = mw->up_b ? mw->up_b + (size_t)x * ff : NULL, .db = mw->down_b ? mw->down_b + (size_t)x * d : NULL,
                      .g = w->g + r * ff, .u = w->u + r * ff, .a = w->a + r * ff, .y = w->y + r * d,
                      .slot = w->slot + w->start[x], .x = x, .cnt = w->count[x]};
@@ -695,13 +813,15 @@ static void wave_add(hearth_ctx *c, const hr_moe_weights *mw, int32_t x, int32_t
 
 /* Dense experts (of a split layer, g: those the host computes whole), as many at a time as
  * n_batch rows hold: the gate and up of all of them with their activations in one pool run,
- * then their down products with the weighting into ys in another. run_expert takes three
- * runs per expert: a decoded token's k experts are small products (hand-offs were 10-12% of a
- * qwen3moe-shaped decode at 2 threads), and a prompt spreads over many experts (64 tokens over
- * 128 experts: four tokens each). The values are run_expert's. */
+ * then their down products with the weighting into ys in another (from ffn_down_exps_t: the
+ * sparse axpys over every neuron, then the weighting). run_expert takes three runs per expert:
+ * a decoded token's k experts are small products (hand-offs were 10-12% of a qwen3moe-shaped
+ * decode at 2 threads), and a prompt spreads over many experts (64 tokens over 128 experts:
+ * four tokens each). The values are run_expert's. */
 static int run_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const hr_gpu_layer *g, const float *xn, uint64_t *read,
                      hr_err *e) {
     struct hr_moe_ws *w = c->moe;
+    const bool dt = mw->down_t.data != NULL;
     for (int32_t x = 0; x < w->ne;) {
         int n = 0;
         int32_t rows = 0;
@@ -714,12 +834,16 @@ static int run_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const hr_g
         for (int q = 0; q < n; q++) {
             const moe_item *it = &w->items[q];
             if (w->obs) w->obs(w->obs_ud, il, it->x, it->cnt, w->mm[q].X, it->a);
-            count_expert(c, il, it->x, it->cnt, false, it->gate.n_out, NULL);
+            const moe_buf b = {.g = it->g, .u = it->u};
+            count_expert(c, il, it->x, it->cnt, false, it->gate.n_out, NULL, 0, &b);
             w->mm[q] = (hr_mm_item){.W = &it->down, .X = it->a, .n_tok = it->cnt, .Y = it->y, .ep = &it->scatter};
+            w->ai[q] = (hr_axpy_item){.Wt = &it->down, .A = it->a, .n_tok = it->cnt, .idx = w->all, .n_idx = w->ff, .Y = it->y};
+            const int64_t down_rows = dt ? rows_needed(it->a, it->cnt, w->ff) : it->down.n_out;
             *read += (uint64_t)it->gate.row_bytes * (uint64_t)it->gate.n_out + (uint64_t)it->up.row_bytes * (uint64_t)it->up.n_out +
-                     (uint64_t)it->down.row_bytes * (uint64_t)it->down.n_out;
+                     (uint64_t)it->down.row_bytes * (uint64_t)down_rows;
         }
-        if (hr_matmul_group(&c->cpu, w->mm, n, e)) return -1;
+        if (dt ? hr_sparse_axpy_group(&c->cpu, &c->sparse_ws, w->ai, n, e) : hr_matmul_group(&c->cpu, w->mm, n, e)) return -1;
+        for (int q = 0; dt && q < n; q++) ep_scatter(&w->items[q], 0, w->d);
     }
     return 0;
 }
@@ -758,40 +882,32 @@ static int sparse_group(hearth_ctx *c, int n, int kind, hr_err *e) {
 /* Exact and predicted mode (of a split layer, g: the experts the host computes whole), as many
  * experts at a time as n_batch rows hold: their inputs gathered, then in one pool run each the
  * gates of the experts without a predictor, and the fc1 (with ReLU) and fc2 of those with
- * one, where run_expert made one or two runs per expert; then each expert's own work, its
- * rows moved to the front of the buffers where run_expert reads them (a wave's later experts
- * lie further on, so the moves clobber only what was used). */
+ * one, then sparse_experts' steps for all of them, each expert on its own rows of the buffers
+ * (wave_buf). run_expert takes 3-6 pool runs per expert; a wave takes 3-6 in all. */
 static int sparse_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const hr_gpu_layer *g, const float *xn, uint64_t *read,
                         hr_err *e) {
     struct hr_moe_ws *w = c->moe;
-    const size_t d = (size_t)w->d, ff = (size_t)w->ff, rk = (size_t)w->max_rank;
+    const size_t d = (size_t)w->d, rk = (size_t)w->max_rank;
     for (int32_t x = 0; x < w->ne;) {
         int n = 0;
         int32_t rows = 0;
         for (; x < w->ne && rows + w->count[x] <= c->n_batch; x++) {
             if (!w->count[x] || (g && !host_whole(g, x))) continue;
             const bool pred = c->ffn.mode == HEARTH_FFN_PREDICTED && mw->pred && mw->pred[x].data;
+            const moe_buf b = wave_buf(w, (size_t)rows, n);
             moe_item *it = &w->items[n++];
-            const size_t r = (size_t)rows;
-            *it = (moe_item){.c = c, .gate = pred ? mw->pred[x] : hr_moe_expert(&mw->gate, x), .a = w->xg + r * d,
-                             .g = pred ? w->ph + r * rk : w->g + r * ff, .u = pred ? w->ps + r * ff : NULL,
-                             .slot = w->slot + w->start[x], .x = x, .cnt = w->count[x], .pred = pred};
+            *it = (moe_item){.c = c, .gate = pred ? mw->pred[x] : hr_moe_expert(&mw->gate, x), .a = b.xg,
+                             .g = pred ? w->ph + (size_t)rows * rk : b.g, .u = pred ? b.ps : NULL,
+                             .slot = w->slot + w->start[x], .x = x, .cnt = w->count[x], .pred = pred, .b = b};
             if (pred) it->up = mw->pred[w->ne + x];
             it->act = (hr_mm_epi){ep_relu, it};
             for (int32_t i = 0; i < it->cnt; i++)
-                memcpy(it->a + (size_t)i * d, xn + (size_t)(it->slot[i] / w->k) * d, d * sizeof(float));
+                memcpy(b.xg + (size_t)i * d, xn + (size_t)(it->slot[i] / w->k) * d, d * sizeof(float));
             rows += it->cnt;
         }
         for (int kind = 0; kind < 3; kind++)
             if (sparse_group(c, n, kind, e)) return -1;
-        for (int q = 0; q < n; q++) {
-            const moe_item *it = &w->items[q];
-            const size_t cnt = (size_t)it->cnt;
-            memmove(w->xg, it->a, sizeof(float) * cnt * d);
-            if (it->pred) memmove(w->ps, it->u, sizeof(float) * cnt * ff);
-            else memmove(w->g, it->g, sizeof(float) * cnt * ff);
-            if (run_expert(c, mw, il, it->x, xn, true, read, e)) return -1;
-        }
+        if (sparse_experts(c, mw, il, w->items, n, read, e)) return -1;
     }
     return 0;
 }
@@ -818,7 +934,8 @@ static int run_host_experts(hearth_ctx *c, const hr_layer *L, int il, const hr_g
         if (!w->count[x] || (g->exp_local && g->exp_local[x] >= 0) || (waves && host_whole(g, x))) continue;
         const int32_t xi = g->xhot_local ? g->xhot_local[x] : -1;
         const uint8_t *pm = xi >= 0 && xmask && xmask[xi] ? w->xpm + (size_t)w->xr0[xi] * (size_t)w->ff : NULL;
-        if (xi >= 0 ? run_cold_expert(c, &L->moe, il, x, &g->xhot[xi], pm, xn, read, e) : run_expert(c, &L->moe, il, x, xn, false, read, e))
+        if (xi >= 0 ? run_cold_expert(c, &L->moe, il, x, &g->xhot[xi], pm, xn, read, e)
+                    : run_expert(c, &L->moe, il, x, xn, read, e))
             return -1;
     }
     return 0;
@@ -876,7 +993,7 @@ int hr_moe_ffn(hearth_ctx *c, const hr_layer *L, int il, const float *xn, int32_
         bool waves;
         if (host_waves(c, &L->moe, il, NULL, xn, &waves, &read, e)) return -1;
         for (int32_t x = 0; !waves && x < w->ne; x++)
-            if (w->count[x] && run_expert(c, &L->moe, il, x, xn, false, &read, e)) return -1;
+            if (w->count[x] && run_expert(c, &L->moe, il, x, xn, &read, e)) return -1;
     }
     const size_t d = (size_t)w->d;
     for (int32_t t = 0; t < n; t++) { /* rank order, as llama.cpp adds the expert views */
