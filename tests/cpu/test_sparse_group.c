@@ -71,8 +71,11 @@ static size_t out_bytes(const spec *s, bool axpy) {
     return sizeof(float) * (size_t)(s->n_tok * (axpy ? s->n_in : s->n_idx));
 }
 
-/* The n items of specs s as one group against one call each, at 1-3 threads. */
-static void check_group(hr_rng *r, const spec *s, int n, bool axpy, const char *what) {
+/* The n items of specs s as one group against one call each, at 1-3 threads; with reserve, the
+ * axpy workspace reserved first as a context does (hr_sparse_reserve: 16 tokens of the widest
+ * item), so the group's partials fit one round; without, it holds one item's at most and the
+ * group runs in several rounds. */
+static void check_group(hr_rng *r, const spec *s, int n, bool axpy, bool reserve, const char *what) {
     item_data *d = malloc(sizeof(item_data) * (size_t)n);
     hr_gather_item *gi = malloc(sizeof(hr_gather_item) * (size_t)n);
     hr_axpy_item *ai = malloc(sizeof(hr_axpy_item) * (size_t)n);
@@ -87,6 +90,9 @@ static void check_group(hr_rng *r, const spec *s, int n, bool axpy, const char *
         hr_err e = {{0}};
         hr_sparse_ws_init(&ws);
         CHECK(hr_cpu_init(&c, nth, &e) == 0);
+        int64_t wide = 1;
+        for (int i = 0; i < n; i++) wide = s[i].n_in > wide ? s[i].n_in : wide;
+        if (reserve) CHECK(hr_sparse_reserve(&ws, &c, 16, wide, &e) == 0);
         for (int i = 0; i < n; i++) {
             memset(d[i].Y, 0xff, out_bytes(&s[i], axpy)); /* NaN: anything not written shows */
             const int rc = axpy ? hr_sparse_axpy_ws(&c, &ws, &d[i].W, d[i].A, s[i].n_tok, d[i].idx, s[i].n_idx, d[i].R, &e)
@@ -118,14 +124,14 @@ static void many(hr_rng *r, bool axpy) {
     enum { N = 21 };
     spec s[N];
     for (int i = 0; i < N; i++) s[i] = (spec){HR_Q4_0, 96, 37, 1 + i % 3, 5 + i, 0};
-    check_group(r, s, N, axpy, axpy ? "axpy, 21 items" : "gather, 21 items");
+    check_group(r, s, N, axpy, true, axpy ? "axpy, 21 items" : "gather, 21 items");
 }
 
 /* 16-token groups over 4096-wide rows: at 2-3 threads the partials of two groups pass the
  * workspace's round size, so the group runs in several rounds. */
 static void rounds(hr_rng *r) {
     const spec s[] = {{HR_Q4_0, 4096, 200, 33, 120, 0}, {HR_Q8_0, 4096, 256, 17, 200, 0}, {HR_Q4_0, 4096, 200, 1, 60, 0}};
-    check_group(r, s, 3, true, "axpy, several rounds");
+    check_group(r, s, 3, true, false, "axpy, several rounds");
 }
 
 /* Several items reading one input (a decoded token's experts share its row). */
@@ -186,8 +192,9 @@ static void bad_items(hr_rng *r) {
 int main(void) {
     hr_rng r = {29};
     const int n = (int)(sizeof mixed / sizeof mixed[0]);
-    check_group(&r, mixed, n, false, "gather, mixed");
-    check_group(&r, mixed, n, true, "axpy, mixed");
+    check_group(&r, mixed, n, false, false, "gather, mixed");
+    check_group(&r, mixed, n, true, false, "axpy, mixed");
+    check_group(&r, mixed, n, true, true, "axpy, mixed, reserved workspace");
     many(&r, false);
     many(&r, true);
     rounds(&r);

@@ -674,14 +674,11 @@ static void ax_grp_sum_task(void *arg, int ith, int nth) {
         if (g->jobs[i].chunks > 1) ax_sum_task(&g->jobs[i], ith, nth);
 }
 
-/* A round's partials at most, in floats, unless one job needs more (a batch of 16 tokens over a
- * wide matrix); a decoded token's experts take a few thousand. */
-#define AX_ROUND_FLOATS (1u << 20)
-
-/* Jobs [0, n) in rounds whose partials fit the workspace: each round one pool run for the
- * chunks and one (or the caller) for the sums. */
+/* Jobs [0, n) in rounds whose partials fit the workspace as reserved (grown only where one job
+ * needs more): each round one pool run for the chunks and one (or the caller) for the sums. A
+ * decoded token's experts fit hr_sparse_reserve's n_batch tokens in one round. */
 static int ax_rounds(hr_cpu *c, hr_sparse_ws *ws, ax_job *jobs, int *first, int n, hr_err *e) {
-    size_t most = AX_ROUND_FLOATS;
+    size_t most = ws->part_floats;
     for (int i = 0; i < n; i++) {
         const size_t need = ws_need(jobs[i].chunks, jobs[i].n_tok, jobs[i].Wt->n_in);
         most = need > most ? need : most;

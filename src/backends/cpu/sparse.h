@@ -108,9 +108,9 @@ typedef struct hr_axpy_item {
     float *Y;
 } hr_axpy_item;
 /* Several sparse axpys in one pool run for their rows and one for their partial sums (or a
- * few of each, where the partials would outgrow about 4 MB): every value is the item's
+ * few of each, where the partials would outgrow ws): every value is the item's
  * hr_sparse_axpy_ws result bit for bit (each keeps its own chunks and order); items must not
- * write each other's inputs. Grows ws to the group's partial sums. */
+ * write each other's inputs. ws grows only where one item's 16 tokens need more than it has. */
 int hr_sparse_axpy_group(hr_cpu *c, hr_sparse_ws *ws, const hr_axpy_item *items, int n_items, hr_err *e);
 
 /* One token's gated FFN over the neurons idx[0..n_idx) (ascending) in one pass: per group of 4
