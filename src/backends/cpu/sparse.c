@@ -66,7 +66,9 @@ typedef struct {
     const hr_mat *W;
     const float *X;
     const char *xq;
-    size_t xs; /* bytes between prepared token rows */
+    size_t xs;  /* bytes between prepared token rows */
+    char *xt;   /* batches, where the table has tile_x: the rows re-laid for it (xts bytes apart), or NULL */
+    size_t xts;
     int64_t n_tok;
     const int32_t *idx;
     int64_t n_idx;
@@ -79,6 +81,8 @@ static void gm_prep_task(void *arg, int ith, int nth) {
     chunk_range(j->n_tok, ith, nth, 1, &t0, &t1);
     hr_act_prep_fn prep = j->k->act_prep[j->W->type];
     for (int64_t t = t0; t < t1; t++) prep(j->X + t * j->W->n_in, (char *)j->xq + t * j->xs, j->W->n_in);
+    for (int64_t t = t0; j->xt && t < t1; t++)
+        hr_kernels_ext_of(j->k)->tile_xprep[j->W->type](j->xq + t * j->xs, j->xt + t * j->xts, j->W->n_in);
 }
 
 /* The R rows ix[0..R) as a tile: evenly spaced (a tile steps by one stride), from
@@ -193,14 +197,15 @@ static int gm_tile(const gm_job *j, int64_t i, int64_t t) {
     int rev;
     if (!tile_rows(j->idx + i, HR_TILE_R, &base, &step, &rev)) return 0;
     const char *wp = (const char *)j->W->data + base * rb;
-    const char *xp = j->xq + t * j->xs;
+    const char *xp = j->xt ? j->xt + t * j->xts : j->xq + t * j->xs;
+    const size_t xs = j->xt ? j->xts : j->xs;
     float *y = j->Y + t * j->n_idx + i;
     if (!rev) {
-        j->tile(j->W->n_in, wp, (size_t)step * rb, xp, j->xs, y, (size_t)j->n_idx);
+        j->tile(j->W->n_in, wp, (size_t)step * rb, xp, xs, y, (size_t)j->n_idx);
         return 1;
     }
     float tmp[HR_TILE_C * HR_TILE_R];
-    j->tile(j->W->n_in, wp, (size_t)step * rb, xp, j->xs, tmp, HR_TILE_R);
+    j->tile(j->W->n_in, wp, (size_t)step * rb, xp, xs, tmp, HR_TILE_R);
     for (int c = 0; c < HR_TILE_C; c++)
         for (int r = 0; r < HR_TILE_R; r++) y[c * j->n_idx + r] = tmp[c * HR_TILE_R + HR_TILE_R - 1 - r];
     return 1;
@@ -251,8 +256,12 @@ static int gm_setup(const hr_cpu *c, gm_job *j, const hr_gather_item *it, size_t
         return 0;
     }
     j->xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
-    if ((uint64_t)it->n_tok > SIZE_MAX / 2 / j->xs) return hr_errf(e, "gather_matmul: batch too large");
-    *need = j->xs * (size_t)it->n_tok;
+    if (it->n_tok >= HR_TILE_C && j->tile && x->tile_x[W->type]) { /* tiles over rows re-laid once here, as hr_matmul's */
+        j->tile = x->tile_x[W->type];
+        j->xts = (x->tile_xbytes[W->type](W->n_in) + 63) & ~(size_t)63;
+    }
+    if ((uint64_t)it->n_tok > SIZE_MAX / 2 / (j->xs + j->xts)) return hr_errf(e, "gather_matmul: batch too large");
+    *need = (j->xs + j->xts) * (size_t)it->n_tok;
     return 0;
 }
 
@@ -326,6 +335,7 @@ static int gather_run(hr_cpu *c, const hr_gather_item *items, int n, hr_err *e) 
         gm_job *j = &g.jobs[i];
         if (!need[i]) continue; /* F32 reads X itself; an empty item reads nothing */
         j->xq = (const char *)c->scratch + off, off += need[i];
+        if (j->xts) j->xt = (char *)j->xq + j->xs * (size_t)j->n_tok;
         if (j->n_tok * j->W->n_in >= PAR_PREP_ELEMS && j->n_tok > 1) hr_pool_run(c->pool, gm_prep_task, j);
         else gm_prep_task(j, 0, 1);
     }
