@@ -267,6 +267,42 @@ static void test_exp_sum(void) {
 #endif
 }
 
+/* The ReLU-family activations (hr_vrelu_glu, and hr_ffn_act through it) against the
+ * definition element by element, bit for bit: random values with NaN, +-0, +-Inf and denormals
+ * among them, ragged lengths, out of place and in place (h == g). */
+static float relu_ref(float v) { return v > 0 ? v : 0.0f; }
+static void test_relu_glu(void) {
+    hr_rng r = {13};
+    enum { N = 1031 };
+    const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f};
+    float *g = malloc(sizeof(float) * N), *u = malloc(sizeof(float) * N), *h = malloc(sizeof(float) * N);
+    float *ip = malloc(sizeof(float) * N);
+    for (int i = 0; i < N; i++) {
+        g[i] = i % 37 < 8 ? special[i % 37] : hr_rng_normal(&r);
+        u[i] = i % 41 < 8 ? special[(i / 3) % 8] : hr_rng_normal(&r);
+    }
+    const int64_t lens[] = {0, 1, 3, 4, 7, 8, 15, 17, 33, N};
+    int bad = 0;
+    for (int both = 0; both < 2; both++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const int64_t n = lens[li];
+            memset(h, 0x7f, sizeof(float) * N);
+            const float fill = h[N - 1];
+            hr_vrelu_glu(h, g, u, n, both);
+            bad += n < N && !same(h[n], fill); /* nothing past n written */
+            memcpy(ip, g, sizeof(float) * N);
+            hr_vrelu_glu(ip, ip, u, n, both);
+            for (int64_t i = 0; i < n; i++) {
+                const float want = relu_ref(g[i]) * (both ? relu_ref(u[i]) : u[i]);
+                bad += !same(h[i], want) || !same(ip[i], want);
+            }
+            hr_ffn_act(h, g, u, n, both ? HR_ACT_DRELU : HR_ACT_REGLU);
+            for (int64_t i = 0; i < n; i++) bad += !same(h[i], relu_ref(g[i]) * (both ? relu_ref(u[i]) : u[i]));
+        }
+    CHECKF(bad == 0, "relu activations: %d elements differ from relu(g) * u / relu(g) * relu(u)", bad);
+    free(g), free(u), free(h), free(ip);
+}
+
 int main(void) {
     test_exp_sum();
     test_f16_twins();
@@ -275,5 +311,6 @@ int main(void) {
     test_special();
     test_lengths();
     test_gelu_table();
+    test_relu_glu();
     return TEST_END();
 }

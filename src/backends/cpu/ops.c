@@ -114,13 +114,15 @@ void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act)
         for (int64_t i = 0; i < n; i++) h[i] = silu(g[i]) * u[i];
         break;
     case HR_ACT_REGLU:
-        for (int64_t i = 0; i < n; i++) h[i] = relu(g[i]) * u[i];
+        hr_vrelu_glu(h, g, u, n, false);
         break;
     case HR_ACT_DRELU:
-        for (int64_t i = 0; i < n; i++) h[i] = relu(g[i]) * relu(u[i]);
+        hr_vrelu_glu(h, g, u, n, true);
         break;
     case HR_ACT_RELU:
-        for (int64_t i = 0; i < n; i++) h[i] = g ? relu(g[i]) * u[i] : relu(u[i]);
+        if (g) hr_vrelu_glu(h, g, u, n, false);
+        else
+            for (int64_t i = 0; i < n; i++) h[i] = relu(u[i]);
         break;
     case HR_ACT_GELU:
     case HR_ACT_GEGLU:

@@ -3,6 +3,7 @@
  * token) and every attention score with it. */
 #ifndef HR_VMATH_H
 #define HR_VMATH_H
+#include <stdbool.h>
 #include <stdint.h>
 
 /* y[i] = tanh(x[i] * pre) * post over n elements (in place allowed). Within 4 ulp of the
@@ -13,6 +14,11 @@ void hr_vtanh_scaled(float *y, const float *x, int64_t n, float pre, float post)
  * hr_gelu_table_init: ggml's GELU bit for bit (0 at or below -10, the input at or above 10;
  * NaN stays NaN). */
 void hr_vgelu_tab(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
+
+/* h[i] = relu(g[i]) * u[i], or relu(g[i]) * relu(u[i]) with relu_u (ReGLU, dReLU), relu(v) =
+ * v > 0 ? v : 0 (NaN and -0 give +0); h may be g (in place), not u. Plain C that the compiler
+ * vectorizes: ops.c's element-by-element values bit for bit. */
+void hr_vrelu_glu(float *h, const float *g, const float *u, int64_t n, bool relu_u);
 
 /* x[i] = exp(x[i] - m) for x[i] <= m (a softmax's shifted scores), returning their sum in
  * double: 8 partial sums, element i into sum i % 8, added pairwise at the end. Within 3 ulp
