@@ -521,61 +521,110 @@ static hr_gather_item gather_of(const hr_mat *W, const moe_item *it, const int32
     return (hr_gather_item){.W = W, .X = it->b.xg, .n_tok = it->cnt, .idx = idx, .n_idx = n, .Y = Y};
 }
 
+/* sparse_experts' work between its products, expert by expert: each item's step writes only
+ * its own rows of the buffers, its own counters (pred_n of its expert) and its tokens' rank
+ * slots of ys. */
+typedef struct {
+    hearth_ctx *c;
+    const hr_moe_weights *mw;
+    moe_item *items;
+    int il, step;
+    bool sparse_down;
+} expert_steps;
+
+enum { STEP_UNION, STEP_UP, STEP_DOWN, STEP_OUT };
+
+static void expert_step(void *arg, int q, int n) {
+    (void)n;
+    const expert_steps *s = arg;
+    hearth_ctx *c = s->c;
+    struct hr_moe_ws *w = c->moe;
+    moe_item *it = &s->items[q];
+    switch (s->step) {
+    case STEP_UNION: /* the predicted neurons' union */
+        if (it->pred) pred_union(c, it);
+        break;
+    case STEP_UP: /* the gate masked and biased; the union of its firing neurons */
+        if (it->pred) pred_mask(c, s->il, it);
+        if (s->mw->gate_b) add_rows(it->b.g, s->mw->gate_b + (size_t)it->x * (size_t)w->ff, it->cnt, w->ff);
+        exact_union(c, it, !s->sparse_down);
+        break;
+    case STEP_DOWN: /* the activations; the down rows they need */
+        exact_act(c, it, !s->sparse_down);
+        it->down_rows = !s->sparse_down ? it->down.n_out : it->nu ? rows_needed(it->b.gc, it->cnt, it->nu) : 0;
+        if (s->sparse_down && !it->nu) memset(it->b.y, 0, sizeof(float) * (size_t)it->cnt * (size_t)w->d);
+        break;
+    default: /* STEP_OUT: the output's bias and routing weight */
+        if (s->mw->down_b) add_rows(it->b.y, s->mw->down_b + (size_t)it->x * (size_t)w->d, it->cnt, w->d);
+        weigh_into_ys(w, it->slot, it->cnt, it->b.y);
+    }
+}
+
+/* Below this many (token, neuron) pairs in a wave, a step runs on the caller: a decoded
+ * token's experts hold a few thousand, less than a hand-off costs; a prompt's hold hundreds of
+ * thousands (on the caller: most of the 20% 'other' of a SmallThinker-shaped predicted prompt's
+ * profile at 2 threads). */
+#define HR_MOE_STEP_PAR 16384
+
+static void run_step(expert_steps *s, int n, int step, int64_t pairs) {
+    s->step = step;
+    if (pairs >= HR_MOE_STEP_PAR && hr_pool_threads(s->c->cpu.pool) > 1) hr_pool_run_chunks(s->c->cpu.pool, expert_step, s, n);
+    else
+        for (int q = 0; q < n; q++) expert_step(s, q, n);
+}
+
 /* Exact and predicted mode for the n expert groups items (their inputs in b.xg; the gate in
  * b.g, or for an expert with a predictor (pred) its scores in b.ps): the predicted gates, then
  * up over each union of firing neurons, then down, each step's products of all n in one pool
  * run (hr_matmul_group, hr_gather_group, hr_sparse_axpy_group: every value the single
- * product's), the serial work of each step between them; outputs weighted into ys. */
+ * product's), each step's element-wise work between them (expert_step) on the pool where it is
+ * long; outputs weighted into ys. */
 static int sparse_experts(hearth_ctx *c, const hr_moe_weights *mw, int il, moe_item *items, int n, uint64_t *read, hr_err *e) {
     struct hr_moe_ws *w = c->moe;
     const bool sparse_down = mw->down_t.data != NULL;
+    expert_steps st = {.c = c, .mw = mw, .items = items, .il = il, .sparse_down = sparse_down};
     int nm = 0, ng = 0, na = 0;
-    for (int q = 0; q < n; q++) { /* the predicted experts' gates: full, or the union's rows */
+    int64_t rows = 0;
+    for (int q = 0; q < n; q++) {
         moe_item *it = &items[q];
         it->gate = hr_moe_expert(&mw->gate, it->x), it->up = hr_moe_expert(&mw->up, it->x);
         it->down = hr_moe_expert(sparse_down ? &mw->down_t : &mw->down, it->x);
         it->gate_rows = it->gate.n_out;
+        rows += it->cnt;
+    }
+    const int64_t pairs = rows * w->ff;
+    run_step(&st, n, STEP_UNION, pairs);
+    for (int q = 0; q < n; q++) { /* the predicted experts' gates: full, or the union's rows */
+        moe_item *it = &items[q];
         if (!it->pred) continue;
-        pred_union(c, it);
         if (it->full) w->mm[nm++] = (hr_mm_item){.W = &it->gate, .X = it->b.xg, .n_tok = it->cnt, .Y = it->b.g};
         else if (it->nu) w->gi[ng++] = gather_of(&it->gate, it, it->b.idx, it->nu, it->b.gc);
     }
     if (hr_matmul_group(&c->cpu, w->mm, nm, e) || hr_gather_group(&c->cpu, w->gi, ng, e)) return -1;
+    run_step(&st, n, STEP_UP, pairs);
     ng = 0;
-    for (int q = 0; q < n; q++) { /* up over each union of firing neurons */
-        moe_item *it = &items[q];
-        if (it->pred) pred_mask(c, il, it);
-        if (mw->gate_b) add_rows(it->b.g, mw->gate_b + (size_t)it->x * (size_t)w->ff, it->cnt, w->ff);
-        exact_union(c, it, !sparse_down);
-        if (it->nu) w->gi[ng++] = gather_of(&it->up, it, it->uidx, it->nu, it->b.u);
-    }
+    for (int q = 0; q < n; q++) /* up over each union of firing neurons */
+        if (items[q].nu) w->gi[ng++] = gather_of(&items[q].up, &items[q], items[q].uidx, items[q].nu, items[q].b.u);
     if (hr_gather_group(&c->cpu, w->gi, ng, e)) return -1;
+    run_step(&st, n, STEP_DOWN, pairs);
     nm = 0;
     for (int q = 0; q < n; q++) { /* down: the axpy over the union's ffn_down_exps_t rows, or the full product */
         moe_item *it = &items[q];
-        exact_act(c, it, !sparse_down);
         count_expert(c, il, it->x, it->cnt, true, it->nu, it->pred ? it->pc : NULL, it->gate_on, &it->b);
-        if (!sparse_down) {
-            it->down_rows = it->down.n_out;
-            w->mm[nm++] = (hr_mm_item){.W = &it->down, .X = it->b.a, .n_tok = it->cnt, .Y = it->b.y};
-            continue;
-        }
-        it->down_rows = it->nu ? rows_needed(it->b.gc, it->cnt, it->nu) : 0;
-        if (!it->nu) memset(it->b.y, 0, sizeof(float) * (size_t)it->cnt * (size_t)w->d);
-        else
+        if (!sparse_down) w->mm[nm++] = (hr_mm_item){.W = &it->down, .X = it->b.a, .n_tok = it->cnt, .Y = it->b.y};
+        else if (it->nu)
             w->ai[na++] = (hr_axpy_item){.Wt = &it->down, .A = it->b.gc, .n_tok = it->cnt, .idx = it->uidx, .n_idx = it->nu,
                                          .Y = it->b.y};
     }
     if (hr_matmul_group(&c->cpu, w->mm, nm, e) || hr_sparse_axpy_group(&c->cpu, &c->sparse_ws, w->ai, na, e)) return -1;
+    run_step(&st, n, STEP_OUT, rows * w->d);
     for (int q = 0; q < n; q++) {
         const moe_item *it = &items[q];
-        if (mw->down_b) add_rows(it->b.y, mw->down_b + (size_t)it->x * (size_t)w->d, it->cnt, w->d);
         if (it->pred)
             *read += (uint64_t)mw->pred[it->x].row_bytes * (uint64_t)mw->pred[it->x].n_out +
                      (uint64_t)mw->pred[w->ne + it->x].row_bytes * (uint64_t)mw->pred[w->ne + it->x].n_out;
         *read += (uint64_t)it->gate.row_bytes * (uint64_t)it->gate_rows + (uint64_t)it->up.row_bytes * (uint64_t)it->nu +
                  (uint64_t)it->down.row_bytes * (uint64_t)it->down_rows;
-        weigh_into_ys(w, it->slot, it->cnt, it->b.y);
     }
     return 0;
 }

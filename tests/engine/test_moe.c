@@ -109,10 +109,11 @@ static void reference(const hearth_model *m, const hr_layer *L, const float *xn,
     free(p), free(h), free(row), free(raw);
 }
 
-static hearth_model *make_act(const char *arch, uint32_t type, uint32_t ne, uint32_t k, bool sigmoid, int act, const char *tag) {
+static hearth_model *make_ff(const char *arch, uint32_t type, uint32_t ne, uint32_t k, bool sigmoid, int act, uint32_t n_ff,
+                             const char *tag) {
     hr_synth_params p;
     hr_synth_defaults(&p);
-    p.arch = arch, p.type = type, p.n_embd = 64, p.n_head = 4, p.n_head_kv = 2, p.n_ff = 96, p.n_vocab = 300;
+    p.arch = arch, p.type = type, p.n_embd = 64, p.n_head = 4, p.n_head_kv = 2, p.n_ff = n_ff, p.n_vocab = 300;
     p.n_expert = ne, p.n_expert_used = k, p.moe_sigmoid = sigmoid, p.seed = 7;
     p.act = act >= 0 ? (hr_synth_act)act : hr_synth_default_act(arch, false);
     char path[256];
@@ -125,6 +126,10 @@ static hearth_model *make_act(const char *arch, uint32_t type, uint32_t ne, uint
     CHECKF(m, "load %s: %s", tag, e.msg);
     remove(path);
     return m;
+}
+
+static hearth_model *make_act(const char *arch, uint32_t type, uint32_t ne, uint32_t k, bool sigmoid, int act, const char *tag) {
+    return make_ff(arch, type, ne, k, sigmoid, act, 96, tag);
 }
 
 static hearth_model *make(const char *arch, uint32_t type, uint32_t ne, uint32_t k, bool sigmoid, const char *tag) {
@@ -526,6 +531,15 @@ int main(void) {
     m = make_gptoss(HR_MXFP4, 4, 2, "gptoss-mxfp4.gguf");
     /* MXFP4 experts take Q8_0 activations, as in llama.cpp: ~1% of the scale per product */
     if (m) check_layer(m, "gpt-oss mxfp4 4x2", 3e-2), check_batch_vs_decode(m, "gpt-oss mxfp4 4x2");
+    hearth_model_free(m);
+    /* experts of 512 neurons: a 24-token prompt's waves (up to 64 rows) hold up to 30720
+     * (token, neuron) pairs, so the sparse modes' element-wise steps run on the pool (moe.c's
+     * HR_MOE_STEP_PAR), each token's alone on the caller; batch and decode compared bit for bit */
+    m = make_ff("smallthinker", HR_F32, 8, 3, false, -1, 512, "st-wide.gguf");
+    if (m) check_exact(m, "smallthinker f32 8x3 ff512", 1e-4);
+    t = m ? transposed(m, "st-wide-t.gguf") : NULL;
+    if (t) check_exact(t, "smallthinker down_t f32 8x3 ff512", 0);
+    hearth_model_free(t);
     hearth_model_free(m);
     m = make_act("llama", HR_F32, 6, 2, false, HR_SYNTH_DRELU, "llama-drelu-moe.gguf"); /* dReLU experts */
     if (m) check_layer_mode(m, "llama drelu f32 6x2", 1e-5, HEARTH_FFN_EXACT), check_exact(m, "llama drelu f32 6x2", 1e-4);
