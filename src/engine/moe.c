@@ -58,8 +58,8 @@ struct hr_moe_ws {
     int32_t k, ne, ff, d;
     moe_item *items;       /* [n_expert] a wave's experts */
     hr_mm_item *mm;        /* [n_expert] their products */
-    hr_gather_item *gi;    /* [n_expert] their gathered products */
-    hr_axpy_item *ai;      /* [n_expert] their sparse axpys */
+    hr_sparse_item *gi;    /* [n_expert] their gathered products */
+    hr_sparse_item *ai;      /* [n_expert] their sparse axpys */
     float *logits;         /* [n_batch][n_expert] router scores, then probabilities */
     int32_t *sel;          /* [n_batch][k] chosen experts, rank order */
     float *w;              /* [n_batch][k] their weights */
@@ -517,8 +517,8 @@ static void weigh_into_ys(struct hr_moe_ws *w, const int32_t *slot, int32_t cnt,
 }
 
 /* A gathered product's item over an expert group's rows of X. */
-static hr_gather_item gather_of(const hr_mat *W, const moe_item *it, const int32_t *idx, int64_t n, float *Y) {
-    return (hr_gather_item){.W = W, .X = it->b.xg, .n_tok = it->cnt, .idx = idx, .n_idx = n, .Y = Y};
+static hr_sparse_item gather_of(const hr_mat *W, const moe_item *it, const int32_t *idx, int64_t n, float *Y) {
+    return (hr_sparse_item){.W = W, .X = it->b.xg, .n_tok = it->cnt, .idx = idx, .n_idx = n, .Y = Y};
 }
 
 /* sparse_experts' work between its products, expert by expert: each item's step writes only
@@ -613,7 +613,7 @@ static int sparse_experts(hearth_ctx *c, const hr_moe_weights *mw, int il, moe_i
         count_expert(c, il, it->x, it->cnt, true, it->nu, it->pred ? it->pc : NULL, it->gate_on, &it->b);
         if (!sparse_down) w->mm[nm++] = (hr_mm_item){.W = &it->down, .X = it->b.a, .n_tok = it->cnt, .Y = it->b.y};
         else if (it->nu)
-            w->ai[na++] = (hr_axpy_item){.Wt = &it->down, .A = it->b.gc, .n_tok = it->cnt, .idx = it->uidx, .n_idx = it->nu,
+            w->ai[na++] = (hr_sparse_item){.W = &it->down, .X = it->b.gc, .n_tok = it->cnt, .idx = it->uidx, .n_idx = it->nu,
                                          .Y = it->b.y};
     }
     if (hr_matmul_group(&c->cpu, w->mm, nm, e) || hr_sparse_axpy_group(&c->cpu, &c->sparse_ws, w->ai, na, e)) return -1;
@@ -886,7 +886,7 @@ static int run_waves(hearth_ctx *c, const hr_moe_weights *mw, int il, const hr_g
             const moe_buf b = {.g = it->g, .u = it->u};
             count_expert(c, il, it->x, it->cnt, false, it->gate.n_out, NULL, 0, &b);
             w->mm[q] = (hr_mm_item){.W = &it->down, .X = it->a, .n_tok = it->cnt, .Y = it->y, .ep = &it->scatter};
-            w->ai[q] = (hr_axpy_item){.Wt = &it->down, .A = it->a, .n_tok = it->cnt, .idx = w->all, .n_idx = w->ff, .Y = it->y};
+            w->ai[q] = (hr_sparse_item){.W = &it->down, .X = it->a, .n_tok = it->cnt, .idx = w->all, .n_idx = w->ff, .Y = it->y};
             const int64_t down_rows = dt ? rows_needed(it->a, it->cnt, w->ff) : it->down.n_out;
             *read += (uint64_t)it->gate.row_bytes * (uint64_t)it->gate.n_out + (uint64_t)it->up.row_bytes * (uint64_t)it->up.n_out +
                      (uint64_t)it->down.row_bytes * (uint64_t)down_rows;

@@ -77,12 +77,12 @@ static size_t out_bytes(const spec *s, bool axpy) {
  * group runs in several rounds. */
 static void check_group(hr_rng *r, const spec *s, int n, bool axpy, bool reserve, const char *what) {
     item_data *d = malloc(sizeof(item_data) * (size_t)n);
-    hr_gather_item *gi = malloc(sizeof(hr_gather_item) * (size_t)n);
-    hr_axpy_item *ai = malloc(sizeof(hr_axpy_item) * (size_t)n);
+    hr_sparse_item *gi = malloc(sizeof(hr_sparse_item) * (size_t)n);
+    hr_sparse_item *ai = malloc(sizeof(hr_sparse_item) * (size_t)n);
     for (int i = 0; i < n; i++) {
         make_item(r, &s[i], &d[i], axpy);
-        gi[i] = (hr_gather_item){.W = &d[i].W, .X = d[i].X, .n_tok = s[i].n_tok, .idx = d[i].idx, .n_idx = s[i].n_idx, .Y = d[i].Y};
-        ai[i] = (hr_axpy_item){.Wt = &d[i].W, .A = d[i].A, .n_tok = s[i].n_tok, .idx = d[i].idx, .n_idx = s[i].n_idx, .Y = d[i].Y};
+        gi[i] = (hr_sparse_item){.W = &d[i].W, .X = d[i].X, .n_tok = s[i].n_tok, .idx = d[i].idx, .n_idx = s[i].n_idx, .Y = d[i].Y};
+        ai[i] = (hr_sparse_item){.W = &d[i].W, .X = d[i].A, .n_tok = s[i].n_tok, .idx = d[i].idx, .n_idx = s[i].n_idx, .Y = d[i].Y};
     }
     for (int nth = 1; nth <= 3; nth++) {
         hr_cpu c;
@@ -138,9 +138,9 @@ static void rounds(hr_rng *r) {
 static void shared_input(hr_rng *r) {
     const spec s = {HR_Q4_K, 512, 96, 1, 40, 0};
     item_data d[4];
-    hr_gather_item gi[4];
+    hr_sparse_item gi[4];
     for (int i = 0; i < 4; i++) make_item(r, &s, &d[i], false);
-    for (int i = 0; i < 4; i++) gi[i] = (hr_gather_item){.W = &d[i].W, .X = d[0].X, .n_tok = 1, .idx = d[i].idx, .n_idx = s.n_idx, .Y = d[i].Y};
+    for (int i = 0; i < 4; i++) gi[i] = (hr_sparse_item){.W = &d[i].W, .X = d[0].X, .n_tok = 1, .idx = d[i].idx, .n_idx = s.n_idx, .Y = d[i].Y};
     hr_cpu c;
     hr_err e = {{0}};
     CHECK(hr_cpu_init(&c, 2, &e) == 0);
@@ -162,10 +162,10 @@ static void bad_items(hr_rng *r) {
     hr_err e = {{0}};
     hr_sparse_ws_init(&ws);
     CHECK(hr_cpu_init(&c, 2, &e) == 0);
-    hr_gather_item g[2] = {{.W = &d.W, .X = d.X, .n_tok = 2, .idx = d.idx, .n_idx = 5, .Y = d.Y},
+    hr_sparse_item g[2] = {{.W = &d.W, .X = d.X, .n_tok = 2, .idx = d.idx, .n_idx = 5, .Y = d.Y},
                            {.W = &d.W, .X = d.X, .n_tok = 2, .idx = d.idx, .n_idx = 5, .Y = d.Y}};
-    hr_axpy_item a[2] = {{.Wt = &d.W, .A = d.A, .n_tok = 2, .idx = d.idx, .n_idx = 5, .Y = d.Y},
-                         {.Wt = &d.W, .A = d.A, .n_tok = 2, .idx = d.idx, .n_idx = 5, .Y = d.Y}};
+    hr_sparse_item a[2] = {{.W = &d.W, .X = d.A, .n_tok = 2, .idx = d.idx, .n_idx = 5, .Y = d.Y},
+                         {.W = &d.W, .X = d.A, .n_tok = 2, .idx = d.idx, .n_idx = 5, .Y = d.Y}};
     CHECK(hr_gather_group(&c, g, 0, &e) == 0 && hr_sparse_axpy_group(&c, &ws, a, 0, &e) == 0);
     const int32_t out_of_range[1] = {20};
     g[1].idx = a[1].idx = out_of_range, g[1].n_idx = a[1].n_idx = 1;
@@ -174,12 +174,12 @@ static void bad_items(hr_rng *r) {
     e.msg[0] = 0;
     CHECKF(hr_sparse_axpy_group(&c, &ws, a, 2, &e) < 0 && strstr(e.msg, "outside"), "axpy: row 20 of 20: %s", e.msg);
     g[1].idx = a[1].idx = d.idx, g[1].n_idx = a[1].n_idx = 5;
-    g[1].W = NULL, a[1].Wt = NULL;
+    g[1].W = NULL, a[1].W = NULL;
     e.msg[0] = 0;
     CHECK(hr_gather_group(&c, g, 2, &e) < 0 && e.msg[0]);
     e.msg[0] = 0;
     CHECK(hr_sparse_axpy_group(&c, &ws, a, 2, &e) < 0 && e.msg[0]);
-    a[1].Wt = &d.W, a[1].A = NULL;
+    a[1].W = &d.W, a[1].X = NULL;
     e.msg[0] = 0;
     CHECK(hr_sparse_axpy_group(&c, &ws, a, 2, &e) < 0 && e.msg[0]);
     e.msg[0] = 0;

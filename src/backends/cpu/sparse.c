@@ -238,7 +238,7 @@ static void gm_task(void *arg, int ith, int nth) {
 }
 
 /* Item it's job, all but its prepared activations; *need: the scratch bytes they take. */
-static int gm_setup(const hr_cpu *c, gm_job *j, const hr_gather_item *it, size_t *need, hr_err *e) {
+static int gm_setup(const hr_cpu *c, gm_job *j, const hr_sparse_item *it, size_t *need, hr_err *e) {
     const hr_mat *W = it->W;
     if (!it->X || (!it->Y && it->n_idx > 0)) return hr_errf(e, "gather_matmul: missing argument");
     if (W && (W->type >= HR_TYPE_MAX || !c->k->vec_dot[W->type] || !c->k->act_prep[W->type]))
@@ -308,7 +308,7 @@ static void gm_grp_chunks(gm_group *g, int nth) {
 /* Groups up to this size (a decoded token's experts) keep their jobs on the stack. */
 #define GRP_STACK 16
 
-static int gather_run(hr_cpu *c, const hr_gather_item *items, int n, hr_err *e) {
+static int gather_run(hr_cpu *c, const hr_sparse_item *items, int n, hr_err *e) {
     gm_job jobs_s[GRP_STACK];
     int first_s[GRP_STACK + 1];
     size_t need_s[GRP_STACK], total = 0;
@@ -722,10 +722,10 @@ static int ax_rounds(hr_cpu *c, hr_sparse_ws *ws, ax_job *jobs, int *first, int 
 }
 
 /* Item it's token groups appended to jobs[*n..). */
-static int ax_item_jobs(hr_cpu *c, hr_sparse_ws *ws, const hr_axpy_item *it, ax_job *jobs, int *n, hr_err *e) {
-    if (!it->Y || (!it->A && it->n_idx > 0)) return hr_errf(e, "sparse_axpy: missing argument");
-    if (check_mat("sparse_axpy", it->Wt, it->n_tok, it->idx, it->n_idx, e) < 0) return -1;
-    const hr_mat *Wt = it->Wt;
+static int ax_item_jobs(hr_cpu *c, hr_sparse_ws *ws, const hr_sparse_item *it, ax_job *jobs, int *n, hr_err *e) {
+    if (!it->Y || (!it->X && it->n_idx > 0)) return hr_errf(e, "sparse_axpy: missing argument");
+    if (check_mat("sparse_axpy", it->W, it->n_tok, it->idx, it->n_idx, e) < 0) return -1;
+    const hr_mat *Wt = it->W;
     if (Wt->type >= HR_TYPE_MAX || !ws->ax->axpy[Wt->type])
         return hr_errf(e, "sparse_axpy: weight type %u has no CPU kernel", Wt->type);
     const int chunks = ax_chunks(hr_pool_threads(c->pool), Wt->n_out);
@@ -734,17 +734,17 @@ static int ax_item_jobs(hr_cpu *c, hr_sparse_ws *ws, const hr_axpy_item *it, ax_
     const bool sorted = ascending(it->idx, it->n_idx);
     for (int64_t t0 = 0; t0 < it->n_tok; t0 += group)
         jobs[(*n)++] = (ax_job){.fn = ws->ax->axpy[Wt->type], .panel = Wt->n_in % 32 ? NULL : ws->ax->panel[Wt->type],
-                                .Wt = Wt, .A = it->A + t0 * it->n_idx, .a_stride = it->n_idx,
+                                .Wt = Wt, .A = it->X + t0 * it->n_idx, .a_stride = it->n_idx,
                                 .n_tok = it->n_tok - t0 < group ? it->n_tok - t0 : group, .idx = it->idx,
                                 .n_idx = it->n_idx, .sorted = sorted, .Y = it->Y + t0 * Wt->n_in, .chunks = chunks};
     return 0;
 }
 
-static int axpy_group_run(hr_cpu *c, hr_sparse_ws *ws, const hr_axpy_item *items, int n, hr_err *e) {
+static int axpy_group_run(hr_cpu *c, hr_sparse_ws *ws, const hr_sparse_item *items, int n, hr_err *e) {
     if (!ws->ax) ws->ax = hr_axpy_best();
     int64_t total = 0;
     for (int i = 0; i < n; i++) {
-        if (!items[i].Wt || items[i].n_tok < 1) return hr_errf(e, "sparse_axpy: missing matrix or tokens");
+        if (!items[i].W || items[i].n_tok < 1) return hr_errf(e, "sparse_axpy: missing matrix or tokens");
         total += (items[i].n_tok + AX_TOK_BLOCK - 1) / AX_TOK_BLOCK;
     }
     if (total > 65535) return hr_errf(e, "sparse_axpy: a group of %lld token groups (at most 65535)", (long long)total);
@@ -796,11 +796,11 @@ bool hr_sparse_ffn_fits(const hr_cpu *c, const hr_mat *gate) {
 /* ---- profiled entry points (prof.h): the work above, timed when c->prof is set ---- */
 
 /* Bytes a gathered product moves: its rows, its activations and outputs. */
-static uint64_t gm_bytes(const hr_gather_item *it) {
+static uint64_t gm_bytes(const hr_sparse_item *it) {
     return (uint64_t)it->n_idx * it->W->row_bytes + (uint64_t)it->n_tok * (uint64_t)(it->W->n_in + it->n_idx) * 4;
 }
 
-int hr_gather_group(hr_cpu *c, const hr_gather_item *items, int n_items, hr_err *e) {
+int hr_gather_group(hr_cpu *c, const hr_sparse_item *items, int n_items, hr_err *e) {
     if (!c || !c->pool || n_items < 0 || (n_items && !items)) return hr_errf(e, "gather_matmul: missing argument");
     if (n_items > 65535) return hr_errf(e, "gather_matmul: a group of %d products (at most 65535)", n_items);
     if (!c->prof || !n_items || !items[0].W) return gather_run(c, items, n_items, e);
@@ -814,7 +814,7 @@ int hr_gather_group(hr_cpu *c, const hr_gather_item *items, int n_items, hr_err 
 
 int hr_gather_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, const int32_t *idx, int64_t n_idx,
                      float *Y, hr_err *e) {
-    const hr_gather_item it = {.W = W, .X = X, .n_tok = n_tok, .idx = idx, .n_idx = n_idx, .Y = Y};
+    const hr_sparse_item it = {.W = W, .X = X, .n_tok = n_tok, .idx = idx, .n_idx = n_idx, .Y = Y};
     return hr_gather_group(c, &it, 1, e);
 }
 
@@ -841,20 +841,20 @@ int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float
     return r;
 }
 
-int hr_sparse_axpy_group(hr_cpu *c, hr_sparse_ws *ws, const hr_axpy_item *items, int n_items, hr_err *e) {
+int hr_sparse_axpy_group(hr_cpu *c, hr_sparse_ws *ws, const hr_sparse_item *items, int n_items, hr_err *e) {
     if (!c || !c->pool || !ws || n_items < 0 || (n_items && !items)) return hr_errf(e, "sparse_axpy: missing argument");
     if (n_items > 65535) return hr_errf(e, "sparse_axpy: a group of %d products (at most 65535)", n_items);
-    if (!c->prof || !n_items || !items[0].Wt || !items[0].A) return axpy_group_run(c, ws, items, n_items, e);
+    if (!c->prof || !n_items || !items[0].W || !items[0].X) return axpy_group_run(c, ws, items, n_items, e);
     uint64_t bytes = 0; /* counted before the clock starts, as for one axpy */
     for (int i = 0; i < n_items; i++) {
-        const hr_axpy_item *it = &items[i];
-        if (it->Wt && it->A && it->n_tok > 0)
-            bytes += axpy_rows_read(it->A, it->n_tok, it->n_idx) * it->Wt->row_bytes +
-                     (uint64_t)it->n_tok * (uint64_t)(it->n_idx + it->Wt->n_in) * 4;
+        const hr_sparse_item *it = &items[i];
+        if (it->W && it->X && it->n_tok > 0)
+            bytes += axpy_rows_read(it->X, it->n_tok, it->n_idx) * it->W->row_bytes +
+                     (uint64_t)it->n_tok * (uint64_t)(it->n_idx + it->W->n_in) * 4;
     }
     const hr_prof_mark m = hr_prof_begin(c->prof);
     const int r = axpy_group_run(c, ws, items, n_items, e);
-    hr_prof_end(c->prof, m, HR_PROF_AXPY, items[0].Wt->type, bytes);
+    hr_prof_end(c->prof, m, HR_PROF_AXPY, items[0].W->type, bytes);
     return r;
 }
 

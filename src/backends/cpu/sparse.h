@@ -14,19 +14,21 @@
 int hr_gather_matmul(hr_cpu *c, const hr_mat *W, const float *X, int64_t n_tok, const int32_t *idx, int64_t n_idx,
                      float *Y, hr_err *e);
 
-/* One product of hr_gather_group: hr_gather_matmul's arguments. */
-typedef struct hr_gather_item {
+/* One product of a group (hr_gather_group, hr_sparse_axpy_group): the single call's arguments,
+ * X the gathered product's activations [n_tok][W->n_in] or the axpy's coefficients
+ * [n_tok][n_idx], W the axpy's Wt. */
+typedef struct hr_sparse_item {
     const hr_mat *W;
     const float *X;
     int64_t n_tok;
     const int32_t *idx;
     int64_t n_idx;
     float *Y;
-} hr_gather_item;
+} hr_sparse_item;
 /* Several gathered products in one pool run (a mixture of experts' experts): every item's
  * activations prepared, then all their rows in chunks any thread claims. Every value is the
  * item's hr_gather_matmul result bit for bit; items must not write each other's inputs. */
-int hr_gather_group(hr_cpu *c, const hr_gather_item *items, int n_items, hr_err *e);
+int hr_gather_group(hr_cpu *c, const hr_sparse_item *items, int n_items, hr_err *e);
 
 /* Sparse axpy over rows of Wt (each row W->n_in long):
  * Y[t*Wt->n_in + k] = sum over i < n_idx of A[t*n_idx + i] * Wt[idx[i]][k], Y overwritten;
@@ -98,20 +100,11 @@ int hr_sparse_reserve(hr_sparse_ws *ws, const hr_cpu *c, int64_t n_tok, int64_t 
 int hr_sparse_axpy_ws(hr_cpu *c, hr_sparse_ws *ws, const hr_mat *Wt, const float *A, int64_t n_tok,
                       const int32_t *idx, int64_t n_idx, float *Y, hr_err *e);
 
-/* One product of hr_sparse_axpy_group: hr_sparse_axpy_ws's arguments. */
-typedef struct hr_axpy_item {
-    const hr_mat *Wt;
-    const float *A;
-    int64_t n_tok;
-    const int32_t *idx;
-    int64_t n_idx;
-    float *Y;
-} hr_axpy_item;
 /* Several sparse axpys in one pool run for their rows and one for their partial sums (or a
  * few of each, where the partials would outgrow ws): every value is the item's
  * hr_sparse_axpy_ws result bit for bit (each keeps its own chunks and order); items must not
  * write each other's inputs. ws grows only where one item's 16 tokens need more than it has. */
-int hr_sparse_axpy_group(hr_cpu *c, hr_sparse_ws *ws, const hr_axpy_item *items, int n_items, hr_err *e);
+int hr_sparse_axpy_group(hr_cpu *c, hr_sparse_ws *ws, const hr_sparse_item *items, int n_items, hr_err *e);
 
 /* One token's gated FFN over the neurons idx[0..n_idx) (ascending) in one pass: per group of 4
  * neurons, their gate and up products, act, and their down_t rows added, so the three rows of
