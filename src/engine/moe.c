@@ -59,7 +59,7 @@ struct hr_moe_ws {
     moe_item *items;       /* [n_expert] a wave's experts */
     hr_mm_item *mm;        /* [n_expert] their products */
     hr_sparse_item *gi;    /* [n_expert] their gathered products */
-    hr_sparse_item *ai;      /* [n_expert] their sparse axpys */
+    hr_sparse_item *ai;    /* [n_expert] their sparse axpys */
     float *logits;         /* [n_batch][n_expert] router scores, then probabilities */
     int32_t *sel;          /* [n_batch][k] chosen experts, rank order */
     float *w;              /* [n_batch][k] their weights */
