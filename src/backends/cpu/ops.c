@@ -111,7 +111,7 @@ void hr_ffn_act_tab(float *h, const float *g, const float *u, int64_t n, hr_act 
 void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act) {
     switch (act) {
     case HR_ACT_SWIGLU:
-        for (int64_t i = 0; i < n; i++) h[i] = silu(g[i]) * u[i];
+        hr_vswiglu(h, g, u, n);
         break;
     case HR_ACT_REGLU:
         hr_vrelu_glu(h, g, u, n, false);

@@ -90,6 +90,22 @@ void hr_vgelu_tab_c(float *h, const float *g, const float *u, int64_t n, const u
     for (int64_t i = 0; i < n; i++) h[i] = g ? gelu_tab(g[i], tab) * u[i] : gelu_tab(u[i], tab);
 }
 
+/* silu(v) = v / (1 + e^-v), with e = e^-|v| from exp_neg (never overflows): v / (1 + e) for
+ * v >= 0, v e / (1 + e) below. NaN stays NaN; +Inf gives +Inf; -Inf gives NaN, as
+ * -Inf / (1 + expf(Inf)) does. Branch-free so the loop vectorizes. */
+static inline float silu_one(float v) {
+    const float e = exp_neg(-fabsf(v));
+    const float num = v >= 0 ? v : v * e;
+    return num / (1.0f + e);
+}
+
+void hr_vswiglu_c(float *h, const float *g, const float *u, int64_t n) {
+    if (h == g)
+        for (int64_t i = 0; i < n; i++) h[i] = silu_one(h[i]) * u[i];
+    else
+        for (int64_t i = 0; i < n; i++) h[i] = silu_one(g[i]) * u[i];
+}
+
 /* relu(v) = v > 0 ? v : 0, ops.c's: NaN and -0 give +0. */
 static inline float relu_v(float v) { return v > 0 ? v : 0.0f; }
 
@@ -111,6 +127,16 @@ double hr_vexp_sum(float *x, int64_t n, float m) {
     if (have_avx2()) return hr_vexp_sum_avx2(x, n, m);
 #endif
     return hr_vexp_sum_c(x, n, m);
+}
+
+void hr_vswiglu(float *h, const float *g, const float *u, int64_t n) {
+#if defined(HR_X86)
+    if (have_avx2()) {
+        hr_vswiglu_avx2(h, g, u, n);
+        return;
+    }
+#endif
+    hr_vswiglu_c(h, g, u, n);
 }
 
 void hr_vgelu_tab(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab) {

@@ -15,6 +15,10 @@ void hr_vtanh_scaled(float *y, const float *x, int64_t n, float pre, float post)
  * NaN stays NaN). */
 void hr_vgelu_tab(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
 
+/* h[i] = silu(g[i]) * u[i] (SwiGLU), silu(v) = v / (1 + e^-v) from vmath's exp: within 4 ulp
+ * of the correctly rounded silu (tests/cpu/test_vmath.c measures it); h may be g, not u. */
+void hr_vswiglu(float *h, const float *g, const float *u, int64_t n);
+
 /* h[i] = relu(g[i]) * u[i], or relu(g[i]) * relu(u[i]) with relu_u (ReGLU, dReLU), relu(v) =
  * v > 0 ? v : 0 (NaN and -0 give +0); h may be g (in place), not u. Plain C that the compiler
  * vectorizes: ops.c's element-by-element values bit for bit. */
@@ -39,6 +43,8 @@ void hr_vtanh_scaled_c(float *y, const float *x, int64_t n, float pre, float pos
 void hr_vgelu_tab_c(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
 void hr_vtanh_scaled_avx2(float *y, const float *x, int64_t n, float pre, float post);
 void hr_vgelu_tab_avx2(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
+void hr_vswiglu_c(float *h, const float *g, const float *u, int64_t n);
+void hr_vswiglu_avx2(float *h, const float *g, const float *u, int64_t n);
 double hr_vexp_sum_c(float *x, int64_t n, float m);
 double hr_vexp_sum_avx2(float *x, int64_t n, float m);
 void hr_vto_f16_c(uint16_t *y, const float *x, int64_t n);

@@ -134,6 +134,25 @@ void hr_vgelu_tab_avx2(float *h, const float *g, const float *u, int64_t n, cons
     _mm256_storeu_ps(bx, a);
     memcpy(h + i, bx, sizeof(float) * (size_t)(n - i));
 }
+/* vmath.c's silu_one lane by lane: -|v| by flipping the sign bit, as the C negation does. */
+static inline __m256 silu_v(__m256 v) {
+    const __m256 sign = V8(-0.0f);
+    const __m256 e = exp_neg_v(_mm256_or_ps(v, sign));
+    const __m256 num = _mm256_blendv_ps(_mm256_mul_ps(v, e), v, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ));
+    return _mm256_div_ps(num, _mm256_add_ps(V8(1.0f), e));
+}
+
+void hr_vswiglu_avx2(float *h, const float *g, const float *u, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(h + i, _mm256_mul_ps(silu_v(_mm256_loadu_ps(g + i)), _mm256_loadu_ps(u + i)));
+    if (i == n) return;
+    float bg[8] = {0}, bu[8] = {0};
+    memcpy(bg, g + i, sizeof(float) * (size_t)(n - i));
+    memcpy(bu, u + i, sizeof(float) * (size_t)(n - i));
+    _mm256_storeu_ps(bg, _mm256_mul_ps(silu_v(_mm256_loadu_ps(bg)), _mm256_loadu_ps(bu)));
+    memcpy(h + i, bg, sizeof(float) * (size_t)(n - i));
+}
+
 /* 8 values to F16 as hr_f32_to_f16: vcvtps2ph rounds to nearest even as it does, and keeps
  * NaN's sign but part of its payload, so NaN lanes become sign | 0x7e00. */
 static inline __m128i to_f16_v(__m256 v) {
