@@ -75,11 +75,11 @@ static int attention(hearth_ctx *c, const hr_layer *L, int il, const float *in, 
     if (L->use_rope) {
         const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
         const float *ff = hr_rope_factors(c->m, c->n_ctx); /* Llama-3.1 / LongRoPE factors, or NULL */
+        float cs[2048]; /* a token's cos/sin pairs, for its q and k (n_rot <= 1024, checked at load) */
         for (int32_t t = 0; t < n; t++) {
-            hr_rope_ext(c->sc.q + t * qd, hp->n_head, hp->head_dim, hp->n_rot, f->pos[t], L->rope_base, L->rope_freq_scale,
-                        hp->rope_neox, ff, &hp->rope_yarn);
-            hr_rope_ext(c->sc.k + t * kvd, hp->n_head_kv, hp->head_dim, hp->n_rot, f->pos[t], L->rope_base, L->rope_freq_scale,
-                        hp->rope_neox, ff, &hp->rope_yarn);
+            hr_rope_cs(cs, hp->n_rot, f->pos[t], L->rope_base, L->rope_freq_scale, ff, &hp->rope_yarn);
+            hr_rope_apply(c->sc.q + t * qd, hp->n_head, hp->head_dim, hp->n_rot, hp->rope_neox, cs);
+            hr_rope_apply(c->sc.k + t * kvd, hp->n_head_kv, hp->head_dim, hp->n_rot, hp->rope_neox, cs);
         }
         hr_prof_end(c->cpu.prof, pm, HR_PROF_ROPE, 0, (uint64_t)n * (uint64_t)(qd + kvd) * 8);
     }

@@ -48,9 +48,8 @@ static void rope_angle(float theta_extrap, float freq_scale, const hr_rope_yarn 
     *s = sinf(theta) * mscale;
 }
 
-void hr_rope_ext(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale,
-                 bool neox, const float *freq_factors, const hr_rope_yarn *yarn) {
-    float cs[2048]; /* cos/sin pairs for n_rot <= head_dim <= 1024, checked at load */
+void hr_rope_cs(float *cs, int32_t n_rot, int32_t pos, float base, float freq_scale, const float *freq_factors,
+                const hr_rope_yarn *yarn) {
     const float theta_scale = powf(base, -2.0f / (float)n_rot);
     float theta = (float)pos;
     for (int32_t i = 0; i < n_rot; i += 2) {
@@ -58,6 +57,9 @@ void hr_rope_ext(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int
         rope_angle(theta / ff, freq_scale, yarn, i, &cs[i], &cs[i + 1]);
         theta *= theta_scale;
     }
+}
+
+void hr_rope_apply(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, bool neox, const float *cs) {
     for (int32_t h = 0; h < n_heads; h++) {
         float *v = x + (int64_t)h * head_dim;
         for (int32_t i = 0; i < n_rot; i += 2) {
@@ -67,6 +69,13 @@ void hr_rope_ext(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int
             v[b] = x0 * cs[i + 1] + x1 * cs[i];
         }
     }
+}
+
+void hr_rope_ext(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale,
+                 bool neox, const float *freq_factors, const hr_rope_yarn *yarn) {
+    float cs[2048]; /* cos/sin pairs for n_rot <= head_dim <= 1024, checked at load */
+    hr_rope_cs(cs, n_rot, pos, base, freq_scale, freq_factors, yarn);
+    hr_rope_apply(x, n_heads, head_dim, n_rot, neox, cs);
 }
 
 /* A sink of -inf adds exp(-inf) = 0 to the sum, so the plain softmax is this one bit for bit. */

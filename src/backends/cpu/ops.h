@@ -29,6 +29,11 @@ typedef struct hr_rope_yarn {
  * long/short factors; NULL for none) and YaRN (NULL for none). */
 void hr_rope_ext(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int32_t pos, float base, float freq_scale,
                  bool neox, const float *freq_factors, const hr_rope_yarn *yarn);
+/* hr_rope_ext in two steps, so that one position's cos/sin pairs (cs[n_rot]) serve several
+ * tensors (a token's q and k): the same values. */
+void hr_rope_cs(float *cs, int32_t n_rot, int32_t pos, float base, float freq_scale, const float *freq_factors,
+                const hr_rope_yarn *yarn);
+void hr_rope_apply(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, bool neox, const float *cs);
 /* In place softmax of x[0..n) after scaling by s; returns nothing (entries beyond n untouched). */
 void hr_softmax(float *x, int64_t n, float s);
 /* The same with a sink: the denominator also holds exp(sink), so the weights sum to less than
