@@ -33,14 +33,34 @@ static void scale_rows(float *x, float s, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] *= s;
 }
 
-static void norm_rows(const hearth_ctx *c, float *y, const float *x, const float *w, const float *b, int32_t n) {
-    const hr_hparams *hp = &c->m->hp;
+typedef struct {
+    const hearth_ctx *c;
+    float *y;
+    const float *x, *w, *b;
+    int32_t n;
+} norm_job;
+
+/* Tokens [n * ith / nth, n * (ith + 1) / nth) of a norm_job: each token's row on its own, so
+ * the split changes no value. */
+static void norm_task(void *arg, int ith, int nth) {
+    const norm_job *j = arg;
+    const hr_hparams *hp = &j->c->m->hp;
     const int64_t d = hp->n_embd;
-    const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
-    for (int32_t t = 0; t < n; t++) {
-        if (hp->arch->norm == HR_NORM_LAYER) hr_layernorm(y + t * d, x + t * d, w, b, d, hp->rms_eps);
-        else hr_rmsnorm(y + t * d, x + t * d, w, d, hp->rms_eps);
+    for (int32_t t = (int32_t)((int64_t)j->n * ith / nth); t < (int32_t)((int64_t)j->n * (ith + 1) / nth); t++) {
+        if (hp->arch->norm == HR_NORM_LAYER) hr_layernorm(j->y + t * d, j->x + t * d, j->w, j->b, d, hp->rms_eps);
+        else hr_rmsnorm(j->y + t * d, j->x + t * d, j->w, d, hp->rms_eps);
     }
+}
+
+/* Below this many elements a batch's norms stay on the caller (a decoded token's row). */
+#define NORM_PAR_ELEMS 32768
+
+static void norm_rows(const hearth_ctx *c, float *y, const float *x, const float *w, const float *b, int32_t n) {
+    const int64_t d = c->m->hp.n_embd;
+    const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
+    norm_job j = {.c = c, .y = y, .x = x, .w = w, .b = b, .n = n};
+    if ((int64_t)n * d >= NORM_PAR_ELEMS && n > 1) hr_pool_run(c->cpu.pool, norm_task, &j);
+    else norm_task(&j, 0, 1);
     hr_prof_end(c->cpu.prof, pm, HR_PROF_NORM, 0, (uint64_t)(2 * n + 1) * (uint64_t)d * 4);
 }
 
