@@ -614,7 +614,7 @@ static int sparse_experts(hearth_ctx *c, const hr_moe_weights *mw, int il, moe_i
         if (!sparse_down) w->mm[nm++] = (hr_mm_item){.W = &it->down, .X = it->b.a, .n_tok = it->cnt, .Y = it->b.y};
         else if (it->nu)
             w->ai[na++] = (hr_sparse_item){.W = &it->down, .X = it->b.gc, .n_tok = it->cnt, .idx = it->uidx, .n_idx = it->nu,
-                                         .Y = it->b.y};
+                                           .Y = it->b.y};
     }
     if (hr_matmul_group(&c->cpu, w->mm, nm, e) || hr_sparse_axpy_group(&c->cpu, &c->sparse_ws, w->ai, na, e)) return -1;
     run_step(&st, n, STEP_OUT, rows * w->d);
