@@ -60,6 +60,13 @@ static inline int hr_hy_sync(hr_hybrid *h, hr_err *e) {
     h->st.syncs++;
     return h->dev->ops->sync(h->dev, e);
 }
+/* A host step failed while the device may still be reading pinned buffers: waits for it (its
+ * own error, if any, is dropped: the host's is the one reported) and returns -1. */
+static inline int hr_hy_abandon(hr_hybrid *h) {
+    hr_err ignored;
+    hr_hy_sync(h, &ignored);
+    return -1;
+}
 
 /* Opens the device the parameters ask for and fills c->hy (NULL when gpu is off, or auto
  * finds nothing). Errors only when a device was asked for explicitly (cuda, standin) and

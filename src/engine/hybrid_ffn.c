@@ -86,11 +86,7 @@ int hr_hybrid_ffn_split(hearth_ctx *c, const hr_layer *L, int il, const float *x
     const double t0 = now_s();
     if (nh && enqueue_hot(c, il, xn, xn_on_dev, n, nh, e)) return -1;
     const double t1 = now_s();
-    if (cold_part(c, L, xn, n, nc, out, e)) {
-        hr_err ignored;
-        hr_hy_sync(h, &ignored); /* pinned buffers stay in use until the device is done */
-        return -1;
-    }
+    if (cold_part(c, L, xn, n, nc, out, e)) return hr_hy_abandon(h);
     const double t2 = now_s();
     if (nh && hr_hy_sync(h, e)) return -1;
     const double t3 = now_s();

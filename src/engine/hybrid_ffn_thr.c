@@ -111,17 +111,9 @@ int hr_hybrid_ffn_split_thr(hearth_ctx *c, const hr_layer *L, int il, const floa
                             float *out, hr_err *e) {
     hr_hybrid *h = c->hy;
     const double t0 = now_s();
-    if (enqueue_hot_thr(c, il, xn, xn_on_dev, n, e)) {
-        hr_err ignored;
-        hr_hy_sync(h, &ignored);
-        return -1;
-    }
+    if (enqueue_hot_thr(c, il, xn, xn_on_dev, n, e)) return hr_hy_abandon(h);
     const double t1 = now_s();
-    if (cold_thr(c, L, il, xn, n, predicted, out, e)) {
-        hr_err ignored;
-        hr_hy_sync(h, &ignored); /* pinned buffers stay in use until the device is done */
-        return -1;
-    }
+    if (cold_thr(c, L, il, xn, n, predicted, out, e)) return hr_hy_abandon(h);
     const double t2 = now_s();
     if (hr_hy_sync(h, e)) return -1;
     const double t3 = now_s();

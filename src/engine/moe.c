@@ -1004,23 +1004,13 @@ static int split_experts(hearth_ctx *c, const hr_layer *L, int il, const float *
     if (xmask && predict_split(c, &L->moe, g, read, e)) return -1;
     if (hr_hybrid_experts(c, il, w->dr0, w->dn, w->xr0, w->xn, xmask, rows, e)) return -1;
     const double t1 = now_s();
-    if (run_host_experts(c, L, il, g, xmask, xn, read, e)) {
-        hr_err ignored;
-        hr_hy_sync(h, &ignored); /* pinned buffers stay in use until the device is done */
-        return -1;
-    }
+    if (run_host_experts(c, L, il, g, xmask, xn, read, e)) return hr_hy_abandon(h);
     const double t2 = now_s();
     if (rows && hr_hy_sync(h, e)) return -1;
     h->st.ffn_splits++, h->st.enqueue_s += t1 - t0, h->st.cold_s += t2 - t1, h->st.wait_s += now_s() - t2;
-    const size_t d = (size_t)w->d;
     for (int32_t i = 0; i < g->n_exp; i++) {
         if (!w->dn[i]) continue;
-        const int32_t *slot = w->slot + w->start[g->exps[i].id];
-        for (int32_t j = 0; j < w->dn[i]; j++) {
-            const float wt = w->w[slot[j]], *y = h->h_ye + (size_t)(w->dr0[i] + j) * d;
-            float *dst = w->ys + (size_t)slot[j] * d;
-            for (size_t q = 0; q < d; q++) dst[q] = y[q] * wt;
-        }
+        weigh_into_ys(w, w->slot + w->start[g->exps[i].id], w->dn[i], h->h_ye + (size_t)w->dr0[i] * (size_t)w->d);
         const uint64_t evals = (uint64_t)w->dn[i];
         c->ffn.stats[il].computed += evals * (uint64_t)w->ff, h->st.act_device += evals * (uint64_t)w->ff;
         h->st.expert_evals_device += evals;
