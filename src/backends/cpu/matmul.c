@@ -316,13 +316,8 @@ static void grp_prep_task(void *arg, int ith, int nth) {
 static void grp_task(void *arg, int ith, int nth) {
     (void)nth;
     const mm_group *g = arg;
-    int lo = 0, hi = g->n - 1; /* the item whose chunks hold ith */
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (g->first[mid] <= ith) lo = mid;
-        else hi = mid - 1;
-    }
-    mm_task(&g->jobs[lo], ith - g->first[lo], g->first[lo + 1] - g->first[lo]);
+    const int i = hr_chunk_owner(g->first, g->n, ith);
+    mm_task(&g->jobs[i], ith - g->first[i], g->first[i + 1] - g->first[i]);
 }
 
 /* Chunks per item: about CHUNKS_PER_THREAD per thread over the whole group, each item's

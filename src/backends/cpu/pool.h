@@ -20,6 +20,17 @@ void hr_pool_run(hr_pool *p, hr_task_fn fn, void *arg);
 /* The same with n_chunks indices (1..65535) instead of one per thread: finer pieces
  * balance better when a core is busy elsewhere. fn sees nth = n_chunks. */
 void hr_pool_run_chunks(hr_pool *p, hr_task_fn fn, void *arg, int n_chunks);
+/* A group's run (several products' chunks in one hr_pool_run_chunks): item i owns the indices
+ * [first[i], first[i + 1]); the item owning index ith, of n. */
+static inline int hr_chunk_owner(const int *first, int n, int ith) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (first[mid] <= ith) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
 void hr_pool_free(hr_pool *p);
 /* Profiling (prof.h): with timing on, each run adds to a counter its wall time beyond its
  * items' run time spread evenly over the threads it could use (hand-off, imbalance, waits). */

@@ -273,21 +273,10 @@ typedef struct {
     int n;
 } gm_group;
 
-/* The item whose chunks [first[i], first[i + 1]) hold chunk ith. */
-static int grp_item(const int *first, int n, int ith) {
-    int lo = 0, hi = n - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (first[mid] <= ith) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
-}
-
 static void gm_grp_task(void *arg, int ith, int nth) {
     (void)nth;
     const gm_group *g = arg;
-    const int i = grp_item(g->first, g->n, ith);
+    const int i = hr_chunk_owner(g->first, g->n, ith);
     gm_task(&g->jobs[i], ith - g->first[i], g->first[i + 1] - g->first[i]);
 }
 
@@ -674,7 +663,7 @@ typedef struct {
 static void ax_grp_task(void *arg, int ith, int nth) {
     (void)nth;
     const ax_round *g = arg;
-    const int i = grp_item(g->first, g->n, ith);
+    const int i = hr_chunk_owner(g->first, g->n, ith);
     ax_task(&g->jobs[i], ith - g->first[i], g->first[i + 1] - g->first[i]);
 }
 
