@@ -1,5 +1,7 @@
 /* The pool runs fn once per ith in [0, nth) per call (whichever thread takes it), with the right nth, across many
- * back-to-back runs (spinning hand-off) and runs separated by pauses (sleeping hand-off). */
+ * back-to-back runs (spinning hand-off) and runs separated by pauses (sleeping hand-off). A range run covers
+ * every index once in spans that start on a step boundary, and a thread that stalls has its share taken. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -24,6 +26,44 @@ static void task(void *arg, int ith, int nth) {
 static void nap_us(long us) {
     struct timespec ts = {0, us * 1000};
     nanosleep(&ts, NULL);
+}
+
+#define RN 2000
+typedef struct {
+    atomic_int hit[RN];
+    atomic_int bad, spans, by_caller, stalled;
+    int64_t n, step;
+    pthread_t caller;
+} rjob;
+
+static void range_fn(void *arg, int64_t i0, int64_t i1) {
+    rjob *j = arg;
+    if (i0 < 0 || i1 > j->n || i0 >= i1 || i0 % j->step || (i1 % j->step && i1 != j->n)) atomic_fetch_add(&j->bad, 1);
+    const bool mine = pthread_equal(pthread_self(), j->caller);
+    /* the caller stalls on its first span, as a thread descheduled by another process */
+    if (mine && atomic_exchange(&j->stalled, 1) == 0) nap_us(20000);
+    for (int64_t i = i0; i < i1 && i >= 0 && i < j->n; i++) {
+        atomic_fetch_add(&j->hit[i], 1);
+        if (mine) atomic_fetch_add(&j->by_caller, 1);
+    }
+    atomic_fetch_add(&j->spans, 1);
+}
+
+static void check_ranges(hr_pool *p, int64_t n, int64_t step, int stall) {
+    static rjob j; /* 8 KB of counters: off the stack */
+    for (int i = 0; i < RN; i++) atomic_init(&j.hit[i], 0);
+    atomic_init(&j.bad, 0), atomic_init(&j.spans, 0), atomic_init(&j.by_caller, 0), atomic_init(&j.stalled, !stall);
+    j.n = n, j.step = step, j.caller = pthread_self();
+    hr_pool_run_ranges(p, range_fn, &j, n, step);
+    int miss = 0;
+    for (int64_t i = 0; i < RN; i++) miss += atomic_load(&j.hit[i]) != (i < n ? 1 : 0);
+    CHECKF(miss == 0 && atomic_load(&j.bad) == 0, "threads %d n %lld step %lld: %d indices wrong, %d bad spans",
+           hr_pool_threads(p), (long long)n, (long long)step, miss, atomic_load(&j.bad));
+    /* stalled for 20 ms, the caller must have lost most of its share to the others */
+    const int64_t share = n / hr_pool_threads(p);
+    if (stall && hr_pool_threads(p) > 1 && n / step >= 64)
+        CHECKF(atomic_load(&j.by_caller) < share / 2, "threads %d: the stalled caller still did %d of its share of %lld",
+               hr_pool_threads(p), atomic_load(&j.by_caller), (long long)share);
 }
 
 int main(void) {
@@ -56,6 +96,11 @@ int main(void) {
                 CHECKF(atomic_load(&k.count[i]) == (i < chunks ? 500 : 0), "chunks=%d i=%d", chunks, i);
             CHECK(atomic_load(&k.bad_nth) == 0);
         }
+        const int64_t shapes[][2] = {{1, 1}, {7, 3}, {RN, 1}, {RN, 16}, {RN - 3, 16}, {100, 1000}, {RN, 7}, {64, 64}};
+        for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++)
+            for (int rep = 0; rep < 50; rep++) check_ranges(p, shapes[s][0], shapes[s][1], 0);
+        check_ranges(p, RN, 4, 1);
+        check_ranges(p, RN - 1, 1, 1);
         hr_pool_free(p);
     }
     hr_err e = {{0}};

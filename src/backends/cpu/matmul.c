@@ -22,6 +22,7 @@
 #define PAR_PREP_ELEMS 16384  /* below this, preparing on the caller beats a pool run */
 #define CHUNKS_PER_THREAD 4   /* pieces per thread, so a thread slowed by another process sheds work */
 #define MIN_CHUNK_ROWS 16
+#define STEP_BYTES 32768 /* weights per range step: ~1.5 us of a decode, ~15 us of a 64-token batch */
 
 int hr_cpu_init(hr_cpu *c, int n_threads, hr_err *e) {
     memset(c, 0, sizeof *c);
@@ -204,14 +205,20 @@ static void mm_rows(const mm_job *j, const hr_mat *W, float *Y, int64_t r0, int6
         tile_rows(&j->ts, n, w, rb, r0, r1, tb, tb + TOK_BLOCK < j->n_tok ? tb + TOK_BLOCK : j->n_tok, Y, (size_t)W->n_out);
 }
 
-static void mm_task(void *arg, int ith, int nth) {
-    const mm_job *j = arg;
-    int64_t r0, r1;
-    row_range(j->W->n_out, ith, nth, j->align, &r0, &r1);
+static void mm_span(const mm_job *j, int64_t r0, int64_t r1) {
     mm_rows(j, j->W, j->Y, r0, r1);
     if (j->W1) mm_rows(j, j->W1, j->Y1, r0, r1);
     if (j->ep && r0 < r1) j->ep->fn(j->ep->arg, r0, r1);
 }
+
+static void mm_task(void *arg, int ith, int nth) {
+    const mm_job *j = arg;
+    int64_t r0, r1;
+    row_range(j->W->n_out, ith, nth, j->align, &r0, &r1);
+    mm_span(j, r0, r1);
+}
+
+static void mm_range(void *arg, int64_t r0, int64_t r1) { mm_span(arg, r0, r1); }
 
 /* Checks one product (W1: a pair's second matrix, or NULL) and picks its kernels into *j;
  * *need: the scratch bytes its prepared activations take (hr_matmul's paths, in order). */
@@ -278,6 +285,15 @@ static uint64_t mm_bytes(const hr_mat *W, const hr_mat *W1, int64_t n_tok) {
            (uint64_t)n_tok * (uint64_t)W->n_in * 4;
 }
 
+/* Rows per step of a range run: enough bytes that a claim costs nothing beside them, few
+ * enough that the last step leaves the other threads idle only briefly; a multiple of the
+ * job's alignment so every row meets the same kernel whatever the split. */
+static int64_t mm_step(const mm_job *j) {
+    const int64_t rb = (int64_t)(j->W1 ? 2 : 1) * (int64_t)j->W->row_bytes;
+    const int64_t want = STEP_BYTES / (rb > 0 ? rb : 1);
+    return want <= j->align ? j->align : (want + j->align - 1) / j->align * j->align;
+}
+
 /* Pieces of the job's rows for nth threads. */
 static int mm_chunks(const mm_job *j, int nth) {
     int64_t chunks = nth == 1 ? 1 : (int64_t)nth * CHUNKS_PER_THREAD;
@@ -296,7 +312,7 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float 
         if (n_tok * W->n_in >= PAR_PREP_ELEMS && n_tok > 1) hr_pool_run(c->pool, prep_task, &j);
         else prep_task(&j, 0, 1);
     }
-    hr_pool_run_chunks(c->pool, mm_task, &j, mm_chunks(&j, hr_pool_threads(c->pool)));
+    hr_pool_run_ranges(c->pool, mm_range, &j, W->n_out, mm_step(&j));
     return 0;
 }
 

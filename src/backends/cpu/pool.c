@@ -36,9 +36,16 @@ typedef struct worker {
     pthread_t th;
 } worker;
 
+/* One thread's share of a range run: steps [front, back) packed as back << 32 | front, on its
+ * own cache line (the owner claims from the front, a thief moves the back). */
+typedef struct {
+    _Alignas(64) _Atomic uint64_t fb;
+} share;
+
 struct hr_pool {
     int n;
     worker *w;
+    share *shares; /* n of them, for hr_pool_run_ranges */
     hr_task_fn fn;
     void *arg;
     _Atomic uint64_t ticket;
@@ -122,7 +129,9 @@ hr_pool *hr_pool_new(int n_threads, hr_err *e) {
         return NULL;
     }
     hr_pool *p = calloc(1, sizeof *p);
-    if (!p || !(p->w = calloc((size_t)n_threads, sizeof *p->w))) {
+    if (!p || !(p->w = calloc((size_t)n_threads, sizeof *p->w)) ||
+        !(p->shares = aligned_alloc(64, (size_t)n_threads * sizeof *p->shares))) {
+        if (p) free(p->w);
         free(p);
         hr_errf(e, "out of memory for thread pool");
         return NULL;
@@ -213,5 +222,89 @@ void hr_pool_free(hr_pool *p) {
     pthread_cond_destroy(&p->work_cv);
     pthread_cond_destroy(&p->done_cv);
     free(p->w);
+    free(p->shares);
     free(p);
+}
+
+/* ---- range runs: contiguous shares, the idle taking half of the busiest share's rest ---- */
+
+typedef struct {
+    hr_range_fn fn;
+    void *arg;
+    int64_t n, step;
+    share *sh;
+    int n_sh;
+} range_run;
+
+/* Claims steps [*k0, *k1) from the front: a quarter of what is left, at least one. Few
+ * claims on a long share (each is a locked instruction, which waits for the thread's loads in
+ * flight), single steps at its end, where the balance is decided. */
+static bool take_front(share *s, uint32_t *k0, uint32_t *k1) {
+    uint64_t v = atomic_load_explicit(&s->fb, memory_order_relaxed);
+    for (;;) {
+        const uint32_t f = (uint32_t)v, b = (uint32_t)(v >> 32);
+        if (f >= b) return false;
+        const uint32_t n = (b - f) / 4 ? (b - f) / 4 : 1;
+        if (atomic_compare_exchange_weak(&s->fb, &v, v + n)) {
+            *k0 = f, *k1 = f + n;
+            return true;
+        }
+    }
+}
+
+/* Moves the back half of the share with most steps left to *own (found empty); false when
+ * every share is empty. The steps are invisible between the two stores, which is harmless:
+ * a thread finding nothing returns, and this one runs them. */
+static bool steal_half(const range_run *r, share *own) {
+    for (;;) {
+        int best = -1;
+        uint32_t most = 0;
+        uint64_t v = 0;
+        for (int i = 0; i < r->n_sh; i++) {
+            const uint64_t u = atomic_load_explicit(&r->sh[i].fb, memory_order_relaxed);
+            const uint32_t f = (uint32_t)u, b = (uint32_t)(u >> 32);
+            if (b > f && b - f > most) most = b - f, best = i, v = u;
+        }
+        if (best < 0) return false;
+        const uint32_t f = (uint32_t)v, b = (uint32_t)(v >> 32), mid = b - (b - f + 1) / 2;
+        if (atomic_compare_exchange_strong(&r->sh[best].fb, &v, (uint64_t)mid << 32 | f)) {
+            /* an empty share is never written by others (they test before they swap) */
+            atomic_store(&own->fb, (uint64_t)b << 32 | mid);
+            return true;
+        }
+    }
+}
+
+static void range_task(void *arg, int ith, int nth) {
+    (void)nth;
+    const range_run *r = arg;
+    share *own = &r->sh[ith];
+    do {
+        uint32_t k0, k1;
+        while (take_front(own, &k0, &k1)) {
+            const int64_t i0 = (int64_t)k0 * r->step, i1 = (int64_t)k1 * r->step;
+            r->fn(r->arg, i0, i1 < r->n ? i1 : r->n);
+        }
+    } while (steal_half(r, own));
+}
+
+void hr_pool_run_ranges(hr_pool *p, hr_range_fn fn, void *arg, int64_t n, int64_t step) {
+    if (n < 1) return;
+    if (step < 1) step = 1;
+    int64_t n_steps = (n + step - 1) / step;
+    if (n_steps > UINT32_MAX / 2) { /* keeps the packed counts in range; steps grow instead */
+        step = (n + UINT32_MAX / 2 - 1) / (UINT32_MAX / 2);
+        n_steps = (n + step - 1) / step;
+    }
+    if (p->n == 1 || n_steps == 1) {
+        fn(arg, 0, n);
+        return;
+    }
+    const int n_sh = n_steps < p->n ? (int)n_steps : p->n;
+    for (int i = 0; i < n_sh; i++) {
+        const uint64_t f = (uint64_t)(n_steps * i / n_sh), b = (uint64_t)(n_steps * (i + 1) / n_sh);
+        atomic_store_explicit(&p->shares[i].fb, b << 32 | f, memory_order_relaxed);
+    }
+    range_run r = {.fn = fn, .arg = arg, .n = n, .step = step, .sh = p->shares, .n_sh = n_sh};
+    hr_pool_run_chunks(p, range_task, &r, n_sh); /* its ticket's seq_cst store publishes the shares */
 }

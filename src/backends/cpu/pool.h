@@ -31,6 +31,14 @@ static inline int hr_chunk_owner(const int *first, int n, int ith) {
     }
     return lo;
 }
+/* fn(arg, i0, i1) over [0, n) in steps of `step` indices, each index once: thread ith owns
+ * the ith contiguous share of the steps and walks it from the front (one memory stream, no
+ * restarts); a thread with nothing left takes the back half of the share with the most steps
+ * left. Balances to one step where fixed chunks leave a thread idle for up to a chunk. Step
+ * boundaries are multiples of step from 0 whatever the threads, so code that keeps its
+ * results independent of where chunks start stays so. */
+typedef void (*hr_range_fn)(void *arg, int64_t i0, int64_t i1);
+void hr_pool_run_ranges(hr_pool *p, hr_range_fn fn, void *arg, int64_t n, int64_t step);
 void hr_pool_free(hr_pool *p);
 /* Profiling (prof.h): with timing on, each run adds to a counter its wall time beyond its
  * items' run time spread evenly over the threads it could use (hand-off, imbalance, waits). */
