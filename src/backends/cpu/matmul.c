@@ -1,5 +1,6 @@
 /* Y = X W^T over hr_mat weights. Activations are prepared once per call; output
- * rows are split into a few contiguous chunks per thread, claimed dynamically. Decode (one token) streams
+ * rows go to the threads as a range run (pool.h: a contiguous share each, the idle taking
+ * half of the busiest share's rest). Decode (one token) streams
  * each weight row once, a memory-bandwidth problem: 4 rows per kernel call (rows4) share
  * the activation-side work and keep several DRAM streams in flight. Prompt batches
  * use register tiles (HR_TILE_R rows x HR_TILE_C tokens) so each weight block loaded
@@ -12,17 +13,16 @@
  * whichever path computed it. */
 #include "matmul.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels_impl.h"
 #include "prof.h"
 
-#define TOK_BLOCK 64          /* tokens whose prepared rows are reused from L2 */
-#define PAR_PREP_ELEMS 16384  /* below this, preparing on the caller beats a pool run */
-#define CHUNKS_PER_THREAD 4   /* pieces per thread, so a thread slowed by another process sheds work */
-#define MIN_CHUNK_ROWS 16
-#define STEP_BYTES 32768 /* weights per range step: ~1.5 us of a decode, ~15 us of a 64-token batch */
+#define TOK_BLOCK 64         /* tokens whose prepared rows are reused from L2 */
+#define PAR_PREP_ELEMS 16384 /* below this, preparing on the caller beats a pool run */
+#define STEP_BYTES 32768     /* weights per range step: ~1.5 us of a decode, ~15 us of a 64-token batch */
 
 int hr_cpu_init(hr_cpu *c, int n_threads, hr_err *e) {
     memset(c, 0, sizeof *c);
@@ -85,7 +85,8 @@ typedef struct {
     void (*t16prep)(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
     char *panels;
     size_t pb;
-    int64_t align; /* chunk heights: a multiple of this */
+    int64_t align; /* span heights: a multiple of this */
+    int64_t step;  /* a group's rows per step */
 } mm_job;
 
 /* With panels, each item prepares whole groups of 16 tokens and then their panel. */
@@ -104,17 +105,7 @@ static void prep_task(void *arg, int ith, int nth) {
         j->t16prep(s->xq + t * s->xs, s->xs, (int)(t1 - t < 16 ? t1 - t : 16), j->panels + t / 16 * j->pb, j->W->n_in);
 }
 
-#define ROW_ALIGN 4 /* chunk heights: a multiple of the decode kernel's (rows4) and of HR_TILE_R */
-
-/* Rows [r0, r1) of item ith: equal contiguous chunks, a multiple of align. */
-static void row_range(int64_t n_out, int ith, int nth, int64_t align, int64_t *r0, int64_t *r1) {
-    int64_t per = (n_out + nth - 1) / nth;
-    per = (per + align - 1) / align * align;
-    *r0 = per * ith;
-    *r1 = *r0 + per;
-    if (*r0 > n_out) *r0 = n_out;
-    if (*r1 > n_out) *r1 = n_out;
-}
+#define ROW_ALIGN 4 /* span heights: a multiple of the decode kernel's (rows4) and of HR_TILE_R */
 
 /* One activation row: rows [r0, r1), 4 and 2 side by side where the table has them; rows4
  * reads x4 (xq, or the row re-laid for rows4_x), the others xq. */
@@ -211,13 +202,6 @@ static void mm_span(const mm_job *j, int64_t r0, int64_t r1) {
     if (j->ep && r0 < r1) j->ep->fn(j->ep->arg, r0, r1);
 }
 
-static void mm_task(void *arg, int ith, int nth) {
-    const mm_job *j = arg;
-    int64_t r0, r1;
-    row_range(j->W->n_out, ith, nth, j->align, &r0, &r1);
-    mm_span(j, r0, r1);
-}
-
 static void mm_range(void *arg, int64_t r0, int64_t r1) { mm_span(arg, r0, r1); }
 
 /* Checks one product (W1: a pair's second matrix, or NULL) and picks its kernels into *j;
@@ -294,13 +278,6 @@ static int64_t mm_step(const mm_job *j) {
     return want <= j->align ? j->align : (want + j->align - 1) / j->align * j->align;
 }
 
-/* Pieces of the job's rows for nth threads. */
-static int mm_chunks(const mm_job *j, int nth) {
-    int64_t chunks = nth == 1 ? 1 : (int64_t)nth * CHUNKS_PER_THREAD;
-    int64_t max_chunks = (j->W->n_out + MIN_CHUNK_ROWS - 1) / MIN_CHUNK_ROWS;
-    return (int)(chunks > max_chunks ? max_chunks : chunks);
-}
-
 static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float *X, int64_t n_tok, float *Y, float *Y1,
                       const hr_mm_epi *ep, hr_err *e) {
     mm_job j;
@@ -316,7 +293,7 @@ static int matmul_run(hr_cpu *c, const hr_mat *W, const hr_mat *W1, const float 
     return 0;
 }
 
-/* hr_matmul_group's run: item i's chunks are the pool's indices [first[i], first[i + 1]). */
+/* hr_matmul_group's run: item i's steps are the range run's indices [first[i], first[i + 1]). */
 typedef struct {
     mm_job *jobs;
     int *first;
@@ -329,26 +306,30 @@ static void grp_prep_task(void *arg, int ith, int nth) {
     if (g->jobs[ith].W->type != HR_F32) prep_task(&g->jobs[ith], 0, 1);
 }
 
-static void grp_task(void *arg, int ith, int nth) {
-    (void)nth;
+/* Steps [k0, k1) of the group: each item's run of them as one span of its rows. */
+static void grp_range(void *arg, int64_t k0, int64_t k1) {
     const mm_group *g = arg;
-    const int i = hr_chunk_owner(g->first, g->n, ith);
-    mm_task(&g->jobs[i], ith - g->first[i], g->first[i + 1] - g->first[i]);
+    for (int i = hr_chunk_owner(g->first, g->n, (int)k0); k0 < k1; i++) {
+        const mm_job *j = &g->jobs[i];
+        const int64_t end = k1 < g->first[i + 1] ? k1 : g->first[i + 1], r1 = (end - g->first[i]) * j->step;
+        mm_span(j, (k0 - g->first[i]) * j->step, r1 < j->W->n_out ? r1 : j->W->n_out);
+        k0 = end;
+    }
 }
 
-/* Chunks per item: about CHUNKS_PER_THREAD per thread over the whole group, each item's
- * share by its work (rows x tokens), at least one and at most mm_chunks' count. */
-static void grp_chunks(mm_group *g, int nth) {
-    double total = 0;
-    for (int i = 0; i < g->n; i++) total += (double)g->jobs[i].W->n_out * (double)g->jobs[i].n_tok;
+/* Each item's steps: a batch's hold fewer rows the more tokens it has, so that steps are
+ * about equal work across the items and equal shares of steps equal shares of work. */
+static int64_t grp_steps(mm_group *g) {
     g->first[0] = 0;
     for (int i = 0; i < g->n; i++) {
-        const mm_job *j = &g->jobs[i];
-        int k = nth == 1 ? 1 : (int)((double)nth * CHUNKS_PER_THREAD * (double)j->W->n_out * (double)j->n_tok / total + 0.5);
-        const int most = mm_chunks(j, nth);
-        k = k < 1 ? 1 : k > most ? most : k;
-        g->first[i + 1] = g->first[i] + k;
+        mm_job *j = &g->jobs[i];
+        const int64_t rows = mm_step(j) / j->n_tok;
+        j->step = rows <= j->align ? j->align : rows / j->align * j->align;
+        const int64_t k = (j->W->n_out + j->step - 1) / j->step;
+        if (k > INT_MAX - g->first[i]) return -1;
+        g->first[i + 1] = g->first[i] + (int)k;
     }
+    return g->first[g->n];
 }
 
 /* Groups up to this size (a decoded token's experts) keep their jobs on the stack: decode allocates nothing. */
@@ -380,12 +361,12 @@ static int group_run(hr_cpu *c, const hr_mm_item *items, int n, uint64_t *bytes,
     if (nth > 1) hr_pool_run_chunks(c->pool, grp_prep_task, &g, n);
     else
         for (int i = 0; i < n; i++) grp_prep_task(&g, i, n);
-    grp_chunks(&g, nth);
-    if (g.first[n] > 65535) {
-        hr_errf(e, "matmul: a group of %d chunks (at most 65535)", g.first[n]);
+    const int64_t steps = grp_steps(&g);
+    if (steps < 0) {
+        hr_errf(e, "matmul: a group of %d products too large to split", n);
         goto done;
     }
-    hr_pool_run_chunks(c->pool, grp_task, &g, g.first[n]);
+    hr_pool_run_ranges(c->pool, grp_range, &g, steps, 1);
     r = 0;
 done:
     if (heap) free(g.jobs), free(g.first), free(need);

@@ -63,8 +63,8 @@ typedef struct hr_mm_item {
     const hr_mm_epi *ep;
 } hr_mm_item;
 /* Several products in one pool run (a mixture of experts' products over their tokens): every
- * item's activations prepared, then all their rows in chunks that any thread claims, so many
- * small products pay one hand-off instead of one each. Every value equals the item's
+ * item's activations prepared, then all their rows as one range run (pool.h), so many small
+ * products pay one hand-off instead of one each. Every value equals the item's
  * hr_matmul (hr_matmul_pair) result bit for bit; items must not write each other's inputs. */
 int hr_matmul_group(hr_cpu *c, const hr_mm_item *items, int n_items, hr_err *e);
 
