@@ -1,11 +1,13 @@
 /* Neuron-aware operators: hr_gather_matmul (the rows of active neurons, with the
  * dense kernels, so each result equals hr_matmul's for that row bit for bit) and
- * hr_sparse_axpy (sum of active rows scaled by their activations). Both split idx
- * into contiguous chunks claimed by the pool. The axpy's chunks sum into their own
+ * hr_sparse_axpy (sum of active rows scaled by their activations). The gathers run idx
+ * as a range run (pool.h); the axpy splits it into contiguous chunks claimed by the pool,
+ * which sum into their own
  * partial outputs (chunk 0 into Y) which are then added in chunk order; the chunk
  * count depends only on the thread count and the shape, so results repeat exactly. */
 #include "sparse.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,7 @@
 #define CHUNKS_PER_THREAD 4   /* pieces per thread, so a thread slowed by another process sheds work */
 #define MIN_CHUNK_ROWS 16
 #define PAR_SUM_FLOATS 16384  /* below this, the caller adds the partials alone */
+#define STEP_BYTES 32768      /* gather: weights x tokens per range step (pool.h) */
 
 /* ---------------------------------------------------------------- validation */
 
@@ -73,6 +76,7 @@ typedef struct {
     const int32_t *idx;
     int64_t n_idx;
     float *Y;
+    int64_t step; /* indices per step of the group's range run */
 } gm_job;
 
 static void gm_prep_task(void *arg, int ith, int nth) {
@@ -211,10 +215,8 @@ static int gm_tile(const gm_job *j, int64_t i, int64_t t) {
     return 1;
 }
 
-static void gm_task(void *arg, int ith, int nth) {
-    const gm_job *j = arg;
-    int64_t i0, i1;
-    chunk_range(j->n_idx, ith, nth, HR_TILE_R, &i0, &i1);
+/* Outputs [i0, i1) of the job. */
+static void gm_span(const gm_job *j, int64_t i0, int64_t i1) {
     if (j->n_tok == 1) {
         gm_decode(j, i0, i1);
         return;
@@ -265,33 +267,38 @@ static int gm_setup(const hr_cpu *c, gm_job *j, const hr_sparse_item *it, size_t
     return 0;
 }
 
-/* A group's run: item i's chunks are the pool's indices [first[i], first[i + 1]). Each output
- * is one dot product whichever chunk computes it, so the split changes no value. */
+/* A group's run: item i's steps are the range run's indices [first[i], first[i + 1]). Each
+ * output is one dot product whichever span computes it, so the split changes no value. */
 typedef struct {
     gm_job *jobs;
     int *first;
     int n;
 } gm_group;
 
-static void gm_grp_task(void *arg, int ith, int nth) {
-    (void)nth;
+/* Steps [k0, k1) of the group: each item's run of them as one span of its outputs. */
+static void gm_grp_range(void *arg, int64_t k0, int64_t k1) {
     const gm_group *g = arg;
-    const int i = hr_chunk_owner(g->first, g->n, ith);
-    gm_task(&g->jobs[i], ith - g->first[i], g->first[i + 1] - g->first[i]);
+    for (int i = hr_chunk_owner(g->first, g->n, (int)k0); k0 < k1; i++) {
+        const gm_job *j = &g->jobs[i];
+        const int64_t end = k1 < g->first[i + 1] ? k1 : g->first[i + 1], i1 = (end - g->first[i]) * j->step;
+        if (end > k0) gm_span(j, (k0 - g->first[i]) * j->step, i1 < j->n_idx ? i1 : j->n_idx);
+        k0 = end;
+    }
 }
 
-/* About CHUNKS_PER_THREAD chunks per thread over the group, each item's share by its work. */
-static void gm_grp_chunks(gm_group *g, int nth) {
-    double total = 0;
-    for (int i = 0; i < g->n; i++) total += (double)g->jobs[i].n_idx * (double)g->jobs[i].n_tok;
+/* Each item's steps: about STEP_BYTES of rows times tokens, a multiple of 4 outputs (gather4's
+ * and the tiles' groups); -1 when the group is too large to index. */
+static int64_t gm_grp_steps(gm_group *g) {
     g->first[0] = 0;
     for (int i = 0; i < g->n; i++) {
-        const gm_job *j = &g->jobs[i];
-        const double share = total > 0 ? (double)j->n_idx * (double)j->n_tok / total : 0;
-        int k = (int)((double)nth * CHUNKS_PER_THREAD * share + 0.5);
-        const int most = n_chunks(nth, j->n_idx, CHUNKS_PER_THREAD);
-        g->first[i + 1] = g->first[i] + (k < 1 ? 1 : k > most ? most : k);
+        gm_job *j = &g->jobs[i];
+        const int64_t want = STEP_BYTES / ((int64_t)j->W->row_bytes * j->n_tok);
+        j->step = want <= 4 ? 4 : want / 4 * 4;
+        const int64_t k = (j->n_idx + j->step - 1) / j->step;
+        if (k > INT_MAX - g->first[i]) return -1;
+        g->first[i + 1] = g->first[i] + (int)k;
     }
+    return g->first[g->n];
 }
 
 /* Groups up to this size (a decoded token's experts) keep their jobs on the stack. */
@@ -328,12 +335,12 @@ static int gather_run(hr_cpu *c, const hr_sparse_item *items, int n, hr_err *e) 
         if (j->n_tok * j->W->n_in >= PAR_PREP_ELEMS && j->n_tok > 1) hr_pool_run(c->pool, gm_prep_task, j);
         else gm_prep_task(j, 0, 1);
     }
-    gm_grp_chunks(&g, hr_pool_threads(c->pool));
-    if (g.first[n] > 65535) {
-        hr_errf(e, "gather_matmul: a group of %d chunks (at most 65535)", g.first[n]);
+    const int64_t steps = gm_grp_steps(&g);
+    if (steps < 0) {
+        hr_errf(e, "gather_matmul: a group of %d products too large to split", n);
         goto done;
     }
-    hr_pool_run_chunks(c->pool, gm_grp_task, &g, g.first[n]);
+    hr_pool_run_ranges(c->pool, gm_grp_range, &g, steps, 1);
     r = 0;
 done:
     if (heap) free(g.jobs), free(g.first), free(need);
