@@ -109,17 +109,15 @@ static void attend_group(const attn_job *j, int32_t g, int32_t h, float *s, uint
         for (int32_t i = 0; i < n; i++) attend(j, t0 + i, 1, h, s, qp);
 }
 
-static void attn_task(void *arg, int ith, int nth) {
+/* Items [i0, i1), head-major: a causal prompt's later groups see more rows, so a split by
+ * token gave the last thread most of the work; by head each thread's share holds every group
+ * of its heads, and a head's rows stay in cache from one group to the next. */
+static void attn_range(void *arg, int64_t i0, int64_t i1, int slot) {
     const attn_job *j = arg;
     hearth_ctx *c = j->c;
-    /* Head-major items: a causal prompt's later groups see more rows, so a split by token
-     * gave the last thread most of the work; by head each thread gets every group of its
-     * heads, and a head's rows stay in cache from one group to the next. */
     const int32_t n_grp = (j->f->n + GRP - 1) / GRP;
-    const int64_t items = (int64_t)n_grp * c->m->hp.n_head;
-    const int64_t per = (items + nth - 1) / nth, i0 = per * ith, i1 = i0 + per < items ? i0 + per : items;
-    float *s = c->sc.scores + (size_t)ith * GRP * c->n_ctx;
-    uint8_t *qp = c->sc.qprep + (size_t)ith * 2 * GRP * c->sc.qprep_stride;
+    float *s = c->sc.scores + (size_t)slot * GRP * c->n_ctx;
+    uint8_t *qp = c->sc.qprep + (size_t)slot * 2 * GRP * c->sc.qprep_stride;
     for (int64_t i = i0; i < i1; i++) attend_group(j, (int32_t)(i % n_grp), (int32_t)(i / n_grp), s, qp);
 }
 
@@ -152,6 +150,7 @@ void hr_attention(hearth_ctx *c, int il, const hr_fwd *f) {
     const hr_prof_mark pm = hr_prof_begin(c->cpu.prof);
     store_kv(c, il, f);
     attn_job j = {c, il, f};
-    hr_pool_run(c->cpu.pool, attn_task, &j);
+    const int64_t items = (int64_t)((f->n + GRP - 1) / GRP) * c->m->hp.n_head;
+    hr_pool_run_ranges(c->cpu.pool, attn_range, &j, items, 1);
     if (c->cpu.prof) hr_prof_end(c->cpu.prof, pm, HR_PROF_ATTN, 0, attn_bytes(c, f));
 }

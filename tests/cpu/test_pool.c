@@ -32,12 +32,15 @@ static void nap_us(long us) {
 typedef struct {
     atomic_int hit[RN];
     atomic_int bad, spans, by_caller, stalled;
+    atomic_int in_slot[64];
     int64_t n, step;
     pthread_t caller;
 } rjob;
 
-static void range_fn(void *arg, int64_t i0, int64_t i1) {
+static void range_fn(void *arg, int64_t i0, int64_t i1, int slot) {
     rjob *j = arg;
+    /* a slot is one thread's at a time */
+    if (slot < 0 || slot >= 64 || atomic_fetch_add(&j->in_slot[slot], 1) != 0) atomic_fetch_add(&j->bad, 1);
     if (i0 < 0 || i1 > j->n || i0 >= i1 || i0 % j->step || (i1 % j->step && i1 != j->n)) atomic_fetch_add(&j->bad, 1);
     const bool mine = pthread_equal(pthread_self(), j->caller);
     /* the caller stalls on its first span, as a thread descheduled by another process */
@@ -47,11 +50,13 @@ static void range_fn(void *arg, int64_t i0, int64_t i1) {
         if (mine) atomic_fetch_add(&j->by_caller, 1);
     }
     atomic_fetch_add(&j->spans, 1);
+    if (slot >= 0 && slot < 64) atomic_fetch_sub(&j->in_slot[slot], 1);
 }
 
 static void check_ranges(hr_pool *p, int64_t n, int64_t step, int stall) {
     static rjob j; /* 8 KB of counters: off the stack */
     for (int i = 0; i < RN; i++) atomic_init(&j.hit[i], 0);
+    for (int i = 0; i < 64; i++) atomic_init(&j.in_slot[i], 0);
     atomic_init(&j.bad, 0), atomic_init(&j.spans, 0), atomic_init(&j.by_caller, 0), atomic_init(&j.stalled, !stall);
     j.n = n, j.step = step, j.caller = pthread_self();
     hr_pool_run_ranges(p, range_fn, &j, n, step);

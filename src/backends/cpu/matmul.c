@@ -202,7 +202,10 @@ static void mm_span(const mm_job *j, int64_t r0, int64_t r1) {
     if (j->ep && r0 < r1) j->ep->fn(j->ep->arg, r0, r1);
 }
 
-static void mm_range(void *arg, int64_t r0, int64_t r1) { mm_span(arg, r0, r1); }
+static void mm_range(void *arg, int64_t r0, int64_t r1, int slot) {
+    (void)slot;
+    mm_span(arg, r0, r1);
+}
 
 /* Checks one product (W1: a pair's second matrix, or NULL) and picks its kernels into *j;
  * *need: the scratch bytes its prepared activations take (hr_matmul's paths, in order). */
@@ -307,7 +310,8 @@ static void grp_prep_task(void *arg, int ith, int nth) {
 }
 
 /* Steps [k0, k1) of the group: each item's run of them as one span of its rows. */
-static void grp_range(void *arg, int64_t k0, int64_t k1) {
+static void grp_range(void *arg, int64_t k0, int64_t k1, int slot) {
+    (void)slot;
     const mm_group *g = arg;
     for (int i = hr_chunk_owner(g->first, g->n, (int)k0); k0 < k1; i++) {
         const mm_job *j = &g->jobs[i];

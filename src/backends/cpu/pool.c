@@ -283,7 +283,7 @@ static void range_task(void *arg, int ith, int nth) {
         uint32_t k0, k1;
         while (take_front(own, &k0, &k1)) {
             const int64_t i0 = (int64_t)k0 * r->step, i1 = (int64_t)k1 * r->step;
-            r->fn(r->arg, i0, i1 < r->n ? i1 : r->n);
+            r->fn(r->arg, i0, i1 < r->n ? i1 : r->n, ith);
         }
     } while (steal_half(r, own));
 }
@@ -297,7 +297,7 @@ void hr_pool_run_ranges(hr_pool *p, hr_range_fn fn, void *arg, int64_t n, int64_
         n_steps = (n + step - 1) / step;
     }
     if (p->n == 1 || n_steps == 1) {
-        fn(arg, 0, n);
+        fn(arg, 0, n, 0);
         return;
     }
     const int n_sh = n_steps < p->n ? (int)n_steps : p->n;

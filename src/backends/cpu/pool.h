@@ -36,8 +36,9 @@ static inline int hr_chunk_owner(const int *first, int n, int ith) {
  * restarts); a thread with nothing left takes the back half of the share with the most steps
  * left. Balances to one step where fixed chunks leave a thread idle for up to a chunk. Step
  * boundaries are multiples of step from 0 whatever the threads, so code that keeps its
- * results independent of where chunks start stays so. */
-typedef void (*hr_range_fn)(void *arg, int64_t i0, int64_t i1);
+ * results independent of where chunks start stays so. slot (< the thread count) names
+ * per-thread scratch: no two calls with the same slot run at once. */
+typedef void (*hr_range_fn)(void *arg, int64_t i0, int64_t i1, int slot);
 void hr_pool_run_ranges(hr_pool *p, hr_range_fn fn, void *arg, int64_t n, int64_t step);
 void hr_pool_free(hr_pool *p);
 /* Profiling (prof.h): with timing on, each run adds to a counter its wall time beyond its

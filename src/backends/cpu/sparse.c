@@ -276,7 +276,8 @@ typedef struct {
 } gm_group;
 
 /* Steps [k0, k1) of the group: each item's run of them as one span of its outputs. */
-static void gm_grp_range(void *arg, int64_t k0, int64_t k1) {
+static void gm_grp_range(void *arg, int64_t k0, int64_t k1, int slot) {
+    (void)slot;
     const gm_group *g = arg;
     for (int i = hr_chunk_owner(g->first, g->n, (int)k0); k0 < k1; i++) {
         const gm_job *j = &g->jobs[i];
