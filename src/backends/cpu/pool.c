@@ -292,8 +292,8 @@ void hr_pool_run_ranges(hr_pool *p, hr_range_fn fn, void *arg, int64_t n, int64_
     if (n < 1) return;
     if (step < 1) step = 1;
     int64_t n_steps = (n + step - 1) / step;
-    if (n_steps > UINT32_MAX / 2) { /* keeps the packed counts in range; steps grow instead */
-        step = (n + UINT32_MAX / 2 - 1) / (UINT32_MAX / 2);
+    if (n_steps > UINT32_MAX / 2) { /* keeps the packed counts in range: whole steps merge */
+        step *= (n_steps + UINT32_MAX / 2 - 1) / (UINT32_MAX / 2);
         n_steps = (n + step - 1) / step;
     }
     if (p->n == 1 || n_steps == 1) {
