@@ -71,6 +71,28 @@ static void check_ranges(hr_pool *p, int64_t n, int64_t step, int stall) {
                hr_pool_threads(p), atomic_load(&j.by_caller), (long long)share);
 }
 
+/* Spans only (no per-index work): a count too large for the packed shares merges whole steps. */
+typedef struct {
+    _Atomic int64_t covered;
+    atomic_int bad;
+    int64_t n, step;
+} hjob;
+
+static void huge_fn(void *arg, int64_t i0, int64_t i1, int slot) {
+    hjob *j = arg;
+    (void)slot;
+    if (i0 < 0 || i1 > j->n || i0 >= i1 || i0 % j->step || (i1 % j->step && i1 != j->n)) atomic_fetch_add(&j->bad, 1);
+    atomic_fetch_add(&j->covered, i1 - i0);
+}
+
+static void check_huge(hr_pool *p) {
+    hjob j = {.n = ((int64_t)1 << 33) + 5, .step = 3};
+    atomic_init(&j.covered, 0), atomic_init(&j.bad, 0);
+    hr_pool_run_ranges(p, huge_fn, &j, j.n, j.step);
+    CHECKF(atomic_load(&j.covered) == j.n && atomic_load(&j.bad) == 0, "threads %d: %lld of %lld covered, %d bad spans",
+           hr_pool_threads(p), (long long)atomic_load(&j.covered), (long long)j.n, atomic_load(&j.bad));
+}
+
 int main(void) {
     for (int n = 1; n <= 4; n++) {
         hr_err e = {{0}};
@@ -106,6 +128,7 @@ int main(void) {
             for (int rep = 0; rep < 50; rep++) check_ranges(p, shapes[s][0], shapes[s][1], 0);
         check_ranges(p, RN, 4, 1);
         check_ranges(p, RN - 1, 1, 1);
+        check_huge(p);
         hr_pool_free(p);
     }
     hr_err e = {{0}};
