@@ -93,6 +93,41 @@ static void check_huge(hr_pool *p) {
            hr_pool_threads(p), (long long)atomic_load(&j.covered), (long long)j.n, atomic_load(&j.bad));
 }
 
+/* A group run: item i's steps [0, first[i + 1] - first[i]) each once, empty items never called. */
+#define GI 7
+typedef struct {
+    int first[GI + 1];
+    atomic_int hit[GI][64];
+    atomic_int bad;
+} gjob;
+
+static void group_fn(void *arg, int item, int64_t s0, int64_t s1) {
+    gjob *j = arg;
+    if (item < 0 || item >= GI || s0 < 0 || s0 >= s1 || s1 > j->first[item + 1] - j->first[item]) {
+        atomic_fetch_add(&j->bad, 1);
+        return;
+    }
+    for (int64_t s = s0; s < s1; s++) atomic_fetch_add(&j->hit[item][s], 1);
+}
+
+static void check_group(hr_pool *p) {
+    static gjob j;
+    const int count[GI] = {5, 0, 64, 1, 0, 33, 2};
+    j.first[0] = 0;
+    for (int i = 0; i < GI; i++) j.first[i + 1] = j.first[i] + count[i];
+    for (int rep = 0; rep < 100; rep++) {
+        for (int i = 0; i < GI; i++)
+            for (int s = 0; s < 64; s++) atomic_init(&j.hit[i][s], 0);
+        atomic_init(&j.bad, 0);
+        hr_pool_run_group(p, j.first, GI, group_fn, &j);
+        int wrong = 0;
+        for (int i = 0; i < GI; i++)
+            for (int s = 0; s < 64; s++) wrong += atomic_load(&j.hit[i][s]) != (s < count[i]);
+        CHECKF(wrong == 0 && atomic_load(&j.bad) == 0, "threads %d: group run %d steps wrong, %d bad pieces",
+               hr_pool_threads(p), wrong, atomic_load(&j.bad));
+    }
+}
+
 int main(void) {
     for (int n = 1; n <= 4; n++) {
         hr_err e = {{0}};
@@ -129,6 +164,7 @@ int main(void) {
         check_ranges(p, RN, 4, 1);
         check_ranges(p, RN - 1, 1, 1);
         check_huge(p);
+        check_group(p);
         hr_pool_free(p);
     }
     hr_err e = {{0}};

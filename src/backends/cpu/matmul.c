@@ -309,21 +309,16 @@ static void grp_prep_task(void *arg, int ith, int nth) {
     if (g->jobs[ith].W->type != HR_F32) prep_task(&g->jobs[ith], 0, 1);
 }
 
-/* Steps [k0, k1) of the group: each item's run of them as one span of its rows. */
-static void grp_range(void *arg, int64_t k0, int64_t k1, int slot) {
-    (void)slot;
-    const mm_group *g = arg;
-    for (int i = hr_chunk_owner(g->first, g->n, (int)k0); k0 < k1; i++) {
-        const mm_job *j = &g->jobs[i];
-        const int64_t end = k1 < g->first[i + 1] ? k1 : g->first[i + 1], r1 = (end - g->first[i]) * j->step;
-        mm_span(j, (k0 - g->first[i]) * j->step, r1 < j->W->n_out ? r1 : j->W->n_out);
-        k0 = end;
-    }
+/* Item i's steps [s0, s1) as one span of its rows. */
+static void grp_item(void *arg, int i, int64_t s0, int64_t s1) {
+    const mm_job *j = &((const mm_group *)arg)->jobs[i];
+    const int64_t r1 = s1 * j->step;
+    mm_span(j, s0 * j->step, r1 < j->W->n_out ? r1 : j->W->n_out);
 }
 
 /* Each item's steps: a batch's hold fewer rows the more tokens it has, so that steps are
  * about equal work across the items and equal shares of steps equal shares of work. */
-static int64_t grp_steps(mm_group *g) {
+static int grp_steps(mm_group *g) {
     g->first[0] = 0;
     for (int i = 0; i < g->n; i++) {
         mm_job *j = &g->jobs[i];
@@ -333,7 +328,7 @@ static int64_t grp_steps(mm_group *g) {
         if (k > INT_MAX - g->first[i]) return -1;
         g->first[i + 1] = g->first[i] + (int)k;
     }
-    return g->first[g->n];
+    return 0;
 }
 
 /* Groups up to this size (a decoded token's experts) keep their jobs on the stack: decode allocates nothing. */
@@ -365,12 +360,11 @@ static int group_run(hr_cpu *c, const hr_mm_item *items, int n, uint64_t *bytes,
     if (nth > 1) hr_pool_run_chunks(c->pool, grp_prep_task, &g, n);
     else
         for (int i = 0; i < n; i++) grp_prep_task(&g, i, n);
-    const int64_t steps = grp_steps(&g);
-    if (steps < 0) {
+    if (grp_steps(&g) < 0) {
         hr_errf(e, "matmul: a group of %d products too large to split", n);
         goto done;
     }
-    hr_pool_run_ranges(c->pool, grp_range, &g, steps, 1);
+    hr_pool_run_group(c->pool, g.first, n, grp_item, &g);
     r = 0;
 done:
     if (heap) free(g.jobs), free(g.first), free(need);

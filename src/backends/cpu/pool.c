@@ -308,3 +308,25 @@ void hr_pool_run_ranges(hr_pool *p, hr_range_fn fn, void *arg, int64_t n, int64_
     range_run r = {.fn = fn, .arg = arg, .n = n, .step = step, .sh = p->shares, .n_sh = n_sh};
     hr_pool_run_chunks(p, range_task, &r, n_sh); /* its ticket's seq_cst store publishes the shares */
 }
+
+typedef struct {
+    const int *first;
+    int n;
+    hr_item_fn fn;
+    void *arg;
+} group_run;
+
+static void group_range(void *arg, int64_t k0, int64_t k1, int slot) {
+    (void)slot;
+    const group_run *g = arg;
+    for (int i = hr_chunk_owner(g->first, g->n, (int)k0); k0 < k1; i++) {
+        const int64_t end = k1 < g->first[i + 1] ? k1 : g->first[i + 1];
+        if (end > k0) g->fn(g->arg, i, k0 - g->first[i], end - g->first[i]);
+        k0 = end;
+    }
+}
+
+void hr_pool_run_group(hr_pool *p, const int *first, int n, hr_item_fn fn, void *arg) {
+    group_run g = {.first = first, .n = n, .fn = fn, .arg = arg};
+    if (n > 0) hr_pool_run_ranges(p, group_range, &g, first[n], 1);
+}

@@ -40,6 +40,11 @@ static inline int hr_chunk_owner(const int *first, int n, int ith) {
  * per-thread scratch: no two calls with the same slot run at once. */
 typedef void (*hr_range_fn)(void *arg, int64_t i0, int64_t i1, int slot);
 void hr_pool_run_ranges(hr_pool *p, hr_range_fn fn, void *arg, int64_t n, int64_t step);
+/* A range run over a group of items (several products in one run): item i owns the steps
+ * [first[i], first[i + 1]), first[0] = 0; fn(arg, i, s0, s1) gets each piece of an item as its
+ * own steps [s0, s1), an item's pieces never merged with another's. */
+typedef void (*hr_item_fn)(void *arg, int item, int64_t s0, int64_t s1);
+void hr_pool_run_group(hr_pool *p, const int *first, int n, hr_item_fn fn, void *arg);
 void hr_pool_free(hr_pool *p);
 /* Profiling (prof.h): with timing on, each run adds to a counter its wall time beyond its
  * items' run time spread evenly over the threads it could use (hand-off, imbalance, waits). */

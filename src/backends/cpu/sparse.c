@@ -275,21 +275,16 @@ typedef struct {
     int n;
 } gm_group;
 
-/* Steps [k0, k1) of the group: each item's run of them as one span of its outputs. */
-static void gm_grp_range(void *arg, int64_t k0, int64_t k1, int slot) {
-    (void)slot;
-    const gm_group *g = arg;
-    for (int i = hr_chunk_owner(g->first, g->n, (int)k0); k0 < k1; i++) {
-        const gm_job *j = &g->jobs[i];
-        const int64_t end = k1 < g->first[i + 1] ? k1 : g->first[i + 1], i1 = (end - g->first[i]) * j->step;
-        if (end > k0) gm_span(j, (k0 - g->first[i]) * j->step, i1 < j->n_idx ? i1 : j->n_idx);
-        k0 = end;
-    }
+/* Item i's steps [s0, s1) as one span of its outputs. */
+static void gm_grp_item(void *arg, int i, int64_t s0, int64_t s1) {
+    const gm_job *j = &((const gm_group *)arg)->jobs[i];
+    const int64_t i1 = s1 * j->step;
+    gm_span(j, s0 * j->step, i1 < j->n_idx ? i1 : j->n_idx);
 }
 
 /* Each item's steps: about STEP_BYTES of rows times tokens, a multiple of 4 outputs (gather4's
  * and the tiles' groups); -1 when the group is too large to index. */
-static int64_t gm_grp_steps(gm_group *g) {
+static int gm_grp_steps(gm_group *g) {
     g->first[0] = 0;
     for (int i = 0; i < g->n; i++) {
         gm_job *j = &g->jobs[i];
@@ -299,7 +294,7 @@ static int64_t gm_grp_steps(gm_group *g) {
         if (k > INT_MAX - g->first[i]) return -1;
         g->first[i + 1] = g->first[i] + (int)k;
     }
-    return g->first[g->n];
+    return 0;
 }
 
 /* Groups up to this size (a decoded token's experts) keep their jobs on the stack. */
@@ -336,12 +331,11 @@ static int gather_run(hr_cpu *c, const hr_sparse_item *items, int n, hr_err *e) 
         if (j->n_tok * j->W->n_in >= PAR_PREP_ELEMS && j->n_tok > 1) hr_pool_run(c->pool, gm_prep_task, j);
         else gm_prep_task(j, 0, 1);
     }
-    const int64_t steps = gm_grp_steps(&g);
-    if (steps < 0) {
+    if (gm_grp_steps(&g) < 0) {
         hr_errf(e, "gather_matmul: a group of %d products too large to split", n);
         goto done;
     }
-    hr_pool_run_ranges(c->pool, gm_grp_range, &g, steps, 1);
+    hr_pool_run_group(c->pool, g.first, n, gm_grp_item, &g);
     r = 0;
 done:
     if (heap) free(g.jobs), free(g.first), free(need);
