@@ -207,6 +207,23 @@ INLINE __m512i quad128(const void *a, const void *b, const void *c, const void *
 INLINE __m512i quad_half(const hr_block_q8_0 *B, int half) {
     return quad128(B[0].qs + 16 * half, B[1].qs + 16 * half, B[2].qs + 16 * half, B[3].qs + 16 * half);
 }
+/* Q4_0's float lanes: int32 lanes 2b and 2b + 1 hold block b of the group's 8, 16 products
+ * each (lane 2b elements 0-3, 8-11, 16-19, 24-27; lane 2b + 1 the other four quads), so per
+ * (row, token) and 8 blocks one convert, scale product and FMA where the quads' lanes took
+ * two of each (prompt tiles 1.5x faster in cache, docs/performance.md). The integer sums
+ * may be formed in any order: tile_x re-lays the x side once per batch so that four dpbusd
+ * give these lanes directly (q[0] = elements 0-7 of every block, 8 bytes per block, q[1] =
+ * 16-23, q[2] = 8-15, q[3] = 24-31; n8[0] their -8 * sum(x)); the decode kernels keep the
+ * quads (no re-layout per 4 rows) and add their lanes pairwise (w_idot_q4_0). */
+INLINE void q4_x_lanes(xgrp *g) {
+    const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    const __m512i lo0 = g->q[0], hi0 = g->q[1], lo1 = g->q[2], hi1 = g->q[3];
+    g->q[0] = _mm512_permutex2var_epi64(lo0, ev, lo1), g->q[2] = _mm512_permutex2var_epi64(lo0, od, lo1);
+    g->q[1] = _mm512_permutex2var_epi64(hi0, ev, hi1), g->q[3] = _mm512_permutex2var_epi64(hi0, od, hi1);
+    __m512i s8 = _mm512_setzero_si512();
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) s8 = _mm512_dpbusd_epi32(s8, _mm512_set1_epi8(8), g->q[i]);
+    g->n8[0] = _mm512_sub_epi32(_mm512_setzero_si512(), s8);
+}
 INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
     for (int j = 0; j < 2; j++) {
         g->q[2 * j] = quad_half(x + 4 * j, 0), g->q[2 * j + 1] = quad_half(x + 4 * j, 1);
@@ -231,14 +248,50 @@ INLINE void w_grp_q4_0(wgrp *g, const char *w) {
     g->nib[0] = _mm512_permutex2var_epi16(l0, widx(1, 9, 8), l1);
     g->nib[1] = _mm512_permutex2var_epi16(l1, widx(5, 9, 8), l2);
 }
+/* The same for tile_x's lanes: nib[0] = bytes 0-7 of every block's nibbles, nib[1] = bytes
+ * 8-15 (bytes 0-7 of blocks 0-3 lie in [2, 66) of the group, of blocks 4-7 in [72, 136);
+ * bytes 8-15 eight further on: the same word index over loads 8 bytes later). */
+INLINE __m512i q4_nib_idx(void) { /* word i: block i / 4, word i % 4 of its 8 bytes */
+    int16_t t[32];
+    for (int i = 0; i < 32; i++) t[i] = (int16_t)(i < 16 ? 9 * (i / 4) + i % 4 : 32 + 9 * (i / 4 - 4) + 1 + i % 4);
+    return _mm512_loadu_si512(t);
+}
+INLINE void w_grp_q4x(wgrp *g, const char *w) {
+    const __m512i ix = q4_nib_idx();
+    g->d = _mm256_cvtph_ps(_mm512_castsi512_si128(
+        _mm512_permutex2var_epi16(_mm512_loadu_si512(w), widx(0, 9, 1), _mm512_loadu_si512(w + 64))));
+    g->nib[0] = _mm512_permutex2var_epi16(_mm512_loadu_si512(w + 2), ix, _mm512_loadu_si512(w + 72));
+    g->nib[1] = _mm512_permutex2var_epi16(_mm512_loadu_si512(w + 10), ix, _mm512_loadu_si512(w + 80));
+}
+/* The unsigned nibbles of a row's group in q4_x_lanes' order, for its one step. */
+INLINE void q4_w_lanes(const wgrp *wg, __m512i u[4]) {
+    const __m512i m = _mm512_set1_epi8(0x0f);
+    u[0] = _mm512_and_si512(wg->nib[0], m), u[1] = _mm512_and_si512(_mm512_srli_epi16(wg->nib[0], 4), m);
+    u[2] = _mm512_and_si512(wg->nib[1], m), u[3] = _mm512_and_si512(_mm512_srli_epi16(wg->nib[1], 4), m);
+}
+/* The int32 lanes of one (row, token) pair: the correction, then the four products. */
+INLINE __m512i q4_idot(const __m512i u[4], __m512i n8, __m512i q0, __m512i q1, __m512i q2, __m512i q3) {
+    __m512i t = _mm512_dpbusd_epi32(n8, u[0], q0);
+    t = _mm512_dpbusd_epi32(t, u[1], q1);
+    t = _mm512_dpbusd_epi32(t, u[2], q2);
+    return _mm512_dpbusd_epi32(t, u[3], q3);
+}
 INLINE void w_grp_q8_0(wgrp *g, const char *w) { g->d = scales8_q8(w); }
 
-/* int32 lanes of step p (quad p of 2) of one weight row's group */
+/* Q4_0's lanes of one weight row's group (its one step): the quads' lanes of blocks 0-3
+ * (t0) and 4-7 (t1), then each block's quads 0 + 2 and 1 + 3 (qwords 0 and 1 of its 128-bit
+ * lane), in q4_x_lanes' order. */
 INLINE __m512i w_idot_q4_0(const void *w, const wgrp *wg, int p, const xgrp *g) {
-    (void)w;
-    const __m512i m = _mm512_set1_epi8(0x0f), v = wg->nib[p];
-    __m512i t = _mm512_dpbusd_epi32(g->n8[p], _mm512_and_si512(v, m), g->q[2 * p]);
-    return _mm512_dpbusd_epi32(t, _mm512_and_si512(_mm512_srli_epi16(v, 4), m), g->q[2 * p + 1]);
+    (void)w, (void)p;
+    const __m512i m = _mm512_set1_epi8(0x0f);
+    __m512i t[2];
+    _Pragma("GCC unroll 2") for (int j = 0; j < 2; j++) {
+        const __m512i v = wg->nib[j];
+        t[j] = _mm512_dpbusd_epi32(g->n8[j], _mm512_and_si512(v, m), g->q[2 * j]);
+        t[j] = _mm512_dpbusd_epi32(t[j], _mm512_and_si512(_mm512_srli_epi16(v, 4), m), g->q[2 * j + 1]);
+    }
+    const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    return _mm512_add_epi32(_mm512_permutex2var_epi64(t[0], ev, t[1]), _mm512_permutex2var_epi64(t[0], od, t[1]));
 }
 /* |w| . (x with w's sign): the same int32 lanes as sum(w x) */
 INLINE __m512i dot_signed(__m512i acc, __m512i w, __m512i x) {
@@ -257,6 +310,8 @@ INLINE __m512i sidx(int p) {
     const int a = 4 * p;
     return _mm512_setr_epi32(a, a, a, a, a + 1, a + 1, a + 1, a + 1, a + 2, a + 2, a + 2, a + 2, a + 3, a + 3, a + 3, a + 3);
 }
+/* the same for Q4_0's one step: lanes 2b and 2b + 1 are block b */
+INLINE __m512i sidx_q4(void) { return _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7); }
 
 /* Weight side of all R rows first, then one activation row at a time, so only one
  * x group is live (tiles would spill holding C of them). Both steps go into one accumulator
@@ -300,9 +355,9 @@ INLINE __m512i sidx(int p) {
             x_grp(&g, XB[c], Q4);                                                                \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
                 const __m512 s = _mm512_castps256_ps512(_mm256_mul_ps(wg[r].d, g.d));            \
-                _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {                            \
+                _Pragma("GCC unroll 2") for (int p = 0; p < (Q4 ? 1 : 2); p++) {                 \
                     __m512 v = _mm512_cvtepi32_ps(IDOT(WB[r], &wg[r], p, &g));                   \
-                    __m512 sp = _mm512_permutexvar_ps(sidx(p), s);                               \
+                    __m512 sp = _mm512_permutexvar_ps(Q4 ? sidx_q4() : sidx(p), s);              \
                     acc0[r][c] = _mm512_fmadd_ps(v, sp, acc0[r][c]);                             \
                 }                                                                                \
             }                                                                                    \
@@ -399,12 +454,12 @@ INLINE __m512i sidx(int p) {
 QDOT_FUNCS(q8_0, hr_block_q8_0, w_grp_q8_0, w_idot_q8_0, 0)
 QDOT_FUNCS(q4_0, hr_block_q4_0, w_grp_q4_0, w_idot_q4_0, 1)
 /* ---- Q4_0 prompt tiles over activations re-laid once per batch (tile_x) ----
- * Per 8 blocks, what x_grp computes for every weight row pair, stored once: the four
- * quads, the two -8*sum(x) vectors and the x scales already in each step's lane order.
- * The tile then unpacks each weight row's nibbles and scales once for its C tokens, and
- * per (row, token, step) does x_grp's and QGRP_STEP's arithmetic on the same values:
- * the lane scale perm(d_w) * perm(d_x) is the permuted product lane for lane. */
-typedef struct { __m512i q[4], n8[2]; __m512 ds[2]; } xgrp_t; /* 512 bytes */
+ * Per 8 blocks, what x_grp computes for every weight row, stored once: the four lane
+ * registers, the -8*sum(x) lanes and the x scales already in the lanes' order. The tile
+ * then unpacks each weight row's nibbles and scales once for its C tokens, and per (row,
+ * token) does w_idot_q4_0's and QGRP_STEP's arithmetic on the same values: the lane scale
+ * perm(d_w) * perm(d_x) is the permuted product lane for lane. */
+typedef struct { __m512i q[4], n8; __m512 ds; } xgrp_t; /* 384 bytes */
 
 static size_t tile_xbytes_q4_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp_t); }
 
@@ -417,51 +472,42 @@ TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
         const hr_block_q8_0 *src = hr_q8_grp_src(x, b, nb, QGRP, pad);
         xgrp g;
         x_grp(&g, src, 1);
-        for (int p = 0; p < 4; p++) _mm512_store_si512(&o[gi].q[p], g.q[p]);
-        for (int p = 0; p < 2; p++) {
-            _mm512_store_si512(&o[gi].n8[p], g.n8[p]);
-            _mm512_store_ps(&o[gi].ds[p], _mm512_permutexvar_ps(sidx(p), _mm512_castps256_ps512(g.d)));
-        }
+        q4_x_lanes(&g);
+        for (int i = 0; i < 4; i++) _mm512_store_si512(&o[gi].q[i], g.q[i]);
+        _mm512_store_si512(&o[gi].n8, g.n8[0]);
+        _mm512_store_ps(&o[gi].ds, _mm512_permutexvar_ps(sidx_q4(), _mm512_castps256_ps512(g.d)));
     }
 }
 
-/* The tile's R weight rows' group against its C tokens: step 0 for every token, then step
- * 1, so only one step's unpacked nibbles and scales are live beside the RC accumulators;
- * each activation load serves all R rows. */
+/* The tile's R weight rows' group against its C tokens, a row at a time: one row's four
+ * unpacked registers and lane scales stay live for its C tokens, whose activations come
+ * straight from L1 as the dpbusd's memory operands (all R rows' 20 registers beside the R x C
+ * accumulators would spill: in cache 1.1x slower). */
 INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
-                        const int R) {
-    const __m512i m = _mm512_set1_epi8(0x0f);
-    wgrp wg[4]; /* R <= 4 */
-    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) w_grp_q4_0(&wg[r], wb[r]);
-    _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
-        __m512 wd[4];
-        __m512i lo[4], hi[4];
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
-            wd[r] = _mm512_permutexvar_ps(sidx(p), _mm512_castps256_ps512(wg[r].d));
-            lo[r] = _mm512_and_si512(wg[r].nib[p], m), hi[r] = _mm512_and_si512(_mm512_srli_epi16(wg[r].nib[p], 4), m);
-        }
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
+                        const int R, const int C) {
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
+        wgrp wg;
+        __m512i u[4];
+        w_grp_q4x(&wg, wb[r]);
+        q4_w_lanes(&wg, u);
+        const __m512 wd = _mm512_permutexvar_ps(sidx_q4(), _mm512_castps256_ps512(wg.d));
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
             const xgrp_t *g = (const xgrp_t *)(X + c * xs) + gi;
-            const __m512i n8 = _mm512_load_si512(&g->n8[p]), q0 = _mm512_load_si512(&g->q[2 * p]);
-            const __m512i q1 = _mm512_load_si512(&g->q[2 * p + 1]);
-            const __m512 ds = _mm512_load_ps(&g->ds[p]);
-            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
-                __m512i t = _mm512_dpbusd_epi32(n8, lo[r], q0);
-                t = _mm512_dpbusd_epi32(t, hi[r], q1);
-                acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd[r], ds), acc0[r][c]);
-            }
+            const __m512i t = q4_idot(u, _mm512_load_si512(&g->n8), _mm512_load_si512(&g->q[0]),
+                                      _mm512_load_si512(&g->q[1]), _mm512_load_si512(&g->q[2]), _mm512_load_si512(&g->q[3]));
+            acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd, _mm512_load_ps(&g->ds)), acc0[r][c]);
         }
     }
 }
 
-/* The tile_x driver of a type whose row groups GRP (tx_*_grp) computes: the full groups with
- * their prefetch, then a ragged group over zero-padded weight blocks, as in QDOT_BODY. */
-#define TILE_X_DRIVER(NAME, BLK, GRP, R)                                                                 \
+/* The tile_x driver of a type whose row groups GRP (tx_*_grp) computes, R rows x C tokens:
+ * the full groups with their prefetch, then a ragged group over zero-padded weight blocks,
+ * as in QDOT_BODY. */
+#define TILE_X_DRIVER(NAME, BLK, GRP, R, C)                                                              \
     TGT static void NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,          \
                          size_t ys) {                                                                    \
         const char *W = w, *X = x;                                                                       \
-        enum { C = HR_TILE_C };                                                                          \
-        __m512 acc0[R][C];                                                                               \
+        __m512 acc0[R][HR_TILE_C];                                                                       \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                              \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = _mm512_setzero_ps();        \
         const int64_t nb = n / HR_QK, nfull = nb / QGRP;                                                 \
@@ -471,7 +517,7 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
                 wb[r] = W + r * ws + gi * QGRP * sizeof(BLK);                                            \
                 for (int o = 0; o < QGRP * (int)sizeof(BLK); o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0); \
             }                                                                                            \
-            GRP(wb, X, xs, gi, acc0, R);                                                                    \
+            GRP(wb, X, xs, gi, acc0, R, C);                                                              \
         }                                                                                                \
         if (nfull * QGRP < nb) {                                                                         \
             const int64_t b = nfull * QGRP;                                                              \
@@ -482,15 +528,15 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
                 memcpy(pad[r], W + r * ws + b * sizeof(BLK), (size_t)(nb - b) * sizeof pad[0][0]);       \
                 wb[r] = (const char *)pad[r];                                                            \
             }                                                                                            \
-            GRP(wb, X, xs, nfull, acc0, R);                                                                 \
+            GRP(wb, X, xs, nfull, acc0, R, C);                                                           \
         }                                                                                                \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                              \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                                          \
                 y[c * ys + r] = _mm512_reduce_add_ps(acc0[r][c]);                                        \
     }
 
-TILE_X_DRIVER(tile_x_q4_0, hr_block_q4_0, tx_q4_0_grp, HR_TILE_R)
-TILE_X_DRIVER(tile_xw_q4_0, hr_block_q4_0, tx_q4_0_grp, 4)
+TILE_X_DRIVER(tile_x_q4_0, hr_block_q4_0, tx_q4_0_grp, HR_TILE_R, HR_TILE_C)
+TILE_X_DRIVER(tile_xw_q4_0, hr_block_q4_0, tx_q4_0_grp, 4, HR_TILE_C)
 
 /* ---- Q8_0 prompt tiles over re-laid activations (tile_x) ----
  * vec_dot's int32 lane is sum(w * x) over 8 bytes of one block (two quads), taken as |w| *
@@ -528,7 +574,8 @@ TGT static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
  * serves all R rows, each unsigned weight quad all C tokens. One accumulator per (row,
  * token), as vec_dot's. */
 INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
-                        const int R) {
+                        const int R, const int C) {
+    (void)C; /* HR_TILE_C */
     __m256 wd8[4]; /* R <= 4 */
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) wd8[r] = scales8_q8(wb[r]);
@@ -553,8 +600,8 @@ INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
     }
 }
 
-TILE_X_DRIVER(tile_x_q8_0, hr_block_q8_0, tx_q8_0_grp, HR_TILE_R)
-TILE_X_DRIVER(tile_xw_q8_0, hr_block_q8_0, tx_q8_0_grp, 4)
+TILE_X_DRIVER(tile_x_q8_0, hr_block_q8_0, tx_q8_0_grp, HR_TILE_R, HR_TILE_C)
+TILE_X_DRIVER(tile_xw_q8_0, hr_block_q8_0, tx_q8_0_grp, 4, HR_TILE_C)
 
 /* The table, less Q8_0 and Q4_0, which each instance adds (designators in __VA_ARGS__). */
 #define K_AVX512_TABLE(NAME, ...) { \
