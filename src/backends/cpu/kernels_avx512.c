@@ -207,19 +207,20 @@ INLINE __m512i quad128(const void *a, const void *b, const void *c, const void *
 INLINE __m512i quad_half(const hr_block_q8_0 *B, int half) {
     return quad128(B[0].qs + 16 * half, B[1].qs + 16 * half, B[2].qs + 16 * half, B[3].qs + 16 * half);
 }
-/* Q4_0's float lanes: int32 lanes 2b and 2b + 1 hold block b of the group's 8, 16 products
- * each (lane 2b elements 0-3, 8-11, 16-19, 24-27; lane 2b + 1 the other four quads), so per
- * (row, token) and 8 blocks one convert, scale product and FMA where the quads' lanes took
- * two of each (prompt tiles 1.5x faster in cache, docs/performance.md). The integer sums
- * may be formed in any order: tile_x re-lays the x side once per batch so that four dpbusd
- * give these lanes directly (q[0] = elements 0-7 of every block, 8 bytes per block, q[1] =
- * 16-23, q[2] = 8-15, q[3] = 24-31; n8[0] their -8 * sum(x)); the decode kernels keep the
- * quads (no re-layout per 4 rows) and add their lanes pairwise (w_idot_q4_0). */
+/* Q4_0's float lanes: two int32 lanes per block, 16 products each, 8 blocks per register:
+ * in 128-bit lane k, lanes 4k and 4k + 1 are block k's quads 0 + 2 and 1 + 3 (elements 0-3,
+ * 8-11, 16-19, 24-27 and the other four quads), lanes 4k + 2 and 4k + 3 the same of block
+ * 4 + k. Per (row, token) and 8 blocks one convert, scale product and FMA where the quads'
+ * lanes took two of each (prompt tiles 1.3x faster in cache, docs/performance.md). The
+ * integer sums may be formed in any order: tile_x re-lays the x side once per batch so that
+ * four dpbusd give these lanes directly (q[0]: qwords 2k, 2k + 1 = elements 0-7 of blocks k
+ * and 4 + k; q[1] the same of 16-23, q[2] of 8-15, q[3] of 24-31; n8[0] their -8 * sum(x));
+ * the decode kernels keep the quads (no re-layout per 4 rows) and fold their lanes
+ * (w_idot_q4_0), all within 128-bit lanes. */
 INLINE void q4_x_lanes(xgrp *g) {
-    const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
     const __m512i lo0 = g->q[0], hi0 = g->q[1], lo1 = g->q[2], hi1 = g->q[3];
-    g->q[0] = _mm512_permutex2var_epi64(lo0, ev, lo1), g->q[2] = _mm512_permutex2var_epi64(lo0, od, lo1);
-    g->q[1] = _mm512_permutex2var_epi64(hi0, ev, hi1), g->q[3] = _mm512_permutex2var_epi64(hi0, od, hi1);
+    g->q[0] = _mm512_unpacklo_epi64(lo0, lo1), g->q[2] = _mm512_unpackhi_epi64(lo0, lo1);
+    g->q[1] = _mm512_unpacklo_epi64(hi0, hi1), g->q[3] = _mm512_unpackhi_epi64(hi0, hi1);
     __m512i s8 = _mm512_setzero_si512();
     _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) s8 = _mm512_dpbusd_epi32(s8, _mm512_set1_epi8(8), g->q[i]);
     g->n8[0] = _mm512_sub_epi32(_mm512_setzero_si512(), s8);
@@ -248,12 +249,16 @@ INLINE void w_grp_q4_0(wgrp *g, const char *w) {
     g->nib[0] = _mm512_permutex2var_epi16(l0, widx(1, 9, 8), l1);
     g->nib[1] = _mm512_permutex2var_epi16(l1, widx(5, 9, 8), l2);
 }
-/* The same for tile_x's lanes: nib[0] = bytes 0-7 of every block's nibbles, nib[1] = bytes
- * 8-15 (bytes 0-7 of blocks 0-3 lie in [2, 66) of the group, of blocks 4-7 in [72, 136);
- * bytes 8-15 eight further on: the same word index over loads 8 bytes later). */
-INLINE __m512i q4_nib_idx(void) { /* word i: block i / 4, word i % 4 of its 8 bytes */
+/* The same for tile_x's lanes: nib[0] = bytes 0-7 of the nibbles of blocks k and 4 + k in
+ * 128-bit lane k, nib[1] = bytes 8-15 (bytes 0-7 of blocks 0-3 lie in [2, 66) of the group,
+ * of blocks 4-7 in [72, 136); bytes 8-15 eight further on: the same word index over loads 8
+ * bytes later). */
+INLINE __m512i q4_nib_idx(void) { /* word i: lane k = i / 8, block k or 4 + k, word i % 4 */
     int16_t t[32];
-    for (int i = 0; i < 32; i++) t[i] = (int16_t)(i < 16 ? 9 * (i / 4) + i % 4 : 32 + 9 * (i / 4 - 4) + 1 + i % 4);
+    for (int i = 0; i < 32; i++) {
+        const int k = i / 8, hi = i % 8 >= 4, w = i % 4;
+        t[i] = (int16_t)(hi ? 32 + 9 * k + 1 + w : 9 * k + w);
+    }
     return _mm512_loadu_si512(t);
 }
 INLINE void w_grp_q4x(wgrp *g, const char *w) {
@@ -279,8 +284,9 @@ INLINE __m512i q4_idot(const __m512i u[4], __m512i n8, __m512i q0, __m512i q1, _
 INLINE void w_grp_q8_0(wgrp *g, const char *w) { g->d = scales8_q8(w); }
 
 /* Q4_0's lanes of one weight row's group (its one step): the quads' lanes of blocks 0-3
- * (t0) and 4-7 (t1), then each block's quads 0 + 2 and 1 + 3 (qwords 0 and 1 of its 128-bit
- * lane), in q4_x_lanes' order. */
+ * (t0) and 4-7 (t1), then each block's quads 0 + 2 and 1 + 3, in q4_x_lanes' order: two
+ * blends, an in-lane shuffle and an add where a second step took a convert, a permute and
+ * an FMA. */
 INLINE __m512i w_idot_q4_0(const void *w, const wgrp *wg, int p, const xgrp *g) {
     (void)w, (void)p;
     const __m512i m = _mm512_set1_epi8(0x0f);
@@ -290,8 +296,9 @@ INLINE __m512i w_idot_q4_0(const void *w, const wgrp *wg, int p, const xgrp *g) 
         t[j] = _mm512_dpbusd_epi32(g->n8[j], _mm512_and_si512(v, m), g->q[2 * j]);
         t[j] = _mm512_dpbusd_epi32(t[j], _mm512_and_si512(_mm512_srli_epi16(v, 4), m), g->q[2 * j + 1]);
     }
-    const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
-    return _mm512_add_epi32(_mm512_permutex2var_epi64(t[0], ev, t[1]), _mm512_permutex2var_epi64(t[0], od, t[1]));
+    /* (t0 quads 0, 1, t1 quads 2, 3) + (t0 quads 2, 3, t1 quads 0, 1) per 128-bit lane */
+    const __m512i a = _mm512_mask_blend_epi32(0xcccc, t[0], t[1]), b = _mm512_mask_blend_epi32(0xcccc, t[1], t[0]);
+    return _mm512_add_epi32(a, _mm512_shuffle_epi32(b, _MM_PERM_BADC));
 }
 /* |w| . (x with w's sign): the same int32 lanes as sum(w x) */
 INLINE __m512i dot_signed(__m512i acc, __m512i w, __m512i x) {
@@ -310,8 +317,8 @@ INLINE __m512i sidx(int p) {
     const int a = 4 * p;
     return _mm512_setr_epi32(a, a, a, a, a + 1, a + 1, a + 1, a + 1, a + 2, a + 2, a + 2, a + 2, a + 3, a + 3, a + 3, a + 3);
 }
-/* the same for Q4_0's one step: lanes 2b and 2b + 1 are block b */
-INLINE __m512i sidx_q4(void) { return _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7); }
+/* the same for Q4_0's one step (q4_x_lanes: lane k holds blocks k and 4 + k) */
+INLINE __m512i sidx_q4(void) { return _mm512_setr_epi32(0, 0, 4, 4, 1, 1, 5, 5, 2, 2, 6, 6, 3, 3, 7, 7); }
 
 /* Weight side of all R rows first, then one activation row at a time, so only one
  * x group is live (tiles would spill holding C of them). Both steps go into one accumulator
