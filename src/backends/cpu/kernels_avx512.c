@@ -249,24 +249,12 @@ INLINE void w_grp_q4_0(wgrp *g, const char *w) {
     g->nib[0] = _mm512_permutex2var_epi16(l0, widx(1, 9, 8), l1);
     g->nib[1] = _mm512_permutex2var_epi16(l1, widx(5, 9, 8), l2);
 }
-/* The same for tile_x's lanes: nib[0] = bytes 0-7 of the nibbles of blocks k and 4 + k in
- * 128-bit lane k, nib[1] = bytes 8-15 (bytes 0-7 of blocks 0-3 lie in [2, 66) of the group,
- * of blocks 4-7 in [72, 136); bytes 8-15 eight further on: the same word index over loads 8
- * bytes later). */
-INLINE __m512i q4_nib_idx(void) { /* word i: lane k = i / 8, block k or 4 + k, word i % 4 */
-    int16_t t[32];
-    for (int i = 0; i < 32; i++) {
-        const int k = i / 8, hi = i % 8 >= 4, w = i % 4;
-        t[i] = (int16_t)(hi ? 32 + 9 * k + 1 + w : 9 * k + w);
-    }
-    return _mm512_loadu_si512(t);
-}
+/* The same in q4_x_lanes' order: nib[0] = bytes 0-7 of the nibbles of blocks k and 4 + k in
+ * 128-bit lane k, nib[1] = their bytes 8-15 (qword unpacks of the two registers above). */
 INLINE void w_grp_q4x(wgrp *g, const char *w) {
-    const __m512i ix = q4_nib_idx();
-    g->d = _mm256_cvtph_ps(_mm512_castsi512_si128(
-        _mm512_permutex2var_epi16(_mm512_loadu_si512(w), widx(0, 9, 1), _mm512_loadu_si512(w + 64))));
-    g->nib[0] = _mm512_permutex2var_epi16(_mm512_loadu_si512(w + 2), ix, _mm512_loadu_si512(w + 72));
-    g->nib[1] = _mm512_permutex2var_epi16(_mm512_loadu_si512(w + 10), ix, _mm512_loadu_si512(w + 80));
+    w_grp_q4_0(g, w);
+    const __m512i n0 = g->nib[0], n1 = g->nib[1];
+    g->nib[0] = _mm512_unpacklo_epi64(n0, n1), g->nib[1] = _mm512_unpackhi_epi64(n0, n1);
 }
 /* The unsigned nibbles of a row's group in q4_x_lanes' order, for its one step. */
 INLINE void q4_w_lanes(const wgrp *wg, __m512i u[4]) {
@@ -285,8 +273,8 @@ INLINE void w_grp_q8_0(wgrp *g, const char *w) { g->d = scales8_q8(w); }
 
 /* Q4_0's lanes of one weight row's group (its one step): the quads' lanes of blocks 0-3
  * (t0) and 4-7 (t1), then each block's quads 0 + 2 and 1 + 3, in q4_x_lanes' order: two
- * blends, an in-lane shuffle and an add where a second step took a convert, a permute and
- * an FMA. */
+ * merging in-lane shuffles and an add where a second step took a convert, a permute and an
+ * FMA. */
 INLINE __m512i w_idot_q4_0(const void *w, const wgrp *wg, int p, const xgrp *g) {
     (void)w, (void)p;
     const __m512i m = _mm512_set1_epi8(0x0f);
