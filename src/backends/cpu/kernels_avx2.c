@@ -212,9 +212,9 @@ void hr_prep_q8_0_avx2(const float *x, void *xq, int64_t n) {
 
 /* ---- quantized types ----
  * Groups of 8 blocks. Per group and activation row, the x-side work (loads, the 8 x
- * scales, Q4_0's lane order and 8*sum(x) term) is done once and shared by all weight
+ * scales, Q4_0's lane order and -8*sum(x) term) is done once and shared by all weight
  * rows of the kernel; per weight row the 8 block scales are converted at once and each
- * block (Q8_0) or block pair (Q4_0) takes its lanes' scales with one permute. Per
+ * block (Q8_0) or 4 blocks (Q4_0) take their lanes' scales with one permute. Per
  * (row, token) the arithmetic does not depend on R and C, so dot, rows4, rows2,
  * gather4 and tiles agree bit for bit. A ragged tail (n/32 not a multiple of 8) runs the same
  * group code on zero-padded copies (zero blocks add exactly +0). */
@@ -234,52 +234,93 @@ INLINE __m256i two128(const void *a, const void *b) {
 /* Integer dots, int32 lanes of 4 unsigned x signed byte products. AVX2: maddubs' int16 pair
  * sums (no pair here overflows but Q8_0's w = -128 against x = -128) added up by madd; the
  * AVX-VNNI build of this file (kernels_avxvnni.c) sums all four in one vpdpbusd, exactly. Q4_0
- * sums two such dots (low and high nibbles) per lane, from its -8 * sum(x) term. */
+ * sums four such dots (two quads' low and high nibbles) per lane, with its -8 * sum(x) term. */
 #if defined(HR_AVXVNNI)
 INLINE __m256i dot4(__m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s); }
 INLINE __m256i dot4x2(__m256i u0, __m256i s0, __m256i u1, __m256i s1) {
     return _mm256_dpbusd_avx_epi32(dot4(u0, s0), u1, s1);
+}
+/* Q4_0's lanes from n (its -8 * sum(x) term): the dots continue the sum */
+INLINE __m256i dot4x2_from(__m256i n, __m256i u0, __m256i s0, __m256i u1, __m256i s1) {
+    return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(n, u0, s0), u1, s1);
+}
+INLINE __m256i dot4x4_from(__m256i n, const __m256i u[4], const __m256i s[4]) {
+    return dot4x2_from(dot4x2_from(n, u[0], s[0], u[1], s[1]), u[2], s[2], u[3], s[3]);
 }
 #else
 INLINE __m256i dot4(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
 INLINE __m256i dot4x2(__m256i u0, __m256i s0, __m256i u1, __m256i s1) {
     return _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1)), _mm256_set1_epi16(1));
 }
+/* Q4_0's lanes from n (its -8 * sum(x) term); four nibble dots of a lane: int16 sums of
+ * nibbles (<= 15) x int8 stay within 15360 */
+INLINE __m256i dot4x4_from(__m256i n, const __m256i u[4], const __m256i s[4]) {
+    const __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(u[0], s[0]), _mm256_maddubs_epi16(u[1], s[1]));
+    const __m256i b = _mm256_add_epi16(_mm256_maddubs_epi16(u[2], s[2]), _mm256_maddubs_epi16(u[3], s[3]));
+    return _mm256_add_epi32(n, _mm256_madd_epi16(_mm256_add_epi16(a, b), _mm256_set1_epi16(1)));
+}
 #endif
+
+/* Q4_0's step lanes from two pairs' (w_idot_q4_0): per 128-bit lane, the first pair's
+ * lanes 0 + 2 and 1 + 3, then the second's (32-bit lanes; 16-bit sums move with them). */
+INLINE __m256i fold_lanes(__m256i t0, __m256i t1, int w16) {
+    const __m256i a = _mm256_blend_epi32(t0, t1, 0xcc), b = _mm256_shuffle_epi32(_mm256_blend_epi32(t1, t0, 0xcc), _MM_SHUFFLE(1, 0, 3, 2));
+    return w16 ? _mm256_add_epi16(a, b) : _mm256_add_epi32(a, b);
+}
 
 /* x side. Q8_0: the blocks as they are. Q4_0, per pair p of blocks (2p, 2p+1):
  * q[2p] = elements 0-15 of both (the low nibbles' partners), q[2p+1] = elements 16-31,
- * m8[p] = 8 * sum(x) over each int32 lane's bytes. */
-typedef struct { __m256i q[8], m8[4]; __m256 d; const hr_block_q8_0 *x; } xgrp;
+ * n8[p] = -8 * sum(x) over each int32 lane's bytes, and nf[k] the same over step k's lanes. */
+typedef struct { __m256i q[8], n8[4], nf[2]; __m256 d; const hr_block_q8_0 *x; } xgrp;
 INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
     if (q4) {
         const __m256i eight = _mm256_set1_epi8(8);
         for (int p = 0; p < 4; p++) {
             g->q[2 * p] = two128(x[2 * p].qs, x[2 * p + 1].qs);
             g->q[2 * p + 1] = two128(x[2 * p].qs + 16, x[2 * p + 1].qs + 16);
-            g->m8[p] = dot4x2(eight, g->q[2 * p], eight, g->q[2 * p + 1]);
+            g->n8[p] = _mm256_sub_epi32(_mm256_setzero_si256(), dot4x2(eight, g->q[2 * p], eight, g->q[2 * p + 1]));
         }
+        for (int k = 0; k < 2; k++) g->nf[k] = fold_lanes(g->n8[2 * k], g->n8[2 * k + 1], 0);
     } /* Q8_0 loads x where used: 8 registers held across rows would spill */
     g->x = x;
     g->d = scales8((const char *)&x[0].d, sizeof(hr_block_q8_0));
 }
 
-/* int32 lanes of step k: Q4_0 pair k (lanes 0-3 block 2k, 4-7 block 2k+1); Q8_0 block k */
-INLINE __m256i w_idot_q4_0(const void *w, int k, const xgrp *g) {
-    const hr_block_q4_0 *B = (const hr_block_q4_0 *)w + 2 * k;
-    const __m256i m = _mm256_set1_epi8(0x0f);
-    __m256i v = two128(B[0].qs, B[1].qs);
-    const __m256i s = dot4x2(_mm256_and_si256(v, m), g->q[2 * k], _mm256_and_si256(_mm256_srli_epi16(v, 4), m), g->q[2 * k + 1]);
-    return _mm256_sub_epi32(s, g->m8[k]);
+/* int32 lanes of step k. Q8_0: block k. Q4_0: blocks 4k..4k+3, two lanes per block of 16
+ * products each (lanes 4j and 4j + 1: block 4k + j's quads 0 + 2 and 1 + 3; lanes 4j + 2 and
+ * 4j + 3 the same of block 4k + 2 + j), so a (row, token) pair converts, scales and adds once
+ * per 4 blocks where pairs of blocks took one each. Here the pairs' quad lanes (pair 2k: block
+ * 4k + j in 128-bit lane j, pair 2k + 1: block 4k + 2 + j), folded within 128-bit lanes;
+ * tile_x's re-laid activations give the same lanes directly. */
+#if defined(HR_AVXVNNI) /* each pair's dots continue from its -8 * sum(x); the int32 lanes fold */
+INLINE __m256i pair_q4_0(const hr_block_q4_0 *B, const __m256i *q, __m256i n8) {
+    const __m256i m = _mm256_set1_epi8(0x0f), v = two128(B[0].qs, B[1].qs);
+    return dot4x2_from(n8, _mm256_and_si256(v, m), q[0], _mm256_and_si256(_mm256_srli_epi16(v, 4), m), q[1]);
 }
+INLINE __m256i w_idot_q4_0(const void *w, int k, const xgrp *g) {
+    const hr_block_q4_0 *B = (const hr_block_q4_0 *)w + 4 * k;
+    return fold_lanes(pair_q4_0(B, &g->q[4 * k], g->n8[2 * k]), pair_q4_0(B + 2, &g->q[4 * k + 2], g->n8[2 * k + 1]), 0);
+}
+#else /* the pairs' int16 sums fold before the one madd (<= 15360 each, as dot4x4_from's) */
+INLINE __m256i pair16_q4_0(const hr_block_q4_0 *B, const __m256i *q) {
+    const __m256i m = _mm256_set1_epi8(0x0f), v = two128(B[0].qs, B[1].qs);
+    return _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, m), q[0]),
+                            _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m), q[1]));
+}
+INLINE __m256i w_idot_q4_0(const void *w, int k, const xgrp *g) {
+    const hr_block_q4_0 *B = (const hr_block_q4_0 *)w + 4 * k;
+    const __m256i f = fold_lanes(pair16_q4_0(B, &g->q[4 * k]), pair16_q4_0(B + 2, &g->q[4 * k + 2]), 1);
+    return _mm256_add_epi32(g->nf[k], _mm256_madd_epi16(f, _mm256_set1_epi16(1)));
+}
+#endif
 INLINE __m256i w_idot_q8_0(const void *w, int k, const xgrp *g) {
     __m256i v = _mm256_loadu_si256((const __m256i *)((const hr_block_q8_0 *)w)[k].qs);
     __m256i xk = _mm256_loadu_si256((const __m256i *)g->x[k].qs);
     return dot4(_mm256_sign_epi8(v, v), _mm256_sign_epi8(xk, v));
 }
 INLINE __m256i sidx(int q4, int k) {
-    return q4 ? _mm256_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1)
-              : _mm256_set1_epi32(k);
+    const int a = 4 * k;
+    return q4 ? _mm256_setr_epi32(a, a, a + 2, a + 2, a + 1, a + 1, a + 3, a + 3) : _mm256_set1_epi32(k);
 }
 
 /* Weight scales of all R rows first, then one activation row at a time, so only one
@@ -297,7 +338,7 @@ INLINE __m256i sidx(int q4, int k) {
             x_grp(&g, XB[c], Q4);                                                                \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
                 const __m256 s = _mm256_mul_ps(dw[r], g.d);                                      \
-                _Pragma("GCC unroll 8") for (int k = 0; k < (Q4 ? 4 : 8); k++) {                 \
+                _Pragma("GCC unroll 8") for (int k = 0; k < (Q4 ? 2 : 8); k++) {                 \
                     __m256 v = _mm256_cvtepi32_ps(IDOT(WB[r], k, &g));                           \
                     __m256 sk = _mm256_permutevar8x32_ps(s, sidx(Q4, k));                        \
                     if (k & 1) acc1[r][c] = _mm256_fmadd_ps(v, sk, acc1[r][c]);                  \
@@ -390,11 +431,13 @@ INLINE __m256i sidx(int q4, int k) {
 QDOT_FUNCS(q8_0, hr_block_q8_0, w_idot_q8_0, 0)
 QDOT_FUNCS(q4_0, hr_block_q4_0, w_idot_q4_0, 1)
 /* ---- Q4_0 prompt tiles over activations re-laid once per batch (tile_x) ----
- * Per 8 blocks, what x_grp computes for every weight row pair, stored once: the 8 quads,
- * the four 8*sum(x) vectors and the x scales already in each step's lane order (the step's
- * scale perm(d_w * d_x) is perm(d_w) * perm(d_x) lane for lane). The tile unpacks each
- * weight row's nibbles once for its C tokens and reads the activations as they lie. */
-typedef struct { __m256i q[8], m8[4]; __m256 ds[4]; } xgrp_t; /* 512 bytes */
+ * Per 8 blocks, what x_grp and w_idot_q4_0 compute for every weight row, stored once: per
+ * step of 4 blocks the four quad registers already in the step's lanes (elements 0-7 of
+ * blocks 4k + j and 4k + 2 + j in 128-bit lane j, then 16-23, 8-15, 24-31), the -8*sum(x)
+ * lanes and the x scales in the lanes' order (the step's scale perm(d_w * d_x) is perm(d_w) *
+ * perm(d_x) lane for lane). The tile unpacks each weight row's nibbles once for its C tokens
+ * and reads the activations as they lie. */
+typedef struct { __m256i q[2][4], n8[2]; __m256 ds[2]; } xgrp_t; /* 384 bytes */
 
 static size_t tile_xbytes_q4_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp_t); }
 
@@ -407,9 +450,13 @@ static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
         const hr_block_q8_0 *src = hr_q8_grp_src(x, b, nb, QGRP, pad);
         xgrp g;
         x_grp(&g, src, 1);
-        for (int p = 0; p < 8; p++) _mm256_store_si256(&o[gi].q[p], g.q[p]);
-        for (int k = 0; k < 4; k++) {
-            _mm256_store_si256(&o[gi].m8[k], g.m8[k]);
+        for (int k = 0; k < 2; k++) {
+            const __m256i *q = &g.q[4 * k];
+            _mm256_store_si256(&o[gi].q[k][0], _mm256_unpacklo_epi64(q[0], q[2]));
+            _mm256_store_si256(&o[gi].q[k][1], _mm256_unpacklo_epi64(q[1], q[3]));
+            _mm256_store_si256(&o[gi].q[k][2], _mm256_unpackhi_epi64(q[0], q[2]));
+            _mm256_store_si256(&o[gi].q[k][3], _mm256_unpackhi_epi64(q[1], q[3]));
+            _mm256_store_si256(&o[gi].n8[k], g.nf[k]);
             _mm256_store_ps((float *)&o[gi].ds[k], _mm256_permutevar8x32_ps(g.d, sidx(1, k)));
         }
     }
@@ -449,15 +496,16 @@ static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
 INLINE void tx_q4_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, __m256 *acc0, __m256 *acc1) {
     const __m256i m = _mm256_set1_epi8(0x0f);
     const __m256 dw = scales8(wb, sizeof(hr_block_q4_0));
-    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
-        const hr_block_q4_0 *B = (const hr_block_q4_0 *)wb + 2 * k;
-        const __m256i v = two128(B[0].qs, B[1].qs);
-        const __m256i lo = _mm256_and_si256(v, m), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+    _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++) {
+        const hr_block_q4_0 *B = (const hr_block_q4_0 *)wb + 4 * k;
+        const __m256i v0 = two128(B[0].qs, B[1].qs), v1 = two128(B[2].qs, B[3].qs);
+        const __m256i na = _mm256_unpacklo_epi64(v0, v1), nb = _mm256_unpackhi_epi64(v0, v1);
+        const __m256i u[4] = {_mm256_and_si256(na, m), _mm256_and_si256(_mm256_srli_epi16(na, 4), m),
+                              _mm256_and_si256(nb, m), _mm256_and_si256(_mm256_srli_epi16(nb, 4), m)};
         const __m256 wd = _mm256_permutevar8x32_ps(dw, sidx(1, k));
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
             const xgrp_t *g = (const xgrp_t *)(X + c * xs) + gi;
-            const __m256i s = dot4x2(lo, g->q[2 * k], hi, g->q[2 * k + 1]);
-            const __m256 t = _mm256_cvtepi32_ps(_mm256_sub_epi32(s, g->m8[k]));
+            const __m256 t = _mm256_cvtepi32_ps(dot4x4_from(g->n8[k], u, g->q[k]));
             const __m256 sk = _mm256_mul_ps(wd, g->ds[k]);
             if (k & 1) acc1[c] = _mm256_fmadd_ps(t, sk, acc1[c]);
             else acc0[c] = _mm256_fmadd_ps(t, sk, acc0[c]);
