@@ -105,12 +105,14 @@ bw() { grep -o '"gb_s":{[^}]*}' "$cache/membw.json" | grep -o "\"$1\":[0-9.eE+-]
 for t in "${type_list[@]}"; do bench_evict "$(model_path "$t")"; done
 load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 declare -A hp hd lp ld bpt huge
+kernels="?"
 out=$cache/out.json
 run_hearth() { # type threads
     if "$hearth" bench -m "$(model_path "$1")" -t "$2" -p "$n_prompt" -n "$n_gen" -r "$runs" --json >"$out" 2>"$cache/err"; then
         hp[$1,$2]+="$(jnum "$out" prompt_tok_s) "
         hd[$1,$2]+="$(jnum "$out" decode_tok_s) "
         bpt[$1,$2]=$(jnum "$out" bytes_per_token)
+        kernels=$(grep -o '"cpu_kernels":"[a-z0-9_]*"' "$out" | head -n 1 | cut -d'"' -f4)
         huge[$1]=$(awk -v h="$(jnum "$out" huge_page_bytes)" -v f="$(jnum "$out" file_bytes)" \
             'BEGIN { if (h == "" || h < 0 || f + 0 == 0) print "?"; else printf "%.0f%%", 100 * h / f }')
     else
@@ -143,7 +145,7 @@ echo "## Decode benchmark: Hearth vs llama.cpp"
 echo
 echo "Synthetic llama model: n_embd 2048, n_layer $layers, 16 heads, n_ff 5632, vocab 32000; prompt $n_prompt" \
      "tokens, $n_gen decoded; $rounds interleaved round(s) x $runs run(s), medians of the per-round medians."
-echo "Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($hearth);" \
+echo "Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($hearth, CPU kernels $kernels);" \
      "llama.cpp: $([ "$llama" = 1 ] && echo "node-llama-cpp 3.22.1 (its own timing counters)${llama_cpu:+, its ${llama_cpu} CPU build only}" || echo "not run")."
 echo "Memory read bandwidth (membw, $(grep -o '"isa":"[a-z0-9]*"' "$cache/membw.json" | cut -d'"' -f4), best of 7):" \
      "$(for n in "${thread_list[@]}"; do printf '%s GB/s at %s thread(s). ' "$(fmt "$(bw "$n")")" "$n"; done)"
