@@ -207,7 +207,7 @@ INLINE __m512i quad128(const void *a, const void *b, const void *c, const void *
 INLINE __m512i quad_half(const hr_block_q8_0 *B, int half) {
     return quad128(B[0].qs + 16 * half, B[1].qs + 16 * half, B[2].qs + 16 * half, B[3].qs + 16 * half);
 }
-/* Q4_0's float lanes: two int32 lanes per block, 16 products each, 8 blocks per register:
+/* Q4_0's and Q8_0's float lanes: two int32 lanes per block, 16 products each, 8 blocks per register:
  * in 128-bit lane k, lanes 4k and 4k + 1 are block k's quads 0 + 2 and 1 + 3 (elements 0-3,
  * 8-11, 16-19, 24-27 and the other four quads), lanes 4k + 2 and 4k + 3 the same of block
  * 4 + k. Per (row, token) and 8 blocks one convert, scale product and FMA where the quads'
@@ -217,13 +217,24 @@ INLINE __m512i quad_half(const hr_block_q8_0 *B, int half) {
  * and 4 + k; q[1] the same of 16-23, q[2] of 8-15, q[3] of 24-31; n8[0] their -8 * sum(x));
  * the decode kernels keep the quads (no re-layout per 4 rows) and fold their lanes
  * (w_idot_q4_0), all within 128-bit lanes. */
-INLINE void q4_x_lanes(xgrp *g) {
-    const __m512i lo0 = g->q[0], hi0 = g->q[1], lo1 = g->q[2], hi1 = g->q[3];
-    g->q[0] = _mm512_unpacklo_epi64(lo0, lo1), g->q[2] = _mm512_unpackhi_epi64(lo0, lo1);
-    g->q[1] = _mm512_unpacklo_epi64(hi0, hi1), g->q[3] = _mm512_unpackhi_epi64(hi0, hi1);
-    __m512i s8 = _mm512_setzero_si512();
-    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) s8 = _mm512_dpbusd_epi32(s8, _mm512_set1_epi8(8), g->q[i]);
-    g->n8[0] = _mm512_sub_epi32(_mm512_setzero_si512(), s8);
+INLINE void x_lanes(__m512i q[4]) { /* the quads q[0..3] (x_grp's) into those lanes */
+    const __m512i lo0 = q[0], hi0 = q[1], lo1 = q[2], hi1 = q[3];
+    q[0] = _mm512_unpacklo_epi64(lo0, lo1), q[2] = _mm512_unpackhi_epi64(lo0, lo1);
+    q[1] = _mm512_unpacklo_epi64(hi0, hi1), q[3] = _mm512_unpackhi_epi64(hi0, hi1);
+}
+/* -k * sum(x) over each lane of the four registers (Q4_0: k = 8; Q8_0's w + 128: k = 128) */
+INLINE __m512i x_lane_neg(const __m512i q[4], char k) {
+    __m512i s = _mm512_setzero_si512();
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8(k), q[i]);
+    return _mm512_sub_epi32(_mm512_setzero_si512(), s);
+}
+/* Two steps' quad lanes (t0: blocks 0-3, t1: 4-7, one block per 128-bit lane) folded into
+ * those lanes: two blends, an in-lane shuffle and an add where a second step took a
+ * convert, a permute and an FMA. */
+INLINE __m512i fold_lanes(__m512i t0, __m512i t1) {
+    /* (t0 quads 0, 1, t1 quads 2, 3) + (t0 quads 2, 3, t1 quads 0, 1) per 128-bit lane */
+    const __m512i a = _mm512_mask_blend_epi32(0xcccc, t0, t1), b = _mm512_mask_blend_epi32(0xcccc, t1, t0);
+    return _mm512_add_epi32(a, _mm512_shuffle_epi32(b, _MM_PERM_BADC));
 }
 INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
     for (int j = 0; j < 2; j++) {
@@ -263,7 +274,7 @@ INLINE void q4_w_lanes(const wgrp *wg, __m512i u[4]) {
     u[2] = _mm512_and_si512(wg->nib[1], m), u[3] = _mm512_and_si512(_mm512_srli_epi16(wg->nib[1], 4), m);
 }
 /* The int32 lanes of one (row, token) pair: the correction, then the four products. */
-INLINE __m512i q4_idot(const __m512i u[4], __m512i n8, __m512i q0, __m512i q1, __m512i q2, __m512i q3) {
+INLINE __m512i lane_idot(const __m512i u[4], __m512i n8, __m512i q0, __m512i q1, __m512i q2, __m512i q3) {
     __m512i t = _mm512_dpbusd_epi32(n8, u[0], q0);
     t = _mm512_dpbusd_epi32(t, u[1], q1);
     t = _mm512_dpbusd_epi32(t, u[2], q2);
@@ -272,9 +283,7 @@ INLINE __m512i q4_idot(const __m512i u[4], __m512i n8, __m512i q0, __m512i q1, _
 INLINE void w_grp_q8_0(wgrp *g, const char *w) { g->d = scales8_q8(w); }
 
 /* Q4_0's lanes of one weight row's group (its one step): the quads' lanes of blocks 0-3
- * (t0) and 4-7 (t1), then each block's quads 0 + 2 and 1 + 3, in q4_x_lanes' order: two
- * merging in-lane shuffles and an add where a second step took a convert, a permute and an
- * FMA. */
+ * (t0) and 4-7 (t1), folded. */
 INLINE __m512i w_idot_q4_0(const void *w, const wgrp *wg, int p, const xgrp *g) {
     (void)w, (void)p;
     const __m512i m = _mm512_set1_epi8(0x0f);
@@ -284,29 +293,25 @@ INLINE __m512i w_idot_q4_0(const void *w, const wgrp *wg, int p, const xgrp *g) 
         t[j] = _mm512_dpbusd_epi32(g->n8[j], _mm512_and_si512(v, m), g->q[2 * j]);
         t[j] = _mm512_dpbusd_epi32(t[j], _mm512_and_si512(_mm512_srli_epi16(v, 4), m), g->q[2 * j + 1]);
     }
-    /* (t0 quads 0, 1, t1 quads 2, 3) + (t0 quads 2, 3, t1 quads 0, 1) per 128-bit lane */
-    const __m512i a = _mm512_mask_blend_epi32(0xcccc, t[0], t[1]), b = _mm512_mask_blend_epi32(0xcccc, t[1], t[0]);
-    return _mm512_add_epi32(a, _mm512_shuffle_epi32(b, _MM_PERM_BADC));
+    return fold_lanes(t[0], t[1]);
 }
 /* |w| . (x with w's sign): the same int32 lanes as sum(w x) */
 INLINE __m512i dot_signed(__m512i acc, __m512i w, __m512i x) {
     const __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
     return _mm512_dpbusd_epi32(acc, _mm512_abs_epi8(w), sx);
 }
+/* Q8_0's quad lanes of blocks 4p..4p+3 (x: their two quad registers), and its one step */
+INLINE __m512i q8_quads(const hr_block_q8_0 *B, __m512i x0, __m512i x1) {
+    return dot_signed(dot_signed(_mm512_setzero_si512(), quad_half(B, 0), x0), quad_half(B, 1), x1);
+}
 INLINE __m512i w_idot_q8_0(const void *w, const wgrp *wg, int p, const xgrp *g) {
-    (void)wg;
-    const hr_block_q8_0 *B = (const hr_block_q8_0 *)w + 4 * p;
-    const __m512i t = dot_signed(_mm512_setzero_si512(), quad_half(B, 0), g->q[2 * p]);
-    return dot_signed(t, quad_half(B, 1), g->q[2 * p + 1]);
+    (void)wg, (void)p;
+    const hr_block_q8_0 *B = w;
+    return fold_lanes(q8_quads(B, g->q[0], g->q[1]), q8_quads(B + 4, g->q[2], g->q[3]));
 }
 
-/* lane -> block index within the group, per step (quad p: blocks 4p..4p+3) */
-INLINE __m512i sidx(int p) {
-    const int a = 4 * p;
-    return _mm512_setr_epi32(a, a, a, a, a + 1, a + 1, a + 1, a + 1, a + 2, a + 2, a + 2, a + 2, a + 3, a + 3, a + 3, a + 3);
-}
-/* the same for Q4_0's one step (q4_x_lanes: lane k holds blocks k and 4 + k) */
-INLINE __m512i sidx_q4(void) { return _mm512_setr_epi32(0, 0, 4, 4, 1, 1, 5, 5, 2, 2, 6, 6, 3, 3, 7, 7); }
+/* lane -> block index within the group (x_lanes: 128-bit lane k holds blocks k and 4 + k) */
+INLINE __m512i sidx2(void) { return _mm512_setr_epi32(0, 0, 4, 4, 1, 1, 5, 5, 2, 2, 6, 6, 3, 3, 7, 7); }
 
 /* Weight side of all R rows first, then one activation row at a time, so only one
  * x group is live (tiles would spill holding C of them). Both steps go into one accumulator
@@ -328,20 +333,19 @@ INLINE __m512i sidx_q4(void) { return _mm512_setr_epi32(0, 0, 4, 4, 1, 1, 5, 5, 
                 const __m256 xd = scales8_q8(XB[c]);                                             \
                 _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s8[r][c] = _mm256_mul_ps(wg[r].d, xd); \
             }                                                                                    \
-            _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {                                \
-                __m512i wq[R][2];                                                                \
+            __m512i wq[R][4];                                                                    \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
+                const hr_block_q8_0 *B = (const hr_block_q8_0 *)WB[r];                           \
+                _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) wq[r][i] = quad_half(B + 4 * (i / 2), i % 2); \
+            }                                                                                    \
+            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \
+                __m512i x[4];                                                                    \
+                _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) x[i] = quad_half(XB[c] + 4 * (i / 2), i % 2); \
                 _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                            \
-                    const hr_block_q8_0 *B = (const hr_block_q8_0 *)WB[r] + 4 * p;               \
-                    wq[r][0] = quad_half(B, 0), wq[r][1] = quad_half(B, 1);                      \
-                }                                                                                \
-                _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                            \
-                    const __m512i x0 = quad_half(XB[c] + 4 * p, 0), x1 = quad_half(XB[c] + 4 * p, 1); \
-                    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                        \
-                        const __m512i t = dot_signed(_mm512_setzero_si512(), wq[r][0], x0);      \
-                        __m512 v = _mm512_cvtepi32_ps(dot_signed(t, wq[r][1], x1));              \
-                        __m512 sp = _mm512_permutexvar_ps(sidx(p), _mm512_castps256_ps512(s8[r][c])); \
-                        acc0[r][c] = _mm512_fmadd_ps(v, sp, acc0[r][c]);                         \
-                    }                                                                            \
+                    const __m512i t0 = dot_signed(dot_signed(_mm512_setzero_si512(), wq[r][0], x[0]), wq[r][1], x[1]); \
+                    const __m512i t1 = dot_signed(dot_signed(_mm512_setzero_si512(), wq[r][2], x[2]), wq[r][3], x[3]); \
+                    __m512 sp = _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(s8[r][c]));   \
+                    acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(fold_lanes(t0, t1)), sp, acc0[r][c]); \
                 }                                                                                \
             }                                                                                    \
         } else                                                                                   \
@@ -350,11 +354,8 @@ INLINE __m512i sidx_q4(void) { return _mm512_setr_epi32(0, 0, 4, 4, 1, 1, 5, 5, 
             x_grp(&g, XB[c], Q4);                                                                \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
                 const __m512 s = _mm512_castps256_ps512(_mm256_mul_ps(wg[r].d, g.d));            \
-                _Pragma("GCC unroll 2") for (int p = 0; p < (Q4 ? 1 : 2); p++) {                 \
-                    __m512 v = _mm512_cvtepi32_ps(IDOT(WB[r], &wg[r], p, &g));                   \
-                    __m512 sp = _mm512_permutexvar_ps(Q4 ? sidx_q4() : sidx(p), s);              \
-                    acc0[r][c] = _mm512_fmadd_ps(v, sp, acc0[r][c]);                             \
-                }                                                                                \
+                __m512 v = _mm512_cvtepi32_ps(IDOT(WB[r], &wg[r], 0, &g));                       \
+                acc0[r][c] = _mm512_fmadd_ps(v, _mm512_permutexvar_ps(sidx2(), s), acc0[r][c]);  \
             }                                                                                    \
         }                                                                                        \
     }
@@ -466,11 +467,11 @@ TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
         hr_block_q8_0 pad[QGRP];
         const hr_block_q8_0 *src = hr_q8_grp_src(x, b, nb, QGRP, pad);
         xgrp g;
-        x_grp(&g, src, 1);
-        q4_x_lanes(&g);
+        x_grp(&g, src, 0);
+        x_lanes(g.q);
         for (int i = 0; i < 4; i++) _mm512_store_si512(&o[gi].q[i], g.q[i]);
-        _mm512_store_si512(&o[gi].n8, g.n8[0]);
-        _mm512_store_ps(&o[gi].ds, _mm512_permutexvar_ps(sidx_q4(), _mm512_castps256_ps512(g.d)));
+        _mm512_store_si512(&o[gi].n8, x_lane_neg(g.q, 8));
+        _mm512_store_ps(&o[gi].ds, _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(g.d)));
     }
 }
 
@@ -485,10 +486,10 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
         __m512i u[4];
         w_grp_q4x(&wg, wb[r]);
         q4_w_lanes(&wg, u);
-        const __m512 wd = _mm512_permutexvar_ps(sidx_q4(), _mm512_castps256_ps512(wg.d));
+        const __m512 wd = _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(wg.d));
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
             const xgrp_t *g = (const xgrp_t *)(X + c * xs) + gi;
-            const __m512i t = q4_idot(u, _mm512_load_si512(&g->n8), _mm512_load_si512(&g->q[0]),
+            const __m512i t = lane_idot(u, _mm512_load_si512(&g->n8), _mm512_load_si512(&g->q[0]),
                                       _mm512_load_si512(&g->q[1]), _mm512_load_si512(&g->q[2]), _mm512_load_si512(&g->q[3]));
             acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd, _mm512_load_ps(&g->ds)), acc0[r][c]);
         }
@@ -534,15 +535,14 @@ TILE_X_DRIVER(tile_x_q4_0, hr_block_q4_0, tx_q4_0_grp, HR_TILE_R, HR_TILE_C)
 TILE_X_DRIVER(tile_xw_q4_0, hr_block_q4_0, tx_q4_0_grp, 4, HR_TILE_C)
 
 /* ---- Q8_0 prompt tiles over re-laid activations (tile_x) ----
- * vec_dot's int32 lane is sum(w * x) over 8 bytes of one block (two quads), taken as |w| *
- * (x with w's sign). Here the weights become unsigned once per row and quad (w ^ 0x80 =
- * w + 128) and the lane starts at -128 * sum(x), stored per step in the re-laid row:
- * sum((w + 128) x) - 128 sum(x) is the same integer, with no per-(row, token) negation. The
- * x scales are stored in each step's lane order, so the lane scale perm(d_w) * perm(d_x) is
- * vec_dot's permuted product lane for lane, and the FMAs are vec_dot's in its order: results
- * are bit for bit dot_q8_0's. Per 128 MACs: two dpbusd, a convert, a multiply and an FMA
- * (pairs of blocks, one block per 256 bits, took two of each but the dpbusd). */
-typedef struct { __m512i q[4], s128[2]; __m512 ds[2]; } xgrp8_t; /* 512 bytes */
+ * vec_dot's int32 lanes (x_lanes' two per block) sum w * x, taken there as |w| * (x with w's
+ * sign). Here the weights become unsigned once per row (w ^ 0x80 = w + 128) and the lane
+ * starts at -128 * sum(x), stored in the re-laid row: sum((w + 128) x) - 128 sum(x) is the
+ * same integer, with no per-(row, token) negation. The x scales are stored in the lanes'
+ * order, so the lane scale perm(d_w) * perm(d_x) is vec_dot's permuted product lane for lane:
+ * results are bit for bit dot_q8_0's. Per (row, token) and 8 blocks: four dpbusd, a convert,
+ * a multiply and an FMA (with a lane per 8 products, two of each but the dpbusd). */
+typedef struct { __m512i q[4], s128; __m512 ds; } xgrp8_t; /* 384 bytes */
 
 static size_t tile_xbytes_q8_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp8_t); }
 
@@ -555,42 +555,30 @@ TGT static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
         const hr_block_q8_0 *src = hr_q8_grp_src(x, b, nb, QGRP, pad);
         xgrp g;
         x_grp(&g, src, 0);
-        for (int p = 0; p < 2; p++) {
-            __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), g.q[2 * p]);
-            s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8((char)0x80), g.q[2 * p + 1]);
-            _mm512_store_si512(&o[gi].q[2 * p], g.q[2 * p]), _mm512_store_si512(&o[gi].q[2 * p + 1], g.q[2 * p + 1]);
-            _mm512_store_si512(&o[gi].s128[p], _mm512_sub_epi32(_mm512_setzero_si512(), s));
-            _mm512_store_ps(&o[gi].ds[p], _mm512_permutexvar_ps(sidx(p), _mm512_castps256_ps512(g.d)));
-        }
+        x_lanes(g.q);
+        for (int i = 0; i < 4; i++) _mm512_store_si512(&o[gi].q[i], g.q[i]);
+        _mm512_store_si512(&o[gi].s128, x_lane_neg(g.q, (char)0x80));
+        _mm512_store_ps(&o[gi].ds, _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(g.d)));
     }
 }
 
-/* The tile's R weight rows' group against its C tokens, step by step: each activation load
- * serves all R rows, each unsigned weight quad all C tokens. One accumulator per (row,
- * token), as vec_dot's. */
+/* The tile's R weight rows' group against its C tokens, a row at a time as Q4_0's: one row's
+ * four unsigned lane registers and lane scales live for the C tokens. */
 INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
                         const int R, const int C) {
-    (void)C; /* HR_TILE_C */
-    __m256 wd8[4]; /* R <= 4 */
     const __m512i bias = _mm512_set1_epi8((char)0x80);
-    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) wd8[r] = scales8_q8(wb[r]);
-    _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {
-        __m512 wd[4];
-        __m512i wu0[4], wu1[4];
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
-            const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb[r] + 4 * p;
-            wd[r] = _mm512_permutexvar_ps(sidx(p), _mm512_castps256_ps512(wd8[r]));
-            wu0[r] = _mm512_xor_si512(quad_half(B, 0), bias), wu1[r] = _mm512_xor_si512(quad_half(B, 1), bias);
-        }
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
+        const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb[r];
+        __m512i u[4];
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) u[i] = quad_half(B + 4 * (i / 2), i % 2);
+        x_lanes(u);
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) u[i] = _mm512_xor_si512(u[i], bias);
+        const __m512 wd = _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(scales8_q8(wb[r])));
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
             const xgrp8_t *g = (const xgrp8_t *)(X + c * xs) + gi;
-            const __m512i q0 = _mm512_load_si512(&g->q[2 * p]), q1 = _mm512_load_si512(&g->q[2 * p + 1]);
-            const __m512i s = _mm512_load_si512(&g->s128[p]);
-            const __m512 ds = _mm512_load_ps(&g->ds[p]);
-            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
-                const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(s, wu0[r], q0), wu1[r], q1);
-                acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd[r], ds), acc0[r][c]);
-            }
+            const __m512i t = lane_idot(u, _mm512_load_si512(&g->s128), _mm512_load_si512(&g->q[0]),
+                                      _mm512_load_si512(&g->q[1]), _mm512_load_si512(&g->q[2]), _mm512_load_si512(&g->q[3]));
+            acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd, _mm512_load_ps(&g->ds)), acc0[r][c]);
         }
     }
 }
