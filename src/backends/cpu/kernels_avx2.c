@@ -268,9 +268,18 @@ INLINE __m256i fold_lanes(__m256i t0, __m256i t1, int w16) {
     return w16 ? _mm256_add_epi16(a, b) : _mm256_add_epi32(a, b);
 }
 
-/* x side. Q8_0: the blocks as they are. Q4_0, per pair p of blocks (2p, 2p+1):
- * q[2p] = elements 0-15 of both (the low nibbles' partners), q[2p+1] = elements 16-31,
- * n8[p] = -8 * sum(x) over each int32 lane's bytes, and nf[k] the same over step k's lanes. */
+/* Four Q8_0 blocks (weights or activations) in the two-lane order of a step: o[0] = elements
+ * 0-7 of blocks j and 2 + j in 128-bit lane j, o[1] = 16-23, o[2] = 8-15, o[3] = 24-31. */
+INLINE void q8_lanes4(const hr_block_q8_0 *B, __m256i o[4]) {
+    const __m256i a0 = two128(B[0].qs, B[1].qs), a1 = two128(B[0].qs + 16, B[1].qs + 16);
+    const __m256i b0 = two128(B[2].qs, B[3].qs), b1 = two128(B[2].qs + 16, B[3].qs + 16);
+    o[0] = _mm256_unpacklo_epi64(a0, b0), o[1] = _mm256_unpacklo_epi64(a1, b1);
+    o[2] = _mm256_unpackhi_epi64(a0, b0), o[3] = _mm256_unpackhi_epi64(a1, b1);
+}
+/* x side. Q8_0: the blocks as they are (loaded where used: 8 registers held across rows
+ * would spill). Q4_0, per pair p of blocks (2p, 2p+1): q[2p] = elements 0-15 of both (the low
+ * nibbles' partners), q[2p+1] = elements 16-31, n8[p] = -8 * sum(x) over each int32 lane's
+ * bytes, and nf[k] the same over step k's lanes. */
 typedef struct { __m256i q[8], n8[4], nf[2]; __m256 d; const hr_block_q8_0 *x; } xgrp;
 INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
     if (q4) {
@@ -281,15 +290,15 @@ INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
             g->n8[p] = _mm256_sub_epi32(_mm256_setzero_si256(), dot4x2(eight, g->q[2 * p], eight, g->q[2 * p + 1]));
         }
         for (int k = 0; k < 2; k++) g->nf[k] = fold_lanes(g->n8[2 * k], g->n8[2 * k + 1], 0);
-    } /* Q8_0 loads x where used: 8 registers held across rows would spill */
+    }
     g->x = x;
     g->d = scales8((const char *)&x[0].d, sizeof(hr_block_q8_0));
 }
 
-/* int32 lanes of step k. Q8_0: block k. Q4_0: blocks 4k..4k+3, two lanes per block of 16
- * products each (lanes 4j and 4j + 1: block 4k + j's quads 0 + 2 and 1 + 3; lanes 4j + 2 and
- * 4j + 3 the same of block 4k + 2 + j), so a (row, token) pair converts, scales and adds once
- * per 4 blocks where pairs of blocks took one each. Here the pairs' quad lanes (pair 2k: block
+/* int32 lanes of step k: blocks 4k..4k+3, two lanes per block of 16 products each (lanes 4j
+ * and 4j + 1: block 4k + j's quads 0 + 2 and 1 + 3; lanes 4j + 2 and 4j + 3 the same of block
+ * 4k + 2 + j), so a (row, token) pair converts, scales and adds once per 4 blocks where Q4_0
+ * took one per pair of blocks and Q8_0 one per block. Q4_0: Here the pairs' quad lanes (pair 2k: block
  * 4k + j in 128-bit lane j, pair 2k + 1: block 4k + 2 + j), folded within 128-bit lanes;
  * tile_x's re-laid activations give the same lanes directly. */
 #if defined(HR_AVXVNNI) /* each pair's dots continue from its -8 * sum(x); the int32 lanes fold */
@@ -313,14 +322,22 @@ INLINE __m256i w_idot_q4_0(const void *w, int k, const xgrp *g) {
     return _mm256_add_epi32(g->nf[k], _mm256_madd_epi16(f, _mm256_set1_epi16(1)));
 }
 #endif
+/* Q8_0: each block's 8 lanes as vec_dot had them (a block per 256 bits), then folded: the two
+ * 128-bit halves of blocks j and j + 1 added, then fold_lanes of the two pairs. */
 INLINE __m256i w_idot_q8_0(const void *w, int k, const xgrp *g) {
-    __m256i v = _mm256_loadu_si256((const __m256i *)((const hr_block_q8_0 *)w)[k].qs);
-    __m256i xk = _mm256_loadu_si256((const __m256i *)g->x[k].qs);
-    return dot4(_mm256_sign_epi8(v, v), _mm256_sign_epi8(xk, v));
+    const hr_block_q8_0 *B = (const hr_block_q8_0 *)w + 4 * k, *X = g->x + 4 * k;
+    __m256i t[4];
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)B[i].qs);
+        t[i] = dot4(_mm256_sign_epi8(v, v), _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)X[i].qs), v));
+    }
+    const __m256i s01 = _mm256_add_epi32(_mm256_permute2x128_si256(t[0], t[1], 0x20), _mm256_permute2x128_si256(t[0], t[1], 0x31));
+    const __m256i s23 = _mm256_add_epi32(_mm256_permute2x128_si256(t[2], t[3], 0x20), _mm256_permute2x128_si256(t[2], t[3], 0x31));
+    return fold_lanes(s01, s23, 0);
 }
-INLINE __m256i sidx(int q4, int k) {
+INLINE __m256i sidx(int k) {
     const int a = 4 * k;
-    return q4 ? _mm256_setr_epi32(a, a, a + 2, a + 2, a + 1, a + 1, a + 3, a + 3) : _mm256_set1_epi32(k);
+    return _mm256_setr_epi32(a, a, a + 2, a + 2, a + 1, a + 1, a + 3, a + 3);
 }
 
 /* Weight scales of all R rows first, then one activation row at a time, so only one
@@ -338,9 +355,9 @@ INLINE __m256i sidx(int q4, int k) {
             x_grp(&g, XB[c], Q4);                                                                \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
                 const __m256 s = _mm256_mul_ps(dw[r], g.d);                                      \
-                _Pragma("GCC unroll 8") for (int k = 0; k < (Q4 ? 2 : 8); k++) {                 \
+                _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++) {                            \
                     __m256 v = _mm256_cvtepi32_ps(IDOT(WB[r], k, &g));                           \
-                    __m256 sk = _mm256_permutevar8x32_ps(s, sidx(Q4, k));                        \
+                    __m256 sk = _mm256_permutevar8x32_ps(s, sidx(k));                            \
                     if (k & 1) acc1[r][c] = _mm256_fmadd_ps(v, sk, acc1[r][c]);                  \
                     else acc0[r][c] = _mm256_fmadd_ps(v, sk, acc0[r][c]);                        \
                 }                                                                                \
@@ -457,7 +474,7 @@ static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
             _mm256_store_si256(&o[gi].q[k][2], _mm256_unpackhi_epi64(q[0], q[2]));
             _mm256_store_si256(&o[gi].q[k][3], _mm256_unpackhi_epi64(q[1], q[3]));
             _mm256_store_si256(&o[gi].n8[k], g.nf[k]);
-            _mm256_store_ps((float *)&o[gi].ds[k], _mm256_permutevar8x32_ps(g.d, sidx(1, k)));
+            _mm256_store_ps((float *)&o[gi].ds[k], _mm256_permutevar8x32_ps(g.d, sidx(k)));
         }
     }
 }
@@ -502,7 +519,7 @@ INLINE void tx_q4_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
         const __m256i na = _mm256_unpacklo_epi64(v0, v1), nb = _mm256_unpackhi_epi64(v0, v1);
         const __m256i u[4] = {_mm256_and_si256(na, m), _mm256_and_si256(_mm256_srli_epi16(na, 4), m),
                               _mm256_and_si256(nb, m), _mm256_and_si256(_mm256_srli_epi16(nb, 4), m)};
-        const __m256 wd = _mm256_permutevar8x32_ps(dw, sidx(1, k));
+        const __m256 wd = _mm256_permutevar8x32_ps(dw, sidx(k));
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
             const xgrp_t *g = (const xgrp_t *)(X + c * xs) + gi;
             const __m256 t = _mm256_cvtepi32_ps(dot4x4_from(g->n8[k], u, g->q[k]));
@@ -516,46 +533,64 @@ TILE_X_ROWS(q4_0)
 
 
 /* ---- Q8_0 prompt tiles over activations re-laid once per batch (tile_x) ----
- * Per 8 blocks, the quants as they lie (32-byte aligned, so no load straddles a cache line)
- * and the 8 x scales as floats, so a tile broadcasts a block's scale from memory instead of
- * gathering the 8 F16 scales for every pair of weight rows. Q8_0's step k uses one scale in
- * all lanes, so perm(d_w * d_x, k) is bcast(d_w[k]) * bcast(d_x[k]) lane for lane. |w| is
- * taken once per weight block for the tile's tokens. (Running vec_dot's two accumulator
- * chains one after the other, so that only RC accumulators are live, was no faster.) */
-typedef struct { int8_t qs[QGRP][HR_QK]; float d[QGRP]; } xgrp8_t; /* 288 bytes */
+ * Per 8 blocks, x_grp's two steps of four lane registers, their -128 * sum(x) lanes and the x
+ * scales in the lanes' order, so the step's scale perm(d_w * d_x) is perm(d_w) * perm(d_x)
+ * lane for lane. The tile lays each weight row's blocks out once for its tokens: AVX-VNNI as
+ * w ^ 0x80 = w + 128, unsigned, with the lane starting at -128 * sum(x) (no per-(row, token)
+ * sign work: the same integer); AVX2 as |w|, x taking w's sign per token (its int16 pair
+ * sums of (w + 128) x would overflow). */
+typedef struct { __m256i q[2][4], s128[2]; __m256 ds[2]; } xgrp8_t; /* 384 bytes */
 
 static size_t tile_xbytes_q8_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp8_t); }
 
 static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
     const hr_block_q8_0 *x = xq;
-    xgrp8_t *o = xt;
+    xgrp8_t *o = xt; /* 64-byte aligned: matmul's scratch rows */
     const int64_t nb = n / HR_QK;
-    for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++)
-        for (int k = 0; k < QGRP; k++) { /* zero blocks past the end add exactly +0, as in QDOT_BODY's tail */
-            if (b + k < nb) {
-                memcpy(o[gi].qs[k], x[b + k].qs, HR_QK);
-                o[gi].d[k] = _cvtsh_ss(x[b + k].d);
-            } else {
-                memset(o[gi].qs[k], 0, HR_QK);
-                o[gi].d[k] = 0.0f;
+    const __m256i k128 = _mm256_set1_epi8((char)0x80);
+    for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
+        hr_block_q8_0 pad[QGRP];
+        const hr_block_q8_0 *src = hr_q8_grp_src(x, b, nb, QGRP, pad);
+        const __m256 d = scales8((const char *)&src[0].d, sizeof(hr_block_q8_0));
+        for (int k = 0; k < 2; k++) {
+            __m256i q[4], s = _mm256_setzero_si256();
+            q8_lanes4(src + 4 * k, q);
+            for (int i = 0; i < 4; i++) {
+                _mm256_store_si256(&o[gi].q[k][i], q[i]);
+                s = _mm256_add_epi32(s, dot4(k128, q[i]));
             }
+            _mm256_store_si256(&o[gi].s128[k], _mm256_sub_epi32(_mm256_setzero_si256(), s));
+            _mm256_store_ps((float *)&o[gi].ds[k], _mm256_permutevar8x32_ps(d, sidx(k)));
         }
+    }
 }
 
-/* The group of 8 weight blocks at wb (one row) against the tile's tokens: per token and block
- * the operations of QGRP_STEP with w_idot_q8_0, into acc0 (even blocks) and acc1 (odd). */
+/* The group of 8 weight blocks at wb (one row) against the tile's tokens: per token and step
+ * the lanes of QGRP_STEP with w_idot_q8_0, into acc0 (step 0) and acc1 (step 1). */
 INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, __m256 *acc0, __m256 *acc1) {
-    _Pragma("GCC unroll 8") for (int k = 0; k < QGRP; k++) {
-        const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb + k;
-        const __m256i vw = _mm256_loadu_si256((const __m256i *)B->qs), aw = _mm256_sign_epi8(vw, vw);
-        const __m256 dw = _mm256_set1_ps(_cvtsh_ss(B->d));
+    const __m256 dw = scales8(wb, sizeof(hr_block_q8_0));
+    _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++) {
+        __m256i v[4];
+        q8_lanes4((const hr_block_q8_0 *)wb + 4 * k, v);
+#if defined(HR_AVXVNNI)
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) v[i] = _mm256_xor_si256(v[i], _mm256_set1_epi8((char)0x80));
+#else
+        __m256i a[4];
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) a[i] = _mm256_sign_epi8(v[i], v[i]);
+#endif
+        const __m256 wd = _mm256_permutevar8x32_ps(dw, sidx(k));
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
             const xgrp8_t *g = (const xgrp8_t *)(X + c * xs) + gi;
-            const __m256i xk = _mm256_load_si256((const __m256i *)g->qs[k]);
-            const __m256 dx = _mm256_broadcast_ss(&g->d[k]);
-            const __m256i sum = dot4(aw, _mm256_sign_epi8(xk, vw));
-            __m256 *a = k & 1 ? &acc1[c] : &acc0[c];
-            *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dx), *a);
+#if defined(HR_AVXVNNI)
+            const __m256i t = dot4x4_from(g->s128[k], v, g->q[k]);
+#else
+            __m256i d[4];
+            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) d[i] = dot4(a[i], _mm256_sign_epi8(g->q[k][i], v[i]));
+            const __m256i t = _mm256_add_epi32(_mm256_add_epi32(d[0], d[1]), _mm256_add_epi32(d[2], d[3]));
+#endif
+            const __m256 sk = _mm256_mul_ps(wd, g->ds[k]);
+            if (k & 1) acc1[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), sk, acc1[c]);
+            else acc0[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), sk, acc0[c]);
         }
     }
 }
