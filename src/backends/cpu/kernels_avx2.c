@@ -2,9 +2,9 @@
  * vec_dot for that pair, so decode and prompt results agree bit for bit. Float
  * types: 16 elements per step as t = w0*x0; t = fma(w1, x1, t); acc += t (short
  * dependency chain on acc), an 8-wide step, then a scalar tail for odd lengths.
- * Quantized types: integer dot per block (exact), converted to 8 float lanes,
- * scaled by d_w*d_x per lane, alternating between two accumulators (groups of 8
- * blocks, see below). Weight rows are prefetched ahead (decode streams them from DRAM). */
+ * Quantized types: integer dots (exact) into two int32 lanes per block (Q4_0, Q8_0:
+ * steps of 4 blocks), converted to float and scaled by d_w*d_x per lane, alternating
+ * between two accumulators (groups of 8 blocks, see below). Weight rows are prefetched ahead (decode streams them from DRAM). */
 #include "kernels_impl.h"
 #include "attn_v.h"
 #include "kquant_legacy_simd.h"

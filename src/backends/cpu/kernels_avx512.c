@@ -1,7 +1,7 @@
 /* AVX-512 (F/BW/VL/DQ + VNNI) kernels. Quantized types work in groups of 8 blocks:
- * integer dot per block with vpdpbusd (exact; Q4_0 as unsigned nibbles with a -8*sum(x)
- * correction), converted to float and scaled by d_w*d_x per lane, alternating between two
- * accumulators. Float types: 32 elements per step as t = w0*x0; t = fma(w1, x1, t);
+ * integer dots with vpdpbusd (exact; Q4_0 as unsigned nibbles with a -8*sum(x) correction)
+ * into two int32 lanes per block, converted to float and scaled by d_w*d_x per lane, one
+ * accumulator per (row, token). Float types: 32 elements per step as t = w0*x0; t = fma(w1, x1, t);
  * acc += t, a 16-wide step, a scalar tail. Weight rows are prefetched ahead (decode
  * streams them from DRAM). Tiles and the 2- and 4-row decode kernels repeat vec_dot's
  * arithmetic per pair, so they agree with it bit for bit. Activation preps are AVX2's. */
@@ -207,16 +207,16 @@ INLINE __m512i quad128(const void *a, const void *b, const void *c, const void *
 INLINE __m512i quad_half(const hr_block_q8_0 *B, int half) {
     return quad128(B[0].qs + 16 * half, B[1].qs + 16 * half, B[2].qs + 16 * half, B[3].qs + 16 * half);
 }
-/* Q4_0's and Q8_0's float lanes: two int32 lanes per block, 16 products each, 8 blocks per register:
- * in 128-bit lane k, lanes 4k and 4k + 1 are block k's quads 0 + 2 and 1 + 3 (elements 0-3,
+/* Q4_0's and Q8_0's float lanes: two int32 lanes per block, 16 products each, 8 blocks per
+ * register: in 128-bit lane k, lanes 4k and 4k + 1 are block k's quads 0 + 2 and 1 + 3 (elements 0-3,
  * 8-11, 16-19, 24-27 and the other four quads), lanes 4k + 2 and 4k + 3 the same of block
  * 4 + k. Per (row, token) and 8 blocks one convert, scale product and FMA where the quads'
  * lanes took two of each (prompt tiles 1.3x faster in cache, docs/performance.md). The
  * integer sums may be formed in any order: tile_x re-lays the x side once per batch so that
  * four dpbusd give these lanes directly (q[0]: qwords 2k, 2k + 1 = elements 0-7 of blocks k
- * and 4 + k; q[1] the same of 16-23, q[2] of 8-15, q[3] of 24-31; n8[0] their -8 * sum(x));
+ * and 4 + k; q[1] the same of 16-23, q[2] of 8-15, q[3] of 24-31; x_lane_neg their -k * sum(x));
  * the decode kernels keep the quads (no re-layout per 4 rows) and fold their lanes
- * (w_idot_q4_0), all within 128-bit lanes. */
+ * (fold_lanes), all within 128-bit lanes. */
 INLINE void x_lanes(__m512i q[4]) { /* the quads q[0..3] (x_grp's) into those lanes */
     const __m512i lo0 = q[0], hi0 = q[1], lo1 = q[2], hi1 = q[3];
     q[0] = _mm512_unpacklo_epi64(lo0, lo1), q[2] = _mm512_unpackhi_epi64(lo0, lo1);
@@ -260,14 +260,14 @@ INLINE void w_grp_q4_0(wgrp *g, const char *w) {
     g->nib[0] = _mm512_permutex2var_epi16(l0, widx(1, 9, 8), l1);
     g->nib[1] = _mm512_permutex2var_epi16(l1, widx(5, 9, 8), l2);
 }
-/* The same in q4_x_lanes' order: nib[0] = bytes 0-7 of the nibbles of blocks k and 4 + k in
+/* The same in x_lanes' order: nib[0] = bytes 0-7 of the nibbles of blocks k and 4 + k in
  * 128-bit lane k, nib[1] = their bytes 8-15 (qword unpacks of the two registers above). */
 INLINE void w_grp_q4x(wgrp *g, const char *w) {
     w_grp_q4_0(g, w);
     const __m512i n0 = g->nib[0], n1 = g->nib[1];
     g->nib[0] = _mm512_unpacklo_epi64(n0, n1), g->nib[1] = _mm512_unpackhi_epi64(n0, n1);
 }
-/* The unsigned nibbles of a row's group in q4_x_lanes' order, for its one step. */
+/* The unsigned nibbles of a row's group in x_lanes' order, for its one step. */
 INLINE void q4_w_lanes(const wgrp *wg, __m512i u[4]) {
     const __m512i m = _mm512_set1_epi8(0x0f);
     u[0] = _mm512_and_si512(wg->nib[0], m), u[1] = _mm512_and_si512(_mm512_srli_epi16(wg->nib[0], 4), m);
@@ -314,8 +314,9 @@ INLINE __m512i w_idot_q8_0(const void *w, const wgrp *wg, int p, const xgrp *g) 
 INLINE __m512i sidx2(void) { return _mm512_setr_epi32(0, 0, 4, 4, 1, 1, 5, 5, 2, 2, 6, 6, 3, 3, 7, 7); }
 
 /* Weight side of all R rows first, then one activation row at a time, so only one
- * x group is live (tiles would spill holding C of them). Both steps go into one accumulator
- * per (row, token), the same for every kernel of a type, so their bits agree. Q4_0 once
+ * x group is live (tiles would spill holding C of them). One step per group (the two quad
+ * steps' lanes folded) into one accumulator per (row, token), the same for every kernel of
+ * a type, so their bits agree. Q4_0 once
  * summed its steps in two: its 4 x 4 prompt tile then held 32 accumulators, every register,
  * and spilled; with one, prompt tiles ran 10-28% and rows4 from DRAM 13-30% faster (Zen 5,
  * bench_prompt and rows4 over 11008 x 4096, 1 thread, interleaved). */
@@ -480,14 +481,14 @@ TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
  * straight from L1 as the dpbusd's memory operands (all R rows' 20 registers beside the R x C
  * accumulators would spill: in cache 1.1x slower). */
 INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
-                        const int R, const int C) {
+                        const int R) {
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
         wgrp wg;
         __m512i u[4];
         w_grp_q4x(&wg, wb[r]);
         q4_w_lanes(&wg, u);
         const __m512 wd = _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(wg.d));
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
             const xgrp_t *g = (const xgrp_t *)(X + c * xs) + gi;
             const __m512i t = lane_idot(u, _mm512_load_si512(&g->n8), _mm512_load_si512(&g->q[0]),
                                       _mm512_load_si512(&g->q[1]), _mm512_load_si512(&g->q[2]), _mm512_load_si512(&g->q[3]));
@@ -496,14 +497,14 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
     }
 }
 
-/* The tile_x driver of a type whose row groups GRP (tx_*_grp) computes, R rows x C tokens:
- * the full groups with their prefetch, then a ragged group over zero-padded weight blocks,
- * as in QDOT_BODY. */
-#define TILE_X_DRIVER(NAME, BLK, GRP, R, C)                                                              \
+/* The tile_x driver of a type whose row groups GRP (tx_*_grp) computes: the full groups with
+ * their prefetch, then a ragged group over zero-padded weight blocks, as in QDOT_BODY. */
+#define TILE_X_DRIVER(NAME, BLK, GRP, R)                                                                 \
     TGT static void NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,          \
                          size_t ys) {                                                                    \
         const char *W = w, *X = x;                                                                       \
-        __m512 acc0[R][HR_TILE_C];                                                                       \
+        enum { C = HR_TILE_C };                                                                          \
+        __m512 acc0[R][C];                                                                               \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                              \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = _mm512_setzero_ps();        \
         const int64_t nb = n / HR_QK, nfull = nb / QGRP;                                                 \
@@ -513,7 +514,7 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
                 wb[r] = W + r * ws + gi * QGRP * sizeof(BLK);                                            \
                 for (int o = 0; o < QGRP * (int)sizeof(BLK); o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0); \
             }                                                                                            \
-            GRP(wb, X, xs, gi, acc0, R, C);                                                              \
+            GRP(wb, X, xs, gi, acc0, R);                                                                 \
         }                                                                                                \
         if (nfull * QGRP < nb) {                                                                         \
             const int64_t b = nfull * QGRP;                                                              \
@@ -524,15 +525,15 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
                 memcpy(pad[r], W + r * ws + b * sizeof(BLK), (size_t)(nb - b) * sizeof pad[0][0]);       \
                 wb[r] = (const char *)pad[r];                                                            \
             }                                                                                            \
-            GRP(wb, X, xs, nfull, acc0, R, C);                                                           \
+            GRP(wb, X, xs, nfull, acc0, R);                                                              \
         }                                                                                                \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                              \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                                          \
                 y[c * ys + r] = _mm512_reduce_add_ps(acc0[r][c]);                                        \
     }
 
-TILE_X_DRIVER(tile_x_q4_0, hr_block_q4_0, tx_q4_0_grp, HR_TILE_R, HR_TILE_C)
-TILE_X_DRIVER(tile_xw_q4_0, hr_block_q4_0, tx_q4_0_grp, 4, HR_TILE_C)
+TILE_X_DRIVER(tile_x_q4_0, hr_block_q4_0, tx_q4_0_grp, HR_TILE_R)
+TILE_X_DRIVER(tile_xw_q4_0, hr_block_q4_0, tx_q4_0_grp, 4)
 
 /* ---- Q8_0 prompt tiles over re-laid activations (tile_x) ----
  * vec_dot's int32 lanes (x_lanes' two per block) sum w * x, taken there as |w| * (x with w's
@@ -565,7 +566,7 @@ TGT static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
 /* The tile's R weight rows' group against its C tokens, a row at a time as Q4_0's: one row's
  * four unsigned lane registers and lane scales live for the C tokens. */
 INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
-                        const int R, const int C) {
+                        const int R) {
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
         const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb[r];
@@ -574,7 +575,7 @@ INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
         x_lanes(u);
         _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) u[i] = _mm512_xor_si512(u[i], bias);
         const __m512 wd = _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(scales8_q8(wb[r])));
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
             const xgrp8_t *g = (const xgrp8_t *)(X + c * xs) + gi;
             const __m512i t = lane_idot(u, _mm512_load_si512(&g->s128), _mm512_load_si512(&g->q[0]),
                                       _mm512_load_si512(&g->q[1]), _mm512_load_si512(&g->q[2]), _mm512_load_si512(&g->q[3]));
@@ -583,8 +584,8 @@ INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
     }
 }
 
-TILE_X_DRIVER(tile_x_q8_0, hr_block_q8_0, tx_q8_0_grp, HR_TILE_R, HR_TILE_C)
-TILE_X_DRIVER(tile_xw_q8_0, hr_block_q8_0, tx_q8_0_grp, 4, HR_TILE_C)
+TILE_X_DRIVER(tile_x_q8_0, hr_block_q8_0, tx_q8_0_grp, HR_TILE_R)
+TILE_X_DRIVER(tile_xw_q8_0, hr_block_q8_0, tx_q8_0_grp, 4)
 
 /* The table, less Q8_0 and Q4_0, which each instance adds (designators in __VA_ARGS__). */
 #define K_AVX512_TABLE(NAME, ...) { \
