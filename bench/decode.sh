@@ -112,7 +112,7 @@ run_hearth() { # type threads
         hp[$1,$2]+="$(jnum "$out" prompt_tok_s) "
         hd[$1,$2]+="$(jnum "$out" decode_tok_s) "
         bpt[$1,$2]=$(jnum "$out" bytes_per_token)
-        kernels=$(grep -o '"cpu_kernels":"[a-z0-9_]*"' "$out" | head -n 1 | cut -d'"' -f4)
+        kernels=$(jstr "$out" cpu_kernels)
         huge[$1]=$(awk -v h="$(jnum "$out" huge_page_bytes)" -v f="$(jnum "$out" file_bytes)" \
             'BEGIN { if (h == "" || h < 0 || f + 0 == 0) print "?"; else printf "%.0f%%", 100 * h / f }')
     else

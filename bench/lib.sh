@@ -85,6 +85,7 @@ bench_llama_variant() {
 
 # JSON fields (first occurrence: top-level keys precede any per-run arrays) and numbers.
 jnum() { grep -o "\"$2\":[-0-9.eE+]*" "$1" | head -n 1 | cut -d: -f2; }
+jstr() { grep -o "\"$2\":\"[^\"]*\"" "$1" | head -n 1 | cut -d'"' -f4; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END {
     if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }

@@ -167,7 +167,7 @@ run_hearth() { # model variant threads
         hp[$k]+="$(jnum "$out" prompt_tok_s) "
         hd[$k]+="$(jnum "$out" decode_tok_s) "
         bpt[$k]=$(jnum "$out" bytes_per_token) ebt[$k]=$(jnum "$out" moe_expert_bytes_per_token)
-        frac[$k]=$(jnum "$out" computed_fraction)
+        frac[$k]=$(jnum "$out" computed_fraction) kernels=$(jstr "$out" cpu_kernels)
     else
         log "hearth bench failed ($1 $2, $3 threads): $(tail -n 1 "$cache/err")"
     fi
@@ -199,7 +199,7 @@ echo
 for m in "${model_list[@]}"; do echo "- $(describe "$m")"; done
 echo
 echo "Prompt $n_prompt tokens, $n_gen decoded; $rounds interleaved round(s) x $runs run(s), medians of the per-round medians."
-echo "Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($hearth);" \
+echo "Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') ($hearth, CPU kernels ${kernels:-?});" \
      "llama.cpp: $([ "$llama" = 1 ] && echo "node-llama-cpp 3.22.1 (its own timing counters)${llama_cpu:+, its ${llama_cpu} CPU build only}" || echo "not run")."
 echo "Memory read bandwidth (membw, $(grep -o '"isa":"[a-z0-9]*"' "$cache/membw.json" | cut -d'"' -f4), best of 7):" \
      "$(for n in "${thread_list[@]}"; do printf '%s GB/s at %s thread(s). ' "$(fmt "$(bw "$n")")" "$n"; done)"

@@ -189,7 +189,7 @@ run_config() { # id model flags threads
         tps[$1,$4]+="$(jnum "$out" decode_tok_s) "
         frac[$1,$4]+="$(jnum "$out" computed_fraction) "
         bpt[$1,$4]=$(jnum "$out" bytes_per_token) ffnb[$1,$4]=$(jnum "$out" ffn_bytes_per_token)
-        predb[$1,$4]=$(jnum "$out" predictor_bytes_per_token)
+        predb[$1,$4]=$(jnum "$out" predictor_bytes_per_token) kernels=$(jstr "$out" cpu_kernels)
     else
         log "hearth bench failed ($1, $4 threads): $(tail -n 1 "$cache/err")"
     fi
@@ -244,7 +244,7 @@ echo "Synthetic SwiGLU llama: n_embd $E, n_ff $FF, $layers layers, $HEADS heads,
      "Q4_K_M requantized from the Q4_0 file). Threshold files from \`hearth calibrate --target-sparsity 0.4\`" \
      "(ffn_down_t); one --ffn-threshold per row, found by search."
 echo "Prompt $n_prompt tokens, $n_gen decoded; $rounds interleaved round(s), medians. Took $minutes min (making the models not cached included)."
-echo "Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') + working tree ($hearth)."
+echo "Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') + working tree ($hearth, CPU kernels ${kernels:-?})."
 echo "Load average (1/5/15 min) at start: $load_start; at end: $load_end ($(nproc) cores, shared machine)."
 echo
 echo "| type | threads | configuration | sparsity (measured) | decode tok/s | vs dense | bytes/token | GB/s |"

@@ -323,6 +323,7 @@ if [ -n "$pinf" ]; then
             "$hearth" bench -m "$m" -t "$max_t" -p 8 -n 8 -r 1 --json --ffn predicted --sparse-threshold "$t" >"$out" 2>"$cache/err" ||
                 die "hearth bench failed on $m: $(tail -n 1 "$cache/err")"
             # bytes at the run's fraction: the bench's non-FFN bytes + its FFN bytes scaled
+            kernels=$(jstr "$out" cpu_kernels)
             sbs_bpt[$ty,$k]=$(awk -v b="$(jnum "$out" bytes_per_token)" -v fb="$(jnum "$out" ffn_bytes_per_token)" \
                 -v f="$(jnum "$out" computed_fraction)" -v fr="${sbs_frac[$ty,$k]}" \
                 'BEGIN { if (f + 0 == 0 || fr == "") print b; else print b - fb + fb * fr / f }')
@@ -396,7 +397,7 @@ run_config() { # config threads
         frac[$id,$2]+="$(jnum "$out" computed_fraction) "
         bpt[$id,$2]=$(jnum "$out" bytes_per_token)
         pbt[$id,$2]=$(jnum "$out" predictor_bytes_per_token)
-        fbt[$id,$2]=$(jnum "$out" ffn_bytes_per_token)
+        fbt[$id,$2]=$(jnum "$out" ffn_bytes_per_token) kernels=$(jstr "$out" cpu_kernels)
     else
         log "hearth bench failed ($label, $2 threads): $(tail -n 1 "$cache/err")"
     fi
@@ -430,7 +431,7 @@ echo "Synthetic PowerInfer file: n_embd $E, n_ff $FF, $layers layers, $HEADS hea
      "and its dense twin (same seed: smallthinker, one expert, the same weights; llama.cpp loads it)."
 echo "Prompt $n_prompt tokens, $n_gen decoded; $rounds interleaved round(s), one timed run per configuration" \
      "per round (after Hearth's untimed warm-up), medians over rounds. Took $minutes min."
-echo "Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') + working tree ($hearth);" \
+echo "Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') + working tree ($hearth, CPU kernels ${kernels:-?});" \
      "llama.cpp: $([ "$llama" = 1 ] && echo "node-llama-cpp 3.22.1 (its own timing counters)" || echo "not run")."
 echo "Memory read bandwidth (membw, best of 7):" \
      "$(for n in "${thread_list[@]}"; do printf '%s GB/s at %s thread(s). ' "$(fmt "$(bw "$n")")" "$n"; done)"
@@ -497,7 +498,8 @@ echo "## PowerInfer side by side: hearth run vs PowerInfer main on the same Powe
 echo
 echo "PowerInfer $pinf ($(git -C "$(dirname "$pinf")" rev-parse --short HEAD 2>/dev/null || echo 'CPU build')):" \
      "\`main -m FILE -p PROMPT -n $n_gen -t N -c $pi_ctx --temp 0 --repeat-penalty 1 --ignore-eos\` with" \
-     "LLAMA_SPARSE_PRED_THRESHOLD; Hearth: \`hearth run\` with the same flags, \`--gpu off --ffn predicted --sparse-threshold T\`."
+     "LLAMA_SPARSE_PRED_THRESHOLD; Hearth $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?') (CPU kernels ${kernels:-?}):" \
+     "\`hearth run\` with the same flags, \`--gpu off --ffn predicted --sparse-threshold T\`."
 echo "Prompt \"$pi_prompt\" (PowerInfer gets it with a leading space: its main drops SPM's dummy prefix), $n_gen tokens;" \
      "interleaved round by round with the other runs, medians over $rounds round(s). Files: $(for ty in "${pi_type_list[@]}"; do
          printf '%s %s layers (%s MB); ' "$ty" "${pi_layers[$ty]}" "$(($(stat -c %s "${pi_file[$ty]}") / 1000000))"; done)"
