@@ -610,12 +610,16 @@ TILE_X_DRIVER(tile_xw_q8_0, hr_block_q8_0, tx_q8_0_grp, 4)
               HR_KQ_ENTRIES(rows4, avx512), \
               HR_KQL_ENTRIES(rows4, avx512)}, \
     .rows4_x = {[HR_Q4_K] = hr_rows4_x_q4_K_avx512, [HR_Q5_K] = hr_rows4_x_q5_K_avx512, [HR_IQ4_XS] = hr_rows4_x_iq4_xs_avx512}, \
-    .tile_x = {[HR_F16] = tile_x_f16, [HR_BF16] = tile_x_bf16, HR_KQX_ENTRIES(tile_x, avx512), [HR_Q6_K] = hr_tile_x_q6_K_avx512}, \
-    .tile_xw = {[HR_F16] = tile_xw_f16, [HR_BF16] = tile_xw_bf16, HR_KQX_ENTRIES(tile_xw, avx512), [HR_Q6_K] = hr_tile_xw_q6_K_avx512}, \
-    .xw_rows = {[HR_F16] = 4, [HR_BF16] = 4, HR_KQX_SHAPE(2), [HR_Q6_K] = 2}, \
-    .xw_cols = {[HR_F16] = 4, [HR_BF16] = 4, HR_KQX_SHAPE(8), [HR_Q6_K] = 8}, \
-    .tile_xprep = {[HR_F16] = tile_xprep_f16, [HR_BF16] = tile_xprep_bf16, HR_KQX_ENTRIES(tile_xprep, avx512), [HR_Q6_K] = hr_tile_xprep_q6_K_avx512}, \
-    .tile_xbytes = {[HR_F16] = tile_xbytes_f16, [HR_BF16] = tile_xbytes_f16, HR_KQX_BYTES(avx512), [HR_Q6_K] = hr_tile_xbytes_q8Kt_avx512}, \
+    .tile_x = {[HR_F16] = tile_x_f16, [HR_BF16] = tile_x_bf16, HR_KQX_ENTRIES(tile_x, avx512), [HR_Q6_K] = hr_tile_x_q6_K_avx512, \
+               HR_KQLX_ENTRIES(tile_x)}, \
+    .tile_xw = {[HR_F16] = tile_xw_f16, [HR_BF16] = tile_xw_bf16, HR_KQX_ENTRIES(tile_xw, avx512), [HR_Q6_K] = hr_tile_xw_q6_K_avx512, \
+                HR_KQLX_ENTRIES(tile_xw)}, \
+    .xw_rows = {[HR_F16] = 4, [HR_BF16] = 4, HR_KQX_SHAPE(2), [HR_Q6_K] = 2, [HR_Q5_0] = 4, [HR_IQ4_NL] = 4, [HR_MXFP4] = 4}, \
+    .xw_cols = {[HR_F16] = 4, [HR_BF16] = 4, HR_KQX_SHAPE(8), [HR_Q6_K] = 8, [HR_Q5_0] = 4, [HR_IQ4_NL] = 4, [HR_MXFP4] = 4}, \
+    .tile_xprep = {[HR_F16] = tile_xprep_f16, [HR_BF16] = tile_xprep_bf16, HR_KQX_ENTRIES(tile_xprep, avx512), [HR_Q6_K] = hr_tile_xprep_q6_K_avx512, \
+                   HR_KQLX_ENTRIES(tile_xprep)}, \
+    .tile_xbytes = {[HR_F16] = tile_xbytes_f16, [HR_BF16] = tile_xbytes_f16, HR_KQX_BYTES(avx512), [HR_Q6_K] = hr_tile_xbytes_q8Kt_avx512, \
+                    HR_KQLX_ENTRIES(tile_xbytes)}, \
     __VA_ARGS__}
 
 static const hr_kernels_ext k_avx512 = K_AVX512_TABLE("avx512",

@@ -162,6 +162,17 @@ HR_KQXW_DECL(q5_K)
 void hr_rows4_x_q4_K_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
 void hr_rows4_x_q5_K_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
 void hr_rows4_x_iq4_xs_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
+/* AVX-512 prompt tiles over re-laid activations of Q5_0, IQ4_NL and MXFP4 (kquant_legacy_avx512.c) */
+#define HR_KQLX_DECL(T)                                                                                        \
+    size_t hr_tile_xbytes_##T##_avx512(int64_t n);                                                             \
+    void hr_tile_xprep_##T##_avx512(const void *xq, void *xt, int64_t n);                                      \
+    void hr_tile_x_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys); \
+    void hr_tile_xw_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
+HR_KQLX_DECL(q5_0)
+HR_KQLX_DECL(iq4_nl)
+HR_KQLX_DECL(mxfp4)
+#define HR_KQLX_ENTRIES(KIND) [HR_Q5_0] = hr_##KIND##_q5_0_avx512, [HR_IQ4_NL] = hr_##KIND##_iq4_nl_avx512, \
+                              [HR_MXFP4] = hr_##KIND##_mxfp4_avx512
 HR_KQXW_DECL(q6_K)
 HR_KQXW_DECL(iq4_xs)
 #define HR_KQX_ENTRIES(KIND, ISA) \

@@ -65,6 +65,24 @@ INLINE __m512i sidx(int p) {
     return _mm512_setr_epi32(a, a, a, a, a + 1, a + 1, a + 1, a + 1, a + 2, a + 2, a + 2, a + 2, a + 3, a + 3, a + 3, a + 3);
 }
 
+/* Q5_0, IQ4_NL and MXFP4 (no min term) sum two int32 lanes per block instead of four, as
+ * Q4_0 in kernels_avx512.c: a lane holds 16 products (a block's quads 0 + 2 and 1 + 3),
+ * 128-bit lane k blocks k and 4 + k, so each (row, token) pair converts, scales and adds once
+ * per group. The decode kernels fold their halves' lanes (fold2); the prompt tiles read
+ * activations re-laid once per batch into those lanes (lx_grp) and unpack each weight row's
+ * halves the same way (lanes2). */
+INLINE __m512i sidx2(void) { return _mm512_setr_epi32(0, 0, 4, 4, 1, 1, 5, 5, 2, 2, 6, 6, 3, 3, 7, 7); }
+INLINE __m512i fold2(__m512i t0, __m512i t1) {
+    const __m512i a = _mm512_mask_blend_epi32(0xcccc, t0, t1), b = _mm512_mask_blend_epi32(0xcccc, t1, t0);
+    return _mm512_add_epi32(a, _mm512_shuffle_epi32(b, _MM_PERM_BADC));
+}
+/* Halves' registers (half 0's elements 0-15 and 16-31, then half 1's) into those lanes. */
+INLINE void lanes2(__m512i q[4]) {
+    const __m512i lo0 = q[0], hi0 = q[1], lo1 = q[2], hi1 = q[3];
+    q[0] = _mm512_unpacklo_epi64(lo0, lo1), q[2] = _mm512_unpackhi_epi64(lo0, lo1);
+    q[1] = _mm512_unpacklo_epi64(hi0, hi1), q[3] = _mm512_unpackhi_epi64(hi0, hi1);
+}
+
 /* ---- x side. Half p of a group: q[0] = elements 0-15 of blocks 4p..4p+3, q[1] = 16-31;
  * nc = -c * sum(x) per int32 lane. Scales: d of the 8 blocks (lanes 0-7) and, for Q8_1,
  * s (lanes 8-15) ---- */
@@ -194,6 +212,7 @@ INLINE void w_half(int T, const char *w, int p, const uint64_t qm[4], __m512i *l
                 if (hasmin(T)) acc1[r][c] = _mm512_mask_add_ps(acc1[r][c], 0xff00, acc1[r][c], sc[r][c]); \
             }                                                                                    \
         }                                                                                        \
+        __m512i t0[R][C];                                                                        \
         _Pragma("GCC unroll 2") for (int p = 0; p < 2; p++) {                                    \
             xhalf g[C];                                                                          \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) x_half(T, &g[c], XB[c], p);      \
@@ -203,12 +222,19 @@ INLINE void w_half(int T, const char *w, int p, const uint64_t qm[4], __m512i *l
                 _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                            \
                     __m512i t = _mm512_dpbusd_epi32(g[c].nc, lo, g[c].q[0]);                     \
                     t = _mm512_dpbusd_epi32(t, hi, g[c].q[1]);                                   \
+                    if (!hasmin(T)) { /* two lanes per block: one step per group */              \
+                        if (!p) t0[r][c] = t;                                                    \
+                        else acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(fold2(t0[r][c], t)), \
+                                                          _mm512_permutexvar_ps(sidx2(), sc[r][c]), acc0[r][c]); \
+                        continue;                                                                \
+                    }                                                                            \
                     const __m512 v = _mm512_cvtepi32_ps(t), sp = _mm512_permutexvar_ps(sidx(p), sc[r][c]); \
                     if (p) acc1[r][c] = _mm512_fmadd_ps(v, sp, acc1[r][c]);                      \
                     else acc0[r][c] = _mm512_fmadd_ps(v, sp, acc0[r][c]);                        \
                 }                                                                                \
             }                                                                                    \
         }                                                                                        \
+        (void)t0;                                                                                \
     }
 
 /* y[c * ys + r] = dot(row r, activation row c) */
@@ -244,7 +270,7 @@ INLINE void w_half(int T, const char *w, int p, const uint64_t qm[4], __m512i *l
     }                                                                                            \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                          \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                    \
-        y[c * ys + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r][c], acc1[r][c]));             \
+        y[c * ys + r] = _mm512_reduce_add_ps(hasmin(T) ? _mm512_add_ps(acc0[r][c], acc1[r][c]) : acc0[r][c]); \
     }
 
 #define LDOT_FUNCS(NAME, T, WBLK, XBLK)                                                          \
@@ -271,6 +297,92 @@ INLINE void w_half(int T, const char *w, int p, const uint64_t qm[4], __m512i *l
         (void)xs;                                                                               \
         LDOT_BODY(T, WBLK, XBLK, 4, 1)                                                          \
     }
+
+/* ---- prompt tiles over activations re-laid once per batch (Q5_0, IQ4_NL, MXFP4) ----
+ * Per 8 blocks, what x_half and x_scales give every weight row, in the two-lane order: the
+ * four lane registers, -c * sum(x) per lane and the x scales per lane. */
+typedef struct { __m512i q[4], nc; __m512 ds; } lx_grp; /* 384 bytes */
+static size_t lx_bytes(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(lx_grp); }
+INLINE void lx_prep(int T, const void *xq, void *xt, int64_t n) {
+    const hr_block_q8_0 *x = xq;
+    lx_grp *o = xt; /* 64-byte aligned: matmul's scratch rows */
+    const int64_t nb = n / HR_QK;
+    for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
+        hr_block_q8_0 pad[QGRP];
+        const char *src = (const char *)hr_q8_grp_src(x, b, nb, QGRP, pad);
+        xhalf h0, h1;
+        x_half(T, &h0, src, 0), x_half(T, &h1, src, 1);
+        __m512i q[4] = {h0.q[0], h0.q[1], h1.q[0], h1.q[1]};
+        lanes2(q);
+        __m512i s = _mm512_setzero_si512();
+        if (shiftc(T))
+            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8((char)shiftc(T)), q[i]);
+        for (int i = 0; i < 4; i++) _mm512_store_si512(&o[gi].q[i], q[i]);
+        _mm512_store_si512(&o[gi].nc, _mm512_sub_epi32(_mm512_setzero_si512(), s));
+        _mm512_store_ps(&o[gi].ds, _mm512_permutexvar_ps(sidx2(), x_scales(T, src)));
+    }
+}
+/* R weight rows' group against HR_TILE_C re-laid tokens, a row at a time: the row's halves
+ * unpacked once into the lanes, then per token four dpbusd from -c * sum(x). */
+INLINE void lx_grp_rows(int T, const char *const *wb, const char *X, size_t xs, int64_t gi,
+                        __m512 (*acc)[HR_TILE_C], const int R) {
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+        uint64_t qm[4];
+        const __m512 wd = _mm512_permutexvar_ps(sidx2(), w_scales(T, wb[r], qm));
+        __m512i u[4];
+        w_half(T, wb[r], 0, qm, &u[0], &u[1]), w_half(T, wb[r], 1, qm, &u[2], &u[3]);
+        lanes2(u);
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
+            const lx_grp *g = (const lx_grp *)(X + c * xs) + gi;
+            __m512i t = _mm512_load_si512(&g->nc);
+            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) t = _mm512_dpbusd_epi32(t, u[i], _mm512_load_si512(&g->q[i]));
+            acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), pair_scale(T, wd, _mm512_load_ps(&g->ds)), acc[r][c]);
+        }
+    }
+}
+/* R rows x HR_TILE_C tokens: full groups with their prefetch, then a ragged group over
+ * zero-padded weight blocks (the re-laid row's padding is zero: +0 exactly). */
+INLINE void lx_tile(int T, int R, int64_t n, const char *W, size_t ws, const char *X, size_t xs, float *y, size_t ys,
+                    size_t BS) {
+    __m512 acc[4][HR_TILE_C];
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) acc[r][c] = _mm512_setzero_ps();
+    const int64_t nb = n / HR_QK, nfull = nb / QGRP;
+    for (int64_t gi = 0; gi < nfull; gi++) {
+        const char *wb[4];
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+            wb[r] = W + r * ws + gi * QGRP * BS;
+            for (size_t o = 0; o < QGRP * BS; o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0);
+        }
+        lx_grp_rows(T, wb, X, xs, gi, acc, R);
+    }
+    if (nfull * QGRP < nb) {
+        char pad[4][QGRP * 24];
+        const char *wb[4];
+        memset(pad, 0, sizeof pad);
+        for (int r = 0; r < R; r++) {
+            memcpy(pad[r], W + r * ws + nfull * QGRP * BS, (size_t)(nb - nfull * QGRP) * BS);
+            wb[r] = pad[r];
+        }
+        lx_grp_rows(T, wb, X, xs, nfull, acc, R);
+    }
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]);
+}
+#define LX_FUNCS(NAME, T, WBLK)                                                                            \
+    size_t hr_tile_xbytes_##NAME##_avx512(int64_t n) { return lx_bytes(n); }                               \
+    TGT void hr_tile_xprep_##NAME##_avx512(const void *xq, void *xt, int64_t n) { lx_prep(T, xq, xt, n); } \
+    TGT void hr_tile_x_##NAME##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,      \
+                                       float *y, size_t ys) {                                              \
+        lx_tile(T, HR_TILE_R, n, w, ws, x, xs, y, ys, sizeof(WBLK));                                       \
+    }                                                                                                      \
+    TGT void hr_tile_xw_##NAME##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,     \
+                                        float *y, size_t ys) {                                             \
+        lx_tile(T, 4, n, w, ws, x, xs, y, ys, sizeof(WBLK));                                               \
+    }
+LX_FUNCS(q5_0, T_Q5_0, hr_block_q5_0)
+LX_FUNCS(iq4_nl, T_IQ4_NL, hr_block_iq4_nl)
+LX_FUNCS(mxfp4, T_MXFP4, hr_block_mxfp4)
 
 LDOT_FUNCS(q4_1, T_Q4_1, hr_block_q4_1, hr_block_q8_1)
 LDOT_FUNCS(q5_1, T_Q5_1, hr_block_q5_1, hr_block_q8_1)
