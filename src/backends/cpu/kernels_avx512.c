@@ -15,6 +15,7 @@
 
 #define TGT __attribute__((target("avx512vnni")))
 #define INLINE static inline __attribute__((always_inline)) TGT
+#include "lanes_avx512.h"
 
 /* ---- float types ---- */
 INLINE __m512 ld_f32(const void *p, int64_t i) { return _mm512_loadu_ps((const float *)p + i); }
@@ -207,8 +208,8 @@ INLINE __m512i quad128(const void *a, const void *b, const void *c, const void *
 INLINE __m512i quad_half(const hr_block_q8_0 *B, int half) {
     return quad128(B[0].qs + 16 * half, B[1].qs + 16 * half, B[2].qs + 16 * half, B[3].qs + 16 * half);
 }
-/* Q4_0's and Q8_0's float lanes: two int32 lanes per block, 16 products each, 8 blocks per
- * register: in 128-bit lane k, lanes 4k and 4k + 1 are block k's quads 0 + 2 and 1 + 3 (elements 0-3,
+/* Q4_0's and Q8_0's float lanes (lanes_avx512.h): two int32 lanes per block, 16 products each,
+ * 8 blocks per register: in 128-bit lane k, lanes 4k and 4k + 1 are block k's quads 0 + 2 and 1 + 3 (elements 0-3,
  * 8-11, 16-19, 24-27 and the other four quads), lanes 4k + 2 and 4k + 3 the same of block
  * 4 + k. Per (row, token) and 8 blocks one convert, scale product and FMA where the quads'
  * lanes took two of each (prompt tiles 1.3x faster in cache, docs/performance.md). The
@@ -217,24 +218,11 @@ INLINE __m512i quad_half(const hr_block_q8_0 *B, int half) {
  * and 4 + k; q[1] the same of 16-23, q[2] of 8-15, q[3] of 24-31; x_lane_neg their -k * sum(x));
  * the decode kernels keep the quads (no re-layout per 4 rows) and fold their lanes
  * (fold_lanes), all within 128-bit lanes. */
-INLINE void x_lanes(__m512i q[4]) { /* the quads q[0..3] (x_grp's) into those lanes */
-    const __m512i lo0 = q[0], hi0 = q[1], lo1 = q[2], hi1 = q[3];
-    q[0] = _mm512_unpacklo_epi64(lo0, lo1), q[2] = _mm512_unpackhi_epi64(lo0, lo1);
-    q[1] = _mm512_unpacklo_epi64(hi0, hi1), q[3] = _mm512_unpackhi_epi64(hi0, hi1);
-}
 /* -k * sum(x) over each lane of the four registers (Q4_0: k = 8; Q8_0's w + 128: k = 128) */
 INLINE __m512i x_lane_neg(const __m512i q[4], char k) {
     __m512i s = _mm512_setzero_si512();
     _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8(k), q[i]);
     return _mm512_sub_epi32(_mm512_setzero_si512(), s);
-}
-/* Two steps' quad lanes (t0: blocks 0-3, t1: 4-7, one block per 128-bit lane) folded into
- * those lanes: two blends, an in-lane shuffle and an add where a second step took a
- * convert, a permute and an FMA. */
-INLINE __m512i fold_lanes(__m512i t0, __m512i t1) {
-    /* (t0 quads 0, 1, t1 quads 2, 3) + (t0 quads 2, 3, t1 quads 0, 1) per 128-bit lane */
-    const __m512i a = _mm512_mask_blend_epi32(0xcccc, t0, t1), b = _mm512_mask_blend_epi32(0xcccc, t1, t0);
-    return _mm512_add_epi32(a, _mm512_shuffle_epi32(b, _MM_PERM_BADC));
 }
 INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
     for (int j = 0; j < 2; j++) {
@@ -310,8 +298,6 @@ INLINE __m512i w_idot_q8_0(const void *w, const wgrp *wg, int p, const xgrp *g) 
     return fold_lanes(q8_quads(B, g->q[0], g->q[1]), q8_quads(B + 4, g->q[2], g->q[3]));
 }
 
-/* lane -> block index within the group (x_lanes: 128-bit lane k holds blocks k and 4 + k) */
-INLINE __m512i sidx2(void) { return _mm512_setr_epi32(0, 0, 4, 4, 1, 1, 5, 5, 2, 2, 6, 6, 3, 3, 7, 7); }
 
 /* Weight side of all R rows first, then one activation row at a time, so only one
  * x group is live (tiles would spill holding C of them). One step per group (the two quad

@@ -22,6 +22,7 @@
 
 #define TGT __attribute__((target("avx512vnni")))
 #define INLINE static inline __attribute__((always_inline)) TGT
+#include "lanes_avx512.h"
 
 enum { T_Q4_1, T_Q5_1, T_Q5_0, T_IQ4_NL, T_MXFP4 };
 #define QGRP 8
@@ -68,20 +69,9 @@ INLINE __m512i sidx(int p) {
 /* Q5_0, IQ4_NL and MXFP4 (no min term) sum two int32 lanes per block instead of four, as
  * Q4_0 in kernels_avx512.c: a lane holds 16 products (a block's quads 0 + 2 and 1 + 3),
  * 128-bit lane k blocks k and 4 + k, so each (row, token) pair converts, scales and adds once
- * per group. The decode kernels fold their halves' lanes (fold2); the prompt tiles read
- * activations re-laid once per batch into those lanes (lx_grp) and unpack each weight row's
- * halves the same way (lanes2). */
-INLINE __m512i sidx2(void) { return _mm512_setr_epi32(0, 0, 4, 4, 1, 1, 5, 5, 2, 2, 6, 6, 3, 3, 7, 7); }
-INLINE __m512i fold2(__m512i t0, __m512i t1) {
-    const __m512i a = _mm512_mask_blend_epi32(0xcccc, t0, t1), b = _mm512_mask_blend_epi32(0xcccc, t1, t0);
-    return _mm512_add_epi32(a, _mm512_shuffle_epi32(b, _MM_PERM_BADC));
-}
-/* Halves' registers (half 0's elements 0-15 and 16-31, then half 1's) into those lanes. */
-INLINE void lanes2(__m512i q[4]) {
-    const __m512i lo0 = q[0], hi0 = q[1], lo1 = q[2], hi1 = q[3];
-    q[0] = _mm512_unpacklo_epi64(lo0, lo1), q[2] = _mm512_unpackhi_epi64(lo0, lo1);
-    q[1] = _mm512_unpacklo_epi64(hi0, hi1), q[3] = _mm512_unpackhi_epi64(hi0, hi1);
-}
+ * per group (lanes_avx512.h). The decode kernels fold their halves' lanes (fold_lanes); the
+ * prompt tiles read activations re-laid once per batch into those lanes (lx_grp) and unpack
+ * each weight row's halves the same way (x_lanes). */
 
 /* ---- x side. Half p of a group: q[0] = elements 0-15 of blocks 4p..4p+3, q[1] = 16-31;
  * nc = -c * sum(x) per int32 lane. Scales: d of the 8 blocks (lanes 0-7) and, for Q8_1,
@@ -224,7 +214,7 @@ INLINE void w_half(int T, const char *w, int p, const uint64_t qm[4], __m512i *l
                     t = _mm512_dpbusd_epi32(t, hi, g[c].q[1]);                                   \
                     if (!hasmin(T)) { /* two lanes per block: one step per group */              \
                         if (!p) t0[r][c] = t;                                                    \
-                        else acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(fold2(t0[r][c], t)), \
+                        else acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(fold_lanes(t0[r][c], t)), \
                                                           _mm512_permutexvar_ps(sidx2(), sc[r][c]), acc0[r][c]); \
                         continue;                                                                \
                     }                                                                            \
@@ -313,7 +303,7 @@ INLINE void lx_prep(int T, const void *xq, void *xt, int64_t n) {
         xhalf h0, h1;
         x_half(T, &h0, src, 0), x_half(T, &h1, src, 1);
         __m512i q[4] = {h0.q[0], h0.q[1], h1.q[0], h1.q[1]};
-        lanes2(q);
+        x_lanes(q);
         __m512i s = _mm512_setzero_si512();
         if (shiftc(T))
             _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8((char)shiftc(T)), q[i]);
@@ -331,7 +321,7 @@ INLINE void lx_grp_rows(int T, const char *const *wb, const char *X, size_t xs, 
         const __m512 wd = _mm512_permutexvar_ps(sidx2(), w_scales(T, wb[r], qm));
         __m512i u[4];
         w_half(T, wb[r], 0, qm, &u[0], &u[1]), w_half(T, wb[r], 1, qm, &u[2], &u[3]);
-        lanes2(u);
+        x_lanes(u);
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
             const lx_grp *g = (const lx_grp *)(X + c * xs) + gi;
             __m512i t = _mm512_load_si512(&g->nc);
