@@ -4,7 +4,8 @@
  * dependency chain on acc), an 8-wide step, then a scalar tail for odd lengths.
  * Quantized types: integer dots (exact) into two int32 lanes per block (Q4_0, Q8_0:
  * steps of 4 blocks), converted to float and scaled by d_w*d_x per lane, alternating
- * between two accumulators (groups of 8 blocks, see below). Weight rows are prefetched ahead (decode streams them from DRAM). */
+ * between two accumulators (groups of 8 blocks, see below). Weight rows are prefetched
+ * ahead (decode streams them from DRAM). */
 #include "kernels_impl.h"
 #include "attn_v.h"
 #include "kquant_legacy_simd.h"
@@ -261,8 +262,9 @@ INLINE __m256i dot4x4_from(__m256i n, const __m256i u[4], const __m256i s[4]) {
 }
 #endif
 
-/* Q4_0's step lanes from two pairs' (w_idot_q4_0): per 128-bit lane, the first pair's
- * lanes 0 + 2 and 1 + 3, then the second's (32-bit lanes; 16-bit sums move with them). */
+/* A step's lanes from two pairs of blocks' quad lanes (w_idot_q4_0, w_idot_q8_0): per 128-bit
+ * lane, the first pair's lanes 0 + 2 and 1 + 3, then the second's (32-bit lanes; 16-bit
+ * sums move with them). */
 INLINE __m256i fold_lanes(__m256i t0, __m256i t1, int w16) {
     const __m256i a = _mm256_blend_epi32(t0, t1, 0xcc), b = _mm256_shuffle_epi32(_mm256_blend_epi32(t1, t0, 0xcc), _MM_SHUFFLE(1, 0, 3, 2));
     return w16 ? _mm256_add_epi16(a, b) : _mm256_add_epi32(a, b);
@@ -279,7 +281,7 @@ INLINE void q8_lanes4(const hr_block_q8_0 *B, __m256i o[4]) {
 /* x side. Q8_0: the blocks as they are (loaded where used: 8 registers held across rows
  * would spill). Q4_0, per pair p of blocks (2p, 2p+1): q[2p] = elements 0-15 of both (the low
  * nibbles' partners), q[2p+1] = elements 16-31, n8[p] = -8 * sum(x) over each int32 lane's
- * bytes, and nf[k] the same over step k's lanes. */
+ * bytes, and nf[k] the same over step k's lanes (AVX2's fold adds it after the madd). */
 typedef struct { __m256i q[8], n8[4], nf[2]; __m256 d; const hr_block_q8_0 *x; } xgrp;
 INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
     if (q4) {
@@ -289,7 +291,9 @@ INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
             g->q[2 * p + 1] = two128(x[2 * p].qs + 16, x[2 * p + 1].qs + 16);
             g->n8[p] = _mm256_sub_epi32(_mm256_setzero_si256(), dot4x2(eight, g->q[2 * p], eight, g->q[2 * p + 1]));
         }
+#if !defined(HR_AVXVNNI) /* AVX2's w_idot_q4_0 adds the steps' terms; AVX-VNNI's dots start from n8 */
         for (int k = 0; k < 2; k++) g->nf[k] = fold_lanes(g->n8[2 * k], g->n8[2 * k + 1], 0);
+#endif
     }
     g->x = x;
     g->d = scales8((const char *)&x[0].d, sizeof(hr_block_q8_0));
@@ -298,9 +302,9 @@ INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
 /* int32 lanes of step k: blocks 4k..4k+3, two lanes per block of 16 products each (lanes 4j
  * and 4j + 1: block 4k + j's quads 0 + 2 and 1 + 3; lanes 4j + 2 and 4j + 3 the same of block
  * 4k + 2 + j), so a (row, token) pair converts, scales and adds once per 4 blocks where Q4_0
- * took one per pair of blocks and Q8_0 one per block. Q4_0: Here the pairs' quad lanes (pair 2k: block
- * 4k + j in 128-bit lane j, pair 2k + 1: block 4k + 2 + j), folded within 128-bit lanes;
- * tile_x's re-laid activations give the same lanes directly. */
+ * took one per pair of blocks and Q8_0 one per block. Q4_0 forms the pairs' quad lanes (pair
+ * 2k: block 4k + j in 128-bit lane j, pair 2k + 1: block 4k + 2 + j) and folds them within
+ * 128-bit lanes; tile_x's re-laid activations give the same lanes directly. */
 #if defined(HR_AVXVNNI) /* each pair's dots continue from its -8 * sum(x); the int32 lanes fold */
 INLINE __m256i pair_q4_0(const hr_block_q4_0 *B, const __m256i *q, __m256i n8) {
     const __m256i m = _mm256_set1_epi8(0x0f), v = two128(B[0].qs, B[1].qs);
@@ -447,37 +451,39 @@ INLINE __m256i sidx(int k) {
 
 QDOT_FUNCS(q8_0, hr_block_q8_0, w_idot_q8_0, 0)
 QDOT_FUNCS(q4_0, hr_block_q4_0, w_idot_q4_0, 1)
-/* ---- Q4_0 prompt tiles over activations re-laid once per batch (tile_x) ----
- * Per 8 blocks, what x_grp and w_idot_q4_0 compute for every weight row, stored once: per
- * step of 4 blocks the four quad registers already in the step's lanes (elements 0-7 of
- * blocks 4k + j and 4k + 2 + j in 128-bit lane j, then 16-23, 8-15, 24-31), the -8*sum(x)
- * lanes and the x scales in the lanes' order (the step's scale perm(d_w * d_x) is perm(d_w) *
- * perm(d_x) lane for lane). The tile unpacks each weight row's nibbles once for its C tokens
- * and reads the activations as they lie. */
-typedef struct { __m256i q[2][4], n8[2]; __m256 ds[2]; } xgrp_t; /* 384 bytes */
+/* ---- Q4_0 and Q8_0 prompt tiles over activations re-laid once per batch (tile_x) ----
+ * Per 8 blocks, what x_grp and w_idot_* compute for every weight row, stored once: per step
+ * of 4 blocks the four registers already in the step's lanes (q8_lanes4), -c * sum(x) per
+ * lane for weights stored as w + c (Q4_0's nibbles: c = 8; Q8_0 on AVX-VNNI as w ^ 0x80: 128,
+ * its AVX2 tile ignores it) and the x scales in the lanes' order (the step's scale
+ * perm(d_w * d_x) is perm(d_w) * perm(d_x) lane for lane). */
+typedef struct { __m256i q[2][4], nc[2]; __m256 ds[2]; } xlanes_t; /* 384 bytes */
 
-static size_t tile_xbytes_q4_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp_t); }
+static size_t tile_xbytes_lanes(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xlanes_t); }
 
-static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
+static void tile_xprep_lanes(const void *xq, void *xt, int64_t n, int c) {
     const hr_block_q8_0 *x = xq;
-    xgrp_t *o = xt; /* 64-byte aligned: matmul's scratch rows */
+    xlanes_t *o = xt; /* 64-byte aligned: matmul's scratch rows */
     const int64_t nb = n / HR_QK;
+    const __m256i kc = _mm256_set1_epi8((char)c);
     for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
         hr_block_q8_0 pad[QGRP];
         const hr_block_q8_0 *src = hr_q8_grp_src(x, b, nb, QGRP, pad);
-        xgrp g;
-        x_grp(&g, src, 1);
+        const __m256 d = scales8((const char *)&src[0].d, sizeof(hr_block_q8_0));
         for (int k = 0; k < 2; k++) {
-            const __m256i *q = &g.q[4 * k];
-            _mm256_store_si256(&o[gi].q[k][0], _mm256_unpacklo_epi64(q[0], q[2]));
-            _mm256_store_si256(&o[gi].q[k][1], _mm256_unpacklo_epi64(q[1], q[3]));
-            _mm256_store_si256(&o[gi].q[k][2], _mm256_unpackhi_epi64(q[0], q[2]));
-            _mm256_store_si256(&o[gi].q[k][3], _mm256_unpackhi_epi64(q[1], q[3]));
-            _mm256_store_si256(&o[gi].n8[k], g.nf[k]);
-            _mm256_store_ps((float *)&o[gi].ds[k], _mm256_permutevar8x32_ps(g.d, sidx(k)));
+            __m256i q[4], s = _mm256_setzero_si256();
+            q8_lanes4(src + 4 * k, q);
+            for (int i = 0; i < 4; i++) {
+                _mm256_store_si256(&o[gi].q[k][i], q[i]);
+                s = _mm256_add_epi32(s, dot4(kc, q[i]));
+            }
+            _mm256_store_si256(&o[gi].nc[k], _mm256_sub_epi32(_mm256_setzero_si256(), s));
+            _mm256_store_ps((float *)&o[gi].ds[k], _mm256_permutevar8x32_ps(d, sidx(k)));
         }
     }
 }
+static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) { tile_xprep_lanes(xq, xt, n, 8); }
+static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) { tile_xprep_lanes(xq, xt, n, 128); }
 
 /* The tile_x driver of Q4_0 and Q8_0: the tile's rows one after the other, groups of QGRP
  * blocks through tx_T_grp1, a ragged last group from zero-padded blocks (zero blocks add
@@ -521,8 +527,8 @@ INLINE void tx_q4_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
                               _mm256_and_si256(nb, m), _mm256_and_si256(_mm256_srli_epi16(nb, 4), m)};
         const __m256 wd = _mm256_permutevar8x32_ps(dw, sidx(k));
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
-            const xgrp_t *g = (const xgrp_t *)(X + c * xs) + gi;
-            const __m256 t = _mm256_cvtepi32_ps(dot4x4_from(g->n8[k], u, g->q[k]));
+            const xlanes_t *g = (const xlanes_t *)(X + c * xs) + gi;
+            const __m256 t = _mm256_cvtepi32_ps(dot4x4_from(g->nc[k], u, g->q[k]));
             const __m256 sk = _mm256_mul_ps(wd, g->ds[k]);
             if (k & 1) acc1[c] = _mm256_fmadd_ps(t, sk, acc1[c]);
             else acc0[c] = _mm256_fmadd_ps(t, sk, acc0[c]);
@@ -532,39 +538,11 @@ INLINE void tx_q4_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
 TILE_X_ROWS(q4_0)
 
 
-/* ---- Q8_0 prompt tiles over activations re-laid once per batch (tile_x) ----
- * Per 8 blocks, x_grp's two steps of four lane registers, their -128 * sum(x) lanes and the x
- * scales in the lanes' order, so the step's scale perm(d_w * d_x) is perm(d_w) * perm(d_x)
- * lane for lane. The tile lays each weight row's blocks out once for its tokens: AVX-VNNI as
- * w ^ 0x80 = w + 128, unsigned, with the lane starting at -128 * sum(x) (no per-(row, token)
- * sign work: the same integer); AVX2 as |w|, x taking w's sign per token (its int16 pair
- * sums of (w + 128) x would overflow). */
-typedef struct { __m256i q[2][4], s128[2]; __m256 ds[2]; } xgrp8_t; /* 384 bytes */
-
-static size_t tile_xbytes_q8_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp8_t); }
-
-static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
-    const hr_block_q8_0 *x = xq;
-    xgrp8_t *o = xt; /* 64-byte aligned: matmul's scratch rows */
-    const int64_t nb = n / HR_QK;
-    const __m256i k128 = _mm256_set1_epi8((char)0x80);
-    for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
-        hr_block_q8_0 pad[QGRP];
-        const hr_block_q8_0 *src = hr_q8_grp_src(x, b, nb, QGRP, pad);
-        const __m256 d = scales8((const char *)&src[0].d, sizeof(hr_block_q8_0));
-        for (int k = 0; k < 2; k++) {
-            __m256i q[4], s = _mm256_setzero_si256();
-            q8_lanes4(src + 4 * k, q);
-            for (int i = 0; i < 4; i++) {
-                _mm256_store_si256(&o[gi].q[k][i], q[i]);
-                s = _mm256_add_epi32(s, dot4(k128, q[i]));
-            }
-            _mm256_store_si256(&o[gi].s128[k], _mm256_sub_epi32(_mm256_setzero_si256(), s));
-            _mm256_store_ps((float *)&o[gi].ds[k], _mm256_permutevar8x32_ps(d, sidx(k)));
-        }
-    }
-}
-
+/* ---- Q8_0 prompt tiles (tile_x over xlanes_t) ----
+ * The tile lays each weight row's blocks out once for its tokens: AVX-VNNI as w ^ 0x80 =
+ * w + 128, unsigned, with the lane starting at -128 * sum(x) (no per-(row, token) sign work:
+ * the same integer); AVX2 as |w|, x taking w's sign per token (its int16 pair sums of
+ * (w + 128) x would overflow). */
 /* The group of 8 weight blocks at wb (one row) against the tile's tokens: per token and step
  * the lanes of QGRP_STEP with w_idot_q8_0, into acc0 (step 0) and acc1 (step 1). */
 INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, __m256 *acc0, __m256 *acc1) {
@@ -580,9 +558,9 @@ INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
 #endif
         const __m256 wd = _mm256_permutevar8x32_ps(dw, sidx(k));
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
-            const xgrp8_t *g = (const xgrp8_t *)(X + c * xs) + gi;
+            const xlanes_t *g = (const xlanes_t *)(X + c * xs) + gi;
 #if defined(HR_AVXVNNI)
-            const __m256i t = dot4x4_from(g->s128[k], v, g->q[k]);
+            const __m256i t = dot4x4_from(g->nc[k], v, g->q[k]);
 #else
             __m256i d[4];
             _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) d[i] = dot4(a[i], _mm256_sign_epi8(g->q[k][i], v[i]));
@@ -628,7 +606,7 @@ static const hr_kernels_ext k_avx2 = {
               HR_KQL_ENTRIES(rows4, avx2)},
     .tile_x = {[HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx2)},
     .tile_xprep = {[HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx2)},
-    .tile_xbytes = {[HR_Q8_0] = tile_xbytes_q8_0, [HR_Q4_0] = tile_xbytes_q4_0, HR_KQX_BYTES(avx2)},
+    .tile_xbytes = {[HR_Q8_0] = tile_xbytes_lanes, [HR_Q4_0] = tile_xbytes_lanes, HR_KQX_BYTES(avx2)},
 };
 
 const hr_kernels_ext *K_TABLE_FN(void) { return &k_avx2; }

@@ -436,19 +436,12 @@ INLINE __m512i w_idot_q8_0(const void *w, const wgrp *wg, int p, const xgrp *g) 
 
 QDOT_FUNCS(q8_0, hr_block_q8_0, w_grp_q8_0, w_idot_q8_0, 0)
 QDOT_FUNCS(q4_0, hr_block_q4_0, w_grp_q4_0, w_idot_q4_0, 1)
-/* ---- Q4_0 prompt tiles over activations re-laid once per batch (tile_x) ----
- * Per 8 blocks, what x_grp computes for every weight row, stored once: the four lane
- * registers, the -8*sum(x) lanes and the x scales already in the lanes' order. The tile
- * then unpacks each weight row's nibbles and scales once for its C tokens, and per (row,
- * token) does w_idot_q4_0's and QGRP_STEP's arithmetic on the same values: the lane scale
- * perm(d_w) * perm(d_x) is the permuted product lane for lane. */
-typedef struct { __m512i q[4], n8; __m512 ds; } xgrp_t; /* 384 bytes */
+/* ---- prompt tiles over activations re-laid once per batch (tile_x): hr_lanes_x ---- */
+size_t hr_tile_xbytes_lanes_avx512(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(hr_lanes_x); }
 
-static size_t tile_xbytes_q4_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp_t); }
-
-TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
+TGT void hr_tile_xprep_lanes_avx512(const void *xq, void *xt, int64_t n, int c) {
     const hr_block_q8_0 *x = xq;
-    xgrp_t *o = xt; /* 64-byte aligned: matmul's scratch rows */
+    hr_lanes_x *o = xt; /* 64-byte aligned: matmul's scratch rows */
     const int64_t nb = n / HR_QK;
     for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
         hr_block_q8_0 pad[QGRP];
@@ -457,12 +450,14 @@ TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) {
         x_grp(&g, src, 0);
         x_lanes(g.q);
         for (int i = 0; i < 4; i++) _mm512_store_si512(&o[gi].q[i], g.q[i]);
-        _mm512_store_si512(&o[gi].n8, x_lane_neg(g.q, 8));
+        _mm512_store_si512(&o[gi].nc, x_lane_neg(g.q, (char)c));
         _mm512_store_ps(&o[gi].ds, _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(g.d)));
     }
 }
+TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) { hr_tile_xprep_lanes_avx512(xq, xt, n, 8); }
 
-/* The tile's R weight rows' group against its C tokens, a row at a time: one row's four
+/* Q4_0's tile: per (row, token) w_idot_q4_0's and QGRP_STEP's arithmetic on the same values.
+ * The tile's R weight rows' group against its C tokens, a row at a time: one row's four
  * unpacked registers and lane scales stay live for its C tokens, whose activations come
  * straight from L1 as the dpbusd's memory operands (all R rows' 20 registers beside the R x C
  * accumulators would spill: in cache 1.1x slower). */
@@ -475,8 +470,8 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
         q4_w_lanes(&wg, u);
         const __m512 wd = _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(wg.d));
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
-            const xgrp_t *g = (const xgrp_t *)(X + c * xs) + gi;
-            const __m512i t = lane_idot(u, _mm512_load_si512(&g->n8), _mm512_load_si512(&g->q[0]),
+            const hr_lanes_x *g = (const hr_lanes_x *)(X + c * xs) + gi;
+            const __m512i t = lane_idot(u, _mm512_load_si512(&g->nc), _mm512_load_si512(&g->q[0]),
                                       _mm512_load_si512(&g->q[1]), _mm512_load_si512(&g->q[2]), _mm512_load_si512(&g->q[3]));
             acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd, _mm512_load_ps(&g->ds)), acc0[r][c]);
         }
@@ -529,25 +524,7 @@ TILE_X_DRIVER(tile_xw_q4_0, hr_block_q4_0, tx_q4_0_grp, 4)
  * order, so the lane scale perm(d_w) * perm(d_x) is vec_dot's permuted product lane for lane:
  * results are bit for bit dot_q8_0's. Per (row, token) and 8 blocks: four dpbusd, a convert,
  * a multiply and an FMA (with a lane per 8 products, two of each but the dpbusd). */
-typedef struct { __m512i q[4], s128; __m512 ds; } xgrp8_t; /* 384 bytes */
-
-static size_t tile_xbytes_q8_0(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xgrp8_t); }
-
-TGT static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) {
-    const hr_block_q8_0 *x = xq;
-    xgrp8_t *o = xt; /* 64-byte aligned: matmul's scratch rows */
-    const int64_t nb = n / HR_QK;
-    for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
-        hr_block_q8_0 pad[QGRP];
-        const hr_block_q8_0 *src = hr_q8_grp_src(x, b, nb, QGRP, pad);
-        xgrp g;
-        x_grp(&g, src, 0);
-        x_lanes(g.q);
-        for (int i = 0; i < 4; i++) _mm512_store_si512(&o[gi].q[i], g.q[i]);
-        _mm512_store_si512(&o[gi].s128, x_lane_neg(g.q, (char)0x80));
-        _mm512_store_ps(&o[gi].ds, _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(g.d)));
-    }
-}
+TGT static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) { hr_tile_xprep_lanes_avx512(xq, xt, n, 128); }
 
 /* The tile's R weight rows' group against its C tokens, a row at a time as Q4_0's: one row's
  * four unsigned lane registers and lane scales live for the C tokens. */
@@ -562,8 +539,8 @@ INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
         _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) u[i] = _mm512_xor_si512(u[i], bias);
         const __m512 wd = _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(scales8_q8(wb[r])));
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
-            const xgrp8_t *g = (const xgrp8_t *)(X + c * xs) + gi;
-            const __m512i t = lane_idot(u, _mm512_load_si512(&g->s128), _mm512_load_si512(&g->q[0]),
+            const hr_lanes_x *g = (const hr_lanes_x *)(X + c * xs) + gi;
+            const __m512i t = lane_idot(u, _mm512_load_si512(&g->nc), _mm512_load_si512(&g->q[0]),
                                       _mm512_load_si512(&g->q[1]), _mm512_load_si512(&g->q[2]), _mm512_load_si512(&g->q[3]));
             acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd, _mm512_load_ps(&g->ds)), acc0[r][c]);
         }
@@ -617,7 +594,7 @@ static const hr_kernels_ext k_avx512 = K_AVX512_TABLE("avx512",
     .tile_x[HR_Q8_0] = tile_x_q8_0, .tile_x[HR_Q4_0] = tile_x_q4_0, .tile_xw[HR_Q8_0] = tile_xw_q8_0, .tile_xw[HR_Q4_0] = tile_xw_q4_0,
     .xw_rows[HR_Q8_0] = 4, .xw_rows[HR_Q4_0] = 4, .xw_cols[HR_Q8_0] = 4, .xw_cols[HR_Q4_0] = 4,
     .tile_xprep[HR_Q8_0] = tile_xprep_q8_0, .tile_xprep[HR_Q4_0] = tile_xprep_q4_0,
-    .tile_xbytes[HR_Q8_0] = tile_xbytes_q8_0, .tile_xbytes[HR_Q4_0] = tile_xbytes_q4_0);
+    .tile_xbytes[HR_Q8_0] = hr_tile_xbytes_lanes_avx512, .tile_xbytes[HR_Q4_0] = hr_tile_xbytes_lanes_avx512);
 
 const hr_kernels_ext *hr_kext_avx512(void) { return &k_avx512; }
 

@@ -70,7 +70,7 @@ INLINE __m512i sidx(int p) {
  * Q4_0 in kernels_avx512.c: a lane holds 16 products (a block's quads 0 + 2 and 1 + 3),
  * 128-bit lane k blocks k and 4 + k, so each (row, token) pair converts, scales and adds once
  * per group (lanes_avx512.h). The decode kernels fold their halves' lanes (fold_lanes); the
- * prompt tiles read activations re-laid once per batch into those lanes (lx_grp) and unpack
+ * prompt tiles read activations re-laid once per batch into those lanes (hr_lanes_x) and unpack
  * each weight row's halves the same way (x_lanes). */
 
 /* ---- x side. Half p of a group: q[0] = elements 0-15 of blocks 4p..4p+3, q[1] = 16-31;
@@ -288,30 +288,8 @@ INLINE void w_half(int T, const char *w, int p, const uint64_t qm[4], __m512i *l
         LDOT_BODY(T, WBLK, XBLK, 4, 1)                                                          \
     }
 
-/* ---- prompt tiles over activations re-laid once per batch (Q5_0, IQ4_NL, MXFP4) ----
- * Per 8 blocks, what x_half and x_scales give every weight row, in the two-lane order: the
- * four lane registers, -c * sum(x) per lane and the x scales per lane. */
-typedef struct { __m512i q[4], nc; __m512 ds; } lx_grp; /* 384 bytes */
-static size_t lx_bytes(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(lx_grp); }
-INLINE void lx_prep(int T, const void *xq, void *xt, int64_t n) {
-    const hr_block_q8_0 *x = xq;
-    lx_grp *o = xt; /* 64-byte aligned: matmul's scratch rows */
-    const int64_t nb = n / HR_QK;
-    for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
-        hr_block_q8_0 pad[QGRP];
-        const char *src = (const char *)hr_q8_grp_src(x, b, nb, QGRP, pad);
-        xhalf h0, h1;
-        x_half(T, &h0, src, 0), x_half(T, &h1, src, 1);
-        __m512i q[4] = {h0.q[0], h0.q[1], h1.q[0], h1.q[1]};
-        x_lanes(q);
-        __m512i s = _mm512_setzero_si512();
-        if (shiftc(T))
-            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8((char)shiftc(T)), q[i]);
-        for (int i = 0; i < 4; i++) _mm512_store_si512(&o[gi].q[i], q[i]);
-        _mm512_store_si512(&o[gi].nc, _mm512_sub_epi32(_mm512_setzero_si512(), s));
-        _mm512_store_ps(&o[gi].ds, _mm512_permutexvar_ps(sidx2(), x_scales(T, src)));
-    }
-}
+/* ---- prompt tiles over activations re-laid once per batch (Q5_0, IQ4_NL, MXFP4): hr_lanes_x
+ * with c = shiftc(T), Q8_0 activations as these types take them ---- */
 /* R weight rows' group against HR_TILE_C re-laid tokens, a row at a time: the row's halves
  * unpacked once into the lanes, then per token four dpbusd from -c * sum(x). */
 INLINE void lx_grp_rows(int T, const char *const *wb, const char *X, size_t xs, int64_t gi,
@@ -323,7 +301,7 @@ INLINE void lx_grp_rows(int T, const char *const *wb, const char *X, size_t xs, 
         w_half(T, wb[r], 0, qm, &u[0], &u[1]), w_half(T, wb[r], 1, qm, &u[2], &u[3]);
         x_lanes(u);
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
-            const lx_grp *g = (const lx_grp *)(X + c * xs) + gi;
+            const hr_lanes_x *g = (const hr_lanes_x *)(X + c * xs) + gi;
             __m512i t = _mm512_load_si512(&g->nc);
             _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) t = _mm512_dpbusd_epi32(t, u[i], _mm512_load_si512(&g->q[i]));
             acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), pair_scale(T, wd, _mm512_load_ps(&g->ds)), acc[r][c]);
@@ -360,8 +338,10 @@ INLINE void lx_tile(int T, int R, int64_t n, const char *W, size_t ws, const cha
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]);
 }
 #define LX_FUNCS(NAME, T, WBLK)                                                                            \
-    size_t hr_tile_xbytes_##NAME##_avx512(int64_t n) { return lx_bytes(n); }                               \
-    TGT void hr_tile_xprep_##NAME##_avx512(const void *xq, void *xt, int64_t n) { lx_prep(T, xq, xt, n); } \
+    size_t hr_tile_xbytes_##NAME##_avx512(int64_t n) { return hr_tile_xbytes_lanes_avx512(n); }            \
+    TGT void hr_tile_xprep_##NAME##_avx512(const void *xq, void *xt, int64_t n) {                          \
+        hr_tile_xprep_lanes_avx512(xq, xt, n, shiftc(T));                                                  \
+    }                                                                                                      \
     TGT void hr_tile_x_##NAME##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,      \
                                        float *y, size_t ys) {                                              \
         lx_tile(T, HR_TILE_R, n, w, ws, x, xs, y, ys, sizeof(WBLK));                                       \

@@ -24,4 +24,12 @@ INLINE __m512i fold_lanes(__m512i t0, __m512i t1) {
 }
 /* lane -> block index within the group */
 INLINE __m512i sidx2(void) { return _mm512_setr_epi32(0, 0, 4, 4, 1, 1, 5, 5, 2, 2, 6, 6, 3, 3, 7, 7); }
+
+/* A Q8_0 activation row re-laid for the prompt tiles (kernels_avx512.c), per 8 blocks: the four
+ * lane registers (x_lanes), -c * sum(x) per lane for weights stored as w + c (Q4_0's nibbles:
+ * c = 8, Q8_0's w ^ 0x80 and IQ4_NL's and MXFP4's tables: 128, Q5_0: 16), and the x scales in
+ * the lanes' order, so a tile's lane scale perm(d_w) * perm(d_x) is the permuted product. */
+typedef struct { __m512i q[4], nc; __m512 ds; } hr_lanes_x; /* 384 bytes */
+size_t hr_tile_xbytes_lanes_avx512(int64_t n);
+void hr_tile_xprep_lanes_avx512(const void *xq, void *xt, int64_t n, int c);
 #endif
