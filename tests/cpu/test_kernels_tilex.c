@@ -20,7 +20,8 @@
 
 static int same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
-static const uint32_t k_types[] = {HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS};
+static const uint32_t k_types[] = {HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q5_0, HR_IQ4_NL, HR_MXFP4,
+                                   HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS};
 
 /* lengths per block size: ragged groups of 8 blocks, one block, long rows; F16/BF16: tails
  * of 16 and of single elements */

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #define INLINE static inline __attribute__((always_inline))
+#include "lanes_avx2.h"
 
 INLINE float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -227,10 +228,6 @@ INLINE __m256 scales8(const char *p, size_t stride) {
     for (int k = 0; k < 8; k++) memcpy(&h[k], p + k * stride, 2);
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
 }
-INLINE __m256i two128(const void *a, const void *b) {
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
-                                   _mm_loadu_si128((const __m128i *)b), 1);
-}
 
 /* Integer dots, int32 lanes of 4 unsigned x signed byte products. AVX2: maddubs' int16 pair
  * sums (no pair here overflows but Q8_0's w = -128 against x = -128) added up by madd; the
@@ -262,22 +259,6 @@ INLINE __m256i dot4x4_from(__m256i n, const __m256i u[4], const __m256i s[4]) {
 }
 #endif
 
-/* A step's lanes from two pairs of blocks' quad lanes (w_idot_q4_0, w_idot_q8_0): per 128-bit
- * lane, the first pair's lanes 0 + 2 and 1 + 3, then the second's (32-bit lanes; 16-bit
- * sums move with them). */
-INLINE __m256i fold_lanes(__m256i t0, __m256i t1, int w16) {
-    const __m256i a = _mm256_blend_epi32(t0, t1, 0xcc), b = _mm256_shuffle_epi32(_mm256_blend_epi32(t1, t0, 0xcc), _MM_SHUFFLE(1, 0, 3, 2));
-    return w16 ? _mm256_add_epi16(a, b) : _mm256_add_epi32(a, b);
-}
-
-/* Four Q8_0 blocks (weights or activations) in the two-lane order of a step: o[0] = elements
- * 0-7 of blocks j and 2 + j in 128-bit lane j, o[1] = 16-23, o[2] = 8-15, o[3] = 24-31. */
-INLINE void q8_lanes4(const hr_block_q8_0 *B, __m256i o[4]) {
-    const __m256i a0 = two128(B[0].qs, B[1].qs), a1 = two128(B[0].qs + 16, B[1].qs + 16);
-    const __m256i b0 = two128(B[2].qs, B[3].qs), b1 = two128(B[2].qs + 16, B[3].qs + 16);
-    o[0] = _mm256_unpacklo_epi64(a0, b0), o[1] = _mm256_unpacklo_epi64(a1, b1);
-    o[2] = _mm256_unpackhi_epi64(a0, b0), o[3] = _mm256_unpackhi_epi64(a1, b1);
-}
 /* x side. Q8_0: the blocks as they are (loaded where used: 8 registers held across rows
  * would spill). Q4_0, per pair p of blocks (2p, 2p+1): q[2p] = elements 0-15 of both (the low
  * nibbles' partners), q[2p+1] = elements 16-31, n8[p] = -8 * sum(x) over each int32 lane's
@@ -338,10 +319,6 @@ INLINE __m256i w_idot_q8_0(const void *w, int k, const xgrp *g) {
     const __m256i s01 = _mm256_add_epi32(_mm256_permute2x128_si256(t[0], t[1], 0x20), _mm256_permute2x128_si256(t[0], t[1], 0x31));
     const __m256i s23 = _mm256_add_epi32(_mm256_permute2x128_si256(t[2], t[3], 0x20), _mm256_permute2x128_si256(t[2], t[3], 0x31));
     return fold_lanes(s01, s23, 0);
-}
-INLINE __m256i sidx(int k) {
-    const int a = 4 * k;
-    return _mm256_setr_epi32(a, a, a + 2, a + 2, a + 1, a + 1, a + 3, a + 3);
 }
 
 /* Weight scales of all R rows first, then one activation row at a time, so only one
@@ -452,18 +429,14 @@ INLINE __m256i sidx(int k) {
 QDOT_FUNCS(q8_0, hr_block_q8_0, w_idot_q8_0, 0)
 QDOT_FUNCS(q4_0, hr_block_q4_0, w_idot_q4_0, 1)
 /* ---- Q4_0 and Q8_0 prompt tiles over activations re-laid once per batch (tile_x) ----
- * Per 8 blocks, what x_grp and w_idot_* compute for every weight row, stored once: per step
- * of 4 blocks the four registers already in the step's lanes (q8_lanes4), -c * sum(x) per
- * lane for weights stored as w + c (Q4_0's nibbles: c = 8; Q8_0 on AVX-VNNI as w ^ 0x80: 128,
- * its AVX2 tile ignores it) and the x scales in the lanes' order (the step's scale
- * perm(d_w * d_x) is perm(d_w) * perm(d_x) lane for lane). */
-typedef struct { __m256i q[2][4], nc[2]; __m256 ds[2]; } xlanes_t; /* 384 bytes */
+ * Per 8 blocks, what x_grp and w_idot_* compute for every weight row, stored once
+ * (hr_lanes_x256, lanes_avx2.h; Q8_0's AVX2 tile ignores its -c * sum(x)). */
+#if !defined(HR_AVXVNNI) /* one build for both tables: its integers are exact either way */
+size_t hr_tile_xbytes_lanes_avx2(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(hr_lanes_x256); }
 
-static size_t tile_xbytes_lanes(int64_t n) { return (size_t)((n / HR_QK + QGRP - 1) / QGRP) * sizeof(xlanes_t); }
-
-static void tile_xprep_lanes(const void *xq, void *xt, int64_t n, int c) {
+void hr_tile_xprep_lanes_avx2(const void *xq, void *xt, int64_t n, int c) {
     const hr_block_q8_0 *x = xq;
-    xlanes_t *o = xt; /* 64-byte aligned: matmul's scratch rows */
+    hr_lanes_x256 *o = xt; /* 64-byte aligned: matmul's scratch rows */
     const int64_t nb = n / HR_QK;
     const __m256i kc = _mm256_set1_epi8((char)c);
     for (int64_t b = 0, gi = 0; b < nb; b += QGRP, gi++) {
@@ -475,15 +448,16 @@ static void tile_xprep_lanes(const void *xq, void *xt, int64_t n, int c) {
             q8_lanes4(src + 4 * k, q);
             for (int i = 0; i < 4; i++) {
                 _mm256_store_si256(&o[gi].q[k][i], q[i]);
-                s = _mm256_add_epi32(s, dot4(kc, q[i]));
+                s = _mm256_add_epi32(s, dot4(kc, q[i])); /* c <= 128: maddubs' pairs stay below 2^15 */
             }
             _mm256_store_si256(&o[gi].nc[k], _mm256_sub_epi32(_mm256_setzero_si256(), s));
             _mm256_store_ps((float *)&o[gi].ds[k], _mm256_permutevar8x32_ps(d, sidx(k)));
         }
     }
 }
-static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) { tile_xprep_lanes(xq, xt, n, 8); }
-static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) { tile_xprep_lanes(xq, xt, n, 128); }
+#endif
+static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) { hr_tile_xprep_lanes_avx2(xq, xt, n, 8); }
+static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) { hr_tile_xprep_lanes_avx2(xq, xt, n, 128); }
 
 /* The tile_x driver of Q4_0 and Q8_0: the tile's rows one after the other, groups of QGRP
  * blocks through tx_T_grp1, a ragged last group from zero-padded blocks (zero blocks add
@@ -527,7 +501,7 @@ INLINE void tx_q4_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
                               _mm256_and_si256(nb, m), _mm256_and_si256(_mm256_srli_epi16(nb, 4), m)};
         const __m256 wd = _mm256_permutevar8x32_ps(dw, sidx(k));
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
-            const xlanes_t *g = (const xlanes_t *)(X + c * xs) + gi;
+            const hr_lanes_x256 *g = (const hr_lanes_x256 *)(X + c * xs) + gi;
             const __m256 t = _mm256_cvtepi32_ps(dot4x4_from(g->nc[k], u, g->q[k]));
             const __m256 sk = _mm256_mul_ps(wd, g->ds[k]);
             if (k & 1) acc1[c] = _mm256_fmadd_ps(t, sk, acc1[c]);
@@ -538,7 +512,7 @@ INLINE void tx_q4_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
 TILE_X_ROWS(q4_0)
 
 
-/* ---- Q8_0 prompt tiles (tile_x over xlanes_t) ----
+/* ---- Q8_0 prompt tiles (tile_x over hr_lanes_x256) ----
  * The tile lays each weight row's blocks out once for its tokens: AVX-VNNI as w ^ 0x80 =
  * w + 128, unsigned, with the lane starting at -128 * sum(x) (no per-(row, token) sign work:
  * the same integer); AVX2 as |w|, x taking w's sign per token (its int16 pair sums of
@@ -558,7 +532,7 @@ INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
 #endif
         const __m256 wd = _mm256_permutevar8x32_ps(dw, sidx(k));
         _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
-            const xlanes_t *g = (const xlanes_t *)(X + c * xs) + gi;
+            const hr_lanes_x256 *g = (const hr_lanes_x256 *)(X + c * xs) + gi;
 #if defined(HR_AVXVNNI)
             const __m256i t = dot4x4_from(g->nc[k], v, g->q[k]);
 #else
@@ -604,9 +578,12 @@ static const hr_kernels_ext k_avx2 = {
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx2),
               HR_KQL_ENTRIES(rows4, avx2)},
-    .tile_x = {[HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx2)},
-    .tile_xprep = {[HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx2)},
-    .tile_xbytes = {[HR_Q8_0] = tile_xbytes_lanes, [HR_Q4_0] = tile_xbytes_lanes, HR_KQX_BYTES(avx2)},
+    .tile_x = {[HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx2),
+               HR_KQLX2_ENTRIES(tile_x)},
+    .tile_xprep = {[HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx2),
+                   HR_KQLX2_ENTRIES(tile_xprep)},
+    .tile_xbytes = {[HR_Q8_0] = hr_tile_xbytes_lanes_avx2, [HR_Q4_0] = hr_tile_xbytes_lanes_avx2, HR_KQX_BYTES(avx2),
+                    HR_KQLX2_BYTES(hr_tile_xbytes_lanes_avx2)},
 };
 
 const hr_kernels_ext *K_TABLE_FN(void) { return &k_avx2; }

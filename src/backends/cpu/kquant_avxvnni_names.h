@@ -1,6 +1,6 @@
-/* The AVX-VNNI builds (kernels_avxvnni.c, kquant_k_avxvnni.c) compile the AVX2 files again;
- * their exported K-quant kernels take these names there, so both tables link side by side.
- * Included before anything else in those two files. */
+/* The AVX-VNNI builds (kernels_avxvnni.c, kquant_k_avxvnni.c, kquant_legacy_avxvnni.c) compile
+ * the AVX2 files again; their exported kernels take these names there, so both tables link side by side.
+ * Included before anything else in those files. */
 #ifndef HR_KQUANT_AVXVNNI_NAMES_H
 #define HR_KQUANT_AVXVNNI_NAMES_H
 #define hr_dot_iq4_xs_avx2 hr_dot_iq4_xs_avxvnni
@@ -34,4 +34,31 @@
 #define hr_tile_xprep_iq4_xs_avx2 hr_tile_xprep_iq4_xs_avxvnni
 #define hr_tile_xprep_q4_K_avx2 hr_tile_xprep_q4_K_avxvnni
 #define hr_tile_xprep_q5_K_avx2 hr_tile_xprep_q5_K_avxvnni
+/* the 32-element types of kquant_legacy_avx2.c (kquant_legacy_avxvnni.c) */
+#define hr_dot_iq4_nl_avx2 hr_dot_iq4_nl_avxvnni
+#define hr_dot_mxfp4_avx2 hr_dot_mxfp4_avxvnni
+#define hr_dot_q4_1_avx2 hr_dot_q4_1_avxvnni
+#define hr_dot_q5_0_avx2 hr_dot_q5_0_avxvnni
+#define hr_dot_q5_1_avx2 hr_dot_q5_1_avxvnni
+#define hr_rows2_iq4_nl_avx2 hr_rows2_iq4_nl_avxvnni
+#define hr_rows2_mxfp4_avx2 hr_rows2_mxfp4_avxvnni
+#define hr_rows2_q4_1_avx2 hr_rows2_q4_1_avxvnni
+#define hr_rows2_q5_0_avx2 hr_rows2_q5_0_avxvnni
+#define hr_rows2_q5_1_avx2 hr_rows2_q5_1_avxvnni
+#define hr_rows4_iq4_nl_avx2 hr_rows4_iq4_nl_avxvnni
+#define hr_rows4_mxfp4_avx2 hr_rows4_mxfp4_avxvnni
+#define hr_rows4_q4_1_avx2 hr_rows4_q4_1_avxvnni
+#define hr_rows4_q5_0_avx2 hr_rows4_q5_0_avxvnni
+#define hr_rows4_q5_1_avx2 hr_rows4_q5_1_avxvnni
+#define hr_tile_iq4_nl_avx2 hr_tile_iq4_nl_avxvnni
+#define hr_tile_mxfp4_avx2 hr_tile_mxfp4_avxvnni
+#define hr_tile_q4_1_avx2 hr_tile_q4_1_avxvnni
+#define hr_tile_q5_0_avx2 hr_tile_q5_0_avxvnni
+#define hr_tile_q5_1_avx2 hr_tile_q5_1_avxvnni
+#define hr_tile_x_iq4_nl_avx2 hr_tile_x_iq4_nl_avxvnni
+#define hr_tile_x_mxfp4_avx2 hr_tile_x_mxfp4_avxvnni
+#define hr_tile_x_q5_0_avx2 hr_tile_x_q5_0_avxvnni
+#define hr_tile_xprep_iq4_nl_avx2 hr_tile_xprep_iq4_nl_avxvnni
+#define hr_tile_xprep_mxfp4_avx2 hr_tile_xprep_mxfp4_avxvnni
+#define hr_tile_xprep_q5_0_avx2 hr_tile_xprep_q5_0_avxvnni
 #endif
