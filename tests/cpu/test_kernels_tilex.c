@@ -6,6 +6,8 @@
  *    (so any byte the tile reads but xprep did not write shows); Q8_0 weights include -128;
  *  - the same values within a rounding bound of the plain-C (scalar) table's vec_dot, the
  *    kernels' twin;
+ *  - tile16 (16 rows over panels of 16 tokens) outside the AMX table: vec_dot's bits for every
+ *    batch size to past 64 tokens, nothing written past the batch;
  *  - through hr_matmul: batch sizes around the tile width and past the 64-token block, 1-3
  *    threads, row counts that leave tile tails (4-row, 2-row, single): every output equal to vec_dot's, so a
  *    token's result does not depend on the batch or the thread count. */
@@ -154,6 +156,40 @@ static void check_rows_dot(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r
     free(w), free(xq), free(xt), free(x);
 }
 
+/* tile16 (16 rows x panels of 16 tokens; kernels_impl.h) where a table has it outside the AMX
+ * table (test_kernels_amx.c): every n_x from 1 past one pass of 64 tokens, rows and tokens at
+ * an offset, each output vec_dot's bit for bit, nothing written past n_x. */
+#define T16_TOK 72
+static void check_tile16(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) {
+    const hr_kernels_ext *e = hr_kernels_ext_of(k);
+    const int rows = 16 + 5, toks = T16_TOK + 4;
+    const size_t rb = hr_row_bytes(t, (uint64_t)n), xs = (hr_act_bytes(t, n) + 63) & ~(size_t)63;
+    const size_t pb = (e->tile16_bytes[t](n) + 63) & ~(size_t)63;
+    char *w = malloc(rb * rows), *xq = aligned_alloc(64, xs * toks), *panel = aligned_alloc(64, pb * 5);
+    float *x = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * (size_t)(rows * toks));
+    float *yt = malloc(sizeof(float) * (T16_TOK * 16 + 8));
+    for (int i = 0; i < rows; i++) kt_weight_row(r, t, w + i * rb, n);
+    for (int c = 0; c < toks; c++) {
+        for (int64_t i = 0; i < n; i++) x[i] = hr_rng_normal(r) * (i % 11 == 0 ? 4.0f : 1.0f);
+        k->act_prep[t](x, xq + c * xs, n);
+        for (int i = 0; i < rows; i++) k->vec_dot[t](n, &want[c * rows + i], w + i * rb, xq + c * xs);
+    }
+    int bad = 0;
+    for (int nx = 1; nx <= T16_TOK; nx += nx < 20 ? 1 : 7) {
+        const int c0 = nx % 3, r0 = nx % 5;
+        memset(panel, 0x5a, pb * 5);
+        for (int p = 0; 16 * p < nx; p++)
+            e->tile16_prep[t](xq + (c0 + 16 * p) * xs, xs, nx - 16 * p < 16 ? nx - 16 * p : 16, panel + p * pb, n);
+        for (int i = 0; i < T16_TOK * 16 + 8; i++) yt[i] = -1.0f;
+        e->tile16[t](n, w + r0 * rb, rb, panel, pb, yt, 16, nx);
+        for (int u = 0; u < nx; u++)
+            for (int i = 0; i < 16; i++) bad += !same(yt[u * 16 + i], want[(c0 + u) * rows + r0 + i]);
+        for (int i = nx * 16; i < T16_TOK * 16 + 8; i++) bad += yt[i] != -1.0f;
+    }
+    CHECKF(bad == 0, "%s tile16 %s n=%lld: %d results differ from vec_dot", k->name, hr_type_name(t), (long long)n, bad);
+    free(w), free(xq), free(panel), free(x), free(want), free(yt);
+}
+
 int main(void) {
     hr_rng r = {12345};
     const hr_kernels *tabs[] = {hr_kernels_scalar(), hr_kernels_avx2(), hr_kernels_avxvnni(), hr_kernels_avx512(), hr_kernels_amx(), hr_kernels_neon()};
@@ -164,6 +200,8 @@ int main(void) {
         const hr_kernels_ext *e = hr_kernels_ext_of(k);
         for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
             const uint32_t t = k_types[ti];
+            if (e->tile16[t] && strcmp(k->name, "amx") != 0)
+                for (int li = 0; li < 3; li++) check_tile16(k, t, lens(t, li), &r), tested++;
             if (!e->tile_x[t]) continue;
             CHECKF(e->tile_xprep[t] && e->tile_xbytes[t] && e->tile[t], "%s %s: tile_x without its prep, size or tile",
                    k->name, hr_type_name(t));

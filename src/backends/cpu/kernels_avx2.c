@@ -552,6 +552,13 @@ INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
 TILE_X_ROWS(q8_0)
 
 
+#if defined(HR_AVXVNNI) /* IQ4_XS prompts as panels (kquant_k_avx2.c's AVX-VNNI build) */
+#define K_TILE16                                                                                   \
+    .tile16 = {[HR_IQ4_XS] = hr_tile16_iq4_xs_avxvnni}, .tile16_prep = {[HR_IQ4_XS] = hr_tile16_prep_iq4_xs_avxvnni}, \
+    .tile16_bytes = {[HR_IQ4_XS] = hr_tile16_bytes_iq4_xs_avxvnni}, .tile16_min = {[HR_IQ4_XS] = 16},
+#else
+#define K_TILE16
+#endif
 static const hr_kernels_ext k_avx2 = {
     .k = {
         .name = K_TABLE_NAME,
@@ -584,6 +591,7 @@ static const hr_kernels_ext k_avx2 = {
                    HR_KQLX2_ENTRIES(tile_xprep)},
     .tile_xbytes = {[HR_Q8_0] = hr_tile_xbytes_lanes_avx2, [HR_Q4_0] = hr_tile_xbytes_lanes_avx2, HR_KQX_BYTES(avx2),
                     HR_KQLX2_BYTES(hr_tile_xbytes_lanes_avx2)},
+    K_TILE16
 };
 
 const hr_kernels_ext *K_TABLE_FN(void) { return &k_avx2; }

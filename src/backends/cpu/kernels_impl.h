@@ -57,6 +57,9 @@ typedef struct hr_kernels_ext {
                                 int n_x);
     void (*tile16_prep[HR_TYPE_MAX])(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
     size_t (*tile16_bytes[HR_TYPE_MAX])(int64_t n);
+    /* the smallest batch tile16 runs (0: any of 2 or more); below it the other tiles do, as
+     * decoding 16 rows for a few tokens costs more than it saves */
+    unsigned char tile16_min[HR_TYPE_MAX];
 } hr_kernels_ext;
 
 static inline const hr_kernels_ext *hr_kernels_ext_of(const hr_kernels *k) {
@@ -90,6 +93,12 @@ void hr_rows16_q4_0_amx(int64_t n, const void *w, size_t ws, const void *x, size
 void hr_tile16_prep_q8_amx(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
 size_t hr_tile16_bytes_q8_amx(int64_t n);
 
+/* IQ4_XS prompts on the AVX-VNNI table (kquant_k_avxvnni.c): panels of 16 tokens, tile16's
+ * contract above, each output vec_dot's bit for bit. */
+void hr_tile16_iq4_xs_avxvnni(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y, size_t ys,
+                              int n_x);
+void hr_tile16_prep_iq4_xs_avxvnni(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
+size_t hr_tile16_bytes_iq4_xs_avxvnni(int64_t n);
 /* Round to nearest, ties to even, as _mm256_round_ps(_MM_ROUND_NEAREST) does; adding and
  * removing 1.5*2^23 leaves the FPU's default rounding to do it (|v| <= 2^22 here). ISO C
  * mode, no fast-math: the pair is not folded. */

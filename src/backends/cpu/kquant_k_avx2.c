@@ -64,6 +64,23 @@ INLINE __m256i sel_bit(__m256i v, int b, int t) { return move_bit(_mm256_and_si2
 
 /* acc += d * int lanes */
 INLINE __m256 fma_int(__m256 acc, float d, __m256i v) { return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(v), acc); }
+INLINE int hsum8i(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+/* the exact totals of 4 registers' lanes, register c's in int32 lane c */
+_Static_assert(HR_TILE_C == 4, "tile_x_iq4_xs_row keeps its 4 tokens in one register");
+INLINE __m128i hsum4x8i(const __m256i v[4]) {
+    const __m256i a = _mm256_hadd_epi32(v[0], v[1]), b = _mm256_hadd_epi32(v[2], v[3]), c = _mm256_hadd_epi32(a, b);
+    return _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+}
+/* acc lane 0 += d * the lanes' exact integer total, the other lanes left 0: IQ4_XS's prompt
+ * panels (AVX-VNNI) sum a super-block in another lane order, so only its total can agree */
+INLINE __m256 fma_tot(__m256 acc, float d, __m256i v) {
+    return _mm256_zextps128_ps256(_mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss((float)hsum8i(v)), _mm256_castps256_ps128(acc)));
+}
 
 /* ---- Q2_K: 2-bit codes, 16 sub-blocks of 16 with a 4-bit scale and a 4-bit min ---- */
 INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc) {
@@ -161,7 +178,8 @@ INLINE __m256 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m256 acc
 /* ---- IQ4_XS: 4-bit indices into the IQ4_NL levels, 8 sub-blocks of 32, 6-bit scales ---- */
 /* Two sub-blocks (2p, 2p+1) per step: 128-bit half 0 holds sub-block 2p, half 1 2p+1, so
  * the low nibbles pair with x elements 0-15 of each and the high nibbles with 16-31. */
-INLINE __m256 sb_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x, __m256 acc) {
+/* the super-block's integer lanes */
+INLINE __m256i si_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x) {
     const __m256i lv = dup128(ld128(hr_kvalues_iq4nl)), m4 = _mm256_set1_epi8(0x0f);
     const __m256i ls32 = iq4xs_scales32(w);
     const __m256i ls = _mm256_permute4x64_epi64(_mm256_packs_epi32(ls32, ls32), 0x88); /* int16, both halves */
@@ -181,7 +199,10 @@ INLINE __m256 sb_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x, __m256
             4 * p + 2, 4 * p + 3, 4 * p + 2, 4 * p + 3));
         sumi = madd_add(madd_add(sumi, pl, sc), ph, sc);
     }
-    return fma_int(acc, x->d * _cvtsh_ss(w->d), sumi);
+    return sumi;
+}
+INLINE __m256 sb_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x, __m256 acc) {
+    return fma_tot(acc, x->d * _cvtsh_ss(w->d), si_iq4_xs(w, x));
 }
 
 /* ---- Q4_K / Q5_K in decode: two super-blocks' scales and mins unpacked at once ----
@@ -295,7 +316,6 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
 #define ROWS4_SEQ_q4_K 1
 #define ROWS4_SEQ_q5_K 1
 #define ROWS4_SEQ_q6_K 1
-#define ROWS4_SEQ_iq4_xs 0
 #define KQ_FUNCS(T, BLK)                                                                                    \
     void hr_dot_##T##_avx2(int64_t n, float *s, const void *w, const void *x) {                             \
         const BLK *W = w;                                                                                   \
@@ -303,6 +323,8 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
         const int64_t nb = n / HR_QK_K;                                                                     \
         KQ_ROW_##T(T, PFB_AHEAD, *s)                                                                        \
     }                                                                                                       \
+    KQ_TILE(T, BLK)
+#define KQ_ROWS4(T, BLK)                                                                                    \
     void hr_rows4_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,       \
                              size_t ys) {                                                                   \
         const hr_block_q8_K *X = x;                                                                         \
@@ -326,7 +348,8 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
                 acc[r] = sb_##T(b, &X[i], acc[r]);                                                          \
             }                                                                                               \
         UNROLL for (int r = 0; r < 4; r++) y[r] = hsum8(acc[r]);                                            \
-    }                                                                                                       \
+    }
+#define KQ_TILE(T, BLK)                                                                                     \
     void hr_tile_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,        \
                             size_t ys) {                                                                    \
         const char *W = w, *X = x;                                                                          \
@@ -350,6 +373,30 @@ KQ_FUNCS(q4_K, hr_block_q4_K)
 KQ_FUNCS(q5_K, hr_block_q5_K)
 KQ_FUNCS(q6_K, hr_block_q6_K)
 KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
+KQ_ROWS4(q2_K, hr_block_q2_K)
+KQ_ROWS4(q3_K, hr_block_q3_K)
+KQ_ROWS4(q4_K, hr_block_q4_K)
+KQ_ROWS4(q5_K, hr_block_q5_K)
+KQ_ROWS4(q6_K, hr_block_q6_K)
+/* IQ4_XS's rows4: the 4 rows' super-block totals at once (sb_iq4_xs's per row), row r's
+ * scalar chain in lane r */
+void hr_rows4_iq4_xs_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    const hr_block_q8_K *X = x;
+    __m128 acc = _mm_setzero_ps();
+    (void)xs, (void)ys;
+    for (int64_t i = 0; i < n / HR_QK_K; i++) {
+        __m256i s[4];
+        float dw[4];
+        UNROLL for (int r = 0; r < 4; r++) {
+            const hr_block_iq4_xs *b = (const hr_block_iq4_xs *)((const char *)w + r * ws) + i;
+            pf_block_l2((const char *)b + PF4_ROWS * ws, sizeof *b);
+            s[r] = si_iq4_xs(b, &X[i]);
+            dw[r] = _cvtsh_ss(b->d);
+        }
+        acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(X[i].d), _mm_loadu_ps(dw)), _mm_cvtepi32_ps(hsum4x8i(s)), acc);
+    }
+    _mm_storeu_ps(y, acc);
+}
 
 /* gather4 (scattered rows, kernels_impl.h): vec_dot's row loop per row, the rows one after the
  * other; while reading a row's super-block it prefetches into L2 the same bytes of its nx row.
@@ -458,8 +505,7 @@ KQ_TILE_X2_K45(q5_K, hr_block_q5_K, 1)
  * another order: exact), the float step the same, so the bits are. */
 INLINE void tile_x_iq4_xs_row(int64_t n, const hr_block_iq4_xs *W, const char *X, size_t xs, float *y, size_t ys) {
     const __m256i lv = dup128(ld128(hr_kvalues_iq4nl)), m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc[HR_TILE_C];
-    UNROLL for (int c = 0; c < HR_TILE_C; c++) acc[c] = _mm256_setzero_ps();
+    __m128 acc = _mm_setzero_ps(); /* token c in lane c: fma_tot's scalar, 4 at once */
     for (int64_t i = 0; i < n / HR_QK_K; i++) {
         const hr_block_iq4_xs *b = W + i;
         pf_block((const char *)b, sizeof *b, PF_AHEAD);
@@ -485,10 +531,14 @@ INLINE void tile_x_iq4_xs_row(int64_t n, const hr_block_iq4_xs *W, const char *X
                 sumi[c] = madd_add(madd_add(sumi[c], pl, sc), ph, sc);
             }
         }
-        UNROLL for (int c = 0; c < HR_TILE_C; c++)
-            acc[c] = fma_int(acc[c], ((const q8Kt2 *)(X + c * xs) + i)->d * _cvtsh_ss(b->d), sumi[c]);
+        float xd[HR_TILE_C];
+        UNROLL for (int c = 0; c < HR_TILE_C; c++) xd[c] = ((const q8Kt2 *)(X + c * xs) + i)->d;
+        const __m128 d = _mm_mul_ps(_mm_loadu_ps(xd), _mm_set1_ps(_cvtsh_ss(b->d)));
+        acc = _mm_fmadd_ps(d, _mm_cvtepi32_ps(hsum4x8i(sumi)), acc);
     }
-    UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys] = hsum8(acc[c]);
+    float o[4];
+    _mm_storeu_ps(o, acc);
+    UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys] = o[c];
 }
 void hr_tile_x_iq4_xs_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
     UNROLL for (int r = 0; r < HR_TILE_R; r++)
@@ -506,6 +556,116 @@ void hr_tile_xprep_iq4_xs_avx2(const void *xq, void *xt, int64_t n) {
         memset(o[i].pad, 0, sizeof o[i].pad);
     }
 }
+
+#if defined(HR_AVXVNNI)
+/* ---- IQ4_XS prompts on AVX-VNNI: panels of 16 tokens (tile16, kernels_impl.h) ----
+ * A GEMM rather than dots: the activations are the wide operand (a panel register holds 8
+ * tokens' 4-element column quads, as x + 128, unsigned) and each weight row's quad comes as a
+ * broadcast (signed levels, decoded once per call into wq for every token of the call), so a
+ * vpdpbusd does 4 rows' worth of nothing but products: no per-(row, token) sign work, no
+ * horizontal sums. Per row and sub-block the 8 quads' int32 sums take the sub-block scale
+ * (vpmulld), the super-block's exact total loses the + 128 term (bias = 128 * sum of ls * w,
+ * a per-row constant) and adds into the float accumulator as fma_tot does in vec_dot: the
+ * same integer, the same float operations, so the bits are vec_dot's. */
+#define IQP_PB (64 * 64 + 64) /* a super-block of a panel: 64 quads x 16 tokens x 4 bytes, 16 scales */
+
+size_t hr_tile16_bytes_iq4_xs_avxvnni(int64_t n) { return (size_t)(n / HR_QK_K) * IQP_PB; }
+
+void hr_tile16_prep_iq4_xs_avxvnni(const void *xq, size_t xs, int n_x, void *panel, int64_t n) {
+    uint8_t *P = panel;
+    for (int64_t i = 0; i < n / HR_QK_K; i++, P += IQP_PB) {
+        float *d = (float *)(P + 64 * 64);
+        for (int c = 0; c < 16; c++) {
+            const hr_block_q8_K *x = c < n_x ? (const hr_block_q8_K *)((const char *)xq + (size_t)c * xs) + i : NULL;
+            for (int k = 0; k < 64; k++)
+                for (int b = 0; b < 4; b++) P[k * 64 + 4 * c + b] = (uint8_t)(x ? (uint8_t)x->qs[4 * k + b] ^ 0x80 : 0x80);
+            d[c] = x ? x->d : 0.0f;
+        }
+    }
+}
+
+typedef struct {
+    int8_t wq[16][HR_QK_K];
+    int32_t ls[16][8], bias[16];
+    float dw[16];
+} iqp_rows;
+
+/* super-block i of 16 rows: levels in column order, scales, the + 128 term, d */
+INLINE void iqp_decode(iqp_rows *o, const char *W, size_t ws, int64_t i) {
+    const __m256i lv = dup128(ld128(hr_kvalues_iq4nl)), m4 = _mm256_set1_epi8(0x0f);
+    for (int r = 0; r < 16; r++) {
+        const hr_block_iq4_xs *b = (const hr_block_iq4_xs *)(W + r * ws) + i;
+        const __m256i ls = iq4xs_scales32(b);
+        int32_t sb[8]; /* sum of the levels per sub-block, from sums of w + 128 over 8 bytes */
+        UNROLL for (int p = 0; p < 4; p++) {
+            const __m256i q = ld256(b->qs + 32 * p);
+            const __m256i lo = _mm256_shuffle_epi8(lv, _mm256_and_si256(q, m4));
+            const __m256i hi = _mm256_shuffle_epi8(lv, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+            const __m256i s0 = _mm256_permute2x128_si256(lo, hi, 0x20), s1 = _mm256_permute2x128_si256(lo, hi, 0x31);
+            _mm256_store_si256((__m256i *)(o->wq[r] + 64 * p), s0); /* sub-block 2p */
+            _mm256_store_si256((__m256i *)(o->wq[r] + 64 * p + 32), s1);
+            const __m256i k80 = _mm256_set1_epi8((char)0x80), z = _mm256_setzero_si256();
+            const __m256i a0 = _mm256_sad_epu8(_mm256_xor_si256(s0, k80), z), a1 = _mm256_sad_epu8(_mm256_xor_si256(s1, k80), z);
+            sb[2 * p] = (int32_t)(_mm256_extract_epi64(a0, 0) + _mm256_extract_epi64(a0, 1) + _mm256_extract_epi64(a0, 2) +
+                                  _mm256_extract_epi64(a0, 3)) - 32 * 128;
+            sb[2 * p + 1] = (int32_t)(_mm256_extract_epi64(a1, 0) + _mm256_extract_epi64(a1, 1) + _mm256_extract_epi64(a1, 2) +
+                                      _mm256_extract_epi64(a1, 3)) - 32 * 128;
+        }
+        _mm256_store_si256((__m256i *)o->ls[r], ls);
+        o->bias[r] = 128 * hsum8i(_mm256_mullo_epi32(ls, _mm256_loadu_si256((const __m256i *)sb)));
+        o->dw[r] = _cvtsh_ss(b->d);
+    }
+}
+
+/* rows 4g..4g+3 against 8 tokens of a panel's super-block (P: its quads at the 8 tokens'
+ * offset, xd: their scales) into acc[row][token] */
+INLINE void iqp_rows4x8(const iqp_rows *w, int g, const uint8_t *P, __m256 xd, float *acc, size_t as) {
+    __m256i isum[4];
+    UNROLL for (int r = 0; r < 4; r++) isum[r] = _mm256_setzero_si256();
+    for (int sb = 0; sb < 8; sb++) {
+        __m256i part[4];
+        UNROLL for (int r = 0; r < 4; r++) part[r] = _mm256_setzero_si256();
+        UNROLL for (int q = 0; q < 8; q++) {
+            const int k = 8 * sb + q;
+            const __m256i xv = _mm256_load_si256((const __m256i *)(P + 64 * k));
+            UNROLL for (int r = 0; r < 4; r++) {
+                int32_t wv;
+                memcpy(&wv, w->wq[4 * g + r] + 4 * k, 4);
+                part[r] = _mm256_dpbusd_avx_epi32(part[r], xv, _mm256_set1_epi32(wv));
+            }
+        }
+        UNROLL for (int r = 0; r < 4; r++)
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(part[r], _mm256_set1_epi32(w->ls[4 * g + r][sb])));
+    }
+    UNROLL for (int r = 0; r < 4; r++) {
+        float *a = acc + (size_t)(4 * g + r) * as;
+        const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(isum[r], _mm256_set1_epi32(w->bias[4 * g + r])));
+        _mm256_store_ps(a, _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(w->dw[4 * g + r]), xd), v, _mm256_load_ps(a)));
+    }
+}
+
+#define IQP_TOK 64 /* tokens per pass: matmul's token blocks */
+void hr_tile16_iq4_xs_avxvnni(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y, size_t ys,
+                               int n_x) {
+    iqp_rows d __attribute__((aligned(32)));
+    float acc[16][IQP_TOK] __attribute__((aligned(32)));
+    for (int t0 = 0; t0 < n_x; t0 += IQP_TOK) {
+        const int nt = n_x - t0 < IQP_TOK ? n_x - t0 : IQP_TOK;
+        memset(acc, 0, sizeof acc);
+        for (int64_t i = 0; i < n / HR_QK_K; i++) {
+            iqp_decode(&d, w, ws, i);
+            for (int h = 0; 8 * h < nt; h++) { /* 8 tokens: half h % 2 of panel (t0 + 8h) / 16 */
+                const int t = t0 + 8 * h;
+                const uint8_t *P = (const uint8_t *)panels + (size_t)(t / 16) * pb + (size_t)i * IQP_PB;
+                const __m256 xd = _mm256_loadu_ps((const float *)(P + 64 * 64) + t % 16);
+                UNROLL for (int g = 0; g < 4; g++) iqp_rows4x8(&d, g, P + 4 * (t % 16), xd, &acc[0][8 * h], IQP_TOK);
+            }
+        }
+        for (int c = 0; c < nt; c++)
+            for (int r = 0; r < 16; r++) y[(size_t)(t0 + c) * ys + r] = acc[r][c];
+    }
+}
+#endif
 
 #if !defined(HR_AVXVNNI) /* the AVX-VNNI build uses this one */
 /* ---- Q8_K prep: byte-identical to hr_prep_q8_K_scalar (ggml's quantize_row_q8_K_ref) ----

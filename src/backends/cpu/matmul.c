@@ -234,7 +234,7 @@ static int mm_setup(const hr_cpu *c, mm_job *j, const hr_mat *W, const hr_mat *W
     }
     s->xs = (hr_act_bytes(W->type, W->n_in) + 63) & ~(size_t)63;
     size_t panel_bytes = 0;
-    if (n_tok > 1 && x->tile16[W->type]) { /* panels of 16 tokens */
+    if (n_tok > 1 && x->tile16[W->type] && n_tok >= x->tile16_min[W->type]) { /* panels of 16 tokens */
         j->tile16 = x->tile16[W->type], j->t16prep = x->tile16_prep[W->type], j->align = 16;
         j->pb = (x->tile16_bytes[W->type](W->n_in) + 63) & ~(size_t)63;
         if ((uint64_t)n_tok > SIZE_MAX / 4 / j->pb) return hr_errf(e, "matmul: batch too large");
