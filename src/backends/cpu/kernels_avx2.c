@@ -552,10 +552,13 @@ INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
 TILE_X_ROWS(q8_0)
 
 
-#if defined(HR_AVXVNNI) /* IQ4_XS prompts as panels (kquant_k_avx2.c's AVX-VNNI build) */
-#define K_TILE16                                                                                   \
-    .tile16 = {[HR_IQ4_XS] = hr_tile16_iq4_xs_avxvnni}, .tile16_prep = {[HR_IQ4_XS] = hr_tile16_prep_iq4_xs_avxvnni}, \
-    .tile16_bytes = {[HR_IQ4_XS] = hr_tile16_bytes_iq4_xs_avxvnni}, .tile16_min = {[HR_IQ4_XS] = 16},
+#if defined(HR_AVXVNNI) /* IQ4_XS and the K-quants Q4_K, Q5_K, Q6_K: prompts as panels (kquant_k_avx2.c's AVX-VNNI build) */
+#define K_TILE16                                                                                              \
+    .tile16 = {[HR_IQ4_XS] = hr_tile16_iq4_xs_avxvnni, [HR_Q4_K] = hr_tile16_q4_K_avxvnni,                    \
+               [HR_Q5_K] = hr_tile16_q5_K_avxvnni, [HR_Q6_K] = hr_tile16_q6_K_avxvnni},                         \
+    .tile16_prep = {HR_KQX_SHAPE(hr_tile16_prep_q8K_avxvnni), [HR_Q6_K] = hr_tile16_prep_q8K_avxvnni},         \
+    .tile16_bytes = {HR_KQX_SHAPE(hr_tile16_bytes_q8K_avxvnni), [HR_Q6_K] = hr_tile16_bytes_q8K_avxvnni},      \
+    .tile16_min = {HR_KQX_SHAPE(16), [HR_Q6_K] = 8},
 #else
 #define K_TILE16
 #endif

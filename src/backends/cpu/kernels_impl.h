@@ -93,12 +93,18 @@ void hr_rows16_q4_0_amx(int64_t n, const void *w, size_t ws, const void *x, size
 void hr_tile16_prep_q8_amx(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
 size_t hr_tile16_bytes_q8_amx(int64_t n);
 
-/* IQ4_XS prompts on the AVX-VNNI table (kquant_k_avxvnni.c): panels of 16 tokens, tile16's
- * contract above, each output vec_dot's bit for bit. */
-void hr_tile16_iq4_xs_avxvnni(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y, size_t ys,
-                              int n_x);
-void hr_tile16_prep_iq4_xs_avxvnni(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
-size_t hr_tile16_bytes_iq4_xs_avxvnni(int64_t n);
+/* IQ4_XS, Q4_K, Q5_K and Q6_K prompts on the AVX-VNNI table (kquant_k_avxvnni.c): panels of 16
+ * tokens (one prep and size for the three: Q8_K rows), tile16's contract above, each output
+ * vec_dot's bit for bit. */
+#define HR_KP_DECL(T)                                                                                              \
+    void hr_tile16_##T##_avxvnni(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y, size_t ys, \
+                                 int n_x);
+HR_KP_DECL(iq4_xs)
+HR_KP_DECL(q4_K)
+HR_KP_DECL(q5_K)
+HR_KP_DECL(q6_K)
+void hr_tile16_prep_q8K_avxvnni(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
+size_t hr_tile16_bytes_q8K_avxvnni(int64_t n);
 /* Round to nearest, ties to even, as _mm256_round_ps(_MM_ROUND_NEAREST) does; adding and
  * removing 1.5*2^23 leaves the FPU's default rounding to do it (|v| <= 2^22 here). ISO C
  * mode, no fast-math: the pair is not folded. */

@@ -81,6 +81,35 @@ INLINE __m128i hsum4x8i(const __m256i v[4]) {
 INLINE __m256 fma_tot(__m256 acc, float d, __m256i v) {
     return _mm256_zextps128_ps256(_mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss((float)hsum8i(v)), _mm256_castps256_ps128(acc)));
 }
+/* Q4_K/Q5_K super-blocks' float steps, in order: acc += dd * sumi, then += dm * mins (dd = dx *
+ * d, dm = -dx * dmin). The AVX2 table adds lane by lane; its AVX-VNNI build, whose prompt panels
+ * sum in another lane order, adds each term's exact integer total in lane 0 (k45_fin2: two
+ * super-blocks' four terms f[i] * v[i] with their totals taken at once). */
+INLINE __m256 k45_fin(__m256 acc, float dd, __m256i sumi, float dm, __m256i mins) {
+#if defined(HR_AVXVNNI)
+    return fma_tot(fma_tot(acc, dd, sumi), dm, mins);
+#else
+    return fma_int(fma_int(acc, dd, sumi), dm, mins);
+#endif
+}
+/* fma_tot of 4 terms f[i] * v[i] in order, their totals taken at once */
+INLINE __m256 fma_tot4(__m256 acc, const float f[4], const __m256i v[4]) {
+    const __m128 t = _mm_cvtepi32_ps(hsum4x8i(v));
+    __m128 a = _mm256_castps256_ps128(acc);
+    a = _mm_fmadd_ss(_mm_set_ss(f[0]), t, a);
+    a = _mm_fmadd_ss(_mm_set_ss(f[1]), _mm_movehdup_ps(t), a);
+    a = _mm_fmadd_ss(_mm_set_ss(f[2]), _mm_movehl_ps(t, t), a);
+    a = _mm_fmadd_ss(_mm_set_ss(f[3]), _mm_shuffle_ps(t, t, 3), a);
+    return _mm256_zextps128_ps256(a);
+}
+INLINE __m256 k45_fin2(__m256 acc, const float f[4], const __m256i v[4]) {
+#if defined(HR_AVXVNNI)
+    return fma_tot4(acc, f, v);
+#else
+    UNROLL for (int i = 0; i < 4; i++) acc = fma_int(acc, f[i], v[i]);
+    return acc;
+#endif
+}
 
 /* ---- Q2_K: 2-bit codes, 16 sub-blocks of 16 with a 4-bit scale and a 4-bit min ---- */
 INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc) {
@@ -141,8 +170,7 @@ INLINE __m256i bcast_scale(__m256i sc2, int k) { /* sc2: the 8 scales in both 12
         sumi = madd_add(madd_add(sumi, p0, bcast_scale(sc2, 2 * j)), p1, bcast_scale(sc2, 2 * j + 1)); \
     }                                                                                                    \
     const float dx = x->d;                                                                               \
-    acc = fma_int(acc, dx * _cvtsh_ss(w->d), sumi);                                                      \
-    return fma_int(acc, -dx * _cvtsh_ss(w->dmin), k4_mins(scm, x->bsums));
+    return k45_fin(acc, dx * _cvtsh_ss(w->d), sumi, -dx * _cvtsh_ss(w->dmin), k4_mins(scm, x->bsums));
 
 INLINE __m256 sb_q4_K(const hr_block_q4_K *w, const hr_block_q8_K *x, __m256 acc) { K45_BODY() }
 
@@ -153,7 +181,8 @@ INLINE __m256 sb_q5_K(const hr_block_q5_K *w, const hr_block_q8_K *x, __m256 acc
 }
 
 /* ---- Q6_K: 6-bit codes (value + 32), 16 signed 8-bit scales ---- */
-INLINE __m256 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m256 acc) {
+/* the super-block's integer lanes (sb_q6_K's before its float step) */
+INLINE __m256i si_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x) {
     const __m256i s16 = _mm256_cvtepi8_epi16(ld128(w->scales));
     const scales16 sc = scales16_of(s16);
     const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x->bsums)), 5);
@@ -172,7 +201,37 @@ INLINE __m256 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m256 acc
             sumi = madd_add(sumi, p, scale_pair16(&sc, 4 * h + k));
         }
     }
-    return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm256_sub_epi32(sumi, off));
+    return _mm256_sub_epi32(sumi, off);
+}
+/* si_q6_K of 4 activation rows, each weight register unpacked once for the 4 */
+INLINE void si4_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *const x[4], __m256i out[4]) {
+    const __m256i s16 = _mm256_cvtepi8_epi16(ld128(w->scales));
+    const scales16 sc = scales16_of(s16);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    __m256i sumi[4];
+    UNROLL for (int c = 0; c < 4; c++) sumi[c] = _mm256_setzero_si256();
+    UNROLL for (int h = 0; h < 2; h++) {
+        const __m256i l0 = ld256(w->ql + 64 * h), l1 = ld256(w->ql + 64 * h + 32), qh = ld256(w->qh + 32 * h);
+        UNROLL for (int k = 0; k < 4; k++) {
+            const __m256i lo = k & 1 ? l1 : l0;
+            const __m256i nib = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(lo, 4) : lo, m4);
+            const __m256i v = _mm256_or_si256(nib, _mm256_and_si256(move_bit(qh, 2 * k, 4), m30));
+            const __m256i sp = scale_pair16(&sc, 4 * h + k);
+            UNROLL for (int c = 0; c < 4; c++)
+                sumi[c] = madd_add(sumi[c], _mm256_maddubs_epi16(v, ld256(x[c]->qs + 128 * h + 32 * k)), sp);
+        }
+    }
+    UNROLL for (int c = 0; c < 4; c++)
+        out[c] = _mm256_sub_epi32(sumi[c], _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x[c]->bsums)), 5));
+}
+/* AVX2 adds lane by lane; the AVX-VNNI build the exact total (its prompt panels sum in
+ * another lane order; KQ_ROW_TOT takes 4 super-blocks' totals at once) */
+INLINE __m256 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m256 acc) {
+#if defined(HR_AVXVNNI)
+    return fma_tot(acc, x->d * _cvtsh_ss(w->d), si_q6_K(w, x));
+#else
+    return fma_int(acc, x->d * _cvtsh_ss(w->d), si_q6_K(w, x));
+#endif
 }
 
 /* ---- IQ4_XS: 4-bit indices into the IQ4_NL levels, 8 sub-blocks of 32, 6-bit scales ---- */
@@ -205,6 +264,10 @@ INLINE __m256 sb_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *x, __m256
     return fma_tot(acc, x->d * _cvtsh_ss(w->d), si_iq4_xs(w, x));
 }
 
+INLINE void si4_iq4_xs(const hr_block_iq4_xs *w, const hr_block_q8_K *const x[4], __m256i out[4]) {
+    UNROLL for (int c = 0; c < 4; c++) out[c] = si_iq4_xs(w, x[c]);
+}
+
 /* ---- Q4_K / Q5_K in decode: two super-blocks' scales and mins unpacked at once ----
  * k4_scales_mins' steps run on the 12-byte fields of super-blocks i and i+1 side by side, one
  * per 128-bit lane, and stop before widening; each super-block then picks its int16 scale
@@ -224,9 +287,11 @@ INLINE __m256i k4_scales_mins_x2(const uint8_t *s0, const uint8_t *s1) {
 }
 /* byte k of sb (8 scales then 8 mins, the same in both lanes) zero-extended in every int16 lane */
 INLINE __m256i zpick16(__m256i sb, int k) { return _mm256_shuffle_epi8(sb, bcast16(0x8000 | k)); }
-/* sb: one super-block's bytes of k4_scales_mins_x2 in both lanes; qh NULL for Q4_K */
-INLINE __m256 k45_sb2(const uint8_t *qs, const uint8_t *qh, __m256i sb, uint16_t d, uint16_t dmin,
-                      const hr_block_q8_K *x, __m256 acc) {
+/* sb: one super-block's bytes of k4_scales_mins_x2 in both lanes; qh NULL for Q4_K. The
+ * super-block's scaled sums into v[0], its mins term into v[1], their factors into f[0], f[1]
+ * (k45_fin2's order). */
+INLINE void k45_si2(const uint8_t *qs, const uint8_t *qh, __m256i sb, uint16_t d, uint16_t dmin,
+                    const hr_block_q8_K *x, __m256i v[2], float f[2]) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     const __m256i hb = qh ? ld256(qh) : _mm256_setzero_si256();
     __m256i sumi = _mm256_setzero_si256();
@@ -239,12 +304,12 @@ INLINE __m256 k45_sb2(const uint8_t *qs, const uint8_t *qh, __m256i sb, uint16_t
         sumi = madd_add(madd_add(sumi, p0, zpick16(sb, 2 * j)), p1, zpick16(sb, 2 * j + 1));
     }
     const float dx = x->d;
-    acc = fma_int(acc, dx * _cvtsh_ss(d), sumi);
     /* k4_mins' layout: int16 lane 2k and 2k+1 hold min k */
     const __m256i md = _mm256_shuffle_epi8(sb, _mm256_setr_epi16(
         (short)0x8008, (short)0x8008, (short)0x8009, (short)0x8009, (short)0x800a, (short)0x800a, (short)0x800b, (short)0x800b,
         (short)0x800c, (short)0x800c, (short)0x800d, (short)0x800d, (short)0x800e, (short)0x800e, (short)0x800f, (short)0x800f));
-    return fma_int(acc, -dx * _cvtsh_ss(dmin), _mm256_madd_epi16(md, ld256(x->bsums)));
+    v[0] = sumi, v[1] = _mm256_madd_epi16(md, ld256(x->bsums));
+    f[0] = dx * _cvtsh_ss(d), f[1] = -dx * _cvtsh_ss(dmin);
 }
 #define QH_q4_K(b) NULL
 #define QH_q5_K(b) (b)->qh
@@ -279,12 +344,15 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
         int64_t i = 0;                                                                                     \
         for (; i + 2 <= nb; i += 2) {                                                                      \
             const __m256i dec = k4_scales_mins_x2(W[i].scales, W[i + 1].scales);                           \
+            __m256i v_[4];                                                                                 \
+            float f_[4];                                                                                   \
             PFB(i);                                                                                        \
-            a_ = k45_sb2(W[i].qs, QH_##T(&W[i]), _mm256_permute2x128_si256(dec, dec, 0x00), W[i].d,         \
-                         W[i].dmin, &X[i], a_);                                                            \
+            k45_si2(W[i].qs, QH_##T(&W[i]), _mm256_permute2x128_si256(dec, dec, 0x00), W[i].d, W[i].dmin,   \
+                    &X[i], v_, f_);                                                                        \
             PFB(i + 1);                                                                                    \
-            a_ = k45_sb2(W[i + 1].qs, QH_##T(&W[i + 1]), _mm256_permute2x128_si256(dec, dec, 0x11),        \
-                         W[i + 1].d, W[i + 1].dmin, &X[i + 1], a_);                                        \
+            k45_si2(W[i + 1].qs, QH_##T(&W[i + 1]), _mm256_permute2x128_si256(dec, dec, 0x11), W[i + 1].d, \
+                    W[i + 1].dmin, &X[i + 1], v_ + 2, f_ + 2);                                             \
+            a_ = k45_fin2(a_, f_, v_);                                                                     \
         }                                                                                                  \
         for (; i < nb; i++) {                                                                              \
             PFB(i);                                                                                        \
@@ -296,8 +364,34 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
 #define KQ_ROW_q3_K KQ_ROW_PLAIN
 #define KQ_ROW_q4_K KQ_ROW_K45
 #define KQ_ROW_q5_K KQ_ROW_K45
+/* Types whose float step adds the super-block's exact total (IQ4_XS; Q6_K on AVX-VNNI): 4
+ * super-blocks' totals at once, then their 4 steps in order, sb_T's results bit for bit. */
+#define KQ_ROW_TOT(T, PFB, OUT)                                                                            \
+    {                                                                                                      \
+        __m256 a_ = _mm256_setzero_ps();                                                                   \
+        int64_t i = 0;                                                                                     \
+        for (; i + 4 <= nb; i += 4) {                                                                      \
+            __m256i v_[4];                                                                                 \
+            float f_[4];                                                                                   \
+            UNROLL for (int u = 0; u < 4; u++) {                                                           \
+                PFB(i + u);                                                                                \
+                v_[u] = si_##T(&W[i + u], &X[i + u]);                                                      \
+                f_[u] = X[i + u].d * _cvtsh_ss(W[i + u].d);                                                \
+            }                                                                                              \
+            a_ = fma_tot4(a_, f_, v_);                                                                     \
+        }                                                                                                  \
+        for (; i < nb; i++) {                                                                              \
+            PFB(i);                                                                                        \
+            a_ = sb_##T(&W[i], &X[i], a_);                                                                 \
+        }                                                                                                  \
+        OUT = hsum8(a_);                                                                                   \
+    }
+#if defined(HR_AVXVNNI)
+#define KQ_ROW_q6_K KQ_ROW_TOT
+#else
 #define KQ_ROW_q6_K KQ_ROW_PLAIN
-#define KQ_ROW_iq4_xs KQ_ROW_PLAIN
+#endif
+#define KQ_ROW_iq4_xs KQ_ROW_TOT
 #define PFB_AHEAD(i) pf_block((const char *)&W[i], sizeof(W[0]), PF_AHEAD)
 
 /* rows4 of these types runs its rows one after the other: read side by side (4 streams, each
@@ -323,7 +417,7 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
         const int64_t nb = n / HR_QK_K;                                                                     \
         KQ_ROW_##T(T, PFB_AHEAD, *s)                                                                        \
     }                                                                                                       \
-    KQ_TILE(T, BLK)
+    KQ_TILE_##T(T, BLK)
 #define KQ_ROWS4(T, BLK)                                                                                    \
     void hr_rows4_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,       \
                              size_t ys) {                                                                   \
@@ -367,6 +461,43 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
             UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = hsum8(acc[r][c]);                    \
     }
 
+/* The plain tile of the types that add exact totals: a row's 4 tokens (si4_T) and their totals
+ * at once */
+#define KQ_TILE_TOT(T, BLK)                                                                                 \
+    void hr_tile_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,        \
+                            size_t ys) {                                                                    \
+        const char *W = w, *X = x;                                                                          \
+        UNROLL for (int r = 0; r < HR_TILE_R; r++) {                                                        \
+            __m128 acc = _mm_setzero_ps();                                                                  \
+            for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                     \
+                const BLK *b = (const BLK *)(W + r * ws) + i;                                               \
+                __m256i v[HR_TILE_C];                                                                       \
+                const hr_block_q8_K *xc[HR_TILE_C];                                                         \
+                float f[HR_TILE_C], o[HR_TILE_C];                                                           \
+                pf_block((const char *)b, sizeof(BLK), PF_AHEAD);                                           \
+                UNROLL for (int c = 0; c < HR_TILE_C; c++) {                                                \
+                    xc[c] = (const hr_block_q8_K *)(X + c * xs) + i;                                        \
+                    f[c] = xc[c]->d * _cvtsh_ss(b->d);                                                      \
+                }                                                                                           \
+                si4_##T(b, xc, v);                                                                          \
+                acc = _mm_fmadd_ps(_mm_loadu_ps(f), _mm_cvtepi32_ps(hsum4x8i(v)), acc);                     \
+                if (i + 1 == n / HR_QK_K) {                                                                 \
+                    _mm_storeu_ps(o, acc);                                                                  \
+                    UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = o[c];                        \
+                }                                                                                           \
+            }                                                                                               \
+        }                                                                                                   \
+    }
+#define KQ_TILE_q2_K KQ_TILE
+#define KQ_TILE_q3_K KQ_TILE
+#define KQ_TILE_q4_K KQ_TILE
+#define KQ_TILE_q5_K KQ_TILE
+#if defined(HR_AVXVNNI)
+#define KQ_TILE_q6_K KQ_TILE_TOT
+#else
+#define KQ_TILE_q6_K KQ_TILE
+#endif
+#define KQ_TILE_iq4_xs KQ_TILE_TOT
 KQ_FUNCS(q2_K, hr_block_q2_K)
 KQ_FUNCS(q3_K, hr_block_q3_K)
 KQ_FUNCS(q4_K, hr_block_q4_K)
@@ -442,6 +573,8 @@ size_t hr_tile_xbytes_q8Kt_avx2(int64_t n) { return (size_t)(n / HR_QK_K) * size
 INLINE void tile_x_k45_row(int64_t n, const char *W, size_t bs, int q5, const char *X, size_t xs, float *y, size_t ys) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256 acc[HR_TILE_C];
+    __m128 acc4 = _mm_setzero_ps();
+    (void)acc4;
     UNROLL for (int c = 0; c < HR_TILE_C; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / HR_QK_K; i++) {
         const char *b = W + i * bs;
@@ -471,14 +604,29 @@ INLINE void tile_x_k45_row(int64_t n, const char *W, size_t bs, int q5, const ch
         const __m256i md = k4_mins_doubled(scm); /* once for the 4 tokens */
         uint16_t d, dmin;
         memcpy(&d, b, 2), memcpy(&dmin, b + 2, 2);
+        __m256i mins[HR_TILE_C];
+        float dx[HR_TILE_C];
         UNROLL for (int c = 0; c < HR_TILE_C; c++) {
             const q8Kt2 *x = (const q8Kt2 *)(X + c * xs) + i;
-            const float dx = x->d;
-            acc[c] = fma_int(acc[c], dx * _cvtsh_ss(d), sumi[c]);
-            acc[c] = fma_int(acc[c], -dx * _cvtsh_ss(dmin), _mm256_madd_epi16(md, ld256(x->bsums)));
+            dx[c] = x->d, mins[c] = _mm256_madd_epi16(md, ld256(x->bsums));
         }
+#if defined(HR_AVXVNNI) /* k45_fin's totals, the 4 tokens in the lanes of one register */
+        const __m128 vdx = _mm_loadu_ps(dx);
+        acc4 = _mm_fmadd_ps(_mm_mul_ps(vdx, _mm_set1_ps(_cvtsh_ss(d))), _mm_cvtepi32_ps(hsum4x8i(sumi)), acc4);
+        acc4 = _mm_fmadd_ps(_mm_mul_ps(_mm_xor_ps(vdx, _mm_set1_ps(-0.0f)), _mm_set1_ps(_cvtsh_ss(dmin))),
+                            _mm_cvtepi32_ps(hsum4x8i(mins)), acc4);
+#else
+        UNROLL for (int c = 0; c < HR_TILE_C; c++) acc[c] = k45_fin(acc[c], dx[c] * _cvtsh_ss(d), sumi[c], -dx[c] * _cvtsh_ss(dmin), mins[c]);
+#endif
     }
+#if defined(HR_AVXVNNI)
+    float o[HR_TILE_C];
+    _mm_storeu_ps(o, acc4);
+    UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys] = o[c];
+    (void)acc;
+#else
     UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys] = hsum8(acc[c]);
+#endif
 }
 #define KQ_TILE_X2_K45(T, BLK, Q5)                                                                        \
     void hr_tile_x_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,     \
@@ -558,76 +706,140 @@ void hr_tile_xprep_iq4_xs_avx2(const void *xq, void *xt, int64_t n) {
 }
 
 #if defined(HR_AVXVNNI)
-/* ---- IQ4_XS prompts on AVX-VNNI: panels of 16 tokens (tile16, kernels_impl.h) ----
+/* ---- IQ4_XS, Q4_K, Q5_K and Q6_K prompts on AVX-VNNI: panels of 16 tokens (tile16) ----
  * A GEMM rather than dots: the activations are the wide operand (a panel register holds 8
  * tokens' 4-element column quads, as x + 128, unsigned) and each weight row's quad comes as a
- * broadcast (signed levels, decoded once per call into wq for every token of the call), so a
- * vpdpbusd does 4 rows' worth of nothing but products: no per-(row, token) sign work, no
- * horizontal sums. Per row and sub-block the 8 quads' int32 sums take the sub-block scale
- * (vpmulld), the super-block's exact total loses the + 128 term (bias = 128 * sum of ls * w,
- * a per-row constant) and adds into the float accumulator as fma_tot does in vec_dot: the
- * same integer, the same float operations, so the bits are vec_dot's. */
-#define IQP_PB (64 * 64 + 64) /* a super-block of a panel: 64 quads x 16 tokens x 4 bytes, 16 scales */
+ * broadcast (its integer values, decoded once per call into wq for every token of the call), so
+ * a vpdpbusd does 4 rows' worth of nothing but products: no per-(row, token) sign work, no
+ * horizontal sums. Per row and sub-block the quads' int32 sums take the sub-block scale
+ * (vpmulld); per super-block the exact total loses the + 128 term (bias = 128 * sum of scale x
+ * value, a per-row constant) and the term a type adds per token from the activations' sums
+ * (Q4_K/Q5_K's mins, Q6_K's -32 offset: vpdpwssd over the panel's sums), and each term adds
+ * into the float accumulator as vec_dot adds its exact total (fma_tot, k45_fin): the same
+ * integers, the same float operations, so the bits are vec_dot's. */
+#define KP_D 4096                 /* a panel super-block: 64 quads x 16 tokens x 4 bytes; then */
+#define KP_S32 (KP_D + 64)        /* the 16 tokens' scales; per token 4 dwords: the sums of x */
+#define KP_S16 (KP_S32 + 256)     /* per 32 as int16 pairs; per token 8 dwords: per 16 */
+#define KP_PB (KP_S16 + 512)
 
-size_t hr_tile16_bytes_iq4_xs_avxvnni(int64_t n) { return (size_t)(n / HR_QK_K) * IQP_PB; }
+size_t hr_tile16_bytes_q8K_avxvnni(int64_t n) { return (size_t)(n / HR_QK_K) * KP_PB; }
 
-void hr_tile16_prep_iq4_xs_avxvnni(const void *xq, size_t xs, int n_x, void *panel, int64_t n) {
+void hr_tile16_prep_q8K_avxvnni(const void *xq, size_t xs, int n_x, void *panel, int64_t n) {
     uint8_t *P = panel;
-    for (int64_t i = 0; i < n / HR_QK_K; i++, P += IQP_PB) {
-        float *d = (float *)(P + 64 * 64);
+    for (int64_t i = 0; i < n / HR_QK_K; i++, P += KP_PB) {
+        float *d = (float *)(P + KP_D);
+        int16_t *s32 = (int16_t *)(P + KP_S32), *s16 = (int16_t *)(P + KP_S16);
         for (int c = 0; c < 16; c++) {
             const hr_block_q8_K *x = c < n_x ? (const hr_block_q8_K *)((const char *)xq + (size_t)c * xs) + i : NULL;
             for (int k = 0; k < 64; k++)
                 for (int b = 0; b < 4; b++) P[k * 64 + 4 * c + b] = (uint8_t)(x ? (uint8_t)x->qs[4 * k + b] ^ 0x80 : 0x80);
             d[c] = x ? x->d : 0.0f;
+            for (int j = 0; j < 16; j++) /* dword j / 2 of token c holds sums j & ~1, j | 1 */
+                s16[(j / 2) * 32 + 2 * c + (j & 1)] = x ? x->bsums[j] : 0;
+            for (int j = 0; j < 8; j++)
+                s32[(j / 2) * 32 + 2 * c + (j & 1)] = (int16_t)(x ? x->bsums[2 * j] + x->bsums[2 * j + 1] : 0);
         }
     }
 }
 
 typedef struct {
     int8_t wq[16][HR_QK_K];
-    int32_t ls[16][8], bias[16];
-    float dw[16];
-} iqp_rows;
+    int32_t sc[16][16], bias[16];
+    int32_t pr[16][8]; /* int16 pairs against the panel's sums: Q4_K/Q5_K mins, Q6_K scales */
+    float d[16], dmin[16];
+} kp_rows;
+enum { KP_IQ4_XS, KP_Q4_K, KP_Q5_K, KP_Q6_K };
 
-/* super-block i of 16 rows: levels in column order, scales, the + 128 term, d */
-INLINE void iqp_decode(iqp_rows *o, const char *W, size_t ws, int64_t i) {
-    const __m256i lv = dup128(ld128(hr_kvalues_iq4nl)), m4 = _mm256_set1_epi8(0x0f);
-    for (int r = 0; r < 16; r++) {
-        const hr_block_iq4_xs *b = (const hr_block_iq4_xs *)(W + r * ws) + i;
-        const __m256i ls = iq4xs_scales32(b);
-        int32_t sb[8]; /* sum of the levels per sub-block, from sums of w + 128 over 8 bytes */
-        UNROLL for (int p = 0; p < 4; p++) {
-            const __m256i q = ld256(b->qs + 32 * p);
-            const __m256i lo = _mm256_shuffle_epi8(lv, _mm256_and_si256(q, m4));
-            const __m256i hi = _mm256_shuffle_epi8(lv, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
-            const __m256i s0 = _mm256_permute2x128_si256(lo, hi, 0x20), s1 = _mm256_permute2x128_si256(lo, hi, 0x31);
-            _mm256_store_si256((__m256i *)(o->wq[r] + 64 * p), s0); /* sub-block 2p */
-            _mm256_store_si256((__m256i *)(o->wq[r] + 64 * p + 32), s1);
-            const __m256i k80 = _mm256_set1_epi8((char)0x80), z = _mm256_setzero_si256();
-            const __m256i a0 = _mm256_sad_epu8(_mm256_xor_si256(s0, k80), z), a1 = _mm256_sad_epu8(_mm256_xor_si256(s1, k80), z);
-            sb[2 * p] = (int32_t)(_mm256_extract_epi64(a0, 0) + _mm256_extract_epi64(a0, 1) + _mm256_extract_epi64(a0, 2) +
-                                  _mm256_extract_epi64(a0, 3)) - 32 * 128;
-            sb[2 * p + 1] = (int32_t)(_mm256_extract_epi64(a1, 0) + _mm256_extract_epi64(a1, 1) + _mm256_extract_epi64(a1, 2) +
-                                      _mm256_extract_epi64(a1, 3)) - 32 * 128;
-        }
-        _mm256_store_si256((__m256i *)o->ls[r], ls);
-        o->bias[r] = 128 * hsum8i(_mm256_mullo_epi32(ls, _mm256_loadu_si256((const __m256i *)sb)));
-        o->dw[r] = _cvtsh_ss(b->d);
+/* the sum of v's 32 bytes less 32 * c (the values of w + c), or of halves (sum16) */
+INLINE int32_t kp_sum32(__m256i v, int c) {
+    const __m256i a = _mm256_sad_epu8(v, _mm256_setzero_si256());
+    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    return (int32_t)(_mm_cvtsi128_si64(_mm_add_epi64(h, _mm_unpackhi_epi64(h, h))) - 32 * c);
+}
+INLINE void kp_sum16(__m256i v, int32_t *o) {
+    const __m256i a = _mm256_sad_epu8(v, _mm256_setzero_si256());
+    o[0] = (int32_t)(_mm256_extract_epi64(a, 0) + _mm256_extract_epi64(a, 1));
+    o[1] = (int32_t)(_mm256_extract_epi64(a, 2) + _mm256_extract_epi64(a, 3));
+}
+/* row r's super-block at b: values in column order, scales, the + 128 term, d (dmin, pairs) */
+INLINE void kp_decode_iq4_xs(kp_rows *o, int r, const char *b_) {
+    const hr_block_iq4_xs *b = (const hr_block_iq4_xs *)b_;
+    const __m256i lv = dup128(ld128(hr_kvalues_iq4nl)), m4 = _mm256_set1_epi8(0x0f), k80 = _mm256_set1_epi8((char)0x80);
+    int32_t sb[8]; /* the values' sum per sub-block */
+    UNROLL for (int p = 0; p < 4; p++) {
+        const __m256i q = ld256(b->qs + 32 * p);
+        const __m256i lo = _mm256_shuffle_epi8(lv, _mm256_and_si256(q, m4));
+        const __m256i hi = _mm256_shuffle_epi8(lv, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+        const __m256i s0 = _mm256_permute2x128_si256(lo, hi, 0x20), s1 = _mm256_permute2x128_si256(lo, hi, 0x31);
+        _mm256_store_si256((__m256i *)(o->wq[r] + 64 * p), s0); /* sub-block 2p */
+        _mm256_store_si256((__m256i *)(o->wq[r] + 64 * p + 32), s1);
+        sb[2 * p] = kp_sum32(_mm256_xor_si256(s0, k80), 128), sb[2 * p + 1] = kp_sum32(_mm256_xor_si256(s1, k80), 128);
     }
+    const __m256i ls = iq4xs_scales32(b);
+    _mm256_storeu_si256((__m256i *)o->sc[r], ls);
+    o->bias[r] = 128 * hsum8i(_mm256_mullo_epi32(ls, _mm256_loadu_si256((const __m256i *)sb)));
+    o->d[r] = _cvtsh_ss(b->d);
+}
+INLINE void kp_decode_k45(kp_rows *o, int r, const char *b_, int q5) {
+    const uint8_t *scales = q5 ? ((const hr_block_q5_K *)b_)->scales : ((const hr_block_q4_K *)b_)->scales;
+    const uint8_t *qs = q5 ? ((const hr_block_q5_K *)b_)->qs : ((const hr_block_q4_K *)b_)->qs;
+    const __m256i hb = q5 ? ld256(((const hr_block_q5_K *)b_)->qh) : _mm256_setzero_si256(), m4 = _mm256_set1_epi8(0x0f);
+    int32_t sb[8];
+    UNROLL for (int j = 0; j < 4; j++) { /* elements 64j..64j+31: low nibbles; 64j+32..: high */
+        const __m256i q = ld256(qs + 32 * j);
+        __m256i c0 = _mm256_and_si256(q, m4), c1 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        if (q5) c0 = _mm256_or_si256(c0, sel_bit(hb, 2 * j, 4)), c1 = _mm256_or_si256(c1, sel_bit(hb, 2 * j + 1, 4));
+        _mm256_store_si256((__m256i *)(o->wq[r] + 64 * j), c0);
+        _mm256_store_si256((__m256i *)(o->wq[r] + 64 * j + 32), c1);
+        sb[2 * j] = kp_sum32(c0, 0), sb[2 * j + 1] = kp_sum32(c1, 0);
+    }
+    const __m256i scm = k4_scales_mins(scales); /* int16: scales 0-7, mins 0-7 */
+    const __m256i sc = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(scm));
+    _mm256_storeu_si256((__m256i *)o->sc[r], sc);
+    _mm_storeu_si128((__m128i *)o->pr[r], _mm256_extracti128_si256(scm, 1));
+    o->bias[r] = 128 * hsum8i(_mm256_mullo_epi32(sc, _mm256_loadu_si256((const __m256i *)sb)));
+    uint16_t d, dmin;
+    memcpy(&d, b_, 2), memcpy(&dmin, b_ + 2, 2);
+    o->d[r] = _cvtsh_ss(d), o->dmin[r] = _cvtsh_ss(dmin);
+}
+INLINE void kp_decode_q6_K(kp_rows *o, int r, const char *b_) {
+    const hr_block_q6_K *w = (const hr_block_q6_K *)b_;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    int32_t sb[16];
+    UNROLL for (int h = 0; h < 2; h++) { /* as sb_q6_K: register (h, k) holds elements 128h + 32k.. */
+        const __m256i l0 = ld256(w->ql + 64 * h), l1 = ld256(w->ql + 64 * h + 32), qh = ld256(w->qh + 32 * h);
+        UNROLL for (int k = 0; k < 4; k++) {
+            const __m256i lo = k & 1 ? l1 : l0;
+            const __m256i nib = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(lo, 4) : lo, m4);
+            const __m256i v = _mm256_or_si256(nib, _mm256_and_si256(move_bit(qh, 2 * k, 4), m30));
+            _mm256_store_si256((__m256i *)(o->wq[r] + 128 * h + 32 * k), v);
+            kp_sum16(v, sb + 8 * h + 2 * k);
+        }
+    }
+    const __m256i s16 = _mm256_cvtepi8_epi16(ld128(w->scales));
+    const __m256i s0 = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(s16)), s1 = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(s16, 1));
+    _mm256_storeu_si256((__m256i *)o->sc[r], s0);
+    _mm256_storeu_si256((__m256i *)(o->sc[r] + 8), s1);
+    _mm256_storeu_si256((__m256i *)o->pr[r], s16);
+    o->bias[r] = 128 * (hsum8i(_mm256_mullo_epi32(s0, _mm256_loadu_si256((const __m256i *)sb))) +
+                        hsum8i(_mm256_mullo_epi32(s1, _mm256_loadu_si256((const __m256i *)(sb + 8)))));
+    o->d[r] = _cvtsh_ss(w->d);
 }
 
-/* rows 4g..4g+3 against 8 tokens of a panel's super-block (P: its quads at the 8 tokens'
- * offset, xd: their scales) into acc[row][token] */
-INLINE void iqp_rows4x8(const iqp_rows *w, int g, const uint8_t *P, __m256 xd, float *acc, size_t as) {
+/* rows 4g..4g+3 against 8 tokens of a panel's super-block (P: its first byte, t8: the tokens'
+ * offset in it, 0 or 8) into acc[row * as + token]; nsb sub-blocks of 32 / nsb * 8 values */
+INLINE void kp_rows4x8(const kp_rows *w, int g, int kind, const uint8_t *P, int t8, float *acc, size_t as) {
+    const int nsb = kind == KP_Q6_K ? 16 : 8, qpsb = 64 / nsb;
+    const uint8_t *Q = P + 4 * t8;
+    const __m256 xd = _mm256_loadu_ps((const float *)(P + KP_D) + t8);
     __m256i isum[4];
     UNROLL for (int r = 0; r < 4; r++) isum[r] = _mm256_setzero_si256();
-    for (int sb = 0; sb < 8; sb++) {
+    for (int sb = 0; sb < nsb; sb++) {
         __m256i part[4];
         UNROLL for (int r = 0; r < 4; r++) part[r] = _mm256_setzero_si256();
-        UNROLL for (int q = 0; q < 8; q++) {
-            const int k = 8 * sb + q;
-            const __m256i xv = _mm256_load_si256((const __m256i *)(P + 64 * k));
+        UNROLL for (int q = 0; q < qpsb; q++) {
+            const int k = qpsb * sb + q;
+            const __m256i xv = _mm256_load_si256((const __m256i *)(Q + 64 * k));
             UNROLL for (int r = 0; r < 4; r++) {
                 int32_t wv;
                 memcpy(&wv, w->wq[4 * g + r] + 4 * k, 4);
@@ -635,36 +847,60 @@ INLINE void iqp_rows4x8(const iqp_rows *w, int g, const uint8_t *P, __m256 xd, f
             }
         }
         UNROLL for (int r = 0; r < 4; r++)
-            isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(part[r], _mm256_set1_epi32(w->ls[4 * g + r][sb])));
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(part[r], _mm256_set1_epi32(w->sc[4 * g + r][sb])));
     }
     UNROLL for (int r = 0; r < 4; r++) {
-        float *a = acc + (size_t)(4 * g + r) * as;
-        const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(isum[r], _mm256_set1_epi32(w->bias[4 * g + r])));
-        _mm256_store_ps(a, _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(w->dw[4 * g + r]), xd), v, _mm256_load_ps(a)));
+        const int R = 4 * g + r;
+        float *a = acc + (size_t)R * as;
+        __m256i t = _mm256_sub_epi32(isum[r], _mm256_set1_epi32(w->bias[R])), pt = _mm256_setzero_si256();
+        const int np = kind == KP_Q6_K ? 8 : kind == KP_IQ4_XS ? 0 : 4;
+        const uint8_t *S = P + (kind == KP_Q6_K ? KP_S16 : KP_S32) + 4 * t8;
+        for (int i = 0; i < np; i++)
+            pt = _mm256_dpwssd_avx_epi32(pt, _mm256_load_si256((const __m256i *)(S + 64 * i)), _mm256_set1_epi32(w->pr[R][i]));
+        if (kind == KP_Q6_K) t = _mm256_sub_epi32(t, _mm256_slli_epi32(pt, 5)); /* sb_q6_K's off */
+        __m256 s = _mm256_fmadd_ps(_mm256_mul_ps(xd, _mm256_set1_ps(w->d[R])), _mm256_cvtepi32_ps(t), _mm256_load_ps(a));
+        if (kind == KP_Q4_K || kind == KP_Q5_K) /* k45_fin's second term, -dx * dmin */
+            s = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_xor_ps(xd, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(w->dmin[R])),
+                                _mm256_cvtepi32_ps(pt), s);
+        _mm256_store_ps(a, s);
     }
 }
 
-#define IQP_TOK 64 /* tokens per pass: matmul's token blocks */
-void hr_tile16_iq4_xs_avxvnni(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y, size_t ys,
-                               int n_x) {
-    iqp_rows d __attribute__((aligned(32)));
-    float acc[16][IQP_TOK] __attribute__((aligned(32)));
-    for (int t0 = 0; t0 < n_x; t0 += IQP_TOK) {
-        const int nt = n_x - t0 < IQP_TOK ? n_x - t0 : IQP_TOK;
+#define KP_TOK 64 /* tokens per pass: matmul's token blocks */
+/* 16 rows of super-blocks of bs bytes */
+INLINE void kp_tile16(int kind, size_t bs, int64_t n, const char *w, size_t ws, const char *panels, size_t pb, float *y,
+                      size_t ys, int n_x) {
+    kp_rows d __attribute__((aligned(32)));
+    float acc[16][KP_TOK] __attribute__((aligned(32)));
+    for (int t0 = 0; t0 < n_x; t0 += KP_TOK) {
+        const int nt = n_x - t0 < KP_TOK ? n_x - t0 : KP_TOK;
         memset(acc, 0, sizeof acc);
         for (int64_t i = 0; i < n / HR_QK_K; i++) {
-            iqp_decode(&d, w, ws, i);
-            for (int h = 0; 8 * h < nt; h++) { /* 8 tokens: half h % 2 of panel (t0 + 8h) / 16 */
+            for (int r = 0; r < 16; r++) {
+                const char *b = w + r * ws + i * bs;
+                if (kind == KP_IQ4_XS) kp_decode_iq4_xs(&d, r, b);
+                else if (kind == KP_Q6_K) kp_decode_q6_K(&d, r, b);
+                else kp_decode_k45(&d, r, b, kind == KP_Q5_K);
+            }
+            for (int h = 0; 8 * h < nt; h++) { /* 8 tokens: half (t0 + 8h) % 16 / 8 of panel (t0 + 8h) / 16 */
                 const int t = t0 + 8 * h;
-                const uint8_t *P = (const uint8_t *)panels + (size_t)(t / 16) * pb + (size_t)i * IQP_PB;
-                const __m256 xd = _mm256_loadu_ps((const float *)(P + 64 * 64) + t % 16);
-                UNROLL for (int g = 0; g < 4; g++) iqp_rows4x8(&d, g, P + 4 * (t % 16), xd, &acc[0][8 * h], IQP_TOK);
+                const uint8_t *P = (const uint8_t *)panels + (size_t)(t / 16) * pb + (size_t)i * KP_PB;
+                UNROLL for (int g = 0; g < 4; g++) kp_rows4x8(&d, g, kind, P, t % 16, &acc[0][8 * h], KP_TOK);
             }
         }
         for (int c = 0; c < nt; c++)
             for (int r = 0; r < 16; r++) y[(size_t)(t0 + c) * ys + r] = acc[r][c];
     }
 }
+#define KP_FUNC(T, KIND, BLK)                                                                                       \
+    void hr_tile16_##T##_avxvnni(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y,       \
+                                 size_t ys, int n_x) {                                                              \
+        kp_tile16(KIND, sizeof(BLK), n, w, ws, panels, pb, y, ys, n_x);                                             \
+    }
+KP_FUNC(iq4_xs, KP_IQ4_XS, hr_block_iq4_xs)
+KP_FUNC(q4_K, KP_Q4_K, hr_block_q4_K)
+KP_FUNC(q5_K, KP_Q5_K, hr_block_q5_K)
+KP_FUNC(q6_K, KP_Q6_K, hr_block_q6_K)
 #endif
 
 #if !defined(HR_AVXVNNI) /* the AVX-VNNI build uses this one */
