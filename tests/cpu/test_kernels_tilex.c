@@ -12,6 +12,7 @@
  *    threads, row counts that leave tile tails (4-row, 2-row, single): every output equal to vec_dot's, so a
  *    token's result does not depend on the batch or the thread count. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,6 +176,26 @@ static void check_tile16(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) 
         for (int i = 0; i < rows; i++) k->vec_dot[t](n, &want[c * rows + i], w + i * rb, xq + c * xs);
     }
     int bad = 0;
+    for (int worst = 0; worst < 2; worst++) {
+    if (worst) { /* every value at its largest, every activation at 127 (x + 128 = 255): the
+                  * AVX2 panels' int16 sums at their bound */
+        size_t o0 = 0, o1 = 0;
+        if (t == HR_Q4_K) o0 = offsetof(hr_block_q4_K, qs), o1 = sizeof(hr_block_q4_K);
+        if (t == HR_Q5_K) o0 = offsetof(hr_block_q5_K, qh), o1 = sizeof(hr_block_q5_K);
+        if (t == HR_Q6_K) o0 = 0, o1 = offsetof(hr_block_q6_K, scales);
+        if (!o1) break;
+        const size_t bs = hr_row_bytes(t, HR_QK_K);
+        for (int i = 0; i < rows; i++)
+            for (size_t b = 0; b < rb; b += bs) memset(w + i * rb + b + o0, 0xff, o1 - o0);
+        /* Q8_K maps a super-block's first largest |x| to -127: the others, of the other sign, to 127 */
+        for (int64_t i = 0; i < n; i++) x[i] = i % HR_QK_K ? -1.0f : 1.0f;
+        for (int c = 0; c < toks; c++) {
+            k->act_prep[t](x, xq + c * xs, n);
+            for (int i = 0; i < rows; i++) k->vec_dot[t](n, &want[c * rows + i], w + i * rb, xq + c * xs);
+        }
+        CHECKF((int8_t)xq[offsetof(hr_block_q8_K, qs) + 1] == 127, "worst case: x quantized to %d",
+               (int8_t)xq[offsetof(hr_block_q8_K, qs) + 1]);
+    }
     for (int nx = 1; nx <= T16_TOK; nx += nx < 20 ? 1 : 7) {
         const int c0 = nx % 3, r0 = nx % 5;
         memset(panel, 0x5a, pb * 5);
@@ -185,6 +206,7 @@ static void check_tile16(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) 
         for (int u = 0; u < nx; u++)
             for (int i = 0; i < 16; i++) bad += !same(yt[u * 16 + i], want[(c0 + u) * rows + r0 + i]);
         for (int i = nx * 16; i < T16_TOK * 16 + 8; i++) bad += yt[i] != -1.0f;
+    }
     }
     CHECKF(bad == 0, "%s tile16 %s n=%lld: %d results differ from vec_dot", k->name, hr_type_name(t), (long long)n, bad);
     free(w), free(xq), free(panel), free(x), free(want), free(yt);

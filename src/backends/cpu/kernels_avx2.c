@@ -552,16 +552,22 @@ INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
 TILE_X_ROWS(q8_0)
 
 
-#if defined(HR_AVXVNNI) /* IQ4_XS and the K-quants Q4_K, Q5_K, Q6_K: prompts as panels (kquant_k_avx2.c's AVX-VNNI build) */
-#define K_TILE16                                                                                              \
-    .tile16 = {[HR_IQ4_XS] = hr_tile16_iq4_xs_avxvnni, [HR_Q4_K] = hr_tile16_q4_K_avxvnni,                    \
-               [HR_Q5_K] = hr_tile16_q5_K_avxvnni, [HR_Q6_K] = hr_tile16_q6_K_avxvnni},                         \
-    .tile16_prep = {HR_KQX_SHAPE(hr_tile16_prep_q8K_avxvnni), [HR_Q6_K] = hr_tile16_prep_q8K_avxvnni},         \
-    .tile16_bytes = {HR_KQX_SHAPE(hr_tile16_bytes_q8K_avxvnni), [HR_Q6_K] = hr_tile16_bytes_q8K_avxvnni},      \
-    .tile16_min = {HR_KQX_SHAPE(16), [HR_Q6_K] = 8},
+/* K-quant prompts as panels (kquant_k_avx2.c; the AVX-VNNI build's names map through
+ * kquant_avxvnni_names.h), IQ4_XS's too with vpdpbusd. tile16_min: the batches from which the
+ * panels beat tile_x (Q4_K, Q5_K, IQ4_XS: 16 tokens) or Q6_K's plain tile (8). */
+#if defined(HR_AVXVNNI)
+#define K_TILE16_IQ4 [HR_IQ4_XS] = hr_tile16_iq4_xs_avx2,
+#define K_TILE16_MIN_IQ4 [HR_IQ4_XS] = 16,
 #else
-#define K_TILE16
+#define K_TILE16_IQ4
+#define K_TILE16_MIN_IQ4
 #endif
+#define K_TILE16                                                                                              \
+    .tile16 = {K_TILE16_IQ4[HR_Q4_K] = hr_tile16_q4_K_avx2, [HR_Q5_K] = hr_tile16_q5_K_avx2,                  \
+               [HR_Q6_K] = hr_tile16_q6_K_avx2},                                                              \
+    .tile16_prep = {HR_KQX_SHAPE(hr_tile16_prep_q8K_avx2), [HR_Q6_K] = hr_tile16_prep_q8K_avx2},               \
+    .tile16_bytes = {HR_KQX_SHAPE(hr_tile16_bytes_q8K_avx2), [HR_Q6_K] = hr_tile16_bytes_q8K_avx2},            \
+    .tile16_min = {K_TILE16_MIN_IQ4[HR_Q4_K] = 16, [HR_Q5_K] = 16, [HR_Q6_K] = 8},
 static const hr_kernels_ext k_avx2 = {
     .k = {
         .name = K_TABLE_NAME,

@@ -34,6 +34,13 @@
 #define hr_tile_xprep_iq4_xs_avx2 hr_tile_xprep_iq4_xs_avxvnni
 #define hr_tile_xprep_q4_K_avx2 hr_tile_xprep_q4_K_avxvnni
 #define hr_tile_xprep_q5_K_avx2 hr_tile_xprep_q5_K_avxvnni
+/* the prompt panels of kquant_k_avx2.c */
+#define hr_tile16_iq4_xs_avx2 hr_tile16_iq4_xs_avxvnni
+#define hr_tile16_q4_K_avx2 hr_tile16_q4_K_avxvnni
+#define hr_tile16_q5_K_avx2 hr_tile16_q5_K_avxvnni
+#define hr_tile16_q6_K_avx2 hr_tile16_q6_K_avxvnni
+#define hr_tile16_prep_q8K_avx2 hr_tile16_prep_q8K_avxvnni
+#define hr_tile16_bytes_q8K_avx2 hr_tile16_bytes_q8K_avxvnni
 /* the 32-element types of kquant_legacy_avx2.c (kquant_legacy_avxvnni.c) */
 #define hr_dot_iq4_nl_avx2 hr_dot_iq4_nl_avxvnni
 #define hr_dot_mxfp4_avx2 hr_dot_mxfp4_avxvnni

@@ -82,15 +82,10 @@ INLINE __m256 fma_tot(__m256 acc, float d, __m256i v) {
     return _mm256_zextps128_ps256(_mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss((float)hsum8i(v)), _mm256_castps256_ps128(acc)));
 }
 /* Q4_K/Q5_K super-blocks' float steps, in order: acc += dd * sumi, then += dm * mins (dd = dx *
- * d, dm = -dx * dmin). The AVX2 table adds lane by lane; its AVX-VNNI build, whose prompt panels
- * sum in another lane order, adds each term's exact integer total in lane 0 (k45_fin2: two
- * super-blocks' four terms f[i] * v[i] with their totals taken at once). */
+ * d, dm = -dx * dmin), each term's exact integer total in lane 0, as the prompt panels (which
+ * sum in another lane order) add them (k45_fin2: two super-blocks' four terms at once). */
 INLINE __m256 k45_fin(__m256 acc, float dd, __m256i sumi, float dm, __m256i mins) {
-#if defined(HR_AVXVNNI)
     return fma_tot(fma_tot(acc, dd, sumi), dm, mins);
-#else
-    return fma_int(fma_int(acc, dd, sumi), dm, mins);
-#endif
 }
 /* fma_tot of 4 terms f[i] * v[i] in order, their totals taken at once */
 INLINE __m256 fma_tot4(__m256 acc, const float f[4], const __m256i v[4]) {
@@ -102,14 +97,7 @@ INLINE __m256 fma_tot4(__m256 acc, const float f[4], const __m256i v[4]) {
     a = _mm_fmadd_ss(_mm_set_ss(f[3]), _mm_shuffle_ps(t, t, 3), a);
     return _mm256_zextps128_ps256(a);
 }
-INLINE __m256 k45_fin2(__m256 acc, const float f[4], const __m256i v[4]) {
-#if defined(HR_AVXVNNI)
-    return fma_tot4(acc, f, v);
-#else
-    UNROLL for (int i = 0; i < 4; i++) acc = fma_int(acc, f[i], v[i]);
-    return acc;
-#endif
-}
+INLINE __m256 k45_fin2(__m256 acc, const float f[4], const __m256i v[4]) { return fma_tot4(acc, f, v); }
 
 /* ---- Q2_K: 2-bit codes, 16 sub-blocks of 16 with a 4-bit scale and a 4-bit min ---- */
 INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc) {
@@ -224,14 +212,9 @@ INLINE void si4_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *const x[4], __
     UNROLL for (int c = 0; c < 4; c++)
         out[c] = _mm256_sub_epi32(sumi[c], _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x[c]->bsums)), 5));
 }
-/* AVX2 adds lane by lane; the AVX-VNNI build the exact total (its prompt panels sum in
- * another lane order; KQ_ROW_TOT takes 4 super-blocks' totals at once) */
+/* the exact total, as the prompt panels add it (KQ_ROW_TOT: 4 super-blocks' totals at once) */
 INLINE __m256 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m256 acc) {
-#if defined(HR_AVXVNNI)
     return fma_tot(acc, x->d * _cvtsh_ss(w->d), si_q6_K(w, x));
-#else
-    return fma_int(acc, x->d * _cvtsh_ss(w->d), si_q6_K(w, x));
-#endif
 }
 
 /* ---- IQ4_XS: 4-bit indices into the IQ4_NL levels, 8 sub-blocks of 32, 6-bit scales ---- */
@@ -364,7 +347,7 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
 #define KQ_ROW_q3_K KQ_ROW_PLAIN
 #define KQ_ROW_q4_K KQ_ROW_K45
 #define KQ_ROW_q5_K KQ_ROW_K45
-/* Types whose float step adds the super-block's exact total (IQ4_XS; Q6_K on AVX-VNNI): 4
+/* Types whose float step adds the super-block's exact total (IQ4_XS, Q6_K): 4
  * super-blocks' totals at once, then their 4 steps in order, sb_T's results bit for bit. */
 #define KQ_ROW_TOT(T, PFB, OUT)                                                                            \
     {                                                                                                      \
@@ -386,11 +369,7 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
         }                                                                                                  \
         OUT = hsum8(a_);                                                                                   \
     }
-#if defined(HR_AVXVNNI)
 #define KQ_ROW_q6_K KQ_ROW_TOT
-#else
-#define KQ_ROW_q6_K KQ_ROW_PLAIN
-#endif
 #define KQ_ROW_iq4_xs KQ_ROW_TOT
 #define PFB_AHEAD(i) pf_block((const char *)&W[i], sizeof(W[0]), PF_AHEAD)
 
@@ -492,11 +471,7 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
 #define KQ_TILE_q3_K KQ_TILE
 #define KQ_TILE_q4_K KQ_TILE
 #define KQ_TILE_q5_K KQ_TILE
-#if defined(HR_AVXVNNI)
 #define KQ_TILE_q6_K KQ_TILE_TOT
-#else
-#define KQ_TILE_q6_K KQ_TILE
-#endif
 #define KQ_TILE_iq4_xs KQ_TILE_TOT
 KQ_FUNCS(q2_K, hr_block_q2_K)
 KQ_FUNCS(q3_K, hr_block_q3_K)
@@ -572,10 +547,7 @@ size_t hr_tile_xbytes_q8Kt_avx2(int64_t n) { return (size_t)(n / HR_QK_K) * size
  * steps the same, so the bits are. */
 INLINE void tile_x_k45_row(int64_t n, const char *W, size_t bs, int q5, const char *X, size_t xs, float *y, size_t ys) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc[HR_TILE_C];
-    __m128 acc4 = _mm_setzero_ps();
-    (void)acc4;
-    UNROLL for (int c = 0; c < HR_TILE_C; c++) acc[c] = _mm256_setzero_ps();
+    __m128 acc = _mm_setzero_ps(); /* token c in lane c */
     for (int64_t i = 0; i < n / HR_QK_K; i++) {
         const char *b = W + i * bs;
         pf_block(b, bs, PF_AHEAD);
@@ -610,23 +582,15 @@ INLINE void tile_x_k45_row(int64_t n, const char *W, size_t bs, int q5, const ch
             const q8Kt2 *x = (const q8Kt2 *)(X + c * xs) + i;
             dx[c] = x->d, mins[c] = _mm256_madd_epi16(md, ld256(x->bsums));
         }
-#if defined(HR_AVXVNNI) /* k45_fin's totals, the 4 tokens in the lanes of one register */
+        /* k45_fin's totals, the 4 tokens in the lanes of one register */
         const __m128 vdx = _mm_loadu_ps(dx);
-        acc4 = _mm_fmadd_ps(_mm_mul_ps(vdx, _mm_set1_ps(_cvtsh_ss(d))), _mm_cvtepi32_ps(hsum4x8i(sumi)), acc4);
-        acc4 = _mm_fmadd_ps(_mm_mul_ps(_mm_xor_ps(vdx, _mm_set1_ps(-0.0f)), _mm_set1_ps(_cvtsh_ss(dmin))),
-                            _mm_cvtepi32_ps(hsum4x8i(mins)), acc4);
-#else
-        UNROLL for (int c = 0; c < HR_TILE_C; c++) acc[c] = k45_fin(acc[c], dx[c] * _cvtsh_ss(d), sumi[c], -dx[c] * _cvtsh_ss(dmin), mins[c]);
-#endif
+        acc = _mm_fmadd_ps(_mm_mul_ps(vdx, _mm_set1_ps(_cvtsh_ss(d))), _mm_cvtepi32_ps(hsum4x8i(sumi)), acc);
+        acc = _mm_fmadd_ps(_mm_mul_ps(_mm_xor_ps(vdx, _mm_set1_ps(-0.0f)), _mm_set1_ps(_cvtsh_ss(dmin))),
+                           _mm_cvtepi32_ps(hsum4x8i(mins)), acc);
     }
-#if defined(HR_AVXVNNI)
     float o[HR_TILE_C];
-    _mm_storeu_ps(o, acc4);
+    _mm_storeu_ps(o, acc);
     UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys] = o[c];
-    (void)acc;
-#else
-    UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys] = hsum8(acc[c]);
-#endif
 }
 #define KQ_TILE_X2_K45(T, BLK, Q5)                                                                        \
     void hr_tile_x_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,     \
@@ -705,14 +669,16 @@ void hr_tile_xprep_iq4_xs_avx2(const void *xq, void *xt, int64_t n) {
     }
 }
 
-#if defined(HR_AVXVNNI)
-/* ---- IQ4_XS, Q4_K, Q5_K and Q6_K prompts on AVX-VNNI: panels of 16 tokens (tile16) ----
+/* ---- Q4_K, Q5_K, Q6_K (and with AVX-VNNI IQ4_XS) prompts: panels of 16 tokens (tile16) ----
  * A GEMM rather than dots: the activations are the wide operand (a panel register holds 8
  * tokens' 4-element column quads, as x + 128, unsigned) and each weight row's quad comes as a
  * broadcast (its integer values, decoded once per call into wq for every token of the call), so
  * a vpdpbusd does 4 rows' worth of nothing but products: no per-(row, token) sign work, no
  * horizontal sums. Per row and sub-block the quads' int32 sums take the sub-block scale
- * (vpmulld); per super-block the exact total loses the + 128 term (bias = 128 * sum of scale x
+ * (vpmulld). AVX2 has no vpdpbusd: maddubs' int16 pair sums (x + 128 <= 255 against values of
+ * at most 15, 31, 63: below 2^15) add up while they fit (2 quads of Q4_K and Q5_K: Q4_K's 4
+ * would fit but ran at 0.65x; 1 of Q6_K) and madd multiplies them by the scale into int32; IQ4_XS's levels (to 127) would saturate, so
+ * it keeps tile_x there. Per super-block the exact total loses the + 128 term (bias = 128 * sum of scale x
  * value, a per-row constant) and the term a type adds per token from the activations' sums
  * (Q4_K/Q5_K's mins, Q6_K's -32 offset: vpdpwssd over the panel's sums), and each term adds
  * into the float accumulator as vec_dot adds its exact total (fma_tot, k45_fin): the same
@@ -722,9 +688,9 @@ void hr_tile_xprep_iq4_xs_avx2(const void *xq, void *xt, int64_t n) {
 #define KP_S16 (KP_S32 + 256)     /* per 32 as int16 pairs; per token 8 dwords: per 16 */
 #define KP_PB (KP_S16 + 512)
 
-size_t hr_tile16_bytes_q8K_avxvnni(int64_t n) { return (size_t)(n / HR_QK_K) * KP_PB; }
+size_t hr_tile16_bytes_q8K_avx2(int64_t n) { return (size_t)(n / HR_QK_K) * KP_PB; }
 
-void hr_tile16_prep_q8K_avxvnni(const void *xq, size_t xs, int n_x, void *panel, int64_t n) {
+void hr_tile16_prep_q8K_avx2(const void *xq, size_t xs, int n_x, void *panel, int64_t n) {
     uint8_t *P = panel;
     for (int64_t i = 0; i < n / HR_QK_K; i++, P += KP_PB) {
         float *d = (float *)(P + KP_D);
@@ -834,6 +800,7 @@ INLINE void kp_rows4x8(const kp_rows *w, int g, int kind, const uint8_t *P, int 
     const __m256 xd = _mm256_loadu_ps((const float *)(P + KP_D) + t8);
     __m256i isum[4];
     UNROLL for (int r = 0; r < 4; r++) isum[r] = _mm256_setzero_si256();
+#if defined(HR_AVXVNNI)
     for (int sb = 0; sb < nsb; sb++) {
         __m256i part[4];
         UNROLL for (int r = 0; r < 4; r++) part[r] = _mm256_setzero_si256();
@@ -849,6 +816,25 @@ INLINE void kp_rows4x8(const kp_rows *w, int g, int kind, const uint8_t *P, int 
         UNROLL for (int r = 0; r < 4; r++)
             isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(part[r], _mm256_set1_epi32(w->sc[4 * g + r][sb])));
     }
+#else
+    const int run = kind == KP_Q6_K ? 1 : 2; /* quads whose int16 sums fit */
+    for (int sb = 0; sb < nsb; sb++)
+        for (int q0 = 0; q0 < qpsb; q0 += run) {
+            __m256i part[4];
+            UNROLL for (int q = 0; q < run; q++) {
+                const int k = qpsb * sb + q0 + q;
+                const __m256i xv = _mm256_load_si256((const __m256i *)(Q + 64 * k));
+                UNROLL for (int r = 0; r < 4; r++) {
+                    int32_t wv;
+                    memcpy(&wv, w->wq[4 * g + r] + 4 * k, 4);
+                    const __m256i p = _mm256_maddubs_epi16(xv, _mm256_set1_epi32(wv));
+                    part[r] = q ? _mm256_add_epi16(part[r], p) : p;
+                }
+            }
+            UNROLL for (int r = 0; r < 4; r++)
+                isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(part[r], _mm256_set1_epi16((short)w->sc[4 * g + r][sb])));
+        }
+#endif
     UNROLL for (int r = 0; r < 4; r++) {
         const int R = 4 * g + r;
         float *a = acc + (size_t)R * as;
@@ -856,7 +842,7 @@ INLINE void kp_rows4x8(const kp_rows *w, int g, int kind, const uint8_t *P, int 
         const int np = kind == KP_Q6_K ? 8 : kind == KP_IQ4_XS ? 0 : 4;
         const uint8_t *S = P + (kind == KP_Q6_K ? KP_S16 : KP_S32) + 4 * t8;
         for (int i = 0; i < np; i++)
-            pt = _mm256_dpwssd_avx_epi32(pt, _mm256_load_si256((const __m256i *)(S + 64 * i)), _mm256_set1_epi32(w->pr[R][i]));
+            pt = madd_add(pt, _mm256_load_si256((const __m256i *)(S + 64 * i)), _mm256_set1_epi32(w->pr[R][i]));
         if (kind == KP_Q6_K) t = _mm256_sub_epi32(t, _mm256_slli_epi32(pt, 5)); /* sb_q6_K's off */
         __m256 s = _mm256_fmadd_ps(_mm256_mul_ps(xd, _mm256_set1_ps(w->d[R])), _mm256_cvtepi32_ps(t), _mm256_load_ps(a));
         if (kind == KP_Q4_K || kind == KP_Q5_K) /* k45_fin's second term, -dx * dmin */
@@ -893,15 +879,16 @@ INLINE void kp_tile16(int kind, size_t bs, int64_t n, const char *w, size_t ws, 
     }
 }
 #define KP_FUNC(T, KIND, BLK)                                                                                       \
-    void hr_tile16_##T##_avxvnni(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y,       \
-                                 size_t ys, int n_x) {                                                              \
+    void hr_tile16_##T##_avx2(int64_t n, const void *w, size_t ws, const void *panels, size_t pb, float *y,          \
+                              size_t ys, int n_x) {                                                                 \
         kp_tile16(KIND, sizeof(BLK), n, w, ws, panels, pb, y, ys, n_x);                                             \
     }
+#if defined(HR_AVXVNNI)
 KP_FUNC(iq4_xs, KP_IQ4_XS, hr_block_iq4_xs)
+#endif
 KP_FUNC(q4_K, KP_Q4_K, hr_block_q4_K)
 KP_FUNC(q5_K, KP_Q5_K, hr_block_q5_K)
 KP_FUNC(q6_K, KP_Q6_K, hr_block_q6_K)
-#endif
 
 #if !defined(HR_AVXVNNI) /* the AVX-VNNI build uses this one */
 /* ---- Q8_K prep: byte-identical to hr_prep_q8_K_scalar (ggml's quantize_row_q8_K_ref) ----
