@@ -71,19 +71,18 @@ INLINE int hsum8i(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 /* the exact totals of 4 registers' lanes, register c's in int32 lane c */
-_Static_assert(HR_TILE_C == 4, "tile_x_iq4_xs_row keeps its 4 tokens in one register");
+_Static_assert(HR_TILE_C == 4, "the tiles keep their 4 tokens' totals in one register");
 INLINE __m128i hsum4x8i(const __m256i v[4]) {
     const __m256i a = _mm256_hadd_epi32(v[0], v[1]), b = _mm256_hadd_epi32(v[2], v[3]), c = _mm256_hadd_epi32(a, b);
     return _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
 }
-/* acc lane 0 += d * the lanes' exact integer total, the other lanes left 0: IQ4_XS's prompt
- * panels (AVX-VNNI) sum a super-block in another lane order, so only its total can agree */
+/* acc lane 0 += d * the lanes' exact integer total, the other lanes left 0: the prompt panels
+ * (tile16, below) sum a super-block in another lane order, so only its total can agree */
 INLINE __m256 fma_tot(__m256 acc, float d, __m256i v) {
     return _mm256_zextps128_ps256(_mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss((float)hsum8i(v)), _mm256_castps256_ps128(acc)));
 }
-/* Q4_K/Q5_K super-blocks' float steps, in order: acc += dd * sumi, then += dm * mins (dd = dx *
- * d, dm = -dx * dmin), each term's exact integer total in lane 0, as the prompt panels (which
- * sum in another lane order) add them (k45_fin2: two super-blocks' four terms at once). */
+/* a Q4_K/Q5_K super-block's float steps, in order: acc += dd * sumi, then += dm * mins (dd = dx *
+ * d, dm = -dx * dmin), each term's exact total (fma_tot4 takes two super-blocks' four at once) */
 INLINE __m256 k45_fin(__m256 acc, float dd, __m256i sumi, float dm, __m256i mins) {
     return fma_tot(fma_tot(acc, dd, sumi), dm, mins);
 }
@@ -97,7 +96,6 @@ INLINE __m256 fma_tot4(__m256 acc, const float f[4], const __m256i v[4]) {
     a = _mm_fmadd_ss(_mm_set_ss(f[3]), _mm_shuffle_ps(t, t, 3), a);
     return _mm256_zextps128_ps256(a);
 }
-INLINE __m256 k45_fin2(__m256 acc, const float f[4], const __m256i v[4]) { return fma_tot4(acc, f, v); }
 
 /* ---- Q2_K: 2-bit codes, 16 sub-blocks of 16 with a 4-bit scale and a 4-bit min ---- */
 INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc) {
@@ -169,49 +167,40 @@ INLINE __m256 sb_q5_K(const hr_block_q5_K *w, const hr_block_q8_K *x, __m256 acc
 }
 
 /* ---- Q6_K: 6-bit codes (value + 32), 16 signed 8-bit scales ---- */
-/* the super-block's integer lanes (sb_q6_K's before its float step) */
-INLINE __m256i si_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x) {
-    const __m256i s16 = _mm256_cvtepi8_epi16(ld128(w->scales));
-    const scales16 sc = scales16_of(s16);
-    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x->bsums)), 5);
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-    __m256i sumi = _mm256_setzero_si256();
-    UNROLL for (int h = 0; h < 2; h++) {
-        const __m256i l0 = ld256(w->ql + 64 * h), l1 = ld256(w->ql + 64 * h + 32), qh = ld256(w->qh + 32 * h);
-        UNROLL for (int k = 0; k < 4; k++) {
-            const __m256i lo = k & 1 ? l1 : l0;
-            const __m256i nib = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(lo, 4) : lo, m4);
-            /* bits 2k, 2k+1 of each qh byte moved to bits 4-5 by one 16-bit shift (none for
-             * k = 2) and the mask: the bits that cross from the next byte land outside 0x30.
-             * Shifts and shuffles share two of Zen 3's four vector pipes, and were the limit. */
-            const __m256i top = _mm256_and_si256(move_bit(qh, 2 * k, 4), m30);
-            const __m256i p = _mm256_maddubs_epi16(_mm256_or_si256(nib, top), ld256(x->qs + 128 * h + 32 * k));
-            sumi = madd_add(sumi, p, scale_pair16(&sc, 4 * h + k));
-        }
-    }
-    return _mm256_sub_epi32(sumi, off);
+/* register k of half h: the values (0-63) of elements 128h + 32k .. 128h + 32k + 31 */
+INLINE __m256i q6_vals(__m256i l0, __m256i l1, __m256i qh, int k) {
+    const __m256i lo = k & 1 ? l1 : l0;
+    const __m256i nib = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(lo, 4) : lo, _mm256_set1_epi8(0x0f));
+    /* bits 2k, 2k+1 of each qh byte moved to bits 4-5 by one 16-bit shift (none for k = 2) and
+     * the mask: the bits that cross from the next byte land outside 0x30. Shifts and shuffles
+     * share two of Zen 3's four vector pipes, and were the limit. */
+    return _mm256_or_si256(nib, _mm256_and_si256(move_bit(qh, 2 * k, 4), _mm256_set1_epi8(0x30)));
 }
-/* si_q6_K of 4 activation rows, each weight register unpacked once for the 4 */
-INLINE void si4_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *const x[4], __m256i out[4]) {
+/* the super-block's integer lanes against nx activation rows, each weight register unpacked
+ * once for them (nx a constant: 1 in vec_dot's rows, 4 in the plain tile) */
+INLINE void sin_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *const *x, int nx, __m256i *out) {
     const __m256i s16 = _mm256_cvtepi8_epi16(ld128(w->scales));
     const scales16 sc = scales16_of(s16);
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
     __m256i sumi[4];
-    UNROLL for (int c = 0; c < 4; c++) sumi[c] = _mm256_setzero_si256();
+    UNROLL for (int c = 0; c < nx; c++) sumi[c] = _mm256_setzero_si256();
     UNROLL for (int h = 0; h < 2; h++) {
         const __m256i l0 = ld256(w->ql + 64 * h), l1 = ld256(w->ql + 64 * h + 32), qh = ld256(w->qh + 32 * h);
         UNROLL for (int k = 0; k < 4; k++) {
-            const __m256i lo = k & 1 ? l1 : l0;
-            const __m256i nib = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(lo, 4) : lo, m4);
-            const __m256i v = _mm256_or_si256(nib, _mm256_and_si256(move_bit(qh, 2 * k, 4), m30));
+            const __m256i v = q6_vals(l0, l1, qh, k);
             const __m256i sp = scale_pair16(&sc, 4 * h + k);
-            UNROLL for (int c = 0; c < 4; c++)
+            UNROLL for (int c = 0; c < nx; c++)
                 sumi[c] = madd_add(sumi[c], _mm256_maddubs_epi16(v, ld256(x[c]->qs + 128 * h + 32 * k)), sp);
         }
     }
-    UNROLL for (int c = 0; c < 4; c++)
+    UNROLL for (int c = 0; c < nx; c++)
         out[c] = _mm256_sub_epi32(sumi[c], _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x[c]->bsums)), 5));
 }
+INLINE __m256i si_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x) {
+    __m256i o;
+    sin_q6_K(w, &x, 1, &o);
+    return o;
+}
+INLINE void si4_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *const x[4], __m256i out[4]) { sin_q6_K(w, x, 4, out); }
 /* the exact total, as the prompt panels add it (KQ_ROW_TOT: 4 super-blocks' totals at once) */
 INLINE __m256 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m256 acc) {
     return fma_tot(acc, x->d * _cvtsh_ss(w->d), si_q6_K(w, x));
@@ -272,7 +261,7 @@ INLINE __m256i k4_scales_mins_x2(const uint8_t *s0, const uint8_t *s1) {
 INLINE __m256i zpick16(__m256i sb, int k) { return _mm256_shuffle_epi8(sb, bcast16(0x8000 | k)); }
 /* sb: one super-block's bytes of k4_scales_mins_x2 in both lanes; qh NULL for Q4_K. The
  * super-block's scaled sums into v[0], its mins term into v[1], their factors into f[0], f[1]
- * (k45_fin2's order). */
+ * (fma_tot4's order). */
 INLINE void k45_si2(const uint8_t *qs, const uint8_t *qh, __m256i sb, uint16_t d, uint16_t dmin,
                     const hr_block_q8_K *x, __m256i v[2], float f[2]) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
@@ -335,7 +324,7 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
             PFB(i + 1);                                                                                    \
             k45_si2(W[i + 1].qs, QH_##T(&W[i + 1]), _mm256_permute2x128_si256(dec, dec, 0x11), W[i + 1].d, \
                     W[i + 1].dmin, &X[i + 1], v_ + 2, f_ + 2);                                             \
-            a_ = k45_fin2(a_, f_, v_);                                                                     \
+            a_ = fma_tot4(a_, f_, v_);                                                                     \
         }                                                                                                  \
         for (; i < nb; i++) {                                                                              \
             PFB(i);                                                                                        \
@@ -770,14 +759,11 @@ INLINE void kp_decode_k45(kp_rows *o, int r, const char *b_, int q5) {
 }
 INLINE void kp_decode_q6_K(kp_rows *o, int r, const char *b_) {
     const hr_block_q6_K *w = (const hr_block_q6_K *)b_;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
     int32_t sb[16];
-    UNROLL for (int h = 0; h < 2; h++) { /* as sb_q6_K: register (h, k) holds elements 128h + 32k.. */
+    UNROLL for (int h = 0; h < 2; h++) {
         const __m256i l0 = ld256(w->ql + 64 * h), l1 = ld256(w->ql + 64 * h + 32), qh = ld256(w->qh + 32 * h);
         UNROLL for (int k = 0; k < 4; k++) {
-            const __m256i lo = k & 1 ? l1 : l0;
-            const __m256i nib = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(lo, 4) : lo, m4);
-            const __m256i v = _mm256_or_si256(nib, _mm256_and_si256(move_bit(qh, 2 * k, 4), m30));
+            const __m256i v = q6_vals(l0, l1, qh, k);
             _mm256_store_si256((__m256i *)(o->wq[r] + 128 * h + 32 * k), v);
             kp_sum16(v, sb + 8 * h + 2 * k);
         }
