@@ -301,14 +301,18 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
 /* One row W (nb super-blocks) against X into OUT, PFB(i) the prefetch while super-block i is
  * read: vec_dot, rows4's rows and gather4's rows all run this, so they agree bit for bit.
  * Q4_K/Q5_K go two super-blocks at a time (k45_sb2), an odd last one through sb_T. */
+/* super-blocks i.. one at a time through sb_T, then the row's sum into OUT */
+#define KQ_ROW_TAIL(T, PFB, OUT)                                                                           \
+    for (; i < nb; i++) {                                                                                  \
+        PFB(i);                                                                                            \
+        a_ = sb_##T(&W[i], &X[i], a_);                                                                     \
+    }                                                                                                      \
+    OUT = hsum8(a_);
 #define KQ_ROW_PLAIN(T, PFB, OUT)                                                                          \
     {                                                                                                      \
         __m256 a_ = _mm256_setzero_ps();                                                                   \
-        for (int64_t i = 0; i < nb; i++) {                                                                 \
-            PFB(i);                                                                                        \
-            a_ = sb_##T(&W[i], &X[i], a_);                                                                 \
-        }                                                                                                  \
-        OUT = hsum8(a_);                                                                                   \
+        int64_t i = 0;                                                                                     \
+        KQ_ROW_TAIL(T, PFB, OUT)                                                                           \
     }
 #define KQ_ROW_K45(T, PFB, OUT)                                                                            \
     {                                                                                                      \
@@ -326,11 +330,7 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
                     W[i + 1].dmin, &X[i + 1], v_ + 2, f_ + 2);                                             \
             a_ = fma_tot4(a_, f_, v_);                                                                     \
         }                                                                                                  \
-        for (; i < nb; i++) {                                                                              \
-            PFB(i);                                                                                        \
-            a_ = sb_##T(&W[i], &X[i], a_);                                                                 \
-        }                                                                                                  \
-        OUT = hsum8(a_);                                                                                   \
+        KQ_ROW_TAIL(T, PFB, OUT)                                                                           \
     }
 #define KQ_ROW_q2_K KQ_ROW_PLAIN
 #define KQ_ROW_q3_K KQ_ROW_PLAIN
@@ -352,11 +352,7 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
             }                                                                                              \
             a_ = fma_tot4(a_, f_, v_);                                                                     \
         }                                                                                                  \
-        for (; i < nb; i++) {                                                                              \
-            PFB(i);                                                                                        \
-            a_ = sb_##T(&W[i], &X[i], a_);                                                                 \
-        }                                                                                                  \
-        OUT = hsum8(a_);                                                                                   \
+        KQ_ROW_TAIL(T, PFB, OUT)                                                                           \
     }
 #define KQ_ROW_q6_K KQ_ROW_TOT
 #define KQ_ROW_iq4_xs KQ_ROW_TOT
