@@ -7,12 +7,16 @@
  * that do not depend on the element (the mins of Q2_K/Q4_K/Q5_K, the -4 of Q3_K, the -32
  * of Q6_K) are applied once per super-block from the activation's 16-element sums
  * (bsums), so the inner loops stay on unsigned codes. Each super-block then adds
- * d_x*d_w*int (and -d_x*dmin*mins) to one 8-lane float accumulator per (row, token).
+ * d_x*d_w*int (and -d_x*dmin*mins) to an 8-lane float accumulator per (row, token): lane by
+ * lane for Q2_K and Q3_K; for Q4_K, Q5_K, Q6_K and IQ4_XS as the lanes' exact total in lane 0
+ * (fma_tot), as their prompt panels (tile16, at the end: a GEMM over 16 rows and panels of 16
+ * tokens) must add it.
  *
- * vec_dot, rows4 (decode: 4 rows x 1 token) and tile (HR_TILE_R x HR_TILE_C) all run the
- * same inline super-block function per (row, token) in the same order, so they agree bit
- * for bit (batch independence). The AVX-512 table has its own kernels
- * (kquant_k_avx512.c) and shares the prep. */
+ * vec_dot, rows4 (decode: 4 rows x 1 token), tile (HR_TILE_R x HR_TILE_C), tile_x and tile16
+ * compute the same integers and float steps per (row, token) in the same order, so they agree
+ * bit for bit (batch independence). The AVX-VNNI table compiles this file again
+ * (kquant_k_avxvnni.c). The AVX-512 table has its own kernels (kquant_k_avx512.c) and shares
+ * the prep. */
 #include "kernels_impl.h"
 
 #if defined(HR_X86) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && \
