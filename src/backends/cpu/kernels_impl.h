@@ -173,6 +173,8 @@ HR_KQ_DECL_ALL(avx512)
     HR_KQX_DECL(q4_K, ISA) HR_KQX_DECL(q5_K, ISA) HR_KQX_DECL(iq4_xs, ISA) size_t hr_tile_xbytes_q8Kt_##ISA(int64_t n);
 HR_KQX_DECL_ALL(avx2)
 HR_KQX_DECL_ALL(avx512)
+/* IQ4_XS's 256-bit tile_xw: 2 rows x 8 tokens */
+void hr_tile_xw_iq4_xs_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
 /* AVX-512 only: Q6_K's tile_x, and the 2 x 8 wide tiles (tile_xw) of all four */
 HR_KQX_DECL(q6_K, avx512)
 #define HR_KQXW_DECL(T)                                                                             \

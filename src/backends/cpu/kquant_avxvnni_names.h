@@ -28,6 +28,7 @@
 #define hr_tile_q5_K_avx2 hr_tile_q5_K_avxvnni
 #define hr_tile_q6_K_avx2 hr_tile_q6_K_avxvnni
 #define hr_tile_x_iq4_xs_avx2 hr_tile_x_iq4_xs_avxvnni
+#define hr_tile_xw_iq4_xs_avx2 hr_tile_xw_iq4_xs_avxvnni
 #define hr_tile_x_q4_K_avx2 hr_tile_x_q4_K_avxvnni
 #define hr_tile_x_q5_K_avx2 hr_tile_x_q5_K_avxvnni
 #define hr_tile_xbytes_q8Kt_avx2 hr_tile_xbytes_q8Kt_avxvnni

@@ -604,16 +604,17 @@ KQ_TILE_X2_K45(q5_K, hr_block_q5_K, 1)
  * pattern: 5 registers) stay in registers, where a whole super-block's (20) spilled to the
  * stack and were reloaded for every token. The integer lanes are sb_iq4_xs's (summed in
  * another order: exact), the float step the same, so the bits are. */
-INLINE void tile_x_iq4_xs_row(int64_t n, const hr_block_iq4_xs *W, const char *X, size_t xs, float *y, size_t ys) {
+INLINE void tile_x_iq4_xs_row(int64_t n, const hr_block_iq4_xs *W, const char *X, size_t xs, float *y, size_t ys,
+                              const int C) { /* C: 4, or 8 (tile_xw) */
     const __m256i lv = dup128(ld128(hr_kvalues_iq4nl)), m4 = _mm256_set1_epi8(0x0f);
-    __m128 acc = _mm_setzero_ps(); /* token c in lane c: fma_tot's scalar, 4 at once */
+    __m128 acc[2] = {_mm_setzero_ps(), _mm_setzero_ps()}; /* token 4h + c in lane c of acc[h]: fma_tot's steps */
     for (int64_t i = 0; i < n / HR_QK_K; i++) {
         const hr_block_iq4_xs *b = W + i;
         pf_block((const char *)b, sizeof *b, PF_AHEAD);
         const __m256i ls32 = iq4xs_scales32(b);
         const __m256i ls = _mm256_permute4x64_epi64(_mm256_packs_epi32(ls32, ls32), 0x88);
-        __m256i sumi[HR_TILE_C];
-        UNROLL for (int c = 0; c < HR_TILE_C; c++) sumi[c] = _mm256_setzero_si256();
+        __m256i sumi[8];
+        UNROLL for (int c = 0; c < C; c++) sumi[c] = _mm256_setzero_si256();
         UNROLL for (int p = 0; p < 4; p++) {
             const __m256i q = ld256(b->qs + 32 * p);
             const __m256i vl = _mm256_shuffle_epi8(lv, _mm256_and_si256(q, m4));
@@ -623,7 +624,7 @@ INLINE void tile_x_iq4_xs_row(int64_t n, const hr_block_iq4_xs *W, const char *X
             const __m256i sc = _mm256_shuffle_epi8(ls, _mm256_setr_epi8(b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0,
                                                                         b1, b0, b1, b2, b3, b2, b3, b2, b3, b2, b3, b2, b3,
                                                                         b2, b3, b2, b3, b2, b3));
-            UNROLL for (int c = 0; c < HR_TILE_C; c++) {
+            UNROLL for (int c = 0; c < C; c++) {
                 const q8Kt2 *x = (const q8Kt2 *)(X + c * xs) + i;
                 const __m256i xl = _mm256_load_si256((const __m256i *)(x->qs + 64 * p));
                 const __m256i xh = _mm256_load_si256((const __m256i *)(x->qs + 64 * p + 32));
@@ -632,18 +633,25 @@ INLINE void tile_x_iq4_xs_row(int64_t n, const hr_block_iq4_xs *W, const char *X
                 sumi[c] = madd_add(madd_add(sumi[c], pl, sc), ph, sc);
             }
         }
-        float xd[HR_TILE_C];
-        UNROLL for (int c = 0; c < HR_TILE_C; c++) xd[c] = ((const q8Kt2 *)(X + c * xs) + i)->d;
-        const __m128 d = _mm_mul_ps(_mm_loadu_ps(xd), _mm_set1_ps(_cvtsh_ss(b->d)));
-        acc = _mm_fmadd_ps(d, _mm_cvtepi32_ps(hsum4x8i(sumi)), acc);
+        float xd[8];
+        UNROLL for (int c = 0; c < C; c++) xd[c] = ((const q8Kt2 *)(X + c * xs) + i)->d;
+        UNROLL for (int h = 0; h < C / 4; h++) {
+            const __m128 d = _mm_mul_ps(_mm_loadu_ps(xd + 4 * h), _mm_set1_ps(_cvtsh_ss(b->d)));
+            acc[h] = _mm_fmadd_ps(d, _mm_cvtepi32_ps(hsum4x8i(sumi + 4 * h)), acc[h]);
+        }
     }
-    float o[4];
-    _mm_storeu_ps(o, acc);
-    UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys] = o[c];
+    float o[8];
+    _mm_storeu_ps(o, acc[0]), _mm_storeu_ps(o + 4, acc[1]);
+    UNROLL for (int c = 0; c < C; c++) y[c * ys] = o[c];
 }
 void hr_tile_x_iq4_xs_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
     UNROLL for (int r = 0; r < HR_TILE_R; r++)
-        tile_x_iq4_xs_row(n, (const hr_block_iq4_xs *)((const char *)w + r * ws), x, xs, y + r, ys);
+        tile_x_iq4_xs_row(n, (const hr_block_iq4_xs *)((const char *)w + r * ws), x, xs, y + r, ys, HR_TILE_C);
+}
+/* 2 rows x 8 tokens: a sub-block pair's decoded levels serve 8 tokens */
+void hr_tile_xw_iq4_xs_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    UNROLL for (int r = 0; r < 2; r++)
+        tile_x_iq4_xs_row(n, (const hr_block_iq4_xs *)((const char *)w + r * ws), x, xs, y + r, ys, 8);
 }
 void hr_tile_xprep_iq4_xs_avx2(const void *xq, void *xt, int64_t n) {
     static const int ord[4] = ORD2_IQ4;
