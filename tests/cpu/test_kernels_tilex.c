@@ -24,7 +24,7 @@
 static int same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 static const uint32_t k_types[] = {HR_F16, HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q5_0, HR_IQ4_NL, HR_MXFP4,
-                                   HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS};
+                                   HR_Q2_K, HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS};
 
 /* lengths per block size: ragged groups of 8 blocks, one block, long rows; F16/BF16: tails
  * of 16 and of single elements */
@@ -183,6 +183,7 @@ static void check_tile16(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) 
         if (t == HR_Q4_K) o0 = offsetof(hr_block_q4_K, qs), o1 = sizeof(hr_block_q4_K);
         if (t == HR_Q5_K) o0 = offsetof(hr_block_q5_K, qh), o1 = sizeof(hr_block_q5_K);
         if (t == HR_Q6_K) o0 = 0, o1 = offsetof(hr_block_q6_K, scales);
+        if (t == HR_Q3_K) o0 = 0, o1 = offsetof(hr_block_q3_K, scales);
         if (!o1) break;
         const size_t bs = hr_row_bytes(t, HR_QK_K);
         for (int i = 0; i < rows; i++)

@@ -124,21 +124,38 @@ INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc
 
 /* ---- Q3_K: 2 low bits + a high bit (set: +0, clear: -4), 16 six-bit signed scales ---- */
 /* Code c = low | high << 2 in 0..7 is the value + 4, so the -4 goes into the bsums term. */
-INLINE __m256 sb_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *x, __m256 acc) {
+/* register k of half j: the codes of elements 128j + 32k .. 128j + 32k + 31 */
+INLINE __m256i q3_codes(__m256i q, __m256i hb, int j, int k) {
+    return _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * k), _mm256_set1_epi8(3)), sel_bit(hb, 4 * j + k, 2));
+}
+/* the super-block's integer lanes against nx activation rows (nx a constant: 1 or 4), each
+ * weight register unpacked once for them */
+INLINE void sin_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *const *x, int nx, __m256i *out) {
     const __m256i s16 = _mm256_cvtepi8_epi16(q3_scales(w->scales));
     const scales16 sc = scales16_of(s16);
-    const __m256i hb = ld256(w->hmask), m3 = _mm256_set1_epi8(3);
-    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x->bsums)), 2);
-    __m256i sumi = _mm256_setzero_si256();
+    const __m256i hb = ld256(w->hmask);
+    __m256i sumi[4];
+    UNROLL for (int c = 0; c < nx; c++) sumi[c] = _mm256_setzero_si256();
     UNROLL for (int j = 0; j < 2; j++) {
         const __m256i q = ld256(w->qs + 32 * j);
         UNROLL for (int k = 0; k < 4; k++) {
-            const __m256i c = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3), sel_bit(hb, 4 * j + k, 2));
-            const __m256i p = _mm256_maddubs_epi16(c, ld256(x->qs + 128 * j + 32 * k));
-            sumi = madd_add(sumi, p, scale_pair16(&sc, 4 * j + k));
+            const __m256i cd = q3_codes(q, hb, j, k), sp = scale_pair16(&sc, 4 * j + k);
+            UNROLL for (int c = 0; c < nx; c++)
+                sumi[c] = madd_add(sumi[c], _mm256_maddubs_epi16(cd, ld256(x[c]->qs + 128 * j + 32 * k)), sp);
         }
     }
-    return fma_int(acc, x->d * _cvtsh_ss(w->d), _mm256_sub_epi32(sumi, off));
+    UNROLL for (int c = 0; c < nx; c++)
+        out[c] = _mm256_sub_epi32(sumi[c], _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x[c]->bsums)), 2));
+}
+INLINE __m256i si_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *x) {
+    __m256i o;
+    sin_q3_K(w, &x, 1, &o);
+    return o;
+}
+INLINE void si4_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *const x[4], __m256i out[4]) { sin_q3_K(w, x, 4, out); }
+/* the exact total, as the prompt panels add it */
+INLINE __m256 sb_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *x, __m256 acc) {
+    return fma_tot(acc, x->d * _cvtsh_ss(w->d), si_q3_K(w, x));
 }
 
 /* ---- Q4_K / Q5_K: 8 sub-blocks of 32, 6-bit scales and mins (k4_scales_mins) ---- */
@@ -337,10 +354,10 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
         KQ_ROW_TAIL(T, PFB, OUT)                                                                           \
     }
 #define KQ_ROW_q2_K KQ_ROW_PLAIN
-#define KQ_ROW_q3_K KQ_ROW_PLAIN
+#define KQ_ROW_q3_K KQ_ROW_TOT
 #define KQ_ROW_q4_K KQ_ROW_K45
 #define KQ_ROW_q5_K KQ_ROW_K45
-/* Types whose float step adds the super-block's exact total (IQ4_XS, Q6_K): 4
+/* Types whose float step adds the super-block's exact total (Q3_K, Q6_K, IQ4_XS): 4
  * super-blocks' totals at once, then their 4 steps in order, sb_T's results bit for bit. */
 #define KQ_ROW_TOT(T, PFB, OUT)                                                                            \
     {                                                                                                      \
@@ -374,7 +391,6 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
         pf_block_l2(P + (i) * sizeof(W[0]), sizeof(W[0]));                                         \
     } while (0)
 #define ROWS4_SEQ_q2_K 0
-#define ROWS4_SEQ_q3_K 0
 #define ROWS4_SEQ_q4_K 1
 #define ROWS4_SEQ_q5_K 1
 #define ROWS4_SEQ_q6_K 1
@@ -457,7 +473,7 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
         }                                                                                                   \
     }
 #define KQ_TILE_q2_K KQ_TILE
-#define KQ_TILE_q3_K KQ_TILE
+#define KQ_TILE_q3_K KQ_TILE_TOT
 #define KQ_TILE_q4_K KQ_TILE
 #define KQ_TILE_q5_K KQ_TILE
 #define KQ_TILE_q6_K KQ_TILE_TOT
@@ -469,29 +485,32 @@ KQ_FUNCS(q5_K, hr_block_q5_K)
 KQ_FUNCS(q6_K, hr_block_q6_K)
 KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
 KQ_ROWS4(q2_K, hr_block_q2_K)
-KQ_ROWS4(q3_K, hr_block_q3_K)
 KQ_ROWS4(q4_K, hr_block_q4_K)
 KQ_ROWS4(q5_K, hr_block_q5_K)
 KQ_ROWS4(q6_K, hr_block_q6_K)
-/* IQ4_XS's rows4: the 4 rows' super-block totals at once (sb_iq4_xs's per row), row r's
- * scalar chain in lane r */
-void hr_rows4_iq4_xs_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
-    const hr_block_q8_K *X = x;
-    __m128 acc = _mm_setzero_ps();
-    (void)xs, (void)ys;
-    for (int64_t i = 0; i < n / HR_QK_K; i++) {
-        __m256i s[4];
-        float dw[4];
-        UNROLL for (int r = 0; r < 4; r++) {
-            const hr_block_iq4_xs *b = (const hr_block_iq4_xs *)((const char *)w + r * ws) + i;
-            pf_block_l2((const char *)b + PF4_ROWS * ws, sizeof *b);
-            s[r] = si_iq4_xs(b, &X[i]);
-            dw[r] = _cvtsh_ss(b->d);
-        }
-        acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(X[i].d), _mm_loadu_ps(dw)), _mm_cvtepi32_ps(hsum4x8i(s)), acc);
+/* rows4 of the types adding exact totals whose rows run side by side (Q3_K, IQ4_XS): the 4
+ * rows' super-block totals at once (sb_T's per row), row r's scalar chain in lane r */
+#define KQ_ROWS4_TOT(T, BLK)                                                                                \
+    void hr_rows4_##T##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,       \
+                             size_t ys) {                                                                   \
+        const hr_block_q8_K *X = x;                                                                         \
+        __m128 acc = _mm_setzero_ps();                                                                      \
+        (void)xs, (void)ys;                                                                                 \
+        for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                         \
+            __m256i s[4];                                                                                   \
+            float dw[4];                                                                                    \
+            UNROLL for (int r = 0; r < 4; r++) {                                                            \
+                const BLK *b = (const BLK *)((const char *)w + r * ws) + i;                                 \
+                pf_block_l2((const char *)b + PF4_ROWS * ws, sizeof *b);                                    \
+                s[r] = si_##T(b, &X[i]);                                                                    \
+                dw[r] = _cvtsh_ss(b->d);                                                                    \
+            }                                                                                               \
+            acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(X[i].d), _mm_loadu_ps(dw)), _mm_cvtepi32_ps(hsum4x8i(s)), acc); \
+        }                                                                                                   \
+        _mm_storeu_ps(y, acc);                                                                              \
     }
-    _mm_storeu_ps(y, acc);
-}
+KQ_ROWS4_TOT(q3_K, hr_block_q3_K)
+KQ_ROWS4_TOT(iq4_xs, hr_block_iq4_xs)
 
 /* gather4 (scattered rows, kernels_impl.h): vec_dot's row loop per row, the rows one after the
  * other; while reading a row's super-block it prefetches into L2 the same bytes of its nx row.
@@ -711,7 +730,7 @@ typedef struct {
     int32_t pr[16][8]; /* int16 pairs against the panel's sums: Q4_K/Q5_K mins, Q6_K scales */
     float d[16], dmin[16];
 } kp_rows;
-enum { KP_IQ4_XS, KP_Q4_K, KP_Q5_K, KP_Q6_K };
+enum { KP_IQ4_XS, KP_Q4_K, KP_Q5_K, KP_Q6_K, KP_Q3_K };
 
 /* the sum of v's 32 bytes less 32 * c (the values of w + c), or of halves (sum16) */
 INLINE int32_t kp_sum32(__m256i v, int c) {
@@ -765,6 +784,15 @@ INLINE void kp_decode_k45(kp_rows *o, int r, const char *b_, int q5) {
     memcpy(&d, b_, 2), memcpy(&dmin, b_ + 2, 2);
     o->d[r] = _cvtsh_ss(d), o->dmin[r] = _cvtsh_ss(dmin);
 }
+/* 16 sub-blocks' int16 scales s16 (values sums sb): as int32, as pairs, and the + 128 term */
+INLINE void kp_scales16(kp_rows *o, int r, __m256i s16, const int32_t sb[16]) {
+    const __m256i s0 = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(s16)), s1 = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(s16, 1));
+    _mm256_storeu_si256((__m256i *)o->sc[r], s0);
+    _mm256_storeu_si256((__m256i *)(o->sc[r] + 8), s1);
+    _mm256_storeu_si256((__m256i *)o->pr[r], s16);
+    o->bias[r] = 128 * (hsum8i(_mm256_mullo_epi32(s0, _mm256_loadu_si256((const __m256i *)sb))) +
+                        hsum8i(_mm256_mullo_epi32(s1, _mm256_loadu_si256((const __m256i *)(sb + 8)))));
+}
 INLINE void kp_decode_q6_K(kp_rows *o, int r, const char *b_) {
     const hr_block_q6_K *w = (const hr_block_q6_K *)b_;
     int32_t sb[16];
@@ -776,20 +804,31 @@ INLINE void kp_decode_q6_K(kp_rows *o, int r, const char *b_) {
             kp_sum16(v, sb + 8 * h + 2 * k);
         }
     }
-    const __m256i s16 = _mm256_cvtepi8_epi16(ld128(w->scales));
-    const __m256i s0 = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(s16)), s1 = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(s16, 1));
-    _mm256_storeu_si256((__m256i *)o->sc[r], s0);
-    _mm256_storeu_si256((__m256i *)(o->sc[r] + 8), s1);
-    _mm256_storeu_si256((__m256i *)o->pr[r], s16);
-    o->bias[r] = 128 * (hsum8i(_mm256_mullo_epi32(s0, _mm256_loadu_si256((const __m256i *)sb))) +
-                        hsum8i(_mm256_mullo_epi32(s1, _mm256_loadu_si256((const __m256i *)(sb + 8)))));
+    kp_scales16(o, r, _mm256_cvtepi8_epi16(ld128(w->scales)), sb);
+    o->d[r] = _cvtsh_ss(w->d);
+}
+
+INLINE void kp_decode_q3_K(kp_rows *o, int r, const char *b_) {
+    const hr_block_q3_K *w = (const hr_block_q3_K *)b_;
+    const __m256i hb = ld256(w->hmask);
+    int32_t sb[16];
+    UNROLL for (int j = 0; j < 2; j++) {
+        const __m256i q = ld256(w->qs + 32 * j);
+        UNROLL for (int k = 0; k < 4; k++) {
+            const __m256i v = q3_codes(q, hb, j, k);
+            _mm256_store_si256((__m256i *)(o->wq[r] + 128 * j + 32 * k), v);
+            kp_sum16(v, sb + 8 * j + 2 * k);
+        }
+    }
+    kp_scales16(o, r, _mm256_cvtepi8_epi16(q3_scales(w->scales)), sb);
     o->d[r] = _cvtsh_ss(w->d);
 }
 
 /* rows 4g..4g+3 against 8 tokens of a panel's super-block (P: its first byte, t8: the tokens'
  * offset in it, 0 or 8) into acc[row * as + token]; nsb sub-blocks of 32 / nsb * 8 values */
 INLINE void kp_rows4x8(const kp_rows *w, int g, int kind, const uint8_t *P, int t8, float *acc, size_t as) {
-    const int nsb = kind == KP_Q6_K ? 16 : 8, qpsb = 64 / nsb;
+    const int s16 = kind == KP_Q6_K || kind == KP_Q3_K; /* sub-blocks of 16 */
+    const int nsb = s16 ? 16 : 8, qpsb = 64 / nsb;
     const uint8_t *Q = P + 4 * t8;
     const __m256 xd = _mm256_loadu_ps((const float *)(P + KP_D) + t8);
     __m256i isum[4];
@@ -833,11 +872,11 @@ INLINE void kp_rows4x8(const kp_rows *w, int g, int kind, const uint8_t *P, int 
         const int R = 4 * g + r;
         float *a = acc + (size_t)R * as;
         __m256i t = _mm256_sub_epi32(isum[r], _mm256_set1_epi32(w->bias[R])), pt = _mm256_setzero_si256();
-        const int np = kind == KP_Q6_K ? 8 : kind == KP_IQ4_XS ? 0 : 4;
-        const uint8_t *S = P + (kind == KP_Q6_K ? KP_S16 : KP_S32) + 4 * t8;
+        const int np = s16 ? 8 : kind == KP_IQ4_XS ? 0 : 4;
+        const uint8_t *S = P + (s16 ? KP_S16 : KP_S32) + 4 * t8;
         for (int i = 0; i < np; i++)
             pt = madd_add(pt, _mm256_load_si256((const __m256i *)(S + 64 * i)), _mm256_set1_epi32(w->pr[R][i]));
-        if (kind == KP_Q6_K) t = _mm256_sub_epi32(t, _mm256_slli_epi32(pt, 5)); /* sb_q6_K's off */
+        if (s16) t = _mm256_sub_epi32(t, _mm256_slli_epi32(pt, kind == KP_Q6_K ? 5 : 2)); /* the -32 / -4 offsets */
         __m256 s = _mm256_fmadd_ps(_mm256_mul_ps(xd, _mm256_set1_ps(w->d[R])), _mm256_cvtepi32_ps(t), _mm256_load_ps(a));
         if (kind == KP_Q4_K || kind == KP_Q5_K) /* k45_fin's second term, -dx * dmin */
             s = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_xor_ps(xd, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(w->dmin[R])),
@@ -860,6 +899,7 @@ INLINE void kp_tile16(int kind, size_t bs, int64_t n, const char *w, size_t ws, 
                 const char *b = w + r * ws + i * bs;
                 if (kind == KP_IQ4_XS) kp_decode_iq4_xs(&d, r, b);
                 else if (kind == KP_Q6_K) kp_decode_q6_K(&d, r, b);
+                else if (kind == KP_Q3_K) kp_decode_q3_K(&d, r, b);
                 else kp_decode_k45(&d, r, b, kind == KP_Q5_K);
             }
             for (int h = 0; 8 * h < nt; h++) { /* 8 tokens: half (t0 + 8h) % 16 / 8 of panel (t0 + 8h) / 16 */
@@ -883,6 +923,7 @@ KP_FUNC(iq4_xs, KP_IQ4_XS, hr_block_iq4_xs)
 KP_FUNC(q4_K, KP_Q4_K, hr_block_q4_K)
 KP_FUNC(q5_K, KP_Q5_K, hr_block_q5_K)
 KP_FUNC(q6_K, KP_Q6_K, hr_block_q6_K)
+KP_FUNC(q3_K, KP_Q3_K, hr_block_q3_K)
 
 #if !defined(HR_AVXVNNI) /* the AVX-VNNI build uses this one */
 /* ---- Q8_K prep: byte-identical to hr_prep_q8_K_scalar (ggml's quantize_row_q8_K_ref) ----
