@@ -184,6 +184,7 @@ static void check_tile16(const hr_kernels *k, uint32_t t, int64_t n, hr_rng *r) 
         if (t == HR_Q5_K) o0 = offsetof(hr_block_q5_K, qh), o1 = sizeof(hr_block_q5_K);
         if (t == HR_Q6_K) o0 = 0, o1 = offsetof(hr_block_q6_K, scales);
         if (t == HR_Q3_K) o0 = 0, o1 = offsetof(hr_block_q3_K, scales);
+        if (t == HR_Q2_K) o0 = offsetof(hr_block_q2_K, qs), o1 = offsetof(hr_block_q2_K, d);
         if (!o1) break;
         const size_t bs = hr_row_bytes(t, HR_QK_K);
         for (int i = 0; i < rows; i++)

@@ -554,7 +554,7 @@ TILE_X_ROWS(q8_0)
 
 /* K-quant prompts as panels (kquant_k_avx2.c; the AVX-VNNI build's names map through
  * kquant_avxvnni_names.h), IQ4_XS's too with vpdpbusd. tile16_min: the batches from which the
- * panels beat tile_x (Q4_K, Q5_K, IQ4_XS: 16 tokens) or Q3_K's and Q6_K's plain tiles (8). */
+ * panels beat tile_x (Q4_K, Q5_K, IQ4_XS: 16 tokens) or the other K-quants' plain tiles (8). */
 #if defined(HR_AVXVNNI)
 #define K_TILE16_IQ4 [HR_IQ4_XS] = hr_tile16_iq4_xs_avx2,
 #define K_TILE16_MIN_IQ4 [HR_IQ4_XS] = 16,
@@ -564,12 +564,10 @@ TILE_X_ROWS(q8_0)
 #endif
 #define K_TILE16                                                                                              \
     .tile16 = {K_TILE16_IQ4[HR_Q4_K] = hr_tile16_q4_K_avx2, [HR_Q5_K] = hr_tile16_q5_K_avx2,                  \
-               [HR_Q6_K] = hr_tile16_q6_K_avx2, [HR_Q3_K] = hr_tile16_q3_K_avx2},                              \
-    .tile16_prep = {HR_KQX_SHAPE(hr_tile16_prep_q8K_avx2), [HR_Q6_K] = hr_tile16_prep_q8K_avx2,                \
-                    [HR_Q3_K] = hr_tile16_prep_q8K_avx2},                                                      \
-    .tile16_bytes = {HR_KQX_SHAPE(hr_tile16_bytes_q8K_avx2), [HR_Q6_K] = hr_tile16_bytes_q8K_avx2,             \
-                     [HR_Q3_K] = hr_tile16_bytes_q8K_avx2},                                                    \
-    .tile16_min = {K_TILE16_MIN_IQ4[HR_Q4_K] = 16, [HR_Q5_K] = 16, [HR_Q6_K] = 8, [HR_Q3_K] = 8},
+               [HR_Q6_K] = hr_tile16_q6_K_avx2, [HR_Q3_K] = hr_tile16_q3_K_avx2, [HR_Q2_K] = hr_tile16_q2_K_avx2}, \
+    .tile16_prep = {HR_KQ_PREP(hr_tile16_prep_q8K_avx2)},                                                      \
+    .tile16_bytes = {HR_KQ_PREP(hr_tile16_bytes_q8K_avx2)},                                                    \
+    .tile16_min = {K_TILE16_MIN_IQ4[HR_Q4_K] = 16, [HR_Q5_K] = 16, [HR_Q6_K] = 8, [HR_Q3_K] = 8, [HR_Q2_K] = 8},
 static const hr_kernels_ext k_avx2 = {
     .k = {
         .name = K_TABLE_NAME,

@@ -93,7 +93,7 @@ void hr_rows16_q4_0_amx(int64_t n, const void *w, size_t ws, const void *x, size
 void hr_tile16_prep_q8_amx(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
 size_t hr_tile16_bytes_q8_amx(int64_t n);
 
-/* Q3_K, Q4_K, Q5_K and Q6_K prompts on the 256-bit tables, and IQ4_XS's on AVX-VNNI (kquant_k_avx2.c;
+/* The K-quants' prompts (Q2_K ... Q6_K) on the 256-bit tables, and IQ4_XS's on AVX-VNNI (kquant_k_avx2.c;
  * its AVX-VNNI build's names end in _avxvnni): panels of 16 tokens (one prep and size for all:
  * Q8_K rows), tile16's contract above, each output vec_dot's bit for bit. */
 #define HR_KP_DECL(T, ISA)                                                                                        \
@@ -103,11 +103,13 @@ HR_KP_DECL(q4_K, avx2)
 HR_KP_DECL(q5_K, avx2)
 HR_KP_DECL(q6_K, avx2)
 HR_KP_DECL(q3_K, avx2)
+HR_KP_DECL(q2_K, avx2)
 HR_KP_DECL(iq4_xs, avxvnni)
 HR_KP_DECL(q4_K, avxvnni)
 HR_KP_DECL(q5_K, avxvnni)
 HR_KP_DECL(q6_K, avxvnni)
 HR_KP_DECL(q3_K, avxvnni)
+HR_KP_DECL(q2_K, avxvnni)
 void hr_tile16_prep_q8K_avx2(const void *xq, size_t xs, int n_x, void *panel, int64_t n);
 size_t hr_tile16_bytes_q8K_avx2(int64_t n);
 void hr_tile16_prep_q8K_avxvnni(const void *xq, size_t xs, int n_x, void *panel, int64_t n);

@@ -41,6 +41,7 @@
 #define hr_tile16_q5_K_avx2 hr_tile16_q5_K_avxvnni
 #define hr_tile16_q6_K_avx2 hr_tile16_q6_K_avxvnni
 #define hr_tile16_q3_K_avx2 hr_tile16_q3_K_avxvnni
+#define hr_tile16_q2_K_avx2 hr_tile16_q2_K_avxvnni
 #define hr_tile16_prep_q8K_avx2 hr_tile16_prep_q8K_avxvnni
 #define hr_tile16_bytes_q8K_avx2 hr_tile16_bytes_q8K_avxvnni
 /* the 32-element types of kquant_legacy_avx2.c (kquant_legacy_avxvnni.c) */

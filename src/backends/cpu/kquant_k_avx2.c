@@ -102,24 +102,35 @@ INLINE __m256 fma_tot4(__m256 acc, const float f[4], const __m256i v[4]) {
 }
 
 /* ---- Q2_K: 2-bit codes, 16 sub-blocks of 16 with a 4-bit scale and a 4-bit min ---- */
-INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc) {
+INLINE __m256i q2_codes(__m256i q, int k) { return _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), _mm256_set1_epi8(3)); }
+/* the super-block's scaled sums (sumo) and mins terms (mino) against nx activation rows (nx a
+ * constant: 1 or 4), each weight register unpacked once for them */
+INLINE void sin_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *const *x, int nx, __m256i *sumo, __m256i *mino) {
     const __m128i sm = ld128(w->scales), m4 = _mm_set1_epi8(0x0f);
     const scales16 sc = scales16_of(_mm256_cvtepu8_epi16(_mm_and_si128(sm, m4)));
-    const __m128i mn = _mm_and_si128(_mm_srli_epi16(sm, 4), m4);
-    const __m256i mins = _mm256_madd_epi16(_mm256_cvtepu8_epi16(mn), ld256(x->bsums));
-    const __m256i m3 = _mm256_set1_epi8(3);
-    __m256i sumi = _mm256_setzero_si256();
+    const __m256i mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
+    __m256i sumi[4];
+    UNROLL for (int c = 0; c < nx; c++) sumi[c] = _mm256_setzero_si256();
     UNROLL for (int j = 0; j < 2; j++) {
         const __m256i q = ld256(w->qs + 32 * j);
         UNROLL for (int k = 0; k < 4; k++) {
-            const __m256i c = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
-            const __m256i p = _mm256_maddubs_epi16(c, ld256(x->qs + 128 * j + 32 * k));
-            sumi = madd_add(sumi, p, scale_pair16(&sc, 4 * j + k));
+            const __m256i cd = q2_codes(q, k), sp = scale_pair16(&sc, 4 * j + k);
+            UNROLL for (int c = 0; c < nx; c++)
+                sumi[c] = madd_add(sumi[c], _mm256_maddubs_epi16(cd, ld256(x[c]->qs + 128 * j + 32 * k)), sp);
         }
     }
-    const float dx = x->d;
-    acc = fma_int(acc, dx * _cvtsh_ss(w->d), sumi);
-    return fma_int(acc, -dx * _cvtsh_ss(w->dmin), mins);
+    UNROLL for (int c = 0; c < nx; c++) sumo[c] = sumi[c], mino[c] = _mm256_madd_epi16(mn, ld256(x[c]->bsums));
+}
+/* one activation row: the two terms in v[0], v[1] and their factors in f[0], f[1] (fma_tot4's order) */
+INLINE void si2_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256i v[2], float f[2]) {
+    sin_q2_K(w, &x, 1, &v[0], &v[1]);
+    f[0] = x->d * _cvtsh_ss(w->d), f[1] = -x->d * _cvtsh_ss(w->dmin);
+}
+INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc) {
+    __m256i v[2];
+    float f[2];
+    si2_q2_K(w, x, v, f);
+    return k45_fin(acc, f[0], v[0], f[1], v[1]);
 }
 
 /* ---- Q3_K: 2 low bits + a high bit (set: +0, clear: -4), 16 six-bit signed scales ---- */
@@ -353,7 +364,23 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
         }                                                                                                  \
         KQ_ROW_TAIL(T, PFB, OUT)                                                                           \
     }
-#define KQ_ROW_q2_K KQ_ROW_PLAIN
+/* Q2_K: two super-blocks' four terms at once, as Q4_K's */
+#define KQ_ROW_TOT2(T, PFB, OUT)                                                                           \
+    {                                                                                                      \
+        __m256 a_ = _mm256_setzero_ps();                                                                   \
+        int64_t i = 0;                                                                                     \
+        for (; i + 2 <= nb; i += 2) {                                                                      \
+            __m256i v_[4];                                                                                 \
+            float f_[4];                                                                                   \
+            PFB(i);                                                                                        \
+            si2_##T(&W[i], &X[i], v_, f_);                                                                 \
+            PFB(i + 1);                                                                                    \
+            si2_##T(&W[i + 1], &X[i + 1], v_ + 2, f_ + 2);                                                 \
+            a_ = fma_tot4(a_, f_, v_);                                                                     \
+        }                                                                                                  \
+        KQ_ROW_TAIL(T, PFB, OUT)                                                                           \
+    }
+#define KQ_ROW_q2_K KQ_ROW_TOT2
 #define KQ_ROW_q3_K KQ_ROW_TOT
 #define KQ_ROW_q4_K KQ_ROW_K45
 #define KQ_ROW_q5_K KQ_ROW_K45
@@ -390,7 +417,6 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
         PFB_AHEAD(i);                                                                              \
         pf_block_l2(P + (i) * sizeof(W[0]), sizeof(W[0]));                                         \
     } while (0)
-#define ROWS4_SEQ_q2_K 0
 #define ROWS4_SEQ_q4_K 1
 #define ROWS4_SEQ_q5_K 1
 #define ROWS4_SEQ_q6_K 1
@@ -472,7 +498,31 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
             }                                                                                               \
         }                                                                                                   \
     }
-#define KQ_TILE_q2_K KQ_TILE
+/* Q2_K's plain tile: a row's 4 tokens' two terms, each's totals at once */
+#define KQ_TILE_q2_K(T, BLK)                                                                                \
+    void hr_tile_q2_K_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,         \
+                           size_t ys) {                                                                     \
+        const char *W = w, *X = x;                                                                          \
+        UNROLL for (int r = 0; r < HR_TILE_R; r++) {                                                        \
+            __m128 acc = _mm_setzero_ps();                                                                  \
+            float o[HR_TILE_C];                                                                             \
+            for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                     \
+                const hr_block_q2_K *b = (const hr_block_q2_K *)(W + r * ws) + i;                           \
+                const hr_block_q8_K *xc[HR_TILE_C];                                                         \
+                __m256i s[HR_TILE_C], m[HR_TILE_C];                                                         \
+                float dx[HR_TILE_C];                                                                        \
+                pf_block((const char *)b, sizeof *b, PF_AHEAD);                                             \
+                UNROLL for (int c = 0; c < HR_TILE_C; c++) xc[c] = (const hr_block_q8_K *)(X + c * xs) + i, dx[c] = xc[c]->d; \
+                sin_q2_K(b, xc, HR_TILE_C, s, m);                                                           \
+                const __m128 vdx = _mm_loadu_ps(dx);                                                        \
+                acc = _mm_fmadd_ps(_mm_mul_ps(vdx, _mm_set1_ps(_cvtsh_ss(b->d))), _mm_cvtepi32_ps(hsum4x8i(s)), acc); \
+                acc = _mm_fmadd_ps(_mm_mul_ps(_mm_xor_ps(vdx, _mm_set1_ps(-0.0f)), _mm_set1_ps(_cvtsh_ss(b->dmin))), \
+                                   _mm_cvtepi32_ps(hsum4x8i(m)), acc);                                      \
+            }                                                                                               \
+            _mm_storeu_ps(o, acc);                                                                          \
+            UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = o[c];                                \
+        }                                                                                                   \
+    }
 #define KQ_TILE_q3_K KQ_TILE_TOT
 #define KQ_TILE_q4_K KQ_TILE
 #define KQ_TILE_q5_K KQ_TILE
@@ -484,7 +534,6 @@ KQ_FUNCS(q4_K, hr_block_q4_K)
 KQ_FUNCS(q5_K, hr_block_q5_K)
 KQ_FUNCS(q6_K, hr_block_q6_K)
 KQ_FUNCS(iq4_xs, hr_block_iq4_xs)
-KQ_ROWS4(q2_K, hr_block_q2_K)
 KQ_ROWS4(q4_K, hr_block_q4_K)
 KQ_ROWS4(q5_K, hr_block_q5_K)
 KQ_ROWS4(q6_K, hr_block_q6_K)
@@ -511,6 +560,26 @@ KQ_ROWS4(q6_K, hr_block_q6_K)
     }
 KQ_ROWS4_TOT(q3_K, hr_block_q3_K)
 KQ_ROWS4_TOT(iq4_xs, hr_block_iq4_xs)
+/* Q2_K's: the 4 rows' two terms, each's totals at once, in sb_q2_K's order per row */
+void hr_rows4_q2_K_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    const hr_block_q8_K *X = x;
+    __m128 acc = _mm_setzero_ps();
+    (void)xs, (void)ys;
+    for (int64_t i = 0; i < n / HR_QK_K; i++) {
+        __m256i s[4], m[4];
+        float d[4], dm[4];
+        UNROLL for (int r = 0; r < 4; r++) {
+            const hr_block_q2_K *b = (const hr_block_q2_K *)((const char *)w + r * ws) + i;
+            const hr_block_q8_K *xi = &X[i];
+            pf_block_l2((const char *)b + PF4_ROWS * ws, sizeof *b);
+            sin_q2_K(b, &xi, 1, &s[r], &m[r]);
+            d[r] = _cvtsh_ss(b->d), dm[r] = _cvtsh_ss(b->dmin);
+        }
+        acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(X[i].d), _mm_loadu_ps(d)), _mm_cvtepi32_ps(hsum4x8i(s)), acc);
+        acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(-X[i].d), _mm_loadu_ps(dm)), _mm_cvtepi32_ps(hsum4x8i(m)), acc);
+    }
+    _mm_storeu_ps(y, acc);
+}
 
 /* gather4 (scattered rows, kernels_impl.h): vec_dot's row loop per row, the rows one after the
  * other; while reading a row's super-block it prefetches into L2 the same bytes of its nx row.
@@ -730,7 +799,7 @@ typedef struct {
     int32_t pr[16][8]; /* int16 pairs against the panel's sums: Q4_K/Q5_K mins, Q6_K scales */
     float d[16], dmin[16];
 } kp_rows;
-enum { KP_IQ4_XS, KP_Q4_K, KP_Q5_K, KP_Q6_K, KP_Q3_K };
+enum { KP_IQ4_XS, KP_Q4_K, KP_Q5_K, KP_Q6_K, KP_Q3_K, KP_Q2_K };
 
 /* the sum of v's 32 bytes less 32 * c (the values of w + c), or of halves (sum16) */
 INLINE int32_t kp_sum32(__m256i v, int c) {
@@ -808,6 +877,22 @@ INLINE void kp_decode_q6_K(kp_rows *o, int r, const char *b_) {
     o->d[r] = _cvtsh_ss(w->d);
 }
 
+INLINE void kp_decode_q2_K(kp_rows *o, int r, const char *b_) {
+    const hr_block_q2_K *w = (const hr_block_q2_K *)b_;
+    int32_t sb[16];
+    UNROLL for (int j = 0; j < 2; j++) {
+        const __m256i q = ld256(w->qs + 32 * j);
+        UNROLL for (int k = 0; k < 4; k++) {
+            const __m256i v = q2_codes(q, k);
+            _mm256_store_si256((__m256i *)(o->wq[r] + 128 * j + 32 * k), v);
+            kp_sum16(v, sb + 8 * j + 2 * k);
+        }
+    }
+    const __m128i sm = ld128(w->scales), m4 = _mm_set1_epi8(0x0f);
+    kp_scales16(o, r, _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4)), sb);
+    _mm256_storeu_si256((__m256i *)o->pr[r], _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4))); /* the mins */
+    o->d[r] = _cvtsh_ss(w->d), o->dmin[r] = _cvtsh_ss(w->dmin);
+}
 INLINE void kp_decode_q3_K(kp_rows *o, int r, const char *b_) {
     const hr_block_q3_K *w = (const hr_block_q3_K *)b_;
     const __m256i hb = ld256(w->hmask);
@@ -827,7 +912,8 @@ INLINE void kp_decode_q3_K(kp_rows *o, int r, const char *b_) {
 /* rows 4g..4g+3 against 8 tokens of a panel's super-block (P: its first byte, t8: the tokens'
  * offset in it, 0 or 8) into acc[row * as + token]; nsb sub-blocks of 32 / nsb * 8 values */
 INLINE void kp_rows4x8(const kp_rows *w, int g, int kind, const uint8_t *P, int t8, float *acc, size_t as) {
-    const int s16 = kind == KP_Q6_K || kind == KP_Q3_K; /* sub-blocks of 16 */
+    const int s16 = kind == KP_Q6_K || kind == KP_Q3_K || kind == KP_Q2_K; /* sub-blocks of 16 */
+    const int minsf = kind == KP_Q4_K || kind == KP_Q5_K || kind == KP_Q2_K; /* the sums' term: dmin's */
     const int nsb = s16 ? 16 : 8, qpsb = 64 / nsb;
     const uint8_t *Q = P + 4 * t8;
     const __m256 xd = _mm256_loadu_ps((const float *)(P + KP_D) + t8);
@@ -876,9 +962,9 @@ INLINE void kp_rows4x8(const kp_rows *w, int g, int kind, const uint8_t *P, int 
         const uint8_t *S = P + (s16 ? KP_S16 : KP_S32) + 4 * t8;
         for (int i = 0; i < np; i++)
             pt = madd_add(pt, _mm256_load_si256((const __m256i *)(S + 64 * i)), _mm256_set1_epi32(w->pr[R][i]));
-        if (s16) t = _mm256_sub_epi32(t, _mm256_slli_epi32(pt, kind == KP_Q6_K ? 5 : 2)); /* the -32 / -4 offsets */
+        if (!minsf && s16) t = _mm256_sub_epi32(t, _mm256_slli_epi32(pt, kind == KP_Q6_K ? 5 : 2)); /* -32 / -4 offsets */
         __m256 s = _mm256_fmadd_ps(_mm256_mul_ps(xd, _mm256_set1_ps(w->d[R])), _mm256_cvtepi32_ps(t), _mm256_load_ps(a));
-        if (kind == KP_Q4_K || kind == KP_Q5_K) /* k45_fin's second term, -dx * dmin */
+        if (minsf) /* k45_fin's second term, -dx * dmin */
             s = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_xor_ps(xd, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(w->dmin[R])),
                                 _mm256_cvtepi32_ps(pt), s);
         _mm256_store_ps(a, s);
@@ -900,6 +986,7 @@ INLINE void kp_tile16(int kind, size_t bs, int64_t n, const char *w, size_t ws, 
                 if (kind == KP_IQ4_XS) kp_decode_iq4_xs(&d, r, b);
                 else if (kind == KP_Q6_K) kp_decode_q6_K(&d, r, b);
                 else if (kind == KP_Q3_K) kp_decode_q3_K(&d, r, b);
+                else if (kind == KP_Q2_K) kp_decode_q2_K(&d, r, b);
                 else kp_decode_k45(&d, r, b, kind == KP_Q5_K);
             }
             for (int h = 0; 8 * h < nt; h++) { /* 8 tokens: half (t0 + 8h) % 16 / 8 of panel (t0 + 8h) / 16 */
@@ -924,6 +1011,7 @@ KP_FUNC(q4_K, KP_Q4_K, hr_block_q4_K)
 KP_FUNC(q5_K, KP_Q5_K, hr_block_q5_K)
 KP_FUNC(q6_K, KP_Q6_K, hr_block_q6_K)
 KP_FUNC(q3_K, KP_Q3_K, hr_block_q3_K)
+KP_FUNC(q2_K, KP_Q2_K, hr_block_q2_K)
 
 #if !defined(HR_AVXVNNI) /* the AVX-VNNI build uses this one */
 /* ---- Q8_K prep: byte-identical to hr_prep_q8_K_scalar (ggml's quantize_row_q8_K_ref) ----
