@@ -139,35 +139,43 @@ INLINE __m256 sb_q2_K(const hr_block_q2_K *w, const hr_block_q8_K *x, __m256 acc
 INLINE __m256i q3_codes(__m256i q, __m256i hb, int j, int k) {
     return _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * k), _mm256_set1_epi8(3)), sel_bit(hb, 4 * j + k, 2));
 }
-/* the super-block's integer lanes against nx activation rows (nx a constant: 1 or 4), each
- * weight register unpacked once for them */
-INLINE void sin_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *const *x, int nx, __m256i *out) {
-    const __m256i s16 = _mm256_cvtepi8_epi16(q3_scales(w->scales));
-    const scales16 sc = scales16_of(s16);
-    const __m256i hb = ld256(w->hmask);
-    __m256i sumi[4];
-    UNROLL for (int c = 0; c < nx; c++) sumi[c] = _mm256_setzero_si256();
-    UNROLL for (int j = 0; j < 2; j++) {
-        const __m256i q = ld256(w->qs + 32 * j);
-        UNROLL for (int k = 0; k < 4; k++) {
-            const __m256i cd = q3_codes(q, hb, j, k), sp = scale_pair16(&sc, 4 * j + k);
-            UNROLL for (int c = 0; c < nx; c++)
-                sumi[c] = madd_add(sumi[c], _mm256_maddubs_epi16(cd, ld256(x[c]->qs + 128 * j + 32 * k)), sp);
-        }
+/* A super-block of 16 sub-blocks with int16 scales s16 against nx activation rows (nx a
+ * constant: 1 in vec_dot's rows, 4 in the plain tile), each weight register unpacked once for
+ * them: CODES(h, k), the unsigned codes of elements 128h + 32k .., times the activations, scaled
+ * per sub-block, less (s16 . bsums) << SHIFT (the codes' offset: Q3_K's 4, Q6_K's 32). PRE runs
+ * first (the half's loads). */
+#define SIN16_BODY(PRE, CODES, SHIFT)                                                                       \
+    const scales16 sc = scales16_of(s16);                                                                  \
+    __m256i sumi[4];                                                                                       \
+    UNROLL for (int c = 0; c < nx; c++) sumi[c] = _mm256_setzero_si256();                                  \
+    UNROLL for (int h = 0; h < 2; h++) {                                                                   \
+        PRE                                                                                                \
+        UNROLL for (int k = 0; k < 4; k++) {                                                               \
+            const __m256i cd = CODES, sp = scale_pair16(&sc, 4 * h + k);                                   \
+            UNROLL for (int c = 0; c < nx; c++)                                                            \
+                sumi[c] = madd_add(sumi[c], _mm256_maddubs_epi16(cd, ld256(x[c]->qs + 128 * h + 32 * k)), sp); \
+        }                                                                                                  \
+    }                                                                                                      \
+    UNROLL for (int c = 0; c < nx; c++)                                                                    \
+        out[c] = _mm256_sub_epi32(sumi[c], _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x[c]->bsums)), SHIFT));
+/* one activation row's lanes (si), 4 rows' (si4), and the float step adding the exact total (sb) */
+#define SIN16_WRAPPERS(T)                                                                                   \
+    INLINE __m256i si_##T(const hr_block_##T *w, const hr_block_q8_K *x) {                                 \
+        __m256i o;                                                                                         \
+        sin_##T(w, &x, 1, &o);                                                                             \
+        return o;                                                                                          \
+    }                                                                                                      \
+    INLINE void si4_##T(const hr_block_##T *w, const hr_block_q8_K *const x[4], __m256i out[4]) {          \
+        sin_##T(w, x, 4, out);                                                                             \
+    }                                                                                                      \
+    INLINE __m256 sb_##T(const hr_block_##T *w, const hr_block_q8_K *x, __m256 acc) {                      \
+        return fma_tot(acc, x->d * _cvtsh_ss(w->d), si_##T(w, x));                                         \
     }
-    UNROLL for (int c = 0; c < nx; c++)
-        out[c] = _mm256_sub_epi32(sumi[c], _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x[c]->bsums)), 2));
+INLINE void sin_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *const *x, int nx, __m256i *out) {
+    const __m256i s16 = _mm256_cvtepi8_epi16(q3_scales(w->scales)), hb = ld256(w->hmask);
+    SIN16_BODY(const __m256i q = ld256(w->qs + 32 * h);, q3_codes(q, hb, h, k), 2)
 }
-INLINE __m256i si_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *x) {
-    __m256i o;
-    sin_q3_K(w, &x, 1, &o);
-    return o;
-}
-INLINE void si4_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *const x[4], __m256i out[4]) { sin_q3_K(w, x, 4, out); }
-/* the exact total, as the prompt panels add it */
-INLINE __m256 sb_q3_K(const hr_block_q3_K *w, const hr_block_q8_K *x, __m256 acc) {
-    return fma_tot(acc, x->d * _cvtsh_ss(w->d), si_q3_K(w, x));
-}
+SIN16_WRAPPERS(q3_K)
 
 /* ---- Q4_K / Q5_K: 8 sub-blocks of 32, 6-bit scales and mins (k4_scales_mins) ---- */
 INLINE __m256i bcast_scale(__m256i sc2, int k) { /* sc2: the 8 scales in both 128-bit halves */
@@ -208,35 +216,12 @@ INLINE __m256i q6_vals(__m256i l0, __m256i l1, __m256i qh, int k) {
      * share two of Zen 3's four vector pipes, and were the limit. */
     return _mm256_or_si256(nib, _mm256_and_si256(move_bit(qh, 2 * k, 4), _mm256_set1_epi8(0x30)));
 }
-/* the super-block's integer lanes against nx activation rows, each weight register unpacked
- * once for them (nx a constant: 1 in vec_dot's rows, 4 in the plain tile) */
 INLINE void sin_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *const *x, int nx, __m256i *out) {
     const __m256i s16 = _mm256_cvtepi8_epi16(ld128(w->scales));
-    const scales16 sc = scales16_of(s16);
-    __m256i sumi[4];
-    UNROLL for (int c = 0; c < nx; c++) sumi[c] = _mm256_setzero_si256();
-    UNROLL for (int h = 0; h < 2; h++) {
-        const __m256i l0 = ld256(w->ql + 64 * h), l1 = ld256(w->ql + 64 * h + 32), qh = ld256(w->qh + 32 * h);
-        UNROLL for (int k = 0; k < 4; k++) {
-            const __m256i v = q6_vals(l0, l1, qh, k);
-            const __m256i sp = scale_pair16(&sc, 4 * h + k);
-            UNROLL for (int c = 0; c < nx; c++)
-                sumi[c] = madd_add(sumi[c], _mm256_maddubs_epi16(v, ld256(x[c]->qs + 128 * h + 32 * k)), sp);
-        }
-    }
-    UNROLL for (int c = 0; c < nx; c++)
-        out[c] = _mm256_sub_epi32(sumi[c], _mm256_slli_epi32(_mm256_madd_epi16(s16, ld256(x[c]->bsums)), 5));
+    SIN16_BODY(const __m256i l0 = ld256(w->ql + 64 * h); const __m256i l1 = ld256(w->ql + 64 * h + 32);
+               const __m256i qh = ld256(w->qh + 32 * h);, q6_vals(l0, l1, qh, k), 5)
 }
-INLINE __m256i si_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x) {
-    __m256i o;
-    sin_q6_K(w, &x, 1, &o);
-    return o;
-}
-INLINE void si4_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *const x[4], __m256i out[4]) { sin_q6_K(w, x, 4, out); }
-/* the exact total, as the prompt panels add it (KQ_ROW_TOT: 4 super-blocks' totals at once) */
-INLINE __m256 sb_q6_K(const hr_block_q6_K *w, const hr_block_q8_K *x, __m256 acc) {
-    return fma_tot(acc, x->d * _cvtsh_ss(w->d), si_q6_K(w, x));
-}
+SIN16_WRAPPERS(q6_K)
 
 /* ---- IQ4_XS: 4-bit indices into the IQ4_NL levels, 8 sub-blocks of 32, 6-bit scales ---- */
 /* Two sub-blocks (2p, 2p+1) per step: 128-bit half 0 holds sub-block 2p, half 1 2p+1, so
