@@ -80,6 +80,8 @@ INLINE __m128i hsum4x8i(const __m256i v[4]) {
     const __m256i a = _mm256_hadd_epi32(v[0], v[1]), b = _mm256_hadd_epi32(v[2], v[3]), c = _mm256_hadd_epi32(a, b);
     return _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
 }
+/* acc lane c += d lane c * register c's exact total: fma_tot for 4 rows or 4 tokens at once */
+INLINE __m128 fma_tot_x4(__m128 acc, __m128 d, const __m256i v[4]) { return _mm_fmadd_ps(d, _mm_cvtepi32_ps(hsum4x8i(v)), acc); }
 /* acc lane 0 += d * the lanes' exact integer total, the other lanes left 0: the prompt panels
  * (tile16, below) sum a super-block in another lane order, so only its total can agree */
 INLINE __m256 fma_tot(__m256 acc, float d, __m256i v) {
@@ -182,15 +184,23 @@ INLINE __m256i bcast_scale(__m256i sc2, int k) { /* sc2: the 8 scales in both 12
     return _mm256_shuffle_epi8(sc2, bcast16((2 * k + 1) << 8 | 2 * k));
 }
 
-#define K45_BODY(HIGH)                                                                                   \
+/* Register j of a Q4_K/Q5_K super-block's codes: c[0] those of elements 64j..64j+31 (low
+ * nibbles), c[1] of 64j+32.. (high); Q5_K (q5) adds the fifth bits from hb: bit 2j of qh[l]
+ * is element 64j+l's, bit 2j+1 element 64j+32+l's. */
+INLINE void k45_codes(const uint8_t *qs, __m256i hb, int q5, int j, __m256i c[2]) {
+    const __m256i q = ld256(qs + 32 * j), m4 = _mm256_set1_epi8(0x0f);
+    c[0] = _mm256_and_si256(q, m4), c[1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+    if (q5) c[0] = _mm256_or_si256(c[0], sel_bit(hb, 2 * j, 4)), c[1] = _mm256_or_si256(c[1], sel_bit(hb, 2 * j + 1, 4));
+}
+
+#define K45_BODY(Q5, HB)                                                                                 \
     const __m256i scm = k4_scales_mins(w->scales);                                                       \
     const __m256i sc2 = dup128(_mm256_castsi256_si128(scm));                                             \
-    const __m256i m4 = _mm256_set1_epi8(0x0f);                                                           \
     __m256i sumi = _mm256_setzero_si256();                                                               \
     UNROLL for (int j = 0; j < 4; j++) {                                                                 \
-        const __m256i q = ld256(w->qs + 32 * j);                                                         \
-        __m256i c0 = _mm256_and_si256(q, m4), c1 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);        \
-        HIGH                                                                                             \
+        __m256i c_[2];                                                                                   \
+        k45_codes(w->qs, HB, Q5, j, c_);                                                                 \
+        const __m256i c0 = c_[0], c1 = c_[1];                                                            \
         const __m256i p0 = _mm256_maddubs_epi16(c0, ld256(x->qs + 64 * j));                              \
         const __m256i p1 = _mm256_maddubs_epi16(c1, ld256(x->qs + 64 * j + 32));                         \
         sumi = madd_add(madd_add(sumi, p0, bcast_scale(sc2, 2 * j)), p1, bcast_scale(sc2, 2 * j + 1)); \
@@ -198,13 +208,9 @@ INLINE __m256i bcast_scale(__m256i sc2, int k) { /* sc2: the 8 scales in both 12
     const float dx = x->d;                                                                               \
     return k45_fin(acc, dx * _cvtsh_ss(w->d), sumi, -dx * _cvtsh_ss(w->dmin), k4_mins(scm, x->bsums));
 
-INLINE __m256 sb_q4_K(const hr_block_q4_K *w, const hr_block_q8_K *x, __m256 acc) { K45_BODY() }
+INLINE __m256 sb_q4_K(const hr_block_q4_K *w, const hr_block_q8_K *x, __m256 acc) { K45_BODY(0, _mm256_setzero_si256()) }
 
-/* Q5_K: bit 2j of qh[l] is element 64j+l's fifth bit, bit 2j+1 element 64j+32+l's. */
-INLINE __m256 sb_q5_K(const hr_block_q5_K *w, const hr_block_q8_K *x, __m256 acc) {
-    const __m256i hb = ld256(w->qh);
-    K45_BODY(c0 = _mm256_or_si256(c0, sel_bit(hb, 2 * j, 4)); c1 = _mm256_or_si256(c1, sel_bit(hb, 2 * j + 1, 4));)
-}
+INLINE __m256 sb_q5_K(const hr_block_q5_K *w, const hr_block_q8_K *x, __m256 acc) { K45_BODY(1, ld256(w->qh)) }
 
 /* ---- Q6_K: 6-bit codes (value + 32), 16 signed 8-bit scales ---- */
 /* register k of half h: the values (0-63) of elements 128h + 32k .. 128h + 32k + 31 */
@@ -281,15 +287,13 @@ INLINE __m256i zpick16(__m256i sb, int k) { return _mm256_shuffle_epi8(sb, bcast
  * (fma_tot4's order). */
 INLINE void k45_si2(const uint8_t *qs, const uint8_t *qh, __m256i sb, uint16_t d, uint16_t dmin,
                     const hr_block_q8_K *x, __m256i v[2], float f[2]) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
     const __m256i hb = qh ? ld256(qh) : _mm256_setzero_si256();
     __m256i sumi = _mm256_setzero_si256();
     UNROLL for (int j = 0; j < 4; j++) {
-        const __m256i q = ld256(qs + 32 * j);
-        __m256i c0 = _mm256_and_si256(q, m4), c1 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-        if (qh) c0 = _mm256_or_si256(c0, sel_bit(hb, 2 * j, 4)), c1 = _mm256_or_si256(c1, sel_bit(hb, 2 * j + 1, 4));
-        const __m256i p0 = _mm256_maddubs_epi16(c0, ld256(x->qs + 64 * j));
-        const __m256i p1 = _mm256_maddubs_epi16(c1, ld256(x->qs + 64 * j + 32));
+        __m256i c[2];
+        k45_codes(qs, hb, qh != NULL, j, c);
+        const __m256i p0 = _mm256_maddubs_epi16(c[0], ld256(x->qs + 64 * j));
+        const __m256i p1 = _mm256_maddubs_epi16(c[1], ld256(x->qs + 64 * j + 32));
         sumi = madd_add(madd_add(sumi, p0, zpick16(sb, 2 * j)), p1, zpick16(sb, 2 * j + 1));
     }
     const float dx = x->d;
@@ -317,7 +321,7 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
 
 /* One row W (nb super-blocks) against X into OUT, PFB(i) the prefetch while super-block i is
  * read: vec_dot, rows4's rows and gather4's rows all run this, so they agree bit for bit.
- * Q4_K/Q5_K go two super-blocks at a time (k45_sb2), an odd last one through sb_T. */
+ * Most go super-blocks in groups (KQ_ROW_GROUPS), the rest through sb_T. */
 /* super-blocks i.. one at a time through sb_T, then the row's sum into OUT */
 #define KQ_ROW_TAIL(T, PFB, OUT)                                                                           \
     for (; i < nb; i++) {                                                                                  \
@@ -331,62 +335,49 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
         int64_t i = 0;                                                                                     \
         KQ_ROW_TAIL(T, PFB, OUT)                                                                           \
     }
-#define KQ_ROW_K45(T, PFB, OUT)                                                                            \
+/* Super-blocks N at a time, GROUP(T, PFB, i, v_, f_) giving their four float terms (fma_tot4's
+ * order), the rest one at a time through sb_T: every row loop of the types that add exact
+ * totals, sb_T's results bit for bit. */
+#define KQ_ROW_GROUPS(T, PFB, OUT, N, GROUP)                                                               \
     {                                                                                                      \
         __m256 a_ = _mm256_setzero_ps();                                                                   \
         int64_t i = 0;                                                                                     \
-        for (; i + 2 <= nb; i += 2) {                                                                      \
-            const __m256i dec = k4_scales_mins_x2(W[i].scales, W[i + 1].scales);                           \
+        for (; i + (N) <= nb; i += (N)) {                                                                  \
             __m256i v_[4];                                                                                 \
             float f_[4];                                                                                   \
-            PFB(i);                                                                                        \
-            k45_si2(W[i].qs, QH_##T(&W[i]), _mm256_permute2x128_si256(dec, dec, 0x00), W[i].d, W[i].dmin,   \
-                    &X[i], v_, f_);                                                                        \
-            PFB(i + 1);                                                                                    \
-            k45_si2(W[i + 1].qs, QH_##T(&W[i + 1]), _mm256_permute2x128_si256(dec, dec, 0x11), W[i + 1].d, \
-                    W[i + 1].dmin, &X[i + 1], v_ + 2, f_ + 2);                                             \
+            GROUP(T, PFB, i, v_, f_)                                                                       \
             a_ = fma_tot4(a_, f_, v_);                                                                     \
         }                                                                                                  \
         KQ_ROW_TAIL(T, PFB, OUT)                                                                           \
     }
-/* Q2_K: two super-blocks' four terms at once, as Q4_K's */
-#define KQ_ROW_TOT2(T, PFB, OUT)                                                                           \
-    {                                                                                                      \
-        __m256 a_ = _mm256_setzero_ps();                                                                   \
-        int64_t i = 0;                                                                                     \
-        for (; i + 2 <= nb; i += 2) {                                                                      \
-            __m256i v_[4];                                                                                 \
-            float f_[4];                                                                                   \
-            PFB(i);                                                                                        \
-            si2_##T(&W[i], &X[i], v_, f_);                                                                 \
-            PFB(i + 1);                                                                                    \
-            si2_##T(&W[i + 1], &X[i + 1], v_ + 2, f_ + 2);                                                 \
-            a_ = fma_tot4(a_, f_, v_);                                                                     \
-        }                                                                                                  \
-        KQ_ROW_TAIL(T, PFB, OUT)                                                                           \
+/* Q4_K/Q5_K, two super-blocks: their scales and mins unpacked at once (k4_scales_mins_x2) */
+#define PAIR_K45(T, PFB, i, v_, f_)                                                                        \
+    const __m256i dec = k4_scales_mins_x2(W[i].scales, W[i + 1].scales);                                   \
+    PFB(i);                                                                                                \
+    k45_si2(W[i].qs, QH_##T(&W[i]), _mm256_permute2x128_si256(dec, dec, 0x00), W[i].d, W[i].dmin, &X[i],   \
+            v_, f_);                                                                                       \
+    PFB(i + 1);                                                                                            \
+    k45_si2(W[i + 1].qs, QH_##T(&W[i + 1]), _mm256_permute2x128_si256(dec, dec, 0x11), W[i + 1].d,         \
+            W[i + 1].dmin, &X[i + 1], v_ + 2, f_ + 2);
+/* Q2_K, two super-blocks of two terms each */
+#define PAIR_SI2(T, PFB, i, v_, f_)                                                                        \
+    PFB(i);                                                                                                \
+    si2_##T(&W[i], &X[i], v_, f_);                                                                         \
+    PFB(i + 1);                                                                                            \
+    si2_##T(&W[i + 1], &X[i + 1], v_ + 2, f_ + 2);
+/* Q3_K, Q6_K, IQ4_XS: four super-blocks of one term each */
+#define QUAD_SI(T, PFB, i, v_, f_)                                                                         \
+    UNROLL for (int u = 0; u < 4; u++) {                                                                   \
+        PFB(i + u);                                                                                        \
+        v_[u] = si_##T(&W[i + u], &X[i + u]);                                                              \
+        f_[u] = X[i + u].d * _cvtsh_ss(W[i + u].d);                                                        \
     }
-#define KQ_ROW_q2_K KQ_ROW_TOT2
+#define KQ_ROW_K45(T, PFB, OUT) KQ_ROW_GROUPS(T, PFB, OUT, 2, PAIR_K45)
+#define KQ_ROW_TOT(T, PFB, OUT) KQ_ROW_GROUPS(T, PFB, OUT, 4, QUAD_SI)
+#define KQ_ROW_q2_K(T, PFB, OUT) KQ_ROW_GROUPS(T, PFB, OUT, 2, PAIR_SI2)
 #define KQ_ROW_q3_K KQ_ROW_TOT
 #define KQ_ROW_q4_K KQ_ROW_K45
 #define KQ_ROW_q5_K KQ_ROW_K45
-/* Types whose float step adds the super-block's exact total (Q3_K, Q6_K, IQ4_XS): 4
- * super-blocks' totals at once, then their 4 steps in order, sb_T's results bit for bit. */
-#define KQ_ROW_TOT(T, PFB, OUT)                                                                            \
-    {                                                                                                      \
-        __m256 a_ = _mm256_setzero_ps();                                                                   \
-        int64_t i = 0;                                                                                     \
-        for (; i + 4 <= nb; i += 4) {                                                                      \
-            __m256i v_[4];                                                                                 \
-            float f_[4];                                                                                   \
-            UNROLL for (int u = 0; u < 4; u++) {                                                           \
-                PFB(i + u);                                                                                \
-                v_[u] = si_##T(&W[i + u], &X[i + u]);                                                      \
-                f_[u] = X[i + u].d * _cvtsh_ss(W[i + u].d);                                                \
-            }                                                                                              \
-            a_ = fma_tot4(a_, f_, v_);                                                                     \
-        }                                                                                                  \
-        KQ_ROW_TAIL(T, PFB, OUT)                                                                           \
-    }
 #define KQ_ROW_q6_K KQ_ROW_TOT
 #define KQ_ROW_iq4_xs KQ_ROW_TOT
 #define PFB_AHEAD(i) pf_block((const char *)&W[i], sizeof(W[0]), PF_AHEAD)
@@ -475,7 +466,7 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
                     f[c] = xc[c]->d * _cvtsh_ss(b->d);                                                      \
                 }                                                                                           \
                 si4_##T(b, xc, v);                                                                          \
-                acc = _mm_fmadd_ps(_mm_loadu_ps(f), _mm_cvtepi32_ps(hsum4x8i(v)), acc);                     \
+                acc = fma_tot_x4(acc, _mm_loadu_ps(f), v);                     \
                 if (i + 1 == n / HR_QK_K) {                                                                 \
                     _mm_storeu_ps(o, acc);                                                                  \
                     UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = o[c];                        \
@@ -500,9 +491,8 @@ INLINE void pf_block_l2(const char *p, size_t bytes) {
                 UNROLL for (int c = 0; c < HR_TILE_C; c++) xc[c] = (const hr_block_q8_K *)(X + c * xs) + i, dx[c] = xc[c]->d; \
                 sin_q2_K(b, xc, HR_TILE_C, s, m);                                                           \
                 const __m128 vdx = _mm_loadu_ps(dx);                                                        \
-                acc = _mm_fmadd_ps(_mm_mul_ps(vdx, _mm_set1_ps(_cvtsh_ss(b->d))), _mm_cvtepi32_ps(hsum4x8i(s)), acc); \
-                acc = _mm_fmadd_ps(_mm_mul_ps(_mm_xor_ps(vdx, _mm_set1_ps(-0.0f)), _mm_set1_ps(_cvtsh_ss(b->dmin))), \
-                                   _mm_cvtepi32_ps(hsum4x8i(m)), acc);                                      \
+                acc = fma_tot_x4(acc, _mm_mul_ps(vdx, _mm_set1_ps(_cvtsh_ss(b->d))), s); \
+                acc = fma_tot_x4(acc, _mm_mul_ps(_mm_xor_ps(vdx, _mm_set1_ps(-0.0f)), _mm_set1_ps(_cvtsh_ss(b->dmin))), m); \
             }                                                                                               \
             _mm_storeu_ps(o, acc);                                                                          \
             UNROLL for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = o[c];                                \
@@ -539,7 +529,7 @@ KQ_ROWS4(q6_K, hr_block_q6_K)
                 s[r] = si_##T(b, &X[i]);                                                                    \
                 dw[r] = _cvtsh_ss(b->d);                                                                    \
             }                                                                                               \
-            acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(X[i].d), _mm_loadu_ps(dw)), _mm_cvtepi32_ps(hsum4x8i(s)), acc); \
+            acc = fma_tot_x4(acc, _mm_mul_ps(_mm_set1_ps(X[i].d), _mm_loadu_ps(dw)), s); \
         }                                                                                                   \
         _mm_storeu_ps(y, acc);                                                                              \
     }
@@ -560,8 +550,8 @@ void hr_rows4_q2_K_avx2(int64_t n, const void *w, size_t ws, const void *x, size
             sin_q2_K(b, &xi, 1, &s[r], &m[r]);
             d[r] = _cvtsh_ss(b->d), dm[r] = _cvtsh_ss(b->dmin);
         }
-        acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(X[i].d), _mm_loadu_ps(d)), _mm_cvtepi32_ps(hsum4x8i(s)), acc);
-        acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(-X[i].d), _mm_loadu_ps(dm)), _mm_cvtepi32_ps(hsum4x8i(m)), acc);
+        acc = fma_tot_x4(acc, _mm_mul_ps(_mm_set1_ps(X[i].d), _mm_loadu_ps(d)), s);
+        acc = fma_tot_x4(acc, _mm_mul_ps(_mm_set1_ps(-X[i].d), _mm_loadu_ps(dm)), m);
     }
     _mm_storeu_ps(y, acc);
 }
@@ -608,7 +598,6 @@ size_t hr_tile_xbytes_q8Kt_avx2(int64_t n) { return (size_t)(n / HR_QK_K) * size
  * The integer lanes are sb_q4_K's / sb_q5_K's (summed in another order: exact), the float
  * steps the same, so the bits are. */
 INLINE void tile_x_k45_row(int64_t n, const char *W, size_t bs, int q5, const char *X, size_t xs, float *y, size_t ys) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m128 acc = _mm_setzero_ps(); /* token c in lane c */
     for (int64_t i = 0; i < n / HR_QK_K; i++) {
         const char *b = W + i * bs;
@@ -621,12 +610,9 @@ INLINE void tile_x_k45_row(int64_t n, const char *W, size_t bs, int q5, const ch
         __m256i sumi[HR_TILE_C];
         UNROLL for (int c = 0; c < HR_TILE_C; c++) sumi[c] = _mm256_setzero_si256();
         UNROLL for (int j = 0; j < 4; j++) {
-            const __m256i q = ld256(qs + 32 * j);
-            __m256i c0 = _mm256_and_si256(q, m4), c1 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            if (q5) {
-                c0 = _mm256_or_si256(c0, sel_bit(hb, 2 * j, 4));
-                c1 = _mm256_or_si256(c1, sel_bit(hb, 2 * j + 1, 4));
-            }
+            __m256i cd[2];
+            k45_codes(qs, hb, q5, j, cd);
+            const __m256i c0 = cd[0], c1 = cd[1];
             const __m256i s0 = bcast_scale(sc2, 2 * j), s1 = bcast_scale(sc2, 2 * j + 1);
             UNROLL for (int c = 0; c < HR_TILE_C; c++) {
                 const q8Kt2 *x = (const q8Kt2 *)(X + c * xs) + i;
@@ -646,9 +632,8 @@ INLINE void tile_x_k45_row(int64_t n, const char *W, size_t bs, int q5, const ch
         }
         /* k45_fin's totals, the 4 tokens in the lanes of one register */
         const __m128 vdx = _mm_loadu_ps(dx);
-        acc = _mm_fmadd_ps(_mm_mul_ps(vdx, _mm_set1_ps(_cvtsh_ss(d))), _mm_cvtepi32_ps(hsum4x8i(sumi)), acc);
-        acc = _mm_fmadd_ps(_mm_mul_ps(_mm_xor_ps(vdx, _mm_set1_ps(-0.0f)), _mm_set1_ps(_cvtsh_ss(dmin))),
-                           _mm_cvtepi32_ps(hsum4x8i(mins)), acc);
+        acc = fma_tot_x4(acc, _mm_mul_ps(vdx, _mm_set1_ps(_cvtsh_ss(d))), sumi);
+        acc = fma_tot_x4(acc, _mm_mul_ps(_mm_xor_ps(vdx, _mm_set1_ps(-0.0f)), _mm_set1_ps(_cvtsh_ss(dmin))), mins);
     }
     float o[HR_TILE_C];
     _mm_storeu_ps(o, acc);
@@ -710,7 +695,7 @@ INLINE void tile_x_iq4_xs_row(int64_t n, const hr_block_iq4_xs *W, const char *X
         UNROLL for (int c = 0; c < C; c++) xd[c] = ((const q8Kt2 *)(X + c * xs) + i)->d;
         UNROLL for (int h = 0; h < C / 4; h++) {
             const __m128 d = _mm_mul_ps(_mm_loadu_ps(xd + 4 * h), _mm_set1_ps(_cvtsh_ss(b->d)));
-            acc[h] = _mm_fmadd_ps(d, _mm_cvtepi32_ps(hsum4x8i(sumi + 4 * h)), acc[h]);
+            acc[h] = fma_tot_x4(acc[h], d, sumi + 4 * h);
         }
     }
     float o[8];
@@ -797,6 +782,11 @@ INLINE void kp_sum16(__m256i v, int32_t *o) {
     o[0] = (int32_t)(_mm256_extract_epi64(a, 0) + _mm256_extract_epi64(a, 1));
     o[1] = (int32_t)(_mm256_extract_epi64(a, 2) + _mm256_extract_epi64(a, 3));
 }
+/* the 32 values v of elements off.. of row r into wq, their two halves' sums into sb */
+INLINE void kp_put16(kp_rows *o, int r, int off, __m256i v, int32_t *sb) {
+    _mm256_store_si256((__m256i *)(o->wq[r] + off), v);
+    kp_sum16(v, sb + off / 16);
+}
 /* row r's super-block at b: values in column order, scales, the + 128 term, d (dmin, pairs) */
 INLINE void kp_decode_iq4_xs(kp_rows *o, int r, const char *b_) {
     const hr_block_iq4_xs *b = (const hr_block_iq4_xs *)b_;
@@ -819,15 +809,14 @@ INLINE void kp_decode_iq4_xs(kp_rows *o, int r, const char *b_) {
 INLINE void kp_decode_k45(kp_rows *o, int r, const char *b_, int q5) {
     const uint8_t *scales = q5 ? ((const hr_block_q5_K *)b_)->scales : ((const hr_block_q4_K *)b_)->scales;
     const uint8_t *qs = q5 ? ((const hr_block_q5_K *)b_)->qs : ((const hr_block_q4_K *)b_)->qs;
-    const __m256i hb = q5 ? ld256(((const hr_block_q5_K *)b_)->qh) : _mm256_setzero_si256(), m4 = _mm256_set1_epi8(0x0f);
+    const __m256i hb = q5 ? ld256(((const hr_block_q5_K *)b_)->qh) : _mm256_setzero_si256();
     int32_t sb[8];
-    UNROLL for (int j = 0; j < 4; j++) { /* elements 64j..64j+31: low nibbles; 64j+32..: high */
-        const __m256i q = ld256(qs + 32 * j);
-        __m256i c0 = _mm256_and_si256(q, m4), c1 = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-        if (q5) c0 = _mm256_or_si256(c0, sel_bit(hb, 2 * j, 4)), c1 = _mm256_or_si256(c1, sel_bit(hb, 2 * j + 1, 4));
-        _mm256_store_si256((__m256i *)(o->wq[r] + 64 * j), c0);
-        _mm256_store_si256((__m256i *)(o->wq[r] + 64 * j + 32), c1);
-        sb[2 * j] = kp_sum32(c0, 0), sb[2 * j + 1] = kp_sum32(c1, 0);
+    UNROLL for (int j = 0; j < 4; j++) {
+        __m256i c[2];
+        k45_codes(qs, hb, q5, j, c);
+        _mm256_store_si256((__m256i *)(o->wq[r] + 64 * j), c[0]);
+        _mm256_store_si256((__m256i *)(o->wq[r] + 64 * j + 32), c[1]);
+        sb[2 * j] = kp_sum32(c[0], 0), sb[2 * j + 1] = kp_sum32(c[1], 0);
     }
     const __m256i scm = k4_scales_mins(scales); /* int16: scales 0-7, mins 0-7 */
     const __m256i sc = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(scm));
@@ -853,9 +842,7 @@ INLINE void kp_decode_q6_K(kp_rows *o, int r, const char *b_) {
     UNROLL for (int h = 0; h < 2; h++) {
         const __m256i l0 = ld256(w->ql + 64 * h), l1 = ld256(w->ql + 64 * h + 32), qh = ld256(w->qh + 32 * h);
         UNROLL for (int k = 0; k < 4; k++) {
-            const __m256i v = q6_vals(l0, l1, qh, k);
-            _mm256_store_si256((__m256i *)(o->wq[r] + 128 * h + 32 * k), v);
-            kp_sum16(v, sb + 8 * h + 2 * k);
+            kp_put16(o, r, 128 * h + 32 * k, q6_vals(l0, l1, qh, k), sb);
         }
     }
     kp_scales16(o, r, _mm256_cvtepi8_epi16(ld128(w->scales)), sb);
@@ -867,11 +854,7 @@ INLINE void kp_decode_q2_K(kp_rows *o, int r, const char *b_) {
     int32_t sb[16];
     UNROLL for (int j = 0; j < 2; j++) {
         const __m256i q = ld256(w->qs + 32 * j);
-        UNROLL for (int k = 0; k < 4; k++) {
-            const __m256i v = q2_codes(q, k);
-            _mm256_store_si256((__m256i *)(o->wq[r] + 128 * j + 32 * k), v);
-            kp_sum16(v, sb + 8 * j + 2 * k);
-        }
+        UNROLL for (int k = 0; k < 4; k++) kp_put16(o, r, 128 * j + 32 * k, q2_codes(q, k), sb);
     }
     const __m128i sm = ld128(w->scales), m4 = _mm_set1_epi8(0x0f);
     kp_scales16(o, r, _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4)), sb);
@@ -884,11 +867,7 @@ INLINE void kp_decode_q3_K(kp_rows *o, int r, const char *b_) {
     int32_t sb[16];
     UNROLL for (int j = 0; j < 2; j++) {
         const __m256i q = ld256(w->qs + 32 * j);
-        UNROLL for (int k = 0; k < 4; k++) {
-            const __m256i v = q3_codes(q, hb, j, k);
-            _mm256_store_si256((__m256i *)(o->wq[r] + 128 * j + 32 * k), v);
-            kp_sum16(v, sb + 8 * j + 2 * k);
-        }
+        UNROLL for (int k = 0; k < 4; k++) kp_put16(o, r, 128 * j + 32 * k, q3_codes(q, hb, j, k), sb);
     }
     kp_scales16(o, r, _mm256_cvtepi8_epi16(q3_scales(w->scales)), sb);
     o->d[r] = _cvtsh_ss(w->d);
@@ -939,19 +918,20 @@ INLINE void kp_rows4x8(const kp_rows *w, int g, int kind, const uint8_t *P, int 
                 isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(part[r], _mm256_set1_epi16((short)w->sc[4 * g + r][sb])));
         }
 #endif
+    /* the per-token term: np int16 pairs of the row against the panel's sums S */
+    const int np = s16 ? 8 : kind == KP_IQ4_XS ? 0 : 4;
+    const uint8_t *S = P + (s16 ? KP_S16 : KP_S32) + 4 * t8;
+    const __m256 nxd = _mm256_xor_ps(xd, _mm256_set1_ps(-0.0f)); /* -dx, for dmin's step */
     UNROLL for (int r = 0; r < 4; r++) {
         const int R = 4 * g + r;
         float *a = acc + (size_t)R * as;
         __m256i t = _mm256_sub_epi32(isum[r], _mm256_set1_epi32(w->bias[R])), pt = _mm256_setzero_si256();
-        const int np = s16 ? 8 : kind == KP_IQ4_XS ? 0 : 4;
-        const uint8_t *S = P + (s16 ? KP_S16 : KP_S32) + 4 * t8;
         for (int i = 0; i < np; i++)
             pt = madd_add(pt, _mm256_load_si256((const __m256i *)(S + 64 * i)), _mm256_set1_epi32(w->pr[R][i]));
         if (!minsf && s16) t = _mm256_sub_epi32(t, _mm256_slli_epi32(pt, kind == KP_Q6_K ? 5 : 2)); /* -32 / -4 offsets */
         __m256 s = _mm256_fmadd_ps(_mm256_mul_ps(xd, _mm256_set1_ps(w->d[R])), _mm256_cvtepi32_ps(t), _mm256_load_ps(a));
         if (minsf) /* k45_fin's second term, -dx * dmin */
-            s = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_xor_ps(xd, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(w->dmin[R])),
-                                _mm256_cvtepi32_ps(pt), s);
+            s = _mm256_fmadd_ps(_mm256_mul_ps(nxd, _mm256_set1_ps(w->dmin[R])), _mm256_cvtepi32_ps(pt), s);
         _mm256_store_ps(a, s);
     }
 }

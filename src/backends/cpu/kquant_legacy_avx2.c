@@ -186,10 +186,9 @@ INLINE __m256i step_idot(int T, const __m256i u[4], const __m256i q[4], __m256i 
 /* ---- Q4_1, Q5_1: a block pair per register ---- */
 /* x side of pair p of a group: q[0] = elements 0-15 of blocks 2p, 2p+1, q[1] = 16-31 */
 typedef struct { __m256i q[2]; } xpair;
-INLINE void x_pair(int T, xpair *g, const char *x, int p) {
+INLINE void x_pair(xpair *g, const char *x, int p) {
     const int xb = (int)sizeof(hr_block_q8_1);
     const char *B = x + 2 * p * xb + 4;
-    (void)T;
     g->q[0] = two128(B, B + xb);
     g->q[1] = two128(B + 16, B + xb + 16);
 }
@@ -251,7 +250,7 @@ INLINE __m256i pair_dot(__m256i lo, __m256i hi, const xpair *x) {
         }                                                                                        \
         _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {                                    \
             xpair g[C];                                                                          \
-            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) x_pair(T, &g[c], XB[c], p);      \
+            _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) x_pair(&g[c], XB[c], p);      \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
                 __m256i lo, hi;                                                                  \
                 w_pair(T, WB[r], p, &lo, &hi);                                                   \
