@@ -102,7 +102,7 @@ INLINE __m512 x_scales(int T, const char *x) {
 }
 
 /* ---- weight side. Scales of a row's group: d (lanes 0-7) and m (lanes 8-15) as floats;
- * MXFP4: e - 128 (lanes 0-7), applied with scalef (exact: d is a power of two). Q5: the
+ * MXFP4: 2^(e - 128) (lanes 0-7; exact, 2^-128 too, so a product by it rounds as scalef would). Q5: the
  * 5th-bit masks of elements 0-15 and 16-31 of each half, qm[2p], qm[2p+1] ---- */
 INLINE __m512 w_scales(int T, const char *w, uint64_t qm[4]) {
     const int BS = bsz(T);
@@ -112,7 +112,7 @@ INLINE __m512 w_scales(int T, const char *w, uint64_t qm[4]) {
         __m512i e = _mm512_permutex2var_epi32(l0, di, l1);
         e = _mm512_srlv_epi32(e, _mm512_setr_epi32(0, 8, 16, 24, 0, 8, 16, 24, 0, 0, 0, 0, 0, 0, 0, 0));
         e = _mm512_sub_epi32(_mm512_and_si512(e, _mm512_set1_epi32(0xff)), _mm512_set1_epi32(128));
-        return _mm512_cvtepi32_ps(e);
+        return _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(e)); /* 2^e, exact (2^-128 too) */
     }
     if (T == T_IQ4_NL) /* 18-byte blocks: all 8 d within the first 128 bytes, words 9k */
         return _mm512_zextps256_ps512(_mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, widx(0, 9, 1), l1))));
@@ -129,10 +129,6 @@ INLINE __m512 w_scales(int T, const char *w, uint64_t qm[4]) {
     }
     if (hasmin(T)) return _mm512_cvtph_ps(_mm512_castsi512_si256(s));
     return _mm512_zextps256_ps512(_mm256_cvtph_ps(_mm512_castsi512_si128(s)));
-}
-/* per-block scale of weight row x activation row */
-INLINE __m512 pair_scale(int T, __m512 wsc, __m512 xsc) {
-    return T == T_MXFP4 ? _mm512_scalef_ps(xsc, wsc) : _mm512_mul_ps(wsc, xsc);
 }
 
 /* MXFP4 half-group gather: byte j of lane k is byte k + j of lane k of a load at the first
@@ -198,7 +194,7 @@ INLINE void w_half(int T, const char *w, int p, const uint64_t qm[4], __m512i *l
                 _mm_prefetch(PF_ADDR(WB[r], R) + o, PF_HINT(R));                                 \
             const __m512 wsc = w_scales(T, WB[r], qm[r]);                                        \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \
-                sc[r][c] = pair_scale(T, wsc, xsc[c]);                                            \
+                sc[r][c] = _mm512_mul_ps(wsc, xsc[c]); /* the pair's block scales */            \
                 if (hasmin(T)) acc1[r][c] = _mm512_mask_add_ps(acc1[r][c], 0xff00, acc1[r][c], sc[r][c]); \
             }                                                                                    \
         }                                                                                        \
@@ -304,7 +300,7 @@ INLINE void lx_grp_rows(int T, const char *const *wb, const char *X, size_t xs, 
             const hr_lanes_x *g = (const hr_lanes_x *)(X + c * xs) + gi;
             __m512i t = _mm512_load_si512(&g->nc);
             _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) t = _mm512_dpbusd_epi32(t, u[i], _mm512_load_si512(&g->q[i]));
-            acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), pair_scale(T, wd, _mm512_load_ps(&g->ds)), acc[r][c]);
+            acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd, _mm512_load_ps(&g->ds)), acc[r][c]);
         }
     }
 }
