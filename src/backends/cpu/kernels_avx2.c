@@ -66,9 +66,14 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
  * prefetch into L1 one call ahead (what it was) they read 17-33% slower from DRAM (Q4_0 6%),
  * and one row at a time (vec_dot per row: one stream, no shared activation work) up to 44%
  * slower (floats; Q4_0 level) (bench_kernels kq, docs/performance.md). Others prefetch
- * PF_AHEAD bytes ahead in the same row into L1. Used where ws (row stride) is in scope. */
+ * PF_AHEAD bytes ahead in the same row into L1. Used where ws (row stride) is in scope.
+ * The float types' rows4 is now one row after the other after all, each row prefetching
+ * FPF_ONE bytes on in itself into L2 (not PF_AHEAD into L1, as vec_dot did when measured so):
+ * on Zen 5 F16 decode gained 1.1x over the rows side by side (docs/performance.md, "F16
+ * decode rows"). */
 #define PF_AHEAD 1536
 #define PF4_ROWS 8
+#define FPF_ONE 8192
 #define PF(p, R)                                                                         \
     do {                                                                                 \
         if ((R) == 4) _mm_prefetch((const char *)((uintptr_t)(p) + PF4_ROWS * ws), _MM_HINT_T1); \
@@ -79,7 +84,11 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
  * (dot, tiles, rows2/4) as above; gather4 takes row pointers and prefetches the rows its
  * caller passes next, at the offset it reads (see gather4 in kernels_impl.h). */
 #define FROW_STRIDED(r) (W + (r) * ws)
-#define FPF_STRIDED(r, off, R_) PF(FROW_STRIDED(r) + (off), R_)
+#define FPF_STRIDED(r, off, R_)                                                                     \
+    do {                                                                                            \
+        if ((R_) == 1) _mm_prefetch((const char *)(FROW_STRIDED(r) + (off) + FPF_ONE), _MM_HINT_T1); \
+        else PF(FROW_STRIDED(r) + (off), R_);                                                       \
+    } while (0)
 #define FROW_GATHER(r) ((const char *)wr[r])
 #define FPF_GATHER(r, off, R_) _mm_prefetch((const char *)nx[r] + (off), _MM_HINT_T1)
 #define FDOT_BODY(LD, SC, ES, R, C) FDOT_BODY_AT(LD, SC, ES, R, C, FROW_STRIDED, FPF_STRIDED)
@@ -138,9 +147,9 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
         FDOT_BODY(LD, SC, ES, 2, 1)                                                            \
     }                                                                                      \
     static void rows4_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, \
-                             float *y, size_t ys) {                                        \
-        const char *W = w, *X = x;                                                         \
-        FDOT_BODY(LD, SC, ES, 4, 1)                                                        \
+                             float *y, size_t ys) { /* one row after the other (FPF_ONE) */ \
+        (void)xs, (void)ys;                                                                \
+        for (int r = 0; r < 4; r++) dot_##NAME(n, y + r, (const char *)w + r * ws, x);     \
     }                                                                                      \
     static void gather4_##NAME(int64_t n, const void *const *wr, const void *const *nx,    \
                                const void *x, float *y) {                                  \

@@ -45,16 +45,20 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
  * kernels' prefetch into L1 one call ahead (what they had) read 24-36% slower from DRAM, and
  * one row at a time (vec_dot per row) 17-40% slower (Q4_0 level) (bench_kernels kq,
  * docs/performance.md).
- * Others prefetch PF_AHEAD bytes ahead in the same row (floats into L2, quantized into L1). */
+ * Others prefetch PF_AHEAD bytes ahead in the same row (floats into L2, quantized into L1).
+ * The float types' rows4 is the exception: their rows are long (8 KB of F16 at 4096), and on
+ * Zen 5 four one-row passes, each prefetching FPF_ONE bytes on in its row, read 5-15% faster
+ * from DRAM than the rows side by side (docs/performance.md, "F16 decode rows"). */
 #define PF_AHEAD 1536
 #define PF4_ROWS 8
+#define FPF_ONE 8192
 #define PF_ADDR(row, R) ((const char *)((uintptr_t)(row) + ((R) == 4 ? PF4_ROWS * ws : PF_AHEAD)))
 
 /* ROW(r): row r's first byte; PFX(r, off, R): the prefetch for bytes off.. of row r. Strided rows
  * (dot, tiles, rows2/4) as above; gather4 takes row pointers and prefetches the rows its
  * caller passes next, at the offset it reads (see gather4 in kernels_impl.h). */
 #define FROW_STRIDED(r) (W + (r) * ws)
-#define FPF_STRIDED(r, off, R_) _mm_prefetch(PF_ADDR(FROW_STRIDED(r) + (off), R_), _MM_HINT_T1)
+#define FPF_STRIDED(r, off, R_) _mm_prefetch((R_) == 1 ? FROW_STRIDED(r) + (off) + FPF_ONE : PF_ADDR(FROW_STRIDED(r) + (off), R_), _MM_HINT_T1)
 #define FROW_GATHER(r) ((const char *)wr[r])
 #define FPF_GATHER(r, off, R_) _mm_prefetch((const char *)nx[r] + (off), _MM_HINT_T1)
 #define FDOT_BODY(LD, SC, ES, R, C) FDOT_BODY_AT(LD, SC, ES, R, C, FROW_STRIDED, FPF_STRIDED, LD, SC)
@@ -118,9 +122,9 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
         FDOT_BODY(LD, SC, ES, 2, 1)                                                                 \
     }                                                                                           \
     TGT static void rows4_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, \
-                                 float *y, size_t ys) {                                         \
-        const char *W = w, *X = x;                                                              \
-        FDOT_BODY(LD, SC, ES, 4, 1)                                                             \
+                                 float *y, size_t ys) { /* one row after the other (FPF_ONE) */ \
+        (void)xs, (void)ys;                                                                     \
+        for (int r = 0; r < 4; r++) dot_##NAME(n, y + r, (const char *)w + r * ws, x);          \
     }                                                                                           \
     TGT static void gather4_##NAME(int64_t n, const void *const *wr, const void *const *nx,     \
                                    const void *x, float *y) {                                   \
