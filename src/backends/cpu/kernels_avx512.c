@@ -460,6 +460,14 @@ TGT void hr_tile_xprep_lanes_avx512(const void *xq, void *xt, int64_t n, int c) 
 }
 TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) { hr_tile_xprep_lanes_avx512(xq, xt, n, 8); }
 
+/* One (row, token) pair's group over the re-laid activations g: the row's four unsigned lane
+ * registers u and lane scales wd against the token's lanes, into acc (tile_x, rows4_x). */
+INLINE __m512 lanes_step(const __m512i u[4], __m512 wd, const hr_lanes_x *g, __m512 acc) {
+    const __m512i t = lane_idot(u, _mm512_load_si512(&g->nc), _mm512_load_si512(&g->q[0]), _mm512_load_si512(&g->q[1]),
+                                _mm512_load_si512(&g->q[2]), _mm512_load_si512(&g->q[3]));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd, _mm512_load_ps(&g->ds)), acc);
+}
+
 /* Q4_0's tile: per (row, token) w_idot_q4_0's and QGRP_STEP's arithmetic on the same values.
  * The tile's R weight rows' group against its C tokens, a row at a time: one row's four
  * unpacked registers and lane scales stay live for its C tokens, whose activations come
@@ -473,12 +481,8 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
         w_grp_q4x(&wg, wb[r]);
         q4_w_lanes(&wg, u);
         const __m512 wd = _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(wg.d));
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
-            const hr_lanes_x *g = (const hr_lanes_x *)(X + c * xs) + gi;
-            const __m512i t = lane_idot(u, _mm512_load_si512(&g->nc), _mm512_load_si512(&g->q[0]),
-                                      _mm512_load_si512(&g->q[1]), _mm512_load_si512(&g->q[2]), _mm512_load_si512(&g->q[3]));
-            acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd, _mm512_load_ps(&g->ds)), acc0[r][c]);
-        }
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++)
+            acc0[r][c] = lanes_step(u, wd, (const hr_lanes_x *)(X + c * xs) + gi, acc0[r][c]);
     }
 }
 
@@ -532,27 +536,54 @@ TGT static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) { hr_tile_x
 
 /* The tile's R weight rows' group against its C tokens, a row at a time as Q4_0's: one row's
  * four unsigned lane registers and lane scales live for the C tokens. */
+/* a Q8_0 row's group as unsigned lanes (w + 128) and its lane scales (the return) */
+INLINE __m512 q8_w_ulanes(const char *wb, __m512i u[4]) {
+    const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb;
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) u[i] = quad_half(B + 4 * (i / 2), i % 2);
+    x_lanes(u);
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) u[i] = _mm512_xor_si512(u[i], _mm512_set1_epi8((char)0x80));
+    return _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(scales8_q8(wb)));
+}
 INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
                         const int R) {
-    const __m512i bias = _mm512_set1_epi8((char)0x80);
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
-        const hr_block_q8_0 *B = (const hr_block_q8_0 *)wb[r];
         __m512i u[4];
-        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) u[i] = quad_half(B + 4 * (i / 2), i % 2);
-        x_lanes(u);
-        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) u[i] = _mm512_xor_si512(u[i], bias);
-        const __m512 wd = _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(scales8_q8(wb[r])));
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
-            const hr_lanes_x *g = (const hr_lanes_x *)(X + c * xs) + gi;
-            const __m512i t = lane_idot(u, _mm512_load_si512(&g->nc), _mm512_load_si512(&g->q[0]),
-                                      _mm512_load_si512(&g->q[1]), _mm512_load_si512(&g->q[2]), _mm512_load_si512(&g->q[3]));
-            acc0[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd, _mm512_load_ps(&g->ds)), acc0[r][c]);
-        }
+        const __m512 wd = q8_w_ulanes(wb[r], u);
+        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++)
+            acc0[r][c] = lanes_step(u, wd, (const hr_lanes_x *)(X + c * xs) + gi, acc0[r][c]);
     }
 }
 
 TILE_X_DRIVER(tile_x_q8_0, hr_block_q8_0, tx_q8_0_grp, HR_TILE_R)
 TILE_X_DRIVER(tile_xw_q8_0, hr_block_q8_0, tx_q8_0_grp, 4)
+
+/* Q8_0 decode over the re-laid activation row (rows4_x): the 4 rows one after the other, each
+ * prefetching FPF_ONE bytes on in itself into L2, as the float types' rows4 (side by side, 8 rows
+ * on, rows4_q8_0 read 7-16% slower from DRAM on Zen 5: docs/performance.md, "F16 decode rows").
+ * Per (row, token) the tiles' step, so vec_dot's bits. Q4_0 keeps rows4: the same one-row
+ * stream read it slower (14-17 against 18-24 GB/s). */
+TGT static void rows4_x_q8_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    const int64_t nb = n / HR_QK, nfull = nb / QGRP;
+    const size_t gb = QGRP * sizeof(hr_block_q8_0);
+    (void)xs, (void)ys;
+    for (int r = 0; r < 4; r++) {
+        const char *W = (const char *)w + r * ws;
+        __m512 acc = _mm512_setzero_ps();
+        __m512i u[4];
+        for (int64_t gi = 0; gi < nfull; gi++) {
+            const char *wb = W + (size_t)gi * gb;
+            for (size_t o = 0; o < gb; o += 64) _mm_prefetch(wb + FPF_ONE + o, _MM_HINT_T1);
+            acc = lanes_step(u, q8_w_ulanes(wb, u), (const hr_lanes_x *)x + gi, acc);
+        }
+        if (nfull < (nb + QGRP - 1) / QGRP) { /* a ragged group over zero-padded blocks (+0 exactly) */
+            hr_block_q8_0 pad[QGRP];
+            memset(pad, 0, sizeof pad);
+            memcpy(pad, W + nfull * gb, (size_t)(nb - nfull * QGRP) * sizeof pad[0]);
+            acc = lanes_step(u, q8_w_ulanes((const char *)pad, u), (const hr_lanes_x *)x + nfull, acc);
+        }
+        y[r] = _mm512_reduce_add_ps(acc);
+    }
+}
 
 /* The table, less Q8_0 and Q4_0, which each instance adds (designators in __VA_ARGS__). */
 #define K_AVX512_TABLE(NAME, ...) { \
@@ -594,7 +625,7 @@ static const hr_kernels_ext k_avx512 = K_AVX512_TABLE("avx512",
     .k.act_prep[HR_Q8_0] = hr_prep_q8_0_avx2, .k.act_prep[HR_Q4_0] = hr_prep_q8_0_avx2,
     .tile[HR_Q8_0] = tile_q8_0, .tile[HR_Q4_0] = tile_q4_0, .rows2[HR_Q8_0] = rows2_q8_0, .rows2[HR_Q4_0] = rows2_q4_0,
     .gather4[HR_Q8_0] = gather4_q8_0, .gather4[HR_Q4_0] = gather4_q4_0,
-    .rows4[HR_Q8_0] = rows4_q8_0, .rows4[HR_Q4_0] = rows4_q4_0,
+    .rows4[HR_Q8_0] = rows4_q8_0, .rows4[HR_Q4_0] = rows4_q4_0, .rows4_x[HR_Q8_0] = rows4_x_q8_0,
     .tile_x[HR_Q8_0] = tile_x_q8_0, .tile_x[HR_Q4_0] = tile_x_q4_0, .tile_xw[HR_Q8_0] = tile_xw_q8_0, .tile_xw[HR_Q4_0] = tile_xw_q4_0,
     .xw_rows[HR_Q8_0] = 4, .xw_rows[HR_Q4_0] = 4, .xw_cols[HR_Q8_0] = 4, .xw_cols[HR_Q4_0] = 4,
     .tile_xprep[HR_Q8_0] = tile_xprep_q8_0, .tile_xprep[HR_Q4_0] = tile_xprep_q4_0,
