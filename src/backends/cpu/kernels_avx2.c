@@ -472,34 +472,36 @@ static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) { hr_tile_xprep
  * blocks through tx_T_grp1, a ragged last group from zero-padded blocks (zero blocks add
  * exactly +0, as in QDOT_BODY), then the two chains' sum. */
 #define TILE_X_ROWS(T)                                                                                          \
-    static void tile_x_##T##_row(int64_t n, const char *W, const char *X, size_t xs, float *y, size_t ys) {    \
+    INLINE void tile_x_##T##_row(int64_t n, const char *W, const char *X, size_t xs, float *y, size_t ys,       \
+                                 const int C, const int one) {                                                  \
         const int64_t nb = n / HR_QK, nfull = nb / QGRP;                                                        \
         __m256 acc0[HR_TILE_C], acc1[HR_TILE_C];                                                                \
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();   \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();           \
         for (int64_t gi = 0; gi < nfull; gi++) {                                                                \
             const char *wb = W + gi * QGRP * sizeof(hr_block_##T);                                              \
-            for (int o = 0; o < QGRP * (int)sizeof(hr_block_##T); o += 64)                                      \
-                _mm_prefetch(wb + PF_AHEAD + o, _MM_HINT_T0);                                                   \
-            tx_##T##_grp1(wb, X, xs, gi, acc0, acc1);                                                           \
+            for (int o = 0; o < QGRP * (int)sizeof(hr_block_##T); o += 64) {                                   \
+                if (one) _mm_prefetch(wb + FPF_ONE + o, _MM_HINT_T1);                                           \
+                else _mm_prefetch(wb + PF_AHEAD + o, _MM_HINT_T0);                                              \
+            }                                                                                                   \
+            tx_##T##_grp1(wb, X, xs, gi, acc0, acc1, C);                                                        \
         }                                                                                                       \
         if (nfull * QGRP < nb) {                                                                                \
             hr_block_##T pad[QGRP];                                                                             \
             memset(pad, 0, sizeof pad);                                                                         \
             memcpy(pad, W + nfull * QGRP * sizeof(hr_block_##T), (size_t)(nb - nfull * QGRP) * sizeof pad[0]);  \
-            tx_##T##_grp1((const char *)pad, X, xs, nfull, acc0, acc1);                                         \
+            tx_##T##_grp1((const char *)pad, X, xs, nfull, acc0, acc1, C);                                      \
         }                                                                                                       \
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) y[c * ys] =                                 \
-            hsum8(_mm256_add_ps(acc0[c], acc1[c]));                                                             \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) y[c * ys] = hsum8(_mm256_add_ps(acc0[c], acc1[c])); \
     }                                                                                                           \
     static void tile_x_##T(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) { \
-        for (int r = 0; r < HR_TILE_R; r++) tile_x_##T##_row(n, (const char *)w + r * ws, x, xs, y + r, ys);   \
+        for (int r = 0; r < HR_TILE_R; r++) tile_x_##T##_row(n, (const char *)w + r * ws, x, xs, y + r, ys, HR_TILE_C, 0); \
     }
 
 /* One weight row's group (8 blocks at wb) against the tile's tokens, QGRP_STEP's operations per
  * token and step. The tile runs its two rows one after the other: 2 x 2 x 4 accumulators
  * spilled (a 2 x 4 version measured 14% faster than 1 x 4 on the first AVX2 machine; on the
  * Intel machine the 1 x 4 one is 3% faster on AVX2 and 7% with AVX-VNNI, bench_prompt q4_0). */
-INLINE void tx_q4_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, __m256 *acc0, __m256 *acc1) {
+INLINE void tx_q4_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, __m256 *acc0, __m256 *acc1, const int C) {
     const __m256i m = _mm256_set1_epi8(0x0f);
     const __m256 dw = scales8(wb, sizeof(hr_block_q4_0));
     _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++) {
@@ -509,7 +511,7 @@ INLINE void tx_q4_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
         const __m256i u[4] = {_mm256_and_si256(na, m), _mm256_and_si256(_mm256_srli_epi16(na, 4), m),
                               _mm256_and_si256(nb, m), _mm256_and_si256(_mm256_srli_epi16(nb, 4), m)};
         const __m256 wd = _mm256_permutevar8x32_ps(dw, sidx(k));
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
             const hr_lanes_x256 *g = (const hr_lanes_x256 *)(X + c * xs) + gi;
             const __m256 t = _mm256_cvtepi32_ps(dot4x4_from(g->nc[k], u, g->q[k]));
             const __m256 sk = _mm256_mul_ps(wd, g->ds[k]);
@@ -528,7 +530,7 @@ TILE_X_ROWS(q4_0)
  * (w + 128) x would overflow). */
 /* The group of 8 weight blocks at wb (one row) against the tile's tokens: per token and step
  * the lanes of QGRP_STEP with w_idot_q8_0, into acc0 (step 0) and acc1 (step 1). */
-INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, __m256 *acc0, __m256 *acc1) {
+INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, __m256 *acc0, __m256 *acc1, const int C) {
     const __m256 dw = scales8(wb, sizeof(hr_block_q8_0));
     _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++) {
         __m256i v[4];
@@ -540,7 +542,7 @@ INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
         _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) a[i] = _mm256_sign_epi8(v[i], v[i]);
 #endif
         const __m256 wd = _mm256_permutevar8x32_ps(dw, sidx(k));
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
             const hr_lanes_x256 *g = (const hr_lanes_x256 *)(X + c * xs) + gi;
 #if defined(HR_AVXVNNI)
             const __m256i t = dot4x4_from(g->nc[k], v, g->q[k]);
@@ -559,6 +561,12 @@ INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
 /* Q8_0's tile runs its rows one after the other: 2 chains x 4 tokens of accumulators stay in
  * registers, where 2 rows' 16 spilled. */
 TILE_X_ROWS(q8_0)
+/* Q8_0 decode over the re-laid activation row: the 4 rows one after the other, each one stream
+ * prefetching FPF_ONE bytes on in itself (as the float rows4 and AVX-512's rows4_x_q8_0) */
+static void rows4_x_q8_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    (void)xs, (void)ys;
+    for (int r = 0; r < 4; r++) tile_x_q8_0_row(n, (const char *)w + r * ws, x, 0, y + r, 1, 1, 1);
+}
 
 
 /* K-quant prompts as panels (kquant_k_avx2.c; the AVX-VNNI build's names map through
@@ -603,6 +611,7 @@ static const hr_kernels_ext k_avx2 = {
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx2),
               HR_KQL_ENTRIES(rows4, avx2)},
+    .rows4_x = {[HR_Q8_0] = rows4_x_q8_0},
     .tile_x = {[HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx2),
                HR_KQLX2_ENTRIES(tile_x)},
     .tile_xw = {[HR_IQ4_XS] = hr_tile_xw_iq4_xs_avx2},
