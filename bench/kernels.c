@@ -5,7 +5,7 @@
  * type (in the last-level cache on larger CPUs: the kernels' own speed). Decode prints the
  * best and the median call.
  * bench_kernels kq [MB] [LIB] [TYPES]: the decode kernels alone, 1 thread, no pool: vec_dot
- * (one row after the other), rows4 (and rows4_x over the re-laid row, where the type has it) of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, Q4_1, Q8_0, F16, BF16, F32 (or the
+ * (one row after the other), rows4 (and rows4_x over the re-laid row, where the type has it) of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, Q4_1, Q8_0, Q5_0, IQ4_NL, MXFP4, F16, BF16, F32 (or the
  * comma-separated TYPES) over ~256 rows of 4096 (in L2) and over MB of rows (default 256, out
  * of cache), with llama.cpp's ggml_vec_dot_<type>[_<act type>] on the same bytes when LIB is
  * one of its libggml-cpu-*.so (it needs libggml-base.so on LD_LIBRARY_PATH; LIB "" for none).
@@ -170,10 +170,12 @@ static int kq_main(int argc, char **argv) {
     const char *only = argc > 4 ? argv[4] : NULL;
     const hr_kernels *k = hr_kernels_best();
     /* llama.cpp's activation types are Hearth's act_prep layouts (Q8_K, Q8_0, F16, BF16, F32) */
-    const uint32_t types[] = {HR_Q2_K, HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS, HR_Q4_0, HR_Q4_1, HR_Q8_0, HR_F16, HR_BF16, HR_F32};
+    const uint32_t types[] = {HR_Q2_K, HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_XS, HR_Q4_0, HR_Q4_1, HR_Q8_0,
+                              HR_Q5_0, HR_IQ4_NL, HR_MXFP4, HR_F16, HR_BF16, HR_F32};
     const char *lname[] = {"ggml_vec_dot_q2_K_q8_K", "ggml_vec_dot_q3_K_q8_K", "ggml_vec_dot_q4_K_q8_K", "ggml_vec_dot_q5_K_q8_K", "ggml_vec_dot_q6_K_q8_K",
                            "ggml_vec_dot_iq4_xs_q8_K", "ggml_vec_dot_q4_0_q8_0", "ggml_vec_dot_q4_1_q8_1",
-                           "ggml_vec_dot_q8_0_q8_0", "ggml_vec_dot_f16", "ggml_vec_dot_bf16", "ggml_vec_dot_f32"};
+                           "ggml_vec_dot_q8_0_q8_0", "ggml_vec_dot_q5_0_q8_0", "ggml_vec_dot_iq4_nl_q8_0",
+                           "ggml_vec_dot_mxfp4_q8_0", "ggml_vec_dot_f16", "ggml_vec_dot_bf16", "ggml_vec_dot_f32"};
     const char *kname[KQ_KINDS] = {"hearth vec_dot", "hearth rows4", "hearth rows4_x", "llama vec_dot"};
     const int64_t n_in = argc > 5 ? atoll(argv[5]) : 4096;
     if (n_in < 256 || n_in % 256) {

@@ -607,7 +607,8 @@ TGT static void rows4_x_q8_0(int64_t n, const void *w, size_t ws, const void *x,
     .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16, \
               HR_KQ_ENTRIES(rows4, avx512), \
               HR_KQL_ENTRIES(rows4, avx512)}, \
-    .rows4_x = {[HR_Q4_K] = hr_rows4_x_q4_K_avx512, [HR_Q5_K] = hr_rows4_x_q5_K_avx512, [HR_IQ4_XS] = hr_rows4_x_iq4_xs_avx512}, \
+    .rows4_x = {[HR_Q4_K] = hr_rows4_x_q4_K_avx512, [HR_Q5_K] = hr_rows4_x_q5_K_avx512, [HR_IQ4_XS] = hr_rows4_x_iq4_xs_avx512, \
+                [HR_Q5_0] = hr_rows4_x_q5_0_avx512}, \
     .tile_x = {[HR_F16] = tile_x_f16, [HR_BF16] = tile_x_bf16, HR_KQX_ENTRIES(tile_x, avx512), [HR_Q6_K] = hr_tile_x_q6_K_avx512, \
                HR_KQLX_ENTRIES(tile_x)}, \
     .tile_xw = {[HR_F16] = tile_xw_f16, [HR_BF16] = tile_xw_bf16, HR_KQX_ENTRIES(tile_xw, avx512), [HR_Q6_K] = hr_tile_xw_q6_K_avx512, \

@@ -197,6 +197,7 @@ void hr_rows4_x_iq4_xs_avx512(int64_t n, const void *w, size_t ws, const void *x
 HR_KQLX_DECL(q5_0)
 HR_KQLX_DECL(iq4_nl)
 HR_KQLX_DECL(mxfp4)
+void hr_rows4_x_q5_0_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys);
 #define HR_KQLX_ENTRIES(KIND) [HR_Q5_0] = hr_##KIND##_q5_0_avx512, [HR_IQ4_NL] = hr_##KIND##_iq4_nl_avx512, \
                               [HR_MXFP4] = hr_##KIND##_mxfp4_avx512
 HR_KQXW_DECL(q6_K)

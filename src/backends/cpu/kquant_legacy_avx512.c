@@ -27,6 +27,7 @@
 enum { T_Q4_1, T_Q5_1, T_Q5_0, T_IQ4_NL, T_MXFP4 };
 #define QGRP 8
 #define PF_AHEAD 1536
+#define FPF_ONE 8192
 
 /* layout per type: block bytes, offset of qs, of qh (Q5), whether it has a min, the shift c */
 INLINE int bsz(int T) { return T == T_Q4_1 ? 20 : T == T_Q5_1 ? 24 : T == T_Q5_0 ? 22 : T == T_IQ4_NL ? 18 : 17; }
@@ -289,14 +290,14 @@ INLINE void w_half(int T, const char *w, int p, const uint64_t qm[4], __m512i *l
 /* R weight rows' group against HR_TILE_C re-laid tokens, a row at a time: the row's halves
  * unpacked once into the lanes, then per token four dpbusd from -c * sum(x). */
 INLINE void lx_grp_rows(int T, const char *const *wb, const char *X, size_t xs, int64_t gi,
-                        __m512 (*acc)[HR_TILE_C], const int R) {
+                        __m512 (*acc)[HR_TILE_C], const int R, const int C) {
     _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
         uint64_t qm[4];
         const __m512 wd = _mm512_permutexvar_ps(sidx2(), w_scales(T, wb[r], qm));
         __m512i u[4];
         w_half(T, wb[r], 0, qm, &u[0], &u[1]), w_half(T, wb[r], 1, qm, &u[2], &u[3]);
         x_lanes(u);
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
             const hr_lanes_x *g = (const hr_lanes_x *)(X + c * xs) + gi;
             __m512i t = _mm512_load_si512(&g->nc);
             _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) t = _mm512_dpbusd_epi32(t, u[i], _mm512_load_si512(&g->q[i]));
@@ -307,18 +308,21 @@ INLINE void lx_grp_rows(int T, const char *const *wb, const char *X, size_t xs, 
 /* R rows x HR_TILE_C tokens: full groups with their prefetch, then a ragged group over
  * zero-padded weight blocks (the re-laid row's padding is zero: +0 exactly). */
 INLINE void lx_tile(int T, int R, int64_t n, const char *W, size_t ws, const char *X, size_t xs, float *y, size_t ys,
-                    size_t BS) {
+                    size_t BS, const int C, const int one) {
     __m512 acc[4][HR_TILE_C];
     _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) acc[r][c] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();
     const int64_t nb = n / HR_QK, nfull = nb / QGRP;
     for (int64_t gi = 0; gi < nfull; gi++) {
         const char *wb[4];
         _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
             wb[r] = W + r * ws + gi * QGRP * BS;
-            for (size_t o = 0; o < QGRP * BS; o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0);
+            for (size_t o = 0; o < QGRP * BS; o += 64) {
+                if (one) _mm_prefetch(wb[r] + FPF_ONE + o, _MM_HINT_T1); /* rows4_x: one stream per row */
+                else _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0);
+            }
         }
-        lx_grp_rows(T, wb, X, xs, gi, acc, R);
+        lx_grp_rows(T, wb, X, xs, gi, acc, R, C);
     }
     if (nfull * QGRP < nb) {
         char pad[4][QGRP * 24];
@@ -328,10 +332,10 @@ INLINE void lx_tile(int T, int R, int64_t n, const char *W, size_t ws, const cha
             memcpy(pad[r], W + r * ws + nfull * QGRP * BS, (size_t)(nb - nfull * QGRP) * BS);
             wb[r] = pad[r];
         }
-        lx_grp_rows(T, wb, X, xs, nfull, acc, R);
+        lx_grp_rows(T, wb, X, xs, nfull, acc, R, C);
     }
     _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]);
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]);
 }
 #define LX_FUNCS(NAME, T, WBLK)                                                                            \
     size_t hr_tile_xbytes_##NAME##_avx512(int64_t n) { return hr_tile_xbytes_lanes_avx512(n); }            \
@@ -340,15 +344,24 @@ INLINE void lx_tile(int T, int R, int64_t n, const char *W, size_t ws, const cha
     }                                                                                                      \
     TGT void hr_tile_x_##NAME##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,      \
                                        float *y, size_t ys) {                                              \
-        lx_tile(T, HR_TILE_R, n, w, ws, x, xs, y, ys, sizeof(WBLK));                                       \
+        lx_tile(T, HR_TILE_R, n, w, ws, x, xs, y, ys, sizeof(WBLK), HR_TILE_C, 0);                         \
     }                                                                                                      \
     TGT void hr_tile_xw_##NAME##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,     \
                                         float *y, size_t ys) {                                             \
-        lx_tile(T, 4, n, w, ws, x, xs, y, ys, sizeof(WBLK));                                               \
+        lx_tile(T, 4, n, w, ws, x, xs, y, ys, sizeof(WBLK), HR_TILE_C, 0);                                 \
     }
 LX_FUNCS(q5_0, T_Q5_0, hr_block_q5_0)
 LX_FUNCS(iq4_nl, T_IQ4_NL, hr_block_iq4_nl)
 LX_FUNCS(mxfp4, T_MXFP4, hr_block_mxfp4)
+
+/* Q5_0 decode over the re-laid activation row: the 4 rows one after the other, each one stream
+ * prefetching 8 KB on in itself into L2, as Q8_0's rows4_x (kernels_avx512.c): from DRAM
+ * 1.11-1.22x its rows4. IQ4_NL and MXFP4 keep rows4: one row at a time read them level or up to
+ * 35% slower, as Q4_0 (docs/performance.md, "F16 decode rows"). */
+TGT void hr_rows4_x_q5_0_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    (void)xs, (void)ys;
+    for (int r = 0; r < 4; r++) lx_tile(T_Q5_0, 1, n, (const char *)w + r * ws, 0, x, 0, y + r, 1, sizeof(hr_block_q5_0), 1, 1);
+}
 
 LDOT_FUNCS(q4_1, T_Q4_1, hr_block_q4_1, hr_block_q8_1)
 LDOT_FUNCS(q5_1, T_Q5_1, hr_block_q5_1, hr_block_q8_1)
