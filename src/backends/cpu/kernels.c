@@ -27,7 +27,13 @@ static int cpu_has_avxvnni(void) {
     unsigned a, b, c, d;
     return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));
 }
+/* AVX512_BF16 (vdpbf16ps): CPUID.(7,1):EAX bit 5 */
+static int cpu_has_avx512bf16(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+}
 #else
+static int cpu_has_avx512bf16(void) { return 0; }
 static int cpu_has_avxvnni(void) { return 0; }
 static int cpu_has_avx2(void) { return 0; }
 static int cpu_has_avx512(void) { return 0; }
@@ -44,7 +50,7 @@ const hr_kernels *hr_kernels_avxvnni(void) {
 }
 
 const hr_kernels *hr_kernels_avx512(void) {
-    const hr_kernels_ext *e = hr_kext_avx512();
+    const hr_kernels_ext *e = hr_kext_avx512(cpu_has_avx512() && cpu_has_avx512bf16());
     return e && cpu_has_avx512() ? &e->k : NULL;
 }
 

@@ -137,6 +137,69 @@ FDOT_FUNCS(f32, ld_f32, sc_f32, 4)
 FDOT_FUNCS(f16, ld_f16, sc_f16, 2)
 FDOT_FUNCS(bf16, ld_bf16, sc_bf16, 2)
 
+/* ---- BF16 with vdpbf16ps (AVX512_BF16: Zen 4 and later, Intel since Cooper Lake) ----
+ * The activations are rounded to BF16 (act_prep), so each product of two BF16 values is exact,
+ * and one vdpbf16ps adds a lane's two products (elements 2i, 2i + 1, straight from memory) into
+ * its F32 accumulator: 32 elements per (row, token) and instruction, where the F32 path converts
+ * both sides and spends a multiply, an FMA and an add. Its rounding is not the F32 path's (it
+ * takes denormal inputs and results as zero, as llama.cpp's BF16 dot on such CPUs does), so the
+ * table that has it (K_BF16_DP) runs every BF16 kernel through BF_BODY_AT, whose per-(row, token)
+ * steps are the same whatever R and C: dot, rows, gathers and tiles agree bit for bit. A ragged
+ * tail loads masked (zero elements add +0 exactly). */
+#define TGTB __attribute__((target("avx512vnni,avx512bf16")))
+#define BF_BODY_AT(R, C, ROW, PFX)                                                                 \
+    __m512 acc[R][C];                                                                              \
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                            \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();       \
+    for (int64_t i = 0; i < n; i += 32) {                                                          \
+        const __mmask32 m = n - i >= 32 ? (__mmask32)~0u : (__mmask32)((1u << (n - i)) - 1);       \
+        __m512i w[R];                                                                              \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                      \
+            PFX(r, 2 * i, R);                                                                      \
+            w[r] = _mm512_maskz_loadu_epi16(m, (const uint16_t *)ROW(r) + i);                      \
+        }                                                                                          \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                      \
+            const __m512i xv = _mm512_maskz_loadu_epi16(m, (const uint16_t *)(X + c * xs) + i);    \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                    \
+                acc[r][c] = _mm512_dpbf16_ps(acc[r][c], (__m512bh)w[r], (__m512bh)xv);            \
+        }                                                                                          \
+    }                                                                                              \
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                            \
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) y[c * ys + r] = _mm512_reduce_add_ps(acc[r][c]);
+
+TGTB static void dot_bfdp(int64_t n, float *s, const void *w, const void *x) {
+    const char *W = w, *X = x;
+    const size_t ws = 0, xs = 0, ys = 0;
+    float *y = s;
+    BF_BODY_AT(1, 1, FROW_STRIDED, FPF_STRIDED)
+}
+TGTB static void rows2_bfdp(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    const char *W = w, *X = x;
+    BF_BODY_AT(2, 1, FROW_STRIDED, FPF_STRIDED)
+}
+TGTB static void rows4_bfdp(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    (void)xs, (void)ys; /* one row after the other, as the other float types (FPF_ONE) */
+    for (int r = 0; r < 4; r++) dot_bfdp(n, y + r, (const char *)w + r * ws, x);
+}
+TGTB static void gather4_bfdp(int64_t n, const void *const *wr, const void *const *nx, const void *x, float *y) {
+    const char *X = x;
+    const size_t xs = 0, ys = 0;
+    BF_BODY_AT(4, 1, FROW_GATHER, FPF_GATHER)
+}
+TGTB static void tile_bfdp(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    const char *W = w, *X = x;
+    BF_BODY_AT(HR_TILE_R, HR_TILE_C, FROW_STRIDED, FPF_STRIDED)
+}
+/* The prompt tiles' re-laid row is the BF16 row itself (tile_x and its 4 x 4 tile_xw). */
+static void tile_xprep_bfdp(const void *xq, void *xt, int64_t n) { memcpy(xt, xq, (size_t)n * 2); }
+TGTB static void tile_bfdp_x(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    tile_bfdp(n, w, ws, x, xs, y, ys);
+}
+TGTB static void tile_bfdp_xw(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    const char *W = w, *X = x;
+    BF_BODY_AT(4, HR_TILE_C, FROW_STRIDED, FPF_STRIDED)
+}
+
 static void prep_f32(const float *x, void *xq, int64_t n) { memcpy(xq, x, (size_t)n * 4); }
 
 /* ---- F16 and BF16 prompt tiles over activations re-laid as F32 (tile_x) ----
@@ -585,54 +648,67 @@ TGT static void rows4_x_q8_0(int64_t n, const void *w, size_t ws, const void *x,
     }
 }
 
-/* The table, less Q8_0 and Q4_0, which each instance adds (designators in __VA_ARGS__). */
+/* The table, less Q8_0, Q4_0 and BF16's kernels, which each instance adds (designators in
+ * __VA_ARGS__): BF16 as F32 (K_BF16_F32) or with vdpbf16ps (K_BF16_DP). */
 #define K_AVX512_TABLE(NAME, ...) { \
     .k = { \
         .name = NAME, \
         .attn_wsum = hr_attn_wsum_avx512, \
         .attn_wsum_grp = hr_attn_wsum_grp_avx512, \
-        .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, [HR_BF16] = dot_bf16, \
+        .vec_dot = {[HR_F32] = dot_f32, [HR_F16] = dot_f16, \
                     HR_KQ_ENTRIES(dot, avx512), \
                     HR_KQL_ENTRIES(dot, avx512)}, \
         .act_prep = {[HR_F32] = prep_f32, [HR_F16] = hr_prep_f16_avx2, [HR_BF16] = hr_prep_bf16_avx2, \
                      HR_KQ_PREP(hr_prep_q8_K_avx2), HR_KQL_PREPS}, \
     }, \
-    .tile = {[HR_F32] = tile_f32, [HR_F16] = tile_f16, [HR_BF16] = tile_bf16, \
+    .tile = {[HR_F32] = tile_f32, [HR_F16] = tile_f16, \
              HR_KQ_ENTRIES(tile, avx512), \
              HR_KQL_ENTRIES(tile, avx512)}, \
-    .rows2 = {[HR_F32] = rows2_f32, [HR_F16] = rows2_f16, [HR_BF16] = rows2_bf16, \
+    .rows2 = {[HR_F32] = rows2_f32, [HR_F16] = rows2_f16, \
               HR_KQL_ENTRIES(rows2, avx512)}, \
-    .gather4 = {[HR_F32] = gather4_f32, [HR_F16] = gather4_f16, [HR_BF16] = gather4_bf16, \
+    .gather4 = {[HR_F32] = gather4_f32, [HR_F16] = gather4_f16, \
                 HR_KQ_ENTRIES(gather4, avx512)}, \
-    .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, [HR_BF16] = rows4_bf16, \
+    .rows4 = {[HR_F32] = rows4_f32, [HR_F16] = rows4_f16, \
               HR_KQ_ENTRIES(rows4, avx512), \
               HR_KQL_ENTRIES(rows4, avx512)}, \
     .rows4_x = {[HR_Q4_K] = hr_rows4_x_q4_K_avx512, [HR_Q5_K] = hr_rows4_x_q5_K_avx512, [HR_IQ4_XS] = hr_rows4_x_iq4_xs_avx512, \
                 [HR_Q5_0] = hr_rows4_x_q5_0_avx512}, \
-    .tile_x = {[HR_F16] = tile_x_f16, [HR_BF16] = tile_x_bf16, HR_KQX_ENTRIES(tile_x, avx512), [HR_Q6_K] = hr_tile_x_q6_K_avx512, \
+    .tile_x = {[HR_F16] = tile_x_f16, HR_KQX_ENTRIES(tile_x, avx512), [HR_Q6_K] = hr_tile_x_q6_K_avx512, \
                HR_KQLX_ENTRIES(tile_x)}, \
-    .tile_xw = {[HR_F16] = tile_xw_f16, [HR_BF16] = tile_xw_bf16, HR_KQX_ENTRIES(tile_xw, avx512), [HR_Q6_K] = hr_tile_xw_q6_K_avx512, \
+    .tile_xw = {[HR_F16] = tile_xw_f16, HR_KQX_ENTRIES(tile_xw, avx512), [HR_Q6_K] = hr_tile_xw_q6_K_avx512, \
                 HR_KQLX_ENTRIES(tile_xw)}, \
     .xw_rows = {[HR_F16] = 4, [HR_BF16] = 4, HR_KQX_SHAPE(2), [HR_Q6_K] = 2, [HR_Q5_0] = 4, [HR_IQ4_NL] = 4, [HR_MXFP4] = 4}, \
     .xw_cols = {[HR_F16] = 4, [HR_BF16] = 4, HR_KQX_SHAPE(8), [HR_Q6_K] = 8, [HR_Q5_0] = 4, [HR_IQ4_NL] = 4, [HR_MXFP4] = 4}, \
-    .tile_xprep = {[HR_F16] = tile_xprep_f16, [HR_BF16] = tile_xprep_bf16, HR_KQX_ENTRIES(tile_xprep, avx512), [HR_Q6_K] = hr_tile_xprep_q6_K_avx512, \
+    .tile_xprep = {[HR_F16] = tile_xprep_f16, HR_KQX_ENTRIES(tile_xprep, avx512), [HR_Q6_K] = hr_tile_xprep_q6_K_avx512, \
                    HR_KQLX_ENTRIES(tile_xprep)}, \
     .tile_xbytes = {[HR_F16] = tile_xbytes_f16, [HR_BF16] = tile_xbytes_f16, HR_KQX_BYTES(avx512), [HR_Q6_K] = hr_tile_xbytes_q8Kt_avx512, \
                     HR_KQLX_ENTRIES(tile_xbytes)}, \
     __VA_ARGS__}
 
-static const hr_kernels_ext k_avx512 = K_AVX512_TABLE("avx512",
-    .k.vec_dot[HR_Q8_0] = dot_q8_0, .k.vec_dot[HR_Q4_0] = dot_q4_0,
-    .k.act_prep[HR_Q8_0] = hr_prep_q8_0_avx2, .k.act_prep[HR_Q4_0] = hr_prep_q8_0_avx2,
-    .tile[HR_Q8_0] = tile_q8_0, .tile[HR_Q4_0] = tile_q4_0, .rows2[HR_Q8_0] = rows2_q8_0, .rows2[HR_Q4_0] = rows2_q4_0,
-    .gather4[HR_Q8_0] = gather4_q8_0, .gather4[HR_Q4_0] = gather4_q4_0,
-    .rows4[HR_Q8_0] = rows4_q8_0, .rows4[HR_Q4_0] = rows4_q4_0, .rows4_x[HR_Q8_0] = rows4_x_q8_0,
-    .tile_x[HR_Q8_0] = tile_x_q8_0, .tile_x[HR_Q4_0] = tile_x_q4_0, .tile_xw[HR_Q8_0] = tile_xw_q8_0, .tile_xw[HR_Q4_0] = tile_xw_q4_0,
-    .xw_rows[HR_Q8_0] = 4, .xw_rows[HR_Q4_0] = 4, .xw_cols[HR_Q8_0] = 4, .xw_cols[HR_Q4_0] = 4,
-    .tile_xprep[HR_Q8_0] = tile_xprep_q8_0, .tile_xprep[HR_Q4_0] = tile_xprep_q4_0,
-    .tile_xbytes[HR_Q8_0] = hr_tile_xbytes_lanes_avx512, .tile_xbytes[HR_Q4_0] = hr_tile_xbytes_lanes_avx512);
+#define K_BF16_F32                                                                                \
+    .k.vec_dot[HR_BF16] = dot_bf16, .tile[HR_BF16] = tile_bf16, .rows2[HR_BF16] = rows2_bf16,      \
+    .gather4[HR_BF16] = gather4_bf16, .rows4[HR_BF16] = rows4_bf16, .tile_x[HR_BF16] = tile_x_bf16, \
+    .tile_xw[HR_BF16] = tile_xw_bf16, .tile_xprep[HR_BF16] = tile_xprep_bf16
+#define K_BF16_DP                                                                                 \
+    .k.vec_dot[HR_BF16] = dot_bfdp, .tile[HR_BF16] = tile_bfdp, .rows2[HR_BF16] = rows2_bfdp,      \
+    .gather4[HR_BF16] = gather4_bfdp, .rows4[HR_BF16] = rows4_bfdp, .tile_x[HR_BF16] = tile_bfdp_x, \
+    .tile_xw[HR_BF16] = tile_bfdp_xw, .tile_xprep[HR_BF16] = tile_xprep_bfdp
+/* Q8_0 and Q4_0 of both AVX-512 tables */
+#define K_Q8_Q4 \
+    .k.vec_dot[HR_Q8_0] = dot_q8_0, .k.vec_dot[HR_Q4_0] = dot_q4_0, \
+    .k.act_prep[HR_Q8_0] = hr_prep_q8_0_avx2, .k.act_prep[HR_Q4_0] = hr_prep_q8_0_avx2, \
+    .tile[HR_Q8_0] = tile_q8_0, .tile[HR_Q4_0] = tile_q4_0, .rows2[HR_Q8_0] = rows2_q8_0, .rows2[HR_Q4_0] = rows2_q4_0, \
+    .gather4[HR_Q8_0] = gather4_q8_0, .gather4[HR_Q4_0] = gather4_q4_0, \
+    .rows4[HR_Q8_0] = rows4_q8_0, .rows4[HR_Q4_0] = rows4_q4_0, .rows4_x[HR_Q8_0] = rows4_x_q8_0, \
+    .tile_x[HR_Q8_0] = tile_x_q8_0, .tile_x[HR_Q4_0] = tile_x_q4_0, .tile_xw[HR_Q8_0] = tile_xw_q8_0, .tile_xw[HR_Q4_0] = tile_xw_q4_0, \
+    .xw_rows[HR_Q8_0] = 4, .xw_rows[HR_Q4_0] = 4, .xw_cols[HR_Q8_0] = 4, .xw_cols[HR_Q4_0] = 4, \
+    .tile_xprep[HR_Q8_0] = tile_xprep_q8_0, .tile_xprep[HR_Q4_0] = tile_xprep_q4_0, \
+    .tile_xbytes[HR_Q8_0] = hr_tile_xbytes_lanes_avx512, .tile_xbytes[HR_Q4_0] = hr_tile_xbytes_lanes_avx512
 
-const hr_kernels_ext *hr_kext_avx512(void) { return &k_avx512; }
+static const hr_kernels_ext k_avx512 = K_AVX512_TABLE("avx512", K_Q8_Q4, K_BF16_F32);
+static const hr_kernels_ext k_avx512_bf16 = K_AVX512_TABLE("avx512", K_Q8_Q4, K_BF16_DP);
+
+const hr_kernels_ext *hr_kext_avx512(int bf16) { return bf16 ? &k_avx512_bf16 : &k_avx512; }
 
 #if defined(HR_AMX)
 /* The same with Q8_0 and Q4_0 on AMX tiles and the scalar twin's arithmetic (kernels_amx.c). */
@@ -642,12 +718,15 @@ const hr_kernels_ext *hr_kext_avx512(void) { return &k_avx512; }
     .rows4[HR_##TT] = hr_rows4_##T##_amx, .tile16[HR_##TT] = hr_tile16_##T##_amx,                        \
     .tile16_prep[HR_##TT] = hr_tile16_prep_q8_amx, .tile16_bytes[HR_##TT] = hr_tile16_bytes_q8_amx
 static const hr_kernels_ext k_amx = K_AVX512_TABLE("amx", AMX_Q(q8_0, Q8_0), AMX_Q(q4_0, Q4_0),
-                                                   .rows16[HR_Q4_0] = hr_rows16_q4_0_amx);
+                                                   .rows16[HR_Q4_0] = hr_rows16_q4_0_amx, K_BF16_F32);
 const hr_kernels_ext *hr_kext_amx(void) { return &k_amx; }
 #else
 const hr_kernels_ext *hr_kext_amx(void) { return NULL; }
 #endif
 #else
-const hr_kernels_ext *hr_kext_avx512(void) { return NULL; }
+const hr_kernels_ext *hr_kext_avx512(int bf16) {
+    (void)bf16;
+    return NULL;
+}
 const hr_kernels_ext *hr_kext_amx(void) { return NULL; }
 #endif

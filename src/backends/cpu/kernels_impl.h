@@ -70,7 +70,7 @@ static inline const hr_kernels_ext *hr_kernels_ext_of(const hr_kernels *k) {
 const hr_kernels_ext *hr_kext_scalar(void);
 const hr_kernels_ext *hr_kext_avx2(void);
 const hr_kernels_ext *hr_kext_avxvnni(void); /* kernels_avxvnni.c */
-const hr_kernels_ext *hr_kext_avx512(void);
+const hr_kernels_ext *hr_kext_avx512(int bf16); /* bf16: the table with vdpbf16ps for BF16 */
 const hr_kernels_ext *hr_kext_neon(void);
 /* The AVX-512 table with AMX prompt tiles for Q8_0 and Q4_0 (kernels_avx512.c, its kernels in
  * kernels_amx.c); NULL where not compiled in. hr_amx_usable: the CPU has AMX-INT8 and the
