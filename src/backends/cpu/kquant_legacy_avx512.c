@@ -287,8 +287,8 @@ INLINE void w_half(int T, const char *w, int p, const uint64_t qm[4], __m512i *l
 
 /* ---- prompt tiles over activations re-laid once per batch (Q5_0, IQ4_NL, MXFP4): hr_lanes_x
  * with c = shiftc(T), Q8_0 activations as these types take them ---- */
-/* R weight rows' group against HR_TILE_C re-laid tokens, a row at a time: the row's halves
- * unpacked once into the lanes, then per token four dpbusd from -c * sum(x). */
+/* R weight rows' group against C (<= HR_TILE_C) re-laid tokens, a row at a time: the row's
+ * halves unpacked once into the lanes, then per token four dpbusd from -c * sum(x). */
 INLINE void lx_grp_rows(int T, const char *const *wb, const char *X, size_t xs, int64_t gi,
                         __m512 (*acc)[HR_TILE_C], const int R, const int C) {
     _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
@@ -305,8 +305,9 @@ INLINE void lx_grp_rows(int T, const char *const *wb, const char *X, size_t xs, 
         }
     }
 }
-/* R rows x HR_TILE_C tokens: full groups with their prefetch, then a ragged group over
- * zero-padded weight blocks (the re-laid row's padding is zero: +0 exactly). */
+/* R rows x C tokens: full groups with their prefetch (one: a decode row's stream, FPF_ONE on
+ * into L2; else PF_AHEAD into L1), then a ragged group over zero-padded weight blocks (the
+ * re-laid row's padding is zero: +0 exactly). */
 INLINE void lx_tile(int T, int R, int64_t n, const char *W, size_t ws, const char *X, size_t xs, float *y, size_t ys,
                     size_t BS, const int C, const int one) {
     __m512 acc[4][HR_TILE_C];
