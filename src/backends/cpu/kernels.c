@@ -55,7 +55,7 @@ const hr_kernels *hr_kernels_avx512(void) {
 }
 
 const hr_kernels *hr_kernels_amx(void) {
-    const hr_kernels_ext *e = hr_kext_amx();
+    const hr_kernels_ext *e = hr_kext_amx(cpu_has_avx512() && cpu_has_avx512bf16());
     return e && cpu_has_avx512() && hr_amx_usable() ? &e->k : NULL;
 }
 

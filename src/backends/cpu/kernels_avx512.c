@@ -719,14 +719,23 @@ const hr_kernels_ext *hr_kext_avx512(int bf16) { return bf16 ? &k_avx512_bf16 : 
     .tile16_prep[HR_##TT] = hr_tile16_prep_q8_amx, .tile16_bytes[HR_##TT] = hr_tile16_bytes_q8_amx
 static const hr_kernels_ext k_amx = K_AVX512_TABLE("amx", AMX_Q(q8_0, Q8_0), AMX_Q(q4_0, Q4_0),
                                                    .rows16[HR_Q4_0] = hr_rows16_q4_0_amx, K_BF16_F32);
-const hr_kernels_ext *hr_kext_amx(void) { return &k_amx; }
+/* AMX CPUs (Sapphire Rapids on) have AVX512_BF16: the same BF16 kernels as k_avx512_bf16 */
+static const hr_kernels_ext k_amx_bf16 = K_AVX512_TABLE("amx", AMX_Q(q8_0, Q8_0), AMX_Q(q4_0, Q4_0),
+                                                        .rows16[HR_Q4_0] = hr_rows16_q4_0_amx, K_BF16_DP);
+const hr_kernels_ext *hr_kext_amx(int bf16) { return bf16 ? &k_amx_bf16 : &k_amx; }
 #else
-const hr_kernels_ext *hr_kext_amx(void) { return NULL; }
+const hr_kernels_ext *hr_kext_amx(int bf16) {
+    (void)bf16;
+    return NULL;
+}
 #endif
 #else
 const hr_kernels_ext *hr_kext_avx512(int bf16) {
     (void)bf16;
     return NULL;
 }
-const hr_kernels_ext *hr_kext_amx(void) { return NULL; }
+const hr_kernels_ext *hr_kext_amx(int bf16) {
+    (void)bf16;
+    return NULL;
+}
 #endif

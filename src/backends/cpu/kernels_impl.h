@@ -75,7 +75,7 @@ const hr_kernels_ext *hr_kext_neon(void);
 /* The AVX-512 table with AMX prompt tiles for Q8_0 and Q4_0 (kernels_avx512.c, its kernels in
  * kernels_amx.c); NULL where not compiled in. hr_amx_usable: the CPU has AMX-INT8 and the
  * kernel grants this process the tile state (Linux asks for it once per process). */
-const hr_kernels_ext *hr_kext_amx(void);
+const hr_kernels_ext *hr_kext_amx(int bf16);
 int hr_amx_usable(void);
 /* kernels_amx.c: Q8_0 and Q4_0 with the scalar twin's arithmetic (exact integer sum per block,
  * then sum += isum * (d_w * d_x) block after block), so every kernel of the AMX table equals
