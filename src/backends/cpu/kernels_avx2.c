@@ -91,8 +91,9 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
     } while (0)
 #define FROW_GATHER(r) ((const char *)wr[r])
 #define FPF_GATHER(r, off, R_) _mm_prefetch((const char *)nx[r] + (off), _MM_HINT_T1)
-#define FDOT_BODY(LD, SC, ES, R, C) FDOT_BODY_AT(LD, SC, ES, R, C, FROW_STRIDED, FPF_STRIDED)
-#define FDOT_BODY_AT(LD, SC, ES, R, C, ROW, PFX)                                                \
+#define FDOT_BODY(LD, SC, ES, R, C) FDOT_BODY_AT(LD, SC, ES, R, C, FROW_STRIDED, FPF_STRIDED, LD, SC)
+/* LDX, SCX: how the activations load (tile_x, rows4_x: F32 rows re-laid from F16/BF16 ones) */
+#define FDOT_BODY_AT(LD, SC, ES, R, C, ROW, PFX, LDX, SCX)                                      \
     __m256 acc[R][C];                                                                        \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                      \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps(); \
@@ -100,8 +101,8 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
     for (; i + 16 <= n; i += 16) {                                                           \
         __m256 x0[C], x1[C];                                                                 \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \
-            x0[c] = LD(X + c * xs, i);                                                       \
-            x1[c] = LD(X + c * xs, i + 8);                                                   \
+            x0[c] = LDX(X + c * xs, i);                                                      \
+            x1[c] = LDX(X + c * xs, i + 8);                                                  \
         }                                                                                    \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
             if ((i * ES) % 64 == 0) PFX(r, i * ES, R);                                          \
@@ -118,14 +119,14 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                \
             __m256 w0 = LD(ROW(r), i);                                                       \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                              \
-                acc[r][c] = _mm256_fmadd_ps(w0, LD(X + c * xs, i), acc[r][c]);               \
+                acc[r][c] = _mm256_fmadd_ps(w0, LDX(X + c * xs, i), acc[r][c]);              \
         }                                                                                    \
         i += 8;                                                                              \
     }                                                                                        \
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                      \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {                                \
         float tail = 0.0f;                                                                   \
-        for (int64_t j = i; j < n; j++) tail += SC(ROW(r), j) * SC(X + c * xs, j);           \
+        for (int64_t j = i; j < n; j++) tail += SC(ROW(r), j) * SCX(X + c * xs, j);          \
         y[c * ys + r] = hsum8(acc[r][c]) + tail;                                             \
     }
 
@@ -155,12 +156,43 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
                                const void *x, float *y) {                                  \
         const char *X = x;                                                                 \
         const size_t xs = 0, ys = 0;                                                       \
-        FDOT_BODY_AT(LD, SC, ES, 4, 1, FROW_GATHER, FPF_GATHER)                            \
+        FDOT_BODY_AT(LD, SC, ES, 4, 1, FROW_GATHER, FPF_GATHER, LD, SC)                    \
     }
 
 FDOT_FUNCS(f32, ld_f32, sc_f32, 4)
 FDOT_FUNCS(f16, ld_f16, sc_f16, 2)
 FDOT_FUNCS(bf16, ld_bf16, sc_bf16, 2)
+
+/* ---- BF16 over activations re-laid as F32 (tile_x, rows4_x) ----
+ * act_prep rounds the activations to BF16; the re-laid row holds them converted to F32, which is
+ * exact, so the prompt tile and the decode rows load them as they are instead of widening them
+ * again (two operations per 8) for every row or pair of rows: the same values in the same
+ * operations, so dot_bf16's bits. On Zen 5 the 64-token prompt tile ran 1.12-1.17x and rows4 from
+ * DRAM 1.05-1.25x. F16 keeps converting: its conversion is one operation, and the F32 row's twice
+ * as many bytes made its tile 0.9x and its decode level (docs/performance.md). */
+static size_t tile_xbytes_f32(int64_t n) { return (size_t)n * 4; }
+#define FX_FUNCS(NAME, LD, SC)                                                                     \
+    static void tile_xprep_##NAME(const void *xq, void *xt, int64_t n) {                           \
+        int64_t i = 0;                                                                             \
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps((float *)xt + i, LD(xq, i));                   \
+        for (; i < n; i++) ((float *)xt)[i] = SC(xq, i);                                           \
+    }                                                                                              \
+    static void tile_x_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs,      \
+                              float *y, size_t ys) {                                               \
+        const char *W = w, *X = x;                                                                 \
+        FDOT_BODY_AT(LD, SC, 2, HR_TILE_R, HR_TILE_C, FROW_STRIDED, FPF_STRIDED, ld_f32, sc_f32)   \
+    }                                                                                              \
+    static void row_x_##NAME(int64_t n, const void *w, const void *x, float *y) {                 \
+        const char *W = w, *X = x;                                                                 \
+        const size_t ws = 0, xs = 0, ys = 0;                                                       \
+        FDOT_BODY_AT(LD, SC, 2, 1, 1, FROW_STRIDED, FPF_STRIDED, ld_f32, sc_f32)                   \
+    }                                                                                              \
+    static void rows4_x_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs,     \
+                               float *y, size_t ys) { /* one row after the other (FPF_ONE) */     \
+        (void)xs, (void)ys;                                                                        \
+        for (int r = 0; r < 4; r++) row_x_##NAME(n, (const char *)w + r * ws, x, y + r);           \
+    }
+FX_FUNCS(bf16, ld_bf16, sc_bf16)
 
 /* ---- activation prep ---- */
 static void prep_f32(const float *x, void *xq, int64_t n) { memcpy(xq, x, (size_t)n * 4); }
@@ -611,15 +643,17 @@ static const hr_kernels_ext k_avx2 = {
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx2),
               HR_KQL_ENTRIES(rows4, avx2)},
-    .rows4_x = {[HR_Q8_0] = rows4_x_q8_0},
-    .tile_x = {[HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, HR_KQX_ENTRIES(tile_x, avx2),
-               HR_KQLX2_ENTRIES(tile_x)},
+    .rows4_x = {[HR_Q8_0] = rows4_x_q8_0, [HR_BF16] = rows4_x_bf16},
+    .tile_x = {[HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, [HR_BF16] = tile_x_bf16,
+               HR_KQX_ENTRIES(tile_x, avx2), HR_KQLX2_ENTRIES(tile_x)},
     .tile_xw = {[HR_IQ4_XS] = hr_tile_xw_iq4_xs_avx2},
     .xw_rows = {[HR_IQ4_XS] = 2},
     .xw_cols = {[HR_IQ4_XS] = 8},
-    .tile_xprep = {[HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, HR_KQX_ENTRIES(tile_xprep, avx2),
+    .tile_xprep = {[HR_Q8_0] = tile_xprep_q8_0, [HR_Q4_0] = tile_xprep_q4_0, [HR_BF16] = tile_xprep_bf16,
+                   HR_KQX_ENTRIES(tile_xprep, avx2),
                    HR_KQLX2_ENTRIES(tile_xprep)},
-    .tile_xbytes = {[HR_Q8_0] = hr_tile_xbytes_lanes_avx2, [HR_Q4_0] = hr_tile_xbytes_lanes_avx2, HR_KQX_BYTES(avx2),
+    .tile_xbytes = {[HR_Q8_0] = hr_tile_xbytes_lanes_avx2, [HR_Q4_0] = hr_tile_xbytes_lanes_avx2, [HR_BF16] = tile_xbytes_f32,
+                    HR_KQX_BYTES(avx2),
                     HR_KQLX2_BYTES(hr_tile_xbytes_lanes_avx2)},
     K_TILE16
 };
