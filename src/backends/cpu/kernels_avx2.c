@@ -171,28 +171,24 @@ FDOT_FUNCS(bf16, ld_bf16, sc_bf16, 2)
  * DRAM 1.05-1.25x. F16 keeps converting: its conversion is one operation, and the F32 row's twice
  * as many bytes made its tile 0.9x and its decode level (docs/performance.md). */
 static size_t tile_xbytes_f32(int64_t n) { return (size_t)n * 4; }
-#define FX_FUNCS(NAME, LD, SC)                                                                     \
-    static void tile_xprep_##NAME(const void *xq, void *xt, int64_t n) {                           \
-        int64_t i = 0;                                                                             \
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps((float *)xt + i, LD(xq, i));                   \
-        for (; i < n; i++) ((float *)xt)[i] = SC(xq, i);                                           \
-    }                                                                                              \
-    static void tile_x_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs,      \
-                              float *y, size_t ys) {                                               \
-        const char *W = w, *X = x;                                                                 \
-        FDOT_BODY_AT(LD, SC, 2, HR_TILE_R, HR_TILE_C, FROW_STRIDED, FPF_STRIDED, ld_f32, sc_f32)   \
-    }                                                                                              \
-    static void row_x_##NAME(int64_t n, const void *w, const void *x, float *y) {                 \
-        const char *W = w, *X = x;                                                                 \
-        const size_t ws = 0, xs = 0, ys = 0;                                                       \
-        FDOT_BODY_AT(LD, SC, 2, 1, 1, FROW_STRIDED, FPF_STRIDED, ld_f32, sc_f32)                   \
-    }                                                                                              \
-    static void rows4_x_##NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs,     \
-                               float *y, size_t ys) { /* one row after the other (FPF_ONE) */     \
-        (void)xs, (void)ys;                                                                        \
-        for (int r = 0; r < 4; r++) row_x_##NAME(n, (const char *)w + r * ws, x, y + r);           \
-    }
-FX_FUNCS(bf16, ld_bf16, sc_bf16)
+static void tile_xprep_bf16(const void *xq, void *xt, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps((float *)xt + i, ld_bf16(xq, i));
+    for (; i < n; i++) ((float *)xt)[i] = sc_bf16(xq, i);
+}
+static void tile_x_bf16(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    const char *W = w, *X = x;
+    FDOT_BODY_AT(ld_bf16, sc_bf16, 2, HR_TILE_R, HR_TILE_C, FROW_STRIDED, FPF_STRIDED, ld_f32, sc_f32)
+}
+static void row_x_bf16(int64_t n, const void *w, const void *x, float *y) {
+    const char *W = w, *X = x;
+    const size_t ws = 0, xs = 0, ys = 0;
+    FDOT_BODY_AT(ld_bf16, sc_bf16, 2, 1, 1, FROW_STRIDED, FPF_STRIDED, ld_f32, sc_f32)
+}
+static void rows4_x_bf16(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    (void)xs, (void)ys; /* one row after the other (FPF_ONE) */
+    for (int r = 0; r < 4; r++) row_x_bf16(n, (const char *)w + r * ws, x, y + r);
+}
 
 /* ---- activation prep ---- */
 static void prep_f32(const float *x, void *xq, int64_t n) { memcpy(xq, x, (size_t)n * 4); }

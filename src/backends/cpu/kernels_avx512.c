@@ -190,11 +190,9 @@ TGTB static void tile_bfdp(int64_t n, const void *w, size_t ws, const void *x, s
     const char *W = w, *X = x;
     BF_BODY_AT(HR_TILE_R, HR_TILE_C, FROW_STRIDED, FPF_STRIDED)
 }
-/* The prompt tiles' re-laid row is the BF16 row itself (tile_x and its 4 x 4 tile_xw). */
+/* The prompt tiles' re-laid row is the BF16 row itself: tile_x is the plain tile, there for
+ * the path (matmul's) that also runs the 4 x 4 tile_xw. */
 static void tile_xprep_bfdp(const void *xq, void *xt, int64_t n) { memcpy(xt, xq, (size_t)n * 2); }
-TGTB static void tile_bfdp_x(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
-    tile_bfdp(n, w, ws, x, xs, y, ys);
-}
 TGTB static void tile_bfdp_xw(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
     const char *W = w, *X = x;
     BF_BODY_AT(4, HR_TILE_C, FROW_STRIDED, FPF_STRIDED)
@@ -537,26 +535,26 @@ INLINE __m512 lanes_step(const __m512i u[4], __m512 wd, const hr_lanes_x *g, __m
  * straight from L1 as the dpbusd's memory operands (all R rows' 20 registers beside the R x C
  * accumulators would spill: in cache 1.1x slower). */
 INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
-                        const int R) {
+                        const int R, const int C) {
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
         wgrp wg;
         __m512i u[4];
         w_grp_q4x(&wg, wb[r]);
         q4_w_lanes(&wg, u);
         const __m512 wd = _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(wg.d));
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++)
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)
             acc0[r][c] = lanes_step(u, wd, (const hr_lanes_x *)(X + c * xs) + gi, acc0[r][c]);
     }
 }
 
-/* The tile_x driver of a type whose row groups GRP (tx_*_grp) computes: the full groups with
- * their prefetch, then a ragged group over zero-padded weight blocks, as in QDOT_BODY. */
-#define TILE_X_DRIVER(NAME, BLK, GRP, R)                                                                 \
+/* The tile_x driver of a type whose row groups GRP (tx_*_grp) computes, R rows x C tokens: the
+ * full groups with their prefetch (ONE: a decode row's one stream, FPF_ONE on into L2; else
+ * PF_AHEAD into L1), then a ragged group over zero-padded weight blocks, as in QDOT_BODY. */
+#define TILE_X_DRIVER(NAME, BLK, GRP, R, C, ONE)                                                         \
     TGT static void NAME(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y,          \
                          size_t ys) {                                                                    \
         const char *W = w, *X = x;                                                                       \
-        enum { C = HR_TILE_C };                                                                          \
-        __m512 acc0[R][C];                                                                               \
+        __m512 acc0[R][HR_TILE_C];                                                                       \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                              \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[r][c] = _mm512_setzero_ps();        \
         const int64_t nb = n / HR_QK, nfull = nb / QGRP;                                                 \
@@ -564,9 +562,12 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
             const char *wb[R];                                                                           \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                        \
                 wb[r] = W + r * ws + gi * QGRP * sizeof(BLK);                                            \
-                for (int o = 0; o < QGRP * (int)sizeof(BLK); o += 64) _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0); \
+                for (int o = 0; o < QGRP * (int)sizeof(BLK); o += 64) {                                  \
+                    if (ONE) _mm_prefetch(wb[r] + FPF_ONE + o, _MM_HINT_T1);                             \
+                    else _mm_prefetch(wb[r] + PF_AHEAD + o, _MM_HINT_T0);                                \
+                }                                                                                        \
             }                                                                                            \
-            GRP(wb, X, xs, gi, acc0, R);                                                                 \
+            GRP(wb, X, xs, gi, acc0, R, C);                                                              \
         }                                                                                                \
         if (nfull * QGRP < nb) {                                                                         \
             const int64_t b = nfull * QGRP;                                                              \
@@ -577,15 +578,15 @@ INLINE void tx_q4_0_grp(const char *const *wb, const char *X, size_t xs, int64_t
                 memcpy(pad[r], W + r * ws + b * sizeof(BLK), (size_t)(nb - b) * sizeof pad[0][0]);       \
                 wb[r] = (const char *)pad[r];                                                            \
             }                                                                                            \
-            GRP(wb, X, xs, nfull, acc0, R);                                                              \
+            GRP(wb, X, xs, nfull, acc0, R, C);                                                           \
         }                                                                                                \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                              \
             _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)                                          \
                 y[c * ys + r] = _mm512_reduce_add_ps(acc0[r][c]);                                        \
     }
 
-TILE_X_DRIVER(tile_x_q4_0, hr_block_q4_0, tx_q4_0_grp, HR_TILE_R)
-TILE_X_DRIVER(tile_xw_q4_0, hr_block_q4_0, tx_q4_0_grp, 4)
+TILE_X_DRIVER(tile_x_q4_0, hr_block_q4_0, tx_q4_0_grp, HR_TILE_R, HR_TILE_C, 0)
+TILE_X_DRIVER(tile_xw_q4_0, hr_block_q4_0, tx_q4_0_grp, 4, HR_TILE_C, 0)
 
 /* ---- Q8_0 prompt tiles over re-laid activations (tile_x) ----
  * vec_dot's int32 lanes (x_lanes' two per block) sum w * x, taken there as |w| * (x with w's
@@ -608,44 +609,27 @@ INLINE __m512 q8_w_ulanes(const char *wb, __m512i u[4]) {
     return _mm512_permutexvar_ps(sidx2(), _mm512_castps256_ps512(scales8_q8(wb)));
 }
 INLINE void tx_q8_0_grp(const char *const *wb, const char *X, size_t xs, int64_t gi, __m512 (*acc0)[HR_TILE_C],
-                        const int R) {
+                        const int R, const int C) {
     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
         __m512i u[4];
         const __m512 wd = q8_w_ulanes(wb[r], u);
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++)
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)
             acc0[r][c] = lanes_step(u, wd, (const hr_lanes_x *)(X + c * xs) + gi, acc0[r][c]);
     }
 }
 
-TILE_X_DRIVER(tile_x_q8_0, hr_block_q8_0, tx_q8_0_grp, HR_TILE_R)
-TILE_X_DRIVER(tile_xw_q8_0, hr_block_q8_0, tx_q8_0_grp, 4)
+TILE_X_DRIVER(tile_x_q8_0, hr_block_q8_0, tx_q8_0_grp, HR_TILE_R, HR_TILE_C, 0)
+TILE_X_DRIVER(tile_xw_q8_0, hr_block_q8_0, tx_q8_0_grp, 4, HR_TILE_C, 0)
 
 /* Q8_0 decode over the re-laid activation row (rows4_x): the 4 rows one after the other, each
  * prefetching FPF_ONE bytes on in itself into L2, as the float types' rows4 (side by side, 8 rows
  * on, rows4_q8_0 read 7-16% slower from DRAM on Zen 5: docs/performance.md, "F16 decode rows").
  * Per (row, token) the tiles' step, so vec_dot's bits. Q4_0 keeps rows4: the same one-row
  * stream read it slower (14-17 against 18-24 GB/s). */
+TILE_X_DRIVER(row_x_q8_0, hr_block_q8_0, tx_q8_0_grp, 1, 1, 1)
 TGT static void rows4_x_q8_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
-    const int64_t nb = n / HR_QK, nfull = nb / QGRP;
-    const size_t gb = QGRP * sizeof(hr_block_q8_0);
     (void)xs, (void)ys;
-    for (int r = 0; r < 4; r++) {
-        const char *W = (const char *)w + r * ws;
-        __m512 acc = _mm512_setzero_ps();
-        __m512i u[4];
-        for (int64_t gi = 0; gi < nfull; gi++) {
-            const char *wb = W + (size_t)gi * gb;
-            for (size_t o = 0; o < gb; o += 64) _mm_prefetch(wb + FPF_ONE + o, _MM_HINT_T1);
-            acc = lanes_step(u, q8_w_ulanes(wb, u), (const hr_lanes_x *)x + gi, acc);
-        }
-        if (nfull < (nb + QGRP - 1) / QGRP) { /* a ragged group over zero-padded blocks (+0 exactly) */
-            hr_block_q8_0 pad[QGRP];
-            memset(pad, 0, sizeof pad);
-            memcpy(pad, W + nfull * gb, (size_t)(nb - nfull * QGRP) * sizeof pad[0]);
-            acc = lanes_step(u, q8_w_ulanes((const char *)pad, u), (const hr_lanes_x *)x + nfull, acc);
-        }
-        y[r] = _mm512_reduce_add_ps(acc);
-    }
+    for (int r = 0; r < 4; r++) row_x_q8_0(n, (const char *)w + r * ws, 0, x, 0, y + r, 1);
 }
 
 /* The table, less Q8_0, Q4_0 and BF16's kernels, which each instance adds (designators in
@@ -691,7 +675,7 @@ TGT static void rows4_x_q8_0(int64_t n, const void *w, size_t ws, const void *x,
     .tile_xw[HR_BF16] = tile_xw_bf16, .tile_xprep[HR_BF16] = tile_xprep_bf16
 #define K_BF16_DP                                                                                 \
     .k.vec_dot[HR_BF16] = dot_bfdp, .tile[HR_BF16] = tile_bfdp, .rows2[HR_BF16] = rows2_bfdp,      \
-    .gather4[HR_BF16] = gather4_bfdp, .rows4[HR_BF16] = rows4_bfdp, .tile_x[HR_BF16] = tile_bfdp_x, \
+    .gather4[HR_BF16] = gather4_bfdp, .rows4[HR_BF16] = rows4_bfdp, .tile_x[HR_BF16] = tile_bfdp, \
     .tile_xw[HR_BF16] = tile_bfdp_xw, .tile_xprep[HR_BF16] = tile_xprep_bfdp
 /* Q8_0 and Q4_0 of both AVX-512 tables */
 #define K_Q8_Q4 \
