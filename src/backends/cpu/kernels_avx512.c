@@ -303,12 +303,14 @@ INLINE void x_grp(xgrp *g, const hr_block_q8_0 *x, int q4) {
 
 /* Weight side of one row's group: the 8 block scales as floats, plus (Q4_0) the nibble
  * bytes of blocks 0-3 and 4-7. Q4_0 blocks are 18 bytes, so every scale and every run
- * of nibbles starts on a 16-bit boundary: word permutes gather them from whole-register
- * loads (the last load masked to the group's end). */
+ * of nibbles starts on a 16-bit boundary: word permutes gather them from two whole-register
+ * loads and the 16 bytes left. No load reaches past the group's end: on Zen 5 the 64-byte
+ * masked load that did (into the next group's line) made rows4 from DRAM 1.2x slower, a
+ * one-row stream 1.5x (docs/performance.md, "Loads that stop at the group's end"). */
 typedef struct { __m256 d; __m512i nib[2]; } wgrp;
 INLINE void w_grp_q4_0(wgrp *g, const char *w) {
     const __m512i l0 = _mm512_loadu_si512(w), l1 = _mm512_loadu_si512(w + 64);
-    const __m512i l2 = _mm512_maskz_loadu_epi16(0xff, w + 128);
+    const __m512i l2 = _mm512_zextsi128_si512(_mm_loadu_si128((const void *)(w + 128)));
     g->d = _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, widx(0, 9, 1), l1)));
     g->nib[0] = _mm512_permutex2var_epi16(l0, widx(1, 9, 8), l1);
     g->nib[1] = _mm512_permutex2var_epi16(l1, widx(5, 9, 8), l2);
