@@ -143,14 +143,13 @@ INLINE __m512 w_scales(int T, const char *w, uint64_t qm[4]) {
 }
 
 /* MXFP4 half-group gather: byte j of lane k is byte k + j of lane k of a load at the first
- * block's qs (k_mx_a) when k + j < 16, else byte k + j - 16 of a load 16 bytes on (k_mx_b,
- * bytes MX_FROM_B); MX_USED: the bytes of the second load that are used, so the load
- * stops at the group's end. */
+ * block's qs (k_mx_a) when k + j < 16, else byte k + j - 3 of lane k of a load 3 bytes on
+ * (k_mx_b, bytes MX_FROM_B): both loads end within the group (the second at its last byte for
+ * p = 1), as a load past it costs a row stream (see ld_tail). */
 #define MXA(k) k, k + 1, k + 2, k + 3, k + 4, k + 5, k + 6, k + 7, k + 8, k + 9, k + 10, k + 11, k + 12, k + 13, k + 14, k + 15
 static const int8_t k_mx_a[64] = {MXA(0), MXA(1), MXA(2), MXA(3)};
-static const int8_t k_mx_b[64] = {MXA(0), MXA(-15), MXA(-14), MXA(-13)}; /* negatives unused */
+static const int8_t k_mx_b[64] = {MXA(-3), MXA(-2), MXA(-1), MXA(0)}; /* negatives unused */
 #define MX_FROM_B ((__mmask64)0x0000u | (__mmask64)0x8000u << 16 | (__mmask64)0xc000u << 32 | (__mmask64)0xe000u << 48)
-#define MX_USED ((__mmask64)0x0001u << 16 | (__mmask64)0x0003u << 32 | (__mmask64)0x0007u << 48)
 
 /* Half p of a row's group as unsigned values in the x side's lane order: lo = elements
  * 0-15 of blocks 4p..4p+3, hi = 16-31 */
@@ -159,7 +158,7 @@ INLINE void w_half(int T, const char *w, int p, const uint64_t qm[4], __m512i *l
     __m512i nib;
     if (T == T_MXFP4) { /* block k's qs at 17k + 1: lane k of a load from there, shifted by k bytes */
         const char *B = w + 4 * p * BS + 1;
-        const __m512i A = _mm512_loadu_si512(B), Bv = _mm512_maskz_loadu_epi8(MX_USED, B + 16);
+        const __m512i A = _mm512_loadu_si512(B), Bv = _mm512_loadu_si512(B + 3);
         nib = _mm512_mask_shuffle_epi8(_mm512_shuffle_epi8(A, _mm512_loadu_si512(k_mx_a)), MX_FROM_B, Bv,
                                        _mm512_loadu_si512(k_mx_b));
     } else {
