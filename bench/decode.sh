@@ -168,3 +168,12 @@ for t in "${type_list[@]}"; do
 done
 echo
 echo "Hearth's file in 2 MiB pages (last run): $(for t in "${type_list[@]}"; do printf '%s %s; ' "$t" "${huge[$t]:-?}"; done)"
+# A file short of its 2 MiB pages decodes slower (the VM's free 2 MiB blocks run out when many
+# files are mapped; docs/performance.md, "2 MiB pages"): say so next to the table, not only here.
+short=$(for t in "${type_list[@]}"; do p=${huge[$t]:-?}; p=${p%\%}; [[ $p =~ ^[0-9]+$ ]] && ((p < 80)) && printf '%s (%s%%) ' "$t" "$p"; done; true)
+if [[ -n $short ]]; then
+    echo
+    echo "**Warning:** under 80% of the file in 2 MiB pages for $short- their Hearth figures are low;" \
+         "rerun those types alone (\`--types\`) or free memory first."
+    log "warning: under 80% in 2 MiB pages: $short"
+fi
