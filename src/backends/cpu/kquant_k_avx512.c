@@ -249,16 +249,18 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
     _mm_prefetch(p + ahead + bytes - 1, _MM_HINT_T0);
 }
 
-/* One row's dot of n weights at W against x, super-block by super-block through sb_T, PFB(i)
- * the prefetch while super-block i is read; the result into OUT. */
-#define KQ_PLAIN_ROW(T, BLK, PFB, OUT)                                                                     \
-        const hr_block_q8_K *X = x;                                                                        \
+/* One row's dot of n weights at W against x, super-block by super-block through SB (sb_T over
+ * Q8_K blocks; sbt_T over the re-laid q8Kt), PFB(i) the prefetch while super-block i is read;
+ * the result into OUT. */
+#define KQ_PLAIN_ROW_OF(T, BLK, PFB, OUT, XBLK, SB)                                                        \
+        const XBLK *X = x;                                                                                 \
         __m512 acc = _mm512_setzero_ps();                                                                  \
         for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                        \
             PFB(i);                                                                                        \
-            acc = sb_##T(&W[i], &X[i], acc);                                                               \
+            acc = SB(&W[i], &X[i], acc);                                                                   \
         }                                                                                                  \
         OUT = _mm512_reduce_add_ps(acc);
+#define KQ_PLAIN_ROW(T, BLK, PFB, OUT) KQ_PLAIN_ROW_OF(T, BLK, PFB, OUT, hr_block_q8_K, sb_##T)
 #define KQ_DOT(T, BLK)                                                                                   \
     TGT void hr_dot_##T##_avx512(int64_t n, float *s, const void *w, const void *x) {                      \
         const BLK *W = w;                                                                                  \
@@ -588,14 +590,7 @@ KQ_SBT(iq4_xs, hr_block_iq4_xs)
 /* IQ4_XS's rows4_x: one row after the other over the re-laid row, as Q4_K's and Q5_K's; side by
  * side (KQ_ROWS4_OF) it read 10-13% slower from DRAM on Zen 5 (bench harness, 4 alternating
  * pairs; in cache level). */
-#define KQ_PLAIN_ROW_X(T, BLK, PFB, OUT)                                                                   \
-        const q8Kt *X = x;                                                                                 \
-        __m512 acc = _mm512_setzero_ps();                                                                  \
-        for (int64_t i = 0; i < n / HR_QK_K; i++) {                                                        \
-            PFB(i);                                                                                        \
-            acc = sbt_##T(&W[i], &X[i], acc);                                                              \
-        }                                                                                                  \
-        OUT = _mm512_reduce_add_ps(acc);
+#define KQ_PLAIN_ROW_X(T, BLK, PFB, OUT) KQ_PLAIN_ROW_OF(T, BLK, PFB, OUT, q8Kt, sbt_##T)
 KQ_ROWS4_SEQ_N(hr_rows4_x_iq4_xs_avx512, iq4_xs, hr_block_iq4_xs, KQ_PLAIN_ROW_X)
 KQ_GATHER4(q2_K, hr_block_q2_K)
 KQ_GATHER4(q3_K, hr_block_q3_K)
