@@ -138,16 +138,6 @@ INLINE __m512 xd_q4_K(const k45w *w, const hr_block_q8_K *x, __m512 acc) { retur
 INLINE __m512 xd_q5_K(const k45w *w, const hr_block_q8_K *x, __m512 acc) { return k45_x(w, x->qs, x->bsums, x->d, 0, acc); }
 INLINE __m512 xt_q4_K(const k45w *w, const q8Kt *x, __m512 acc) { return k45_x(w, x->qs, x->bsums, x->d, 1, acc); }
 INLINE __m512 xt_q5_K(const k45w *w, const q8Kt *x, __m512 acc) { return k45_x(w, x->qs, x->bsums, x->d, 1, acc); }
-INLINE __m512 sb_q4_K(const hr_block_q4_K *w, const hr_block_q8_K *x, __m512 acc) {
-    k45w d;
-    wd_q4_K(&d, w);
-    return xd_q4_K(&d, x, acc);
-}
-INLINE __m512 sb_q5_K(const hr_block_q5_K *w, const hr_block_q8_K *x, __m512 acc) {
-    k45w d;
-    wd_q5_K(&d, w);
-    return xd_q5_K(&d, x, acc);
-}
 
 /* ---- Q6_K: per 128 elements, the low nibbles of ql[0..63] are elements 0-63 in order and
  * the high nibbles 64-127; 128-bit lane i of each is one 16-element sub-block ---- */
@@ -287,13 +277,14 @@ INLINE void pf_block(const char *p, size_t bytes, size_t ahead) {
     }
 #define KQ_FUNCS(T, BLK) KQ_DOT(T, BLK) KQ_ROWS4(T, BLK)
 
-/* Decode vec_dot of Q4_K/Q5_K: sb_T's operations per super-block in sb_T's order, with the
+/* Decode vec_dot of Q4_K/Q5_K: the tiles' operations per super-block (k45_w, then k45_x) in their
+ * order, with the
  * unpacking of the packed 6-bit scales and mins done for 4 consecutive super-blocks at once
  * (their 12-byte fields go through k4_scales_mins' steps side by side, one per 128-bit lane).
  * Each super-block's int16 scale patterns are then picked from those bytes with a shuffle that
  * also widens them (index bytes with the top bit set write zeros): the values k45_w's widen
- * and pick give, so every integer lane and float operation, and the result, is sb_T's bit for
- * bit. In sb_T that unpacking and picking was about a third of the instructions. */
+ * and pick give, so every integer lane and float operation, and the result, is theirs bit for
+ * bit. Per super-block alone that unpacking and picking was about a third of the instructions. */
 INLINE __m512i bc128(char a0, char a1, char a2, char a3, char a4, char a5, char a6, char a7, char a8, char a9,
                      char a10, char a11, char a12, char a13, char a14, char a15) {
     return _mm512_broadcast_i32x4(_mm_setr_epi8(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15));
@@ -357,7 +348,7 @@ INLINE __m512 k45_row(const uint8_t *qs, const uint8_t *qh, __m512i dec4, int r,
 #define QH_q4_K(b) NULL
 #define QH_q5_K(b) (b)->qh
 
-/* groups of 4 super-blocks through k45_row, the rest through sb_T: the same per-block steps */
+/* the activation registers k45_row takes, from a Q8_K block */
 INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
     UNROLL for (int h = 0; h < 2; h++) {
         const __m512i xa = ld512(x->qs + 128 * h), xb = ld512(x->qs + 128 * h + 64);
@@ -384,10 +375,21 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
         const BLK *W = w;                                                                                  \
         KQ_K45_ROW(T, BLK, PFB_AHEAD, *s)                                                                  \
     }
-#define KQ_K45_ROW(T, BLK, PFB, OUT) KQ_K45_ROW_OF(T, BLK, PFB, OUT, hr_block_q8_K, k45_xside, sb_##T)
+#define KQ_K45_ROW(T, BLK, PFB, OUT) KQ_K45_ROW_OF(T, BLK, PFB, OUT, hr_block_q8_K, k45_xside)
 /* XBLK: the activation row's blocks (hr_block_q8_K, or re-laid q8Kt), XSIDE its registers for
- * k45_row, SB the super-block step of the tail */
-#define KQ_K45_ROW_OF(T, BLK, PFB, OUT, XBLK, XSIDE, SB)                                                   \
+ * k45_row. A last group of 1-3 super-blocks goes through k45_row too, its scales unpacked with
+ * the last block's repeated in the unused lanes: rows of 768 or 1536 inputs (MoE experts' down
+ * rows, predictors) had 3 or 2 of their 3 or 6 super-blocks unpacked one at a time (in cache 5-12%
+ * slower per row at 768 inputs, 4% at 1536). */
+#define K45_STEP(T, BLK, PFB, XSIDE, i, j, dec)                                                            \
+    {                                                                                                      \
+        const BLK *b = &W[(i) + (j)];                                                                      \
+        PFB((i) + (j));                                                                                    \
+        __m512i xs4[4];                                                                                    \
+        XSIDE(&X[(i) + (j)], xs4);                                                                         \
+        acc = k45_row(b->qs, QH_##T(b), dec, j, b->d, b->dmin, xs4, ld256(X[(i) + (j)].bsums), X[(i) + (j)].d, acc); \
+    }
+#define KQ_K45_ROW_OF(T, BLK, PFB, OUT, XBLK, XSIDE)                                                       \
         const XBLK *X = x;                                                                                 \
         const int64_t nb = n / HR_QK_K;                                                                    \
         __m512 acc = _mm512_setzero_ps();                                                                  \
@@ -395,18 +397,13 @@ INLINE void k45_xside(const hr_block_q8_K *x, __m512i xs4[4]) {
         for (; i + 4 <= nb; i += 4) {                                                                      \
             const __m512i dec = k4_scales_mins_x4(W[i].scales, W[i + 1].scales, W[i + 2].scales,           \
                                                   W[i + 3].scales);                                        \
-            UNROLL for (int j = 0; j < 4; j++) {                                                           \
-                const BLK *b = &W[i + j];                                                                  \
-                PFB(i + j);                                                                                \
-                __m512i xs4[4];                                                                            \
-                XSIDE(&X[i + j], xs4);                                                                     \
-                acc = k45_row(b->qs, QH_##T(b), dec, j, b->d, b->dmin, xs4, ld256(X[i + j].bsums),         \
-                              X[i + j].d, acc);                                                            \
-            }                                                                                              \
+            UNROLL for (int j = 0; j < 4; j++) K45_STEP(T, BLK, PFB, XSIDE, i, j, dec)                     \
         }                                                                                                  \
-        for (; i < nb; i++) {                                                                              \
-            PFB(i);                                                                                        \
-            acc = SB(&W[i], &X[i], acc);                                                                   \
+        if (i < nb) {                                                                                      \
+            const int64_t m = nb - i;                                                                      \
+            const __m512i dec = k4_scales_mins_x4(W[i].scales, W[i + (m > 1)].scales,                      \
+                                                  W[m > 2 ? i + 2 : i + m - 1].scales, W[i + m - 1].scales); \
+            UNROLL for (int j = 0; j < 3; j++) if (j < m) K45_STEP(T, BLK, PFB, XSIDE, i, j, dec)          \
         }                                                                                                  \
         OUT = _mm512_reduce_add_ps(acc);
 /* rows4 as 4 vec_dots, one row after the other. Read side by side (4 streams, each one row
@@ -449,8 +446,8 @@ INLINE void k45_xside_t(const q8Kt *x, __m512i xs4[4]) {
         wd_##T(&d, w);                                                                                     \
         return xt_##T(&d, x, acc);                                                                         \
     }
-#define KQ_K45_ROW_X(T, BLK, PFB, OUT) KQ_K45_ROW_OF(T, BLK, PFB, OUT, q8Kt, k45_xside_t, sbt_##T)
-#define KQ_ROWS4_X(T, BLK) KQ_SBT(T, BLK) KQ_ROWS4_SEQ_N(hr_rows4_x_##T##_avx512, T, BLK, KQ_K45_ROW_X)
+#define KQ_K45_ROW_X(T, BLK, PFB, OUT) KQ_K45_ROW_OF(T, BLK, PFB, OUT, q8Kt, k45_xside_t)
+#define KQ_ROWS4_X(T, BLK) KQ_ROWS4_SEQ_N(hr_rows4_x_##T##_avx512, T, BLK, KQ_K45_ROW_X)
 
 #define KQ_TILE(T, BLK)                                                                                    \
     TGT void hr_tile_##T##_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs,           \
