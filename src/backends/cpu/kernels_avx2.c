@@ -29,13 +29,8 @@
 
 #define INLINE static inline __attribute__((always_inline))
 #include "lanes_avx2.h"
+#include "hsum_avx2.h"
 
-INLINE float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 /* ---- float types: loads of 8 elements as F32, and the scalar value of one ---- */
 INLINE __m256 ld_f32(const void *p, int64_t i) { return _mm256_loadu_ps((const float *)p + i); }

@@ -26,6 +26,7 @@
 
 #define INLINE static inline __attribute__((always_inline))
 #include "kquant_k_x86.h"
+#include "hsum_avx2.h"
 /* acc + madd(a, b): int16 pairs times int16 scales into int32 lanes; one vpdpwssd in the
  * AVX-VNNI build of this file (kquant_k_avxvnni.c). Exact either way. */
 #if defined(HR_AVXVNNI)
@@ -36,12 +37,6 @@ INLINE __m256i madd_add(__m256i acc, __m256i a, __m256i b) { return _mm256_add_e
 /* constant loop indices: shifts, bit positions and shuffle patterns become immediates */
 #define UNROLL _Pragma("GCC unroll 8")
 
-INLINE float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 INLINE __m256i bcast16(int v) { return _mm256_set1_epi16((short)v); }
 /* The 16 int16 sub-block scales of a super-block as two registers holding 8 of them in
  * both 128-bit halves (v[0]: 0-7, v[1]: 8-15), so one in-lane byte shuffle gives a group's
@@ -68,12 +63,6 @@ INLINE __m256i sel_bit(__m256i v, int b, int t) { return move_bit(_mm256_and_si2
 
 /* acc += d * int lanes */
 INLINE __m256 fma_int(__m256 acc, float d, __m256i v) { return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(v), acc); }
-INLINE int hsum8i(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
 /* the exact totals of 4 registers' lanes, register c's in int32 lane c */
 _Static_assert(HR_TILE_C == 4, "the tiles keep their 4 tokens' totals in one register");
 INLINE __m128i hsum4x8i(const __m256i v[4]) {

@@ -35,19 +35,8 @@
 
 #define INLINE static inline __attribute__((always_inline))
 #include "lanes_avx2.h"
+#include "hsum_avx2.h"
 
-INLINE float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-INLINE int hsum8i(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
 
 #if !KL_VNNI /* both tables use this prep */
 /* Same as hr_prep_q8_0_avx2 (ggml's x86 quantize_row_q8_1), plus s = F16(d * sum(q)) with
