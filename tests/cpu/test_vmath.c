@@ -153,6 +153,9 @@ static void test_avx2_twins(void) {
         memcpy(b, x + off, sizeof(float) * (size_t)m); /* in place */
         hr_vswiglu_avx2(b, b, u + off, m);
         for (int64_t i = 0; i < m; i++) CHECKF(same(a[i], b[i]), "swiglu in place n %lld i %lld", (long long)m, (long long)i);
+        hr_vsilu_abs_c(a, x + off, m);
+        hr_vsilu_abs_avx2(b, x + off, m);
+        for (int64_t i = 0; i < m; i++) CHECKF(same(a[i], b[i]), "|silu| n %lld i %lld: %a vs %a", (long long)m, (long long)i, a[i], b[i]);
         for (int gated = 0; gated < 2; gated++) {
             hr_vgelu_tab_c(a, gated ? x + off : NULL, gated ? u + off : x + off, m, tab);
             hr_vgelu_tab_avx2(b, gated ? x + off : NULL, gated ? u + off : x + off, m, tab);
@@ -292,11 +295,14 @@ static void test_swiglu(void) {
         hr_vswiglu(h, g, u, B);
         memcpy(ip, g, sizeof ip);
         hr_ffn_act(ip, ip, u, B, HR_ACT_SWIGLU);
+        static float mg[B];
+        hr_gate_mag(mg, g, B, HR_ACT_SWIGLU); /* threshold mode's |silu|: the same values' magnitudes */
         for (int i = 0; i < B; i++) {
             const float want = (float)((double)g[i] / (1.0 + exp(-(double)g[i])));
             const int64_t d = ulp_diff(h[i], want);
             if (d > worst) worst = d, at = g[i];
             CHECKF(same(ip[i], h[i]), "swiglu in place at %a", g[i]);
+            CHECKF(same(mg[i], fabsf(h[i])), "|silu| at %a: %a vs %a", g[i], mg[i], h[i]);
         }
     }
     CHECKF(worst <= 4, "swiglu: %lld ulp at %a", (long long)worst, at);

@@ -93,7 +93,6 @@ void hr_softmax_sink(float *x, int64_t n, float s, float sink) {
 
 void hr_softmax(float *x, int64_t n, float s) { hr_softmax_sink(x, n, s, -INFINITY); }
 
-static inline float silu(float v) { return v / (1.0f + expf(-v)); }
 static inline float relu(float v) { return v > 0 ? v : 0; }
 
 /* ggml's CPU GELU: the tanh approximation, evaluated at the input rounded to F16 and
@@ -142,8 +141,8 @@ void hr_ffn_act(float *h, const float *g, const float *u, int64_t n, hr_act act)
 
 void hr_gate_mag(float *out, const float *g, int64_t n, hr_act act) {
     switch (act) {
-    case HR_ACT_SWIGLU:
-        for (int64_t i = 0; i < n; i++) out[i] = fabsf(silu(g[i]));
+    case HR_ACT_SWIGLU: /* the FFN's own silu (hr_vswiglu's), not libm's: one call per token and layer */
+        hr_vsilu_abs(out, g, n);
         break;
     case HR_ACT_GELU:
     case HR_ACT_GEGLU:

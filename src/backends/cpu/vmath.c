@@ -106,6 +106,10 @@ void hr_vswiglu_c(float *h, const float *g, const float *u, int64_t n) {
         for (int64_t i = 0; i < n; i++) h[i] = silu_one(g[i]) * u[i];
 }
 
+void hr_vsilu_abs_c(float *y, const float *g, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = fabsf(silu_one(g[i]));
+}
+
 /* relu(v) = v > 0 ? v : 0, ops.c's: NaN and -0 give +0. */
 static inline float relu_v(float v) { return v > 0 ? v : 0.0f; }
 
@@ -137,6 +141,16 @@ void hr_vswiglu(float *h, const float *g, const float *u, int64_t n) {
     }
 #endif
     hr_vswiglu_c(h, g, u, n);
+}
+
+void hr_vsilu_abs(float *y, const float *g, int64_t n) {
+#if defined(HR_X86)
+    if (have_avx2()) {
+        hr_vsilu_abs_avx2(y, g, n);
+        return;
+    }
+#endif
+    hr_vsilu_abs_c(y, g, n);
 }
 
 void hr_vgelu_tab(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab) {

@@ -18,6 +18,9 @@ void hr_vgelu_tab(float *h, const float *g, const float *u, int64_t n, const uin
 /* h[i] = silu(g[i]) * u[i] (SwiGLU), silu(v) = v / (1 + e^-v) from vmath's exp: within 4 ulp
  * of the correctly rounded silu (tests/cpu/test_vmath.c measures it); h may be g, not u. */
 void hr_vswiglu(float *h, const float *g, const float *u, int64_t n);
+/* y[i] = |silu(g[i])|, the same silu: threshold mode's magnitudes of act(gate·x), so the mask
+ * and the calibration histograms see what the FFN computes (y may be g). */
+void hr_vsilu_abs(float *y, const float *g, int64_t n);
 
 /* h[i] = relu(g[i]) * u[i], or relu(g[i]) * relu(u[i]) with relu_u (ReGLU, dReLU), relu(v) =
  * v > 0 ? v : 0 (NaN and -0 give +0); h may be g (in place), not u. Plain C that the compiler
@@ -45,6 +48,8 @@ void hr_vtanh_scaled_avx2(float *y, const float *x, int64_t n, float pre, float 
 void hr_vgelu_tab_avx2(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab);
 void hr_vswiglu_c(float *h, const float *g, const float *u, int64_t n);
 void hr_vswiglu_avx2(float *h, const float *g, const float *u, int64_t n);
+void hr_vsilu_abs_c(float *y, const float *g, int64_t n);
+void hr_vsilu_abs_avx2(float *y, const float *g, int64_t n);
 double hr_vexp_sum_c(float *x, int64_t n, float m);
 double hr_vexp_sum_avx2(float *x, int64_t n, float m);
 void hr_vto_f16_c(uint16_t *y, const float *x, int64_t n);

@@ -153,6 +153,17 @@ void hr_vswiglu_avx2(float *h, const float *g, const float *u, int64_t n) {
     memcpy(h + i, bg, sizeof(float) * (size_t)(n - i));
 }
 
+void hr_vsilu_abs_avx2(float *y, const float *g, int64_t n) {
+    const __m256 mag = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_and_ps(silu_v(_mm256_loadu_ps(g + i)), mag));
+    if (i == n) return;
+    float b[8] = {0};
+    memcpy(b, g + i, sizeof(float) * (size_t)(n - i));
+    _mm256_storeu_ps(b, _mm256_and_ps(silu_v(_mm256_loadu_ps(b)), mag));
+    memcpy(y + i, b, sizeof(float) * (size_t)(n - i));
+}
+
 /* 8 values to F16 as hr_f32_to_f16: vcvtps2ph rounds to nearest even as it does, and keeps
  * NaN's sign but part of its payload, so NaN lanes become sign | 0x7e00. */
 static inline __m128i to_f16_v(__m256 v) {
