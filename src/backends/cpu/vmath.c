@@ -64,19 +64,17 @@ void hr_vtanh_scaled_c(float *y, const float *x, int64_t n, float pre, float pos
     for (int64_t i = 0; i < n; i++) y[i] = tanh_one(x[i] * pre) * post;
 }
 
-/* The AVX2 twins where the CPU has them (vmath_avx2.c): bit for bit the same values. */
+/* The twin an entry point runs: the AVX2 + F16C one (vmath_avx2.c, bit for bit the same values)
+ * where the CPU has them (x86 builds), else the plain C one. */
 #if defined(HR_X86)
 static bool have_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"); }
+#define PICK(f) (have_avx2() ? f##_avx2 : f##_c)
+#else
+#define PICK(f) f##_c
 #endif
 
 void hr_vtanh_scaled(float *y, const float *x, int64_t n, float pre, float post) {
-#if defined(HR_X86)
-    if (have_avx2()) {
-        hr_vtanh_scaled_avx2(y, x, n, pre, post);
-        return;
-    }
-#endif
-    hr_vtanh_scaled_c(y, x, n, pre, post);
+    PICK(hr_vtanh_scaled)(y, x, n, pre, post);
 }
 
 /* GELU from the table: outside [-10, 10] 0 or the identity, as ggml. */
@@ -127,40 +125,19 @@ void hr_vrelu_glu(float *h, const float *g, const float *u, int64_t n, bool relu
 }
 
 double hr_vexp_sum(float *x, int64_t n, float m) {
-#if defined(HR_X86)
-    if (have_avx2()) return hr_vexp_sum_avx2(x, n, m);
-#endif
-    return hr_vexp_sum_c(x, n, m);
+    return PICK(hr_vexp_sum)(x, n, m);
 }
 
 void hr_vswiglu(float *h, const float *g, const float *u, int64_t n) {
-#if defined(HR_X86)
-    if (have_avx2()) {
-        hr_vswiglu_avx2(h, g, u, n);
-        return;
-    }
-#endif
-    hr_vswiglu_c(h, g, u, n);
+    PICK(hr_vswiglu)(h, g, u, n);
 }
 
 void hr_vsilu_abs(float *y, const float *g, int64_t n) {
-#if defined(HR_X86)
-    if (have_avx2()) {
-        hr_vsilu_abs_avx2(y, g, n);
-        return;
-    }
-#endif
-    hr_vsilu_abs_c(y, g, n);
+    PICK(hr_vsilu_abs)(y, g, n);
 }
 
 void hr_vgelu_tab(float *h, const float *g, const float *u, int64_t n, const uint16_t *tab) {
-#if defined(HR_X86)
-    if (have_avx2()) {
-        hr_vgelu_tab_avx2(h, g, u, n, tab);
-        return;
-    }
-#endif
-    hr_vgelu_tab_c(h, g, u, n, tab);
+    PICK(hr_vgelu_tab)(h, g, u, n, tab);
 }
 
 void hr_vto_f16_c(uint16_t *y, const float *x, int64_t n) {
@@ -172,23 +149,11 @@ void hr_vround_f16_c(float *x, int64_t n) {
 }
 
 void hr_vto_f16(uint16_t *y, const float *x, int64_t n) {
-#if defined(HR_X86)
-    if (have_avx2()) {
-        hr_vto_f16_avx2(y, x, n);
-        return;
-    }
-#endif
-    hr_vto_f16_c(y, x, n);
+    PICK(hr_vto_f16)(y, x, n);
 }
 
 void hr_vround_f16(float *x, int64_t n) {
-#if defined(HR_X86)
-    if (have_avx2()) {
-        hr_vround_f16_avx2(x, n);
-        return;
-    }
-#endif
-    hr_vround_f16_c(x, n);
+    PICK(hr_vround_f16)(x, n);
 }
 
 void hr_gelu_table_init(uint16_t *tab) {
