@@ -31,7 +31,6 @@
 #include "lanes_avx2.h"
 #include "hsum_avx2.h"
 
-
 /* ---- float types: loads of 8 elements as F32, and the scalar value of one ---- */
 INLINE __m256 ld_f32(const void *p, int64_t i) { return _mm256_loadu_ps((const float *)p + i); }
 INLINE __m256 ld_f16(const void *p, int64_t i) {

@@ -328,13 +328,6 @@ INLINE void q4_w_lanes(const wgrp *wg, __m512i u[4]) {
     u[0] = _mm512_and_si512(wg->nib[0], m), u[1] = _mm512_and_si512(_mm512_srli_epi16(wg->nib[0], 4), m);
     u[2] = _mm512_and_si512(wg->nib[1], m), u[3] = _mm512_and_si512(_mm512_srli_epi16(wg->nib[1], 4), m);
 }
-/* The int32 lanes of one (row, token) pair: the correction, then the four products. */
-INLINE __m512i lane_idot(const __m512i u[4], __m512i n8, __m512i q0, __m512i q1, __m512i q2, __m512i q3) {
-    __m512i t = _mm512_dpbusd_epi32(n8, u[0], q0);
-    t = _mm512_dpbusd_epi32(t, u[1], q1);
-    t = _mm512_dpbusd_epi32(t, u[2], q2);
-    return _mm512_dpbusd_epi32(t, u[3], q3);
-}
 INLINE void w_grp_q8_0(wgrp *g, const char *w) { g->d = scales8_q8(w); }
 
 /* Q4_0's lanes of one weight row's group (its one step): the quads' lanes of blocks 0-3
@@ -523,14 +516,6 @@ TGT void hr_tile_xprep_lanes_avx512(const void *xq, void *xt, int64_t n, int c) 
 }
 TGT static void tile_xprep_q4_0(const void *xq, void *xt, int64_t n) { hr_tile_xprep_lanes_avx512(xq, xt, n, 8); }
 
-/* One (row, token) pair's group over the re-laid activations g: the row's four unsigned lane
- * registers u and lane scales wd against the token's lanes, into acc (tile_x, rows4_x). */
-INLINE __m512 lanes_step(const __m512i u[4], __m512 wd, const hr_lanes_x *g, __m512 acc) {
-    const __m512i t = lane_idot(u, _mm512_load_si512(&g->nc), _mm512_load_si512(&g->q[0]), _mm512_load_si512(&g->q[1]),
-                                _mm512_load_si512(&g->q[2]), _mm512_load_si512(&g->q[3]));
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd, _mm512_load_ps(&g->ds)), acc);
-}
-
 /* Q4_0's tile: per (row, token) w_idot_q4_0's and QGRP_STEP's arithmetic on the same values.
  * The tile's R weight rows' group against its C tokens, a row at a time: one row's four
  * unpacked registers and lane scales stay live for its C tokens, whose activations come
@@ -627,7 +612,8 @@ TILE_X_DRIVER(tile_xw_q8_0, hr_block_q8_0, tx_q8_0_grp, 4, HR_TILE_C, 0)
  * prefetching FPF_ONE bytes on in itself into L2, as the float types' rows4 (side by side, 8 rows
  * on, rows4_q8_0 read 7-16% slower from DRAM on Zen 5: docs/performance.md, "F16 decode rows").
  * Per (row, token) the tiles' step, so vec_dot's bits. Q4_0 keeps rows4: the same one-row
- * stream read it slower (14-17 against 18-24 GB/s). */
+ * stream read it slower from DRAM, also after its loads stopped at the group's end (5.2-9.6
+ * against 4.7-6.9 ns per 256 weights; docs/performance.md). */
 TILE_X_DRIVER(row_x_q8_0, hr_block_q8_0, tx_q8_0_grp, 1, 1, 1)
 TGT static void rows4_x_q8_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
     (void)xs, (void)ys;

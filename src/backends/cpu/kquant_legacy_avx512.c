@@ -306,12 +306,8 @@ INLINE void lx_grp_rows(int T, const char *const *wb, const char *X, size_t xs, 
         __m512i u[4];
         w_half(T, wb[r], 0, qm, &u[0], &u[1]), w_half(T, wb[r], 1, qm, &u[2], &u[3]);
         x_lanes(u);
-        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
-            const hr_lanes_x *g = (const hr_lanes_x *)(X + c * xs) + gi;
-            __m512i t = _mm512_load_si512(&g->nc);
-            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) t = _mm512_dpbusd_epi32(t, u[i], _mm512_load_si512(&g->q[i]));
-            acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd, _mm512_load_ps(&g->ds)), acc[r][c]);
-        }
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)
+            acc[r][c] = lanes_step(u, wd, (const hr_lanes_x *)(X + c * xs) + gi, acc[r][c]);
     }
 }
 /* R rows x C tokens: full groups with their prefetch (one: a decode row's stream, FPF_ONE on
@@ -367,7 +363,8 @@ LX_FUNCS(mxfp4, T_MXFP4, hr_block_mxfp4)
 /* Q5_0 decode over the re-laid activation row: the 4 rows one after the other, each one stream
  * prefetching 8 KB on in itself into L2, as Q8_0's rows4_x (kernels_avx512.c): from DRAM
  * 1.11-1.22x its rows4. IQ4_NL and MXFP4 keep rows4: one row at a time read them level or up to
- * 35% slower, as Q4_0 (docs/performance.md, "F16 decode rows"). */
+ * 35% slower, as Q4_0; after their loads stopped at the group's end, +4-5% and level, within
+ * the noise (docs/performance.md, "After it: decode row order per type again"). */
 TGT void hr_rows4_x_q5_0_avx512(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
     (void)xs, (void)ys;
     for (int r = 0; r < 4; r++) lx_tile(T_Q5_0, 1, n, (const char *)w + r * ws, 0, x, 0, y + r, 1, sizeof(hr_block_q5_0), 1, 1);

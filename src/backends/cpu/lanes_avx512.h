@@ -30,6 +30,14 @@ INLINE __m512i sidx2(void) { return _mm512_setr_epi32(0, 0, 4, 4, 1, 1, 5, 5, 2,
  * c = 8, Q8_0's w ^ 0x80 and IQ4_NL's and MXFP4's tables: 128, Q5_0: 16), and the x scales in
  * the lanes' order, so a tile's lane scale perm(d_w) * perm(d_x) is the permuted product. */
 typedef struct { __m512i q[4], nc; __m512 ds; } hr_lanes_x; /* 384 bytes */
+/* One (row, token) pair's group over a re-laid activation group g: the weight row's four
+ * unsigned lane registers u (weights + c) and lane scales wd; the int32 lanes start at g's
+ * -c * sum(x), then the four products in order (every prompt tile and rows4_x of these types). */
+INLINE __m512 lanes_step(const __m512i u[4], __m512 wd, const hr_lanes_x *g, __m512 acc) {
+    __m512i t = _mm512_load_si512(&g->nc);
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) t = _mm512_dpbusd_epi32(t, u[i], _mm512_load_si512(&g->q[i]));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd, _mm512_load_ps(&g->ds)), acc);
+}
 size_t hr_tile_xbytes_lanes_avx512(int64_t n);
 void hr_tile_xprep_lanes_avx512(const void *xq, void *xt, int64_t n, int c);
 #endif
