@@ -543,6 +543,11 @@ INLINE void tx_q4_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
     }
 }
 TILE_X_ROWS(q4_0)
+/* Q4_0 decode over the re-laid activation row, as rows4_x_q8_0 below */
+static void rows4_x_q4_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
+    (void)xs, (void)ys;
+    for (int r = 0; r < 4; r++) tile_x_q4_0_row(n, (const char *)w + r * ws, x, 0, y + r, 1, 1, 1);
+}
 
 
 /* ---- Q8_0 prompt tiles (tile_x over hr_lanes_x256) ----
@@ -633,7 +638,8 @@ static const hr_kernels_ext k_avx2 = {
               [HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0,
               HR_KQ_ENTRIES(rows4, avx2),
               HR_KQL_ENTRIES(rows4, avx2)},
-    .rows4_x = {[HR_Q8_0] = rows4_x_q8_0, [HR_BF16] = rows4_x_bf16},
+    .rows4_x = {[HR_Q8_0] = rows4_x_q8_0, [HR_Q4_0] = rows4_x_q4_0, [HR_BF16] = rows4_x_bf16,
+                HR_KQLX2_ENTRIES(rows4_x)},
     .tile_x = {[HR_Q8_0] = tile_x_q8_0, [HR_Q4_0] = tile_x_q4_0, [HR_BF16] = tile_x_bf16,
                HR_KQX_ENTRIES(tile_x, avx2), HR_KQLX2_ENTRIES(tile_x)},
     .tile_xw = {[HR_IQ4_XS] = hr_tile_xw_iq4_xs_avx2},

@@ -60,6 +60,9 @@
 #define hr_rows4_q4_1_avx2 hr_rows4_q4_1_avxvnni
 #define hr_rows4_q5_0_avx2 hr_rows4_q5_0_avxvnni
 #define hr_rows4_q5_1_avx2 hr_rows4_q5_1_avxvnni
+#define hr_rows4_x_iq4_nl_avx2 hr_rows4_x_iq4_nl_avxvnni
+#define hr_rows4_x_mxfp4_avx2 hr_rows4_x_mxfp4_avxvnni
+#define hr_rows4_x_q5_0_avx2 hr_rows4_x_q5_0_avxvnni
 #define hr_tile_iq4_nl_avx2 hr_tile_iq4_nl_avxvnni
 #define hr_tile_mxfp4_avx2 hr_tile_mxfp4_avxvnni
 #define hr_tile_q4_1_avx2 hr_tile_q4_1_avxvnni

@@ -74,6 +74,7 @@ void hr_prep_q8_1_avx2(const float *x, void *xq, int64_t n) {
 enum { T_Q4_1, T_Q5_1, T_Q5_0, T_IQ4_NL, T_MXFP4 };
 #define QGRP 8
 #define PF_AHEAD 1536
+#define FPF_ONE 8192 /* a decoded row's own lead into L2 (kernels_avx2.c's) */
 
 /* layout per type: block bytes, offset of qs, of qh (Q5), whether it has a min, the shift c */
 INLINE int bsz(int T) { return T == T_Q4_1 ? 20 : T == T_Q5_1 ? 24 : T == T_Q5_0 ? 22 : T == T_IQ4_NL ? 18 : 17; }
@@ -353,13 +354,13 @@ LDOT_FUNCS(mxfp4, T_MXFP4, hr_block_mxfp4, hr_block_q8_0)
 /* ---- prompt tiles over activations re-laid once per batch (Q5_0, IQ4_NL, MXFP4):
  * hr_lanes_x256 with c = shiftc(T). The tile's rows one after the other, a row's step unpacked
  * once for its 4 tokens (4 x 2 accumulators and the step's registers fit 16). ---- */
-INLINE void lx_grp1(int T, const char *wb, const char *X, size_t xs, int64_t gi, __m256 *acc0, __m256 *acc1) {
+INLINE void lx_grp1(int T, const char *wb, const char *X, size_t xs, int64_t gi, __m256 *acc0, __m256 *acc1, const int C) {
     const __m256 dw = w_d8(T, wb);
     _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++) {
         __m256i u[4];
         w_step(T, wb, k, u);
         const __m256 wd = _mm256_permutevar8x32_ps(dw, sidx(k));
-        _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) {
+        _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) {
             const hr_lanes_x256 *g = (const hr_lanes_x256 *)(X + c * xs) + gi;
             const __m256 t = _mm256_cvtepi32_ps(step_idot(T, u, g->q[k], g->nc[k]));
             const __m256 sk = _mm256_mul_ps(wd, g->ds[k]);
@@ -368,23 +369,29 @@ INLINE void lx_grp1(int T, const char *wb, const char *X, size_t xs, int64_t gi,
         }
     }
 }
-INLINE void lx_row(int T, int64_t n, const char *W, const char *X, size_t xs, float *y, size_t ys) {
+/* C tokens; one: a single row streamed on its own (decode: FPF_ONE on in itself into L2, as
+ * the float rows and Q8_0's rows4_x) rather than a tile's rows (PF_AHEAD into L1) */
+INLINE void lx_row(int T, int64_t n, const char *W, const char *X, size_t xs, float *y, size_t ys, const int C,
+                   const int one) {
     const int BS = bsz(T);
     const int64_t nb = n / HR_QK, nfull = nb / QGRP;
     __m256 acc0[HR_TILE_C], acc1[HR_TILE_C];
-    _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();
+    _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();
     for (int64_t gi = 0; gi < nfull; gi++) {
         const char *wb = W + gi * QGRP * BS;
-        for (int o = 0; o < QGRP * BS; o += 64) _mm_prefetch(wb + PF_AHEAD + o, _MM_HINT_T0);
-        lx_grp1(T, wb, X, xs, gi, acc0, acc1);
+        for (int o = 0; o < QGRP * BS; o += 64) {
+            if (one) _mm_prefetch(wb + FPF_ONE + o, _MM_HINT_T1);
+            else _mm_prefetch(wb + PF_AHEAD + o, _MM_HINT_T0);
+        }
+        lx_grp1(T, wb, X, xs, gi, acc0, acc1, C);
     }
     if (nfull * QGRP < nb) {
         char pad[QGRP * 24];
         memset(pad, 0, sizeof pad);
         memcpy(pad, W + nfull * QGRP * BS, (size_t)((nb - nfull * QGRP) * BS));
-        lx_grp1(T, pad, X, xs, nfull, acc0, acc1);
+        lx_grp1(T, pad, X, xs, nfull, acc0, acc1, C);
     }
-    _Pragma("GCC unroll 8") for (int c = 0; c < HR_TILE_C; c++) y[c * ys] = hsum8(_mm256_add_ps(acc0[c], acc1[c]));
+    _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) y[c * ys] = hsum8(_mm256_add_ps(acc0[c], acc1[c]));
 }
 #define LX_FUNCS(NAME, T)                                                                               \
     void hr_tile_xprep_##NAME##_avx2(const void *xq, void *xt, int64_t n) {                             \
@@ -392,7 +399,12 @@ INLINE void lx_row(int T, int64_t n, const char *W, const char *X, size_t xs, fl
     }                                                                                                   \
     void hr_tile_x_##NAME##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
                                  size_t ys) {                                                           \
-        for (int r = 0; r < HR_TILE_R; r++) lx_row(T, n, (const char *)w + r * ws, x, xs, y + r, ys);   \
+        for (int r = 0; r < HR_TILE_R; r++) lx_row(T, n, (const char *)w + r * ws, x, xs, y + r, ys, HR_TILE_C, 0); \
+    }                                                                                                   \
+    void hr_rows4_x_##NAME##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
+                                  size_t ys) {                                                          \
+        (void)xs, (void)ys;                                                                             \
+        for (int r = 0; r < 4; r++) lx_row(T, n, (const char *)w + r * ws, x, 0, y + r, 1, 1, 1);       \
     }
 LX_FUNCS(q5_0, T_Q5_0)
 LX_FUNCS(iq4_nl, T_IQ4_NL)

@@ -22,7 +22,9 @@ HR_KQL_DECLS(avx512)
 #define HR_KQLX2_DECL(NAME)                                                                            \
     void hr_tile_xprep_##NAME##_avx2(const void *xq, void *xt, int64_t n);                             \
     void hr_tile_x_##NAME##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
-                                 size_t ys);
+                                 size_t ys);                                                          \
+    void hr_rows4_x_##NAME##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
+                                  size_t ys);
 HR_KQLX2_DECL(q5_0)
 HR_KQLX2_DECL(iq4_nl)
 HR_KQLX2_DECL(mxfp4)
