@@ -1,9 +1,9 @@
 /* hr_sparse_ffn_fused: one token's gated FFN in one pass gives, bit for bit, what
  * hr_gather_matmul (gate, then up), the activation and hr_sparse_axpy_ws give, for every type
- * with a gather4 kernel, 1-3 threads, neuron lists empty, of one, sparse, ragged (not a
- * multiple of 4) and complete, with the three matrices packed or bundled per neuron
- * (hr_mat.stride); an activation that zeroes about half the neurons exercises the axpy's
- * skipping; bad arguments are refused. */
+ * with a gather4 kernel, on the default table and the AVX2 and AVX-VNNI ones, 1-3 threads,
+ * neuron lists empty, of one, sparse, ragged (not a multiple of 4) and complete, with the three
+ * matrices packed or bundled per neuron (hr_mat.stride); an activation that zeroes about half
+ * the neurons exercises the axpy's skipping; bad arguments are refused. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +24,8 @@ static void reglu(float *a, const float *g, const float *u, int64_t n, void *arg
 
 static int same(const float *a, const float *b, int64_t n) { return memcmp(a, b, sizeof(float) * (size_t)n) == 0; }
 
-/* tab: a kernel table to run (the 256-bit ones' gathers take the re-laid row), or NULL: the default */
+/* tab: a kernel table to run (the 256-bit ones, which an AVX-512 machine's default never reaches), or
+ * NULL: the default */
 static void check_type(uint32_t t, const hr_kernels *tab, hr_rng *r) {
     const int64_t n = kt_block(t) == HR_QK_K ? 512 : 288;
     const size_t rb = hr_row_bytes(t, (uint64_t)n);

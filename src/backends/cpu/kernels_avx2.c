@@ -64,7 +64,10 @@ INLINE float sc_bf16(const void *p, int64_t i) { return hr_bf16_to_f32(ld_u16(p,
  * The float types' rows4 is now one row after the other after all, each row prefetching
  * FPF_ONE bytes on in itself into L2 (not PF_AHEAD into L1, as vec_dot did when measured so):
  * on Zen 5 F16 decode gained 1.1x over the rows side by side (docs/performance.md, "F16
- * decode rows"). */
+ * decode rows"). Q8_0 and Q4_0 decode the same way over the activation row re-laid once per
+ * product (rows4_x: their kernels are compute-bound here, and it spares every call the
+ * activation side; Q4_0 1.25-1.3x, docs/performance.md, "256-bit decode over the re-laid
+ * row"). */
 #define PF_AHEAD 1536
 #define PF4_ROWS 8
 #define FPF_ONE 8192

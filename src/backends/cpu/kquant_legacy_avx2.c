@@ -7,8 +7,12 @@
  * w + 128) moves w's sign onto x per token instead. All integer dots are exact.
  * Q5_0, IQ4_NL and MXFP4 sum two int32 lanes per block (lanes_avx2.h, as Q4_0 in
  * kernels_avx2.c): per step of 4 blocks one convert, scale product and FMA per (row, token), the
- * decode kernels over the activation blocks as they are, the prompt tiles (tile_x) over
- * activations re-laid once per batch (hr_lanes_x256), both through w_step and step_idot.
+ * plain kernels over the activation blocks as they are, the prompt tiles (tile_x) and the
+ * decode rows (rows4_x: the tile's row with one token, rows one after the other) over
+ * activations re-laid once per batch or product (hr_lanes_x256), all through w_step and
+ * step_idot. On these tables decode is compute-bound, and the re-laid row spares each call
+ * the activation side: 1.1-1.2x from DRAM (docs/performance.md, "256-bit decode over the
+ * re-laid row").
  * Q4_1 and Q5_1 keep a block pair per register (lane k: block 2p+k, low nibbles against
  * elements 0-15, high against 16-31), each pair's lanes converted and scaled, m * s added once
  * per group. The sequence of operations per (row, token) does not depend on how many rows or
@@ -351,7 +355,7 @@ LDOT_FUNCS(q5_0, T_Q5_0, hr_block_q5_0, hr_block_q8_0)
 LDOT_FUNCS(iq4_nl, T_IQ4_NL, hr_block_iq4_nl, hr_block_q8_0)
 LDOT_FUNCS(mxfp4, T_MXFP4, hr_block_mxfp4, hr_block_q8_0)
 
-/* ---- prompt tiles over activations re-laid once per batch (Q5_0, IQ4_NL, MXFP4):
+/* ---- prompt tiles and decode rows over activations re-laid once (Q5_0, IQ4_NL, MXFP4):
  * hr_lanes_x256 with c = shiftc(T). The tile's rows one after the other, a row's step unpacked
  * once for its 4 tokens (4 x 2 accumulators and the step's registers fit 16). ---- */
 INLINE void lx_grp1(int T, const char *wb, const char *X, size_t xs, int64_t gi, __m256 *acc0, __m256 *acc1, const int C) {
