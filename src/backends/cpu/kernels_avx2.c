@@ -495,17 +495,19 @@ static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) { hr_tile_xprep
 
 /* The tile_x driver of Q4_0 and Q8_0: the tile's rows one after the other, groups of QGRP
  * blocks through tx_T_grp1, a ragged last group from zero-padded blocks (zero blocks add
- * exactly +0, as in QDOT_BODY), then the two chains' sum. */
+ * exactly +0, as in QDOT_BODY), then the two chains' sum. With one token (C 1: rows4_x, decode
+ * over the re-laid row) each row is a stream of its own, prefetching FPF_ONE on in itself into
+ * L2, as the float rows4 do; a tile's rows prefetch PF_AHEAD on into L1. */
 #define TILE_X_ROWS(T)                                                                                          \
     INLINE void tile_x_##T##_row(int64_t n, const char *W, const char *X, size_t xs, float *y, size_t ys,       \
-                                 const int C, const int one) {                                                  \
+                                 const int C) {                                                                 \
         const int64_t nb = n / HR_QK, nfull = nb / QGRP;                                                        \
         __m256 acc0[HR_TILE_C], acc1[HR_TILE_C];                                                                \
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) acc0[c] = acc1[c] = _mm256_setzero_ps();           \
         for (int64_t gi = 0; gi < nfull; gi++) {                                                                \
             const char *wb = W + gi * QGRP * sizeof(hr_block_##T);                                              \
             for (int o = 0; o < QGRP * (int)sizeof(hr_block_##T); o += 64) {                                   \
-                if (one) _mm_prefetch(wb + FPF_ONE + o, _MM_HINT_T1);                                           \
+                if (C == 1) _mm_prefetch(wb + FPF_ONE + o, _MM_HINT_T1);                                        \
                 else _mm_prefetch(wb + PF_AHEAD + o, _MM_HINT_T0);                                              \
             }                                                                                                   \
             tx_##T##_grp1(wb, X, xs, gi, acc0, acc1, C);                                                        \
@@ -519,7 +521,11 @@ static void tile_xprep_q8_0(const void *xq, void *xt, int64_t n) { hr_tile_xprep
         _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) y[c * ys] = hsum8(_mm256_add_ps(acc0[c], acc1[c])); \
     }                                                                                                           \
     static void tile_x_##T(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) { \
-        for (int r = 0; r < HR_TILE_R; r++) tile_x_##T##_row(n, (const char *)w + r * ws, x, xs, y + r, ys, HR_TILE_C, 0); \
+        for (int r = 0; r < HR_TILE_R; r++) tile_x_##T##_row(n, (const char *)w + r * ws, x, xs, y + r, ys, HR_TILE_C); \
+    }                                                                                                           \
+    static void rows4_x_##T(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) { \
+        (void)xs, (void)ys;                                                                                     \
+        for (int r = 0; r < 4; r++) tile_x_##T##_row(n, (const char *)w + r * ws, x, 0, y + r, 1, 1);           \
     }
 
 /* One weight row's group (8 blocks at wb) against the tile's tokens, QGRP_STEP's operations per
@@ -546,11 +552,6 @@ INLINE void tx_q4_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
     }
 }
 TILE_X_ROWS(q4_0)
-/* Q4_0 decode over the re-laid activation row, as rows4_x_q8_0 below */
-static void rows4_x_q4_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
-    (void)xs, (void)ys;
-    for (int r = 0; r < 4; r++) tile_x_q4_0_row(n, (const char *)w + r * ws, x, 0, y + r, 1, 1, 1);
-}
 
 
 /* ---- Q8_0 prompt tiles (tile_x over hr_lanes_x256) ----
@@ -591,12 +592,6 @@ INLINE void tx_q8_0_grp1(const char *wb, const char *X, size_t xs, int64_t gi, _
 /* Q8_0's tile runs its rows one after the other: 2 chains x 4 tokens of accumulators stay in
  * registers, where 2 rows' 16 spilled. */
 TILE_X_ROWS(q8_0)
-/* Q8_0 decode over the re-laid activation row: the 4 rows one after the other, each one stream
- * prefetching FPF_ONE bytes on in itself (as the float rows4 and AVX-512's rows4_x_q8_0) */
-static void rows4_x_q8_0(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ys) {
-    (void)xs, (void)ys;
-    for (int r = 0; r < 4; r++) tile_x_q8_0_row(n, (const char *)w + r * ws, x, 0, y + r, 1, 1, 1);
-}
 
 
 /* K-quant prompts as panels (kquant_k_avx2.c; the AVX-VNNI build's names map through

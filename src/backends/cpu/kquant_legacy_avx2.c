@@ -373,10 +373,9 @@ INLINE void lx_grp1(int T, const char *wb, const char *X, size_t xs, int64_t gi,
         }
     }
 }
-/* C tokens; one: a single row streamed on its own (decode: FPF_ONE on in itself into L2, as
- * the float rows and Q8_0's rows4_x) rather than a tile's rows (PF_AHEAD into L1) */
-INLINE void lx_row(int T, int64_t n, const char *W, const char *X, size_t xs, float *y, size_t ys, const int C,
-                   const int one) {
+/* C tokens; with one (rows4_x, decode) a row streamed on its own, prefetching FPF_ONE on in
+ * itself into L2 as Q4_0's and Q8_0's rows4_x, rather than a tile's rows (PF_AHEAD into L1) */
+INLINE void lx_row(int T, int64_t n, const char *W, const char *X, size_t xs, float *y, size_t ys, const int C) {
     const int BS = bsz(T);
     const int64_t nb = n / HR_QK, nfull = nb / QGRP;
     __m256 acc0[HR_TILE_C], acc1[HR_TILE_C];
@@ -384,7 +383,7 @@ INLINE void lx_row(int T, int64_t n, const char *W, const char *X, size_t xs, fl
     for (int64_t gi = 0; gi < nfull; gi++) {
         const char *wb = W + gi * QGRP * BS;
         for (int o = 0; o < QGRP * BS; o += 64) {
-            if (one) _mm_prefetch(wb + FPF_ONE + o, _MM_HINT_T1);
+            if (C == 1) _mm_prefetch(wb + FPF_ONE + o, _MM_HINT_T1);
             else _mm_prefetch(wb + PF_AHEAD + o, _MM_HINT_T0);
         }
         lx_grp1(T, wb, X, xs, gi, acc0, acc1, C);
@@ -403,12 +402,12 @@ INLINE void lx_row(int T, int64_t n, const char *W, const char *X, size_t xs, fl
     }                                                                                                   \
     void hr_tile_x_##NAME##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
                                  size_t ys) {                                                           \
-        for (int r = 0; r < HR_TILE_R; r++) lx_row(T, n, (const char *)w + r * ws, x, xs, y + r, ys, HR_TILE_C, 0); \
+        for (int r = 0; r < HR_TILE_R; r++) lx_row(T, n, (const char *)w + r * ws, x, xs, y + r, ys, HR_TILE_C);    \
     }                                                                                                   \
     void hr_rows4_x_##NAME##_avx2(int64_t n, const void *w, size_t ws, const void *x, size_t xs, float *y, \
                                   size_t ys) {                                                          \
         (void)xs, (void)ys;                                                                             \
-        for (int r = 0; r < 4; r++) lx_row(T, n, (const char *)w + r * ws, x, 0, y + r, 1, 1, 1);       \
+        for (int r = 0; r < 4; r++) lx_row(T, n, (const char *)w + r * ws, x, 0, y + r, 1, 1);          \
     }
 LX_FUNCS(q5_0, T_Q5_0)
 LX_FUNCS(iq4_nl, T_IQ4_NL)
